@@ -1,0 +1,298 @@
+"""The compatibility matrix: which Kubernetes versions, kubeadm config APIs, Linux distributions and
+Windows Server builds this program supports, and the pinned versions and images that go with each.
+
+Every fact here carries its upstream source in a comment. Validation (config.model) and the
+renderers read these tables; nothing else in the program hard-codes a version.
+
+Facts are as of AS_OF. Versions are bare ("1.35.9", "2.3.5"); whoever builds a download URL or an
+image tag adds the "v" prefix that upstream uses there.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+# The day the tables below were last researched; a reader can tell how stale a pin may be.
+AS_OF = date(2026, 12, 2)
+
+KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
+KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
+
+# v1beta3 first shipped in kubeadm 1.22 (github.com/kubernetes/kubernetes/pull/101129, "Introduce a new
+# kubeadm API v1beta3"). v1beta4 was enabled in 1.31 (github.com/kubernetes/kubernetes/pull/125029,
+# "kubeadm: enabled the v1beta4 API ... v1beta3 is now marked as deprecated"). v1beta3 was removed in
+# 1.36: github.com/kubernetes/kubernetes/pull/136016 (merged; "removed the v1beta3 API which was
+# deprecated since v1.31. The 1.35 kubeadm binary can be used to migrate to v1beta4"), confirmed by
+# github.com/kubernetes-sigs/image-builder/pull/2154 ("The kubeadm.k8s.io/v1beta3 API was removed in
+# kubeadm 1.36"). So 1.35 is the last minor that reads v1beta3.
+_KUBEADM_API_RANGES: dict[str, tuple[tuple[int, int], tuple[int, int] | None]] = {
+    KUBEADM_V1BETA3: ((1, 22), (1, 35)),
+    KUBEADM_V1BETA4: ((1, 31), None),
+}
+
+# KEP-5573 flipped the kubelet's failCgroupV1 default to true in 1.35, so a 1.35+ kubelet exits on a
+# cgroup v1 host unless failCgroupV1: false is set. Sources: github.com/kubernetes/enhancements/issues/5573
+# ("beta - v1.35 ... [KEP-5573] Set failCgroupV1 to true kubernetes#134298"); the kubeadm preflight
+# warning quoted in github.com/kubernetes/minikube/issues/22315 ("To explicitly enable cgroups v1
+# support for kubelet v1.35 or newer, you must set the kubelet configuration option 'FailCgroupV1' to
+# 'false'"); github.com/k0sproject/k0s/pull/7264 ("1.35+ kubelet actually fails to start by default with v1").
+_FAIL_CGROUP_V1_DEFAULT_SINCE = (1, 35)
+
+_MINOR = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+
+
+@dataclass(frozen=True)
+class KubernetesMinor:
+    minor: str                 # "1.34"
+    patch: str                 # pinned patch release, "1.34.2"
+    kubeadm_api: str           # "kubeadm.k8s.io/v1beta4"
+    end_of_life: date          # upstream maintenance end
+    refuses_cgroup_v1: bool    # kubelet fails to start on a cgroup v1 host by default
+    pause_image: str           # sandbox image kubeadm expects for this minor
+    containerd: str            # pinned containerd release used on Linux and Windows nodes
+    cni_plugins: str           # pinned CNI plugins release (Linux)
+
+
+@dataclass(frozen=True)
+class LinuxDistro:
+    key: str                   # "ubuntu22"
+    family: str                # "debian" (apt) or "rhel" (dnf/yum)
+    package_manager: str       # "apt", "dnf" or "yum"
+    cgroup_v2: bool            # unified hierarchy by default
+    end_of_life: date
+    max_kubernetes_minor: str | None  # last minor usable on it, None when no limit
+
+
+@dataclass(frozen=True)
+class WindowsBuild:
+    key: str                   # "win2022"
+    build: str                 # "10.0.20348"
+    ltsc_tag: str              # "ltsc2022": the image tag suffix that matches this kernel
+    upstream_supported: bool   # listed as supported by Kubernetes' Windows docs
+    # Every *_image field is None when upstream publishes no image that runs on this build;
+    # config.rules turns that into a validation error.
+    pause_image: str | None
+    kube_proxy_image: str | None   # format string with {version}: a bare patch, "1.35.9"
+    windows_exporter_image: str | None
+    fluent_bit_image: str | None
+
+
+def _minor_tuple(version: str) -> tuple[int, int]:
+    match = _MINOR.match(version.strip())
+    if match is None:
+        raise ValueError(f"not a Kubernetes version: {version!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
+def kubernetes_minor(version: str) -> str:
+    """The minor release a version belongs to: "1.34.2" and "v1.34.2" give "1.34"."""
+    major, minor = _minor_tuple(version)
+    return f"{major}.{minor}"
+
+
+def supported_versions() -> list[str]:
+    """The minors in KUBERNETES, oldest first (numeric order, so 1.9 sorts before 1.10)."""
+    return sorted(KUBERNETES, key=_minor_tuple)
+
+
+def accepted_kubeadm_apis(minor: str) -> tuple[str, ...]:
+    """The kubeadm config API versions that kubeadm of this minor reads."""
+    wanted = _minor_tuple(minor)
+    return tuple(
+        api for api, (first, last) in _KUBEADM_API_RANGES.items()
+        if first <= wanted and (last is None or wanted <= last)
+    )
+
+
+def kubelet_refuses_cgroup_v1(minor: str) -> bool:
+    """Whether the kubelet of this minor exits on a cgroup v1 host unless failCgroupV1 is false."""
+    return _minor_tuple(minor) >= _FAIL_CGROUP_V1_DEFAULT_SINCE
+
+
+# --- Kubernetes ------------------------------------------------------------------------------------
+#
+# Maintained minors on AS_OF: 1.35, 1.36, 1.37. 1.34 reached end of life on 2026-10-27
+# (kubernetes.io/releases/1.34) and is left out; 1.38 was not yet released (no page for it in the
+# stored docs). End-of-life dates come from kubernetes.io/releases/<minor>.
+#
+# Patches: the newest release each series page shows. The pages also schedule 1.35.10 / 1.36.6 /
+# 1.37.2 for 2026-10-13 and monthly patches after that; no copy of those releases was found, so the
+# pins below are the newest confirmed ones and should be bumped when the mirror has newer tags.
+#
+# Pause: kubeadm pins the sandbox image in cmd/kubeadm/app/constants (PauseVersion). 1.35 keeps
+# 3.10.1 (bumped for 1.34 by github.com/kubernetes/kubernetes/pull/130713; a kubeadm v1.35.8
+# constants.go fixture in public code shows PauseVersion = "3.10.1"). 3.10.2 adds Windows Server 2025
+# (github.com/containerd/containerd/pull/13156 citing the kubernetes build/pause CHANGELOG "3.10.2" and
+# kubernetes/kubernetes#138195); github.com/kubeclipper/kubeclipper/pull/947: "k8s 1.36 uses
+# pause:3.10.2, not 3.10.1", carried to 1.37.
+#
+# containerd: containerd's RELEASES.md "Kubernetes support" table lists 1.35 -> "2.2.0+, 2.1.5+,
+# 1.7.28+" and 1.36 -> "2.3.0+, 2.2.0+" (no 1.x: Kubernetes drops containerd 1.x; the kubelet's
+# fallback for runtimes without the RuntimeConfig RPC was deferred from 1.36 to 1.37 "aligning with the
+# end of containerd v1.7 support", github.com/kubernetes/kubernetes/pull/136846 via
+# github.com/deckhouse/deckhouse/pull/20186). The release table in the same file: 2.1 EOL 2026-07-03,
+# 2.2 EOL 2026-11-06, 2.3 LTS 2026-04-30 .. 2028-04-30. On AS_OF only 2.3 (and 2.4, non-LTS) are
+# maintained, so every minor pins 2.3: 2.3.5 (github.com/moby/moby/pull/53589, security fixes
+# CVE-2026-53495). 2.3.0-2.3.3 fail RunPodSandbox with a digest-pinned sandbox image
+# (github.com/kubernetes/kops/pull/18683), which 2.3.4+ fixes. The 1.35 row predates 2.3; 2.2 -> 2.3
+# is a supported adjacent upgrade (RELEASES.md "Upgrade path"). No 1.37 row was found: unconfirmed.
+#
+# CNI plugins: v1.9.1, "the latest release in the 1.9.x series"
+# (github.com/kubernetes-sigs/kubespray/issues/13179, 2026-04-16); v1.9.0 fixed
+# GHSA-jv3w-x3r3-g6rm (github.com/siderolabs/pkgs/pull/1398).
+_CONTAINERD = "2.3.5"
+_CNI_PLUGINS = "1.9.1"
+
+KUBERNETES: dict[str, KubernetesMinor] = {
+    "1.35": KubernetesMinor(
+        minor="1.35",
+        patch="1.35.9",  # kubernetes.io/releases/1.35: "1.35.9 (Released on 2026-09-15)"
+        kubeadm_api=KUBEADM_V1BETA4,  # v1beta3 still read, but deprecated since 1.31 (see above)
+        end_of_life=date(2027, 2, 28),  # kubernetes.io/releases/1.35: End Of Life Date 2027-02-28
+        refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.35"),
+        pause_image="registry.k8s.io/pause:3.10.1",
+        containerd=_CONTAINERD,
+        cni_plugins=_CNI_PLUGINS,
+    ),
+    "1.36": KubernetesMinor(
+        minor="1.36",
+        patch="1.36.4",  # kubernetes.io/it/releases/1.36: "1.36.4 (Released on 2026-08-11)"
+        kubeadm_api=KUBEADM_V1BETA4,
+        end_of_life=date(2027, 6, 28),  # kubernetes.io/releases/1.36: End Of Life Date 2027-06-28
+        refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.36"),
+        pause_image="registry.k8s.io/pause:3.10.2",
+        containerd=_CONTAINERD,
+        cni_plugins=_CNI_PLUGINS,
+    ),
+    "1.37": KubernetesMinor(
+        minor="1.37",
+        patch="1.37.1",  # kubernetes.io/releases/1.37: "1.37.1 (Released on 2026-09-15)"
+        kubeadm_api=KUBEADM_V1BETA4,
+        end_of_life=date(2027, 10, 28),  # kubernetes.io/releases/1.37: End Of Life Date 2027-10-28
+        refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.37"),
+        pause_image="registry.k8s.io/pause:3.10.2",
+        containerd=_CONTAINERD,
+        cni_plugins=_CNI_PLUGINS,
+    ),
+}
+
+# --- Linux distributions ---------------------------------------------------------------------------
+
+DISTROS: dict[str, LinuxDistro] = {
+    "ubuntu22": LinuxDistro(
+        key="ubuntu22",
+        family="debian",
+        package_manager="apt",
+        # systemd switched to the unified hierarchy in Ubuntu 21.10
+        # (lists.ubuntu.com/archives/ubuntu-devel/2021-August/041598.html), so 22.04 boots cgroup v2.
+        cgroup_v2=True,
+        # Standard support ends "April 2027" (ubuntu.com/about/release-cycle, quoted in
+        # github.com/python-pillow/docker-images/pull/275); Canonical gives a month, not a day, so
+        # the last day of that month is used.
+        end_of_life=date(2027, 4, 30),
+        max_kubernetes_minor=None,
+    ),
+    "rocky9": LinuxDistro(
+        key="rocky9",
+        family="rhel",
+        package_manager="dnf",
+        # "RHEL 9 mounts cgroup-v2 by default" (docs.redhat.com, RHEL 9 "Mounting cgroups-v1").
+        cgroup_v2=True,
+        end_of_life=date(2032, 5, 31),  # endoflife-date/endoflife.date products/rockylinux.md: eol 2032-05-31
+        max_kubernetes_minor=None,
+    ),
+    "centos7": LinuxDistro(
+        key="centos7",
+        family="rhel",
+        package_manager="yum",
+        # Kernel 3.10 and systemd 219: no cgroup v2 (github.com/systemd/systemd/issues/23109, "cgroups
+        # v2 are (officially) supported in the RHEL 8.4 kernel").
+        cgroup_v2=False,
+        # "end of updates 2024-06-30" (github.com/adoptium/infrastructure wiki, "End of support date
+        # for OS distributions", citing wiki.centos.org/About/Product).
+        end_of_life=date(2024, 6, 30),
+        # The last minor whose kubelet still starts on cgroup v1 by default; that minor (1.34) is
+        # itself past end of life, so no maintained minor runs on CentOS 7.
+        max_kubernetes_minor="1.34",
+    ),
+}
+
+# --- Windows Server builds -------------------------------------------------------------------------
+#
+# Upstream support: kubernetes.io/docs/concepts/windows/intro/ now reads "Windows nodes are supported
+# provided that the operating system is Windows Server 2022 or Windows Server 2025"; the leftover
+# Windows Server 2019 sentence was removed (github.com/kubernetes/website/issues/55058,
+# github.com/kubernetes/website/pull/55103, 2026-03).
+#
+# Pause: registry.k8s.io/pause is a manifest list with one Windows entry per OS version. 1809
+# (= ltsc2019) was added in 3.4, ltsc2022 in 3.6, and neither was removed through 3.10.1
+# (kubernetes/kubernetes build/pause/CHANGELOG.md); ltsc2025 arrived in 3.10.2
+# (github.com/containerd/containerd/pull/13156, github.com/kubernetes/kubernetes/pull/136960). Whether
+# 3.10.2 still carries 1809 was not confirmed, so Windows Server 2019 stays on 3.10.1.
+#
+# kube-proxy: kubernetes-sigs/sig-windows-tools hostprocess/calico/kube-proxy/kube-proxy.yml uses
+# sigwindowstools/kube-proxy:<KUBE_PROXY_VERSION>-calico-hostprocess, built per Kubernetes version by
+# hostprocess/calico/build.sh (-t $repository/kube-proxy:$proxyVersion-calico-hostprocess, proxyVersion
+# like "v1.22.2"). HostProcess containers do not inherit the host/image OS version matching rules
+# (github.com/microsoft/windows-host-process-containers-base-image README), so one tag serves every
+# build. sig-windows-tools calls these images samples, "discouraged and ... planned to be
+# decommissioned" (github.com/kubernetes-sigs/sig-windows-tools/issues/353, 2024-01); that a tag exists
+# for each pinned patch was not confirmed.
+_KUBE_PROXY_HOSTPROCESS = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
+
+# windows_exporter: "One image works on every Windows version that supports HostProcess containers"
+# (prometheus-community/windows_exporter docs/kubernetes/kubernetes.md). 0.31.7 is the newest tag seen
+# published as an image (github.com/Siemens-Healthineers/K2s/pull/2436:
+# ghcr.io/prometheus-community/windows-exporter:0.31.7); 0.31.8 was released 2026-07-28
+# (github.com/antmelekhin/ansible-role-windows-exporter/pull/53) but its image was not seen.
+_WINDOWS_EXPORTER = "ghcr.io/prometheus-community/windows-exporter:0.31.7"
+
+# Fluent Bit publishes one tag per Windows Server release, windows-<year>-<version>. Windows Server 2019
+# builds were dropped (github.com/fluent/fluent-bit/issues/10137; github.com/fluent/fluent-bit-docs/pull/2665
+# "Drop the Windows Server 2019 claim, deprecated upstream ... and no longer built"). windows-2022-5.0.3 and
+# windows-2025-5.0.3 were confirmed published by a maintainer (github.com/fluent/fluent-bit/issues/11707).
+_FLUENT_BIT_VERSION = "5.0.3"
+
+WINDOWS: dict[str, WindowsBuild] = {
+    "win2019": WindowsBuild(
+        key="win2019",
+        # "Windows 10, Server 2019 | 1809 | 10.0.17763" (Siemens-Healthineers/K2s os-support table).
+        build="10.0.17763",
+        ltsc_tag="ltsc2019",
+        upstream_supported=False,
+        pause_image="registry.k8s.io/pause:3.10.1",
+        kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
+        windows_exporter_image=_WINDOWS_EXPORTER,
+        # Fluent Bit stopped building windows-2019 tags after 4.0 (issue 10137 above); the last line
+        # still published is 4.0.x: New Relic's Windows 2019 image is built FROM the official
+        # fluent/fluent-bit windows-2019 image at 4.0.3 (github.com/newrelic/newrelic-fluent-bit-output/pull/205,
+        # 2025-10-21). Pinned there; it receives no more fixes, another reason 2019 is only a warning away
+        # from an error.
+        fluent_bit_image="docker.io/fluent/fluent-bit:windows-2019-4.0.3",
+    ),
+    "win2022": WindowsBuild(
+        key="win2022",
+        # ghcr.io/containerd/windows/nanoserver:ltsc2022 is "windows/10.0.20348.1850/amd64".
+        build="10.0.20348",
+        ltsc_tag="ltsc2022",
+        upstream_supported=True,
+        pause_image="registry.k8s.io/pause:3.10.2",
+        kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
+        windows_exporter_image=_WINDOWS_EXPORTER,
+        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2022-{_FLUENT_BIT_VERSION}",
+    ),
+    "win2025": WindowsBuild(
+        key="win2025",
+        # Windows Server 2025 is "the server version of Windows 24H2 LTSC"
+        # (gitlab.com/gitlab-org/gitlab-runner/-/issues/38316); build 26100 is from the brief and
+        # learn.microsoft.com's Windows Server release information, not confirmed by search.
+        build="10.0.26100",
+        ltsc_tag="ltsc2025",
+        upstream_supported=True,
+        pause_image="registry.k8s.io/pause:3.10.2",
+        kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
+        windows_exporter_image=_WINDOWS_EXPORTER,
+        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2025-{_FLUENT_BIT_VERSION}",
+    ),
+}

@@ -1,0 +1,241 @@
+"""The typed model of one stack's configuration: one pydantic model per top-level config key.
+
+Structure (types, ranges, unknown keys) lives here; rules that relate one part of the stack to another
+live in config.rules. Secrets never appear in these models: config.secrets reads them as Outputs.
+"""
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+# Kubernetes object names and our VM names share the DNS-1123 label rule (RFC 1123 section 2.1,
+# as Kubernetes applies it: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+DistroKey = Literal["ubuntu22", "rocky9", "centos7"]
+WindowsKey = Literal["win2019", "win2022", "win2025"]
+Label = Annotated[str, Field(min_length=1, max_length=63)]
+
+
+class Spec(BaseModel):
+    """Base of every config model: camelCase keys as in Pulumi stack files, nothing unknown accepted."""
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+class ClusterSpec(Spec):
+    name: Label
+    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d+\.\d+$")]
+    pod_cidr: IPv4Network
+    service_cidr: IPv4Network
+    dns_domain: str = "cluster.local"
+    node_cidr_mask_size: Annotated[int, Field(ge=16, le=28)] = 24
+    node_port_range: Annotated[str, Field(pattern=r"^\d{1,5}-\d{1,5}$")] = "30000-32767"
+    # The API server's virtual IP (kube-vip) for a highly available control plane; with a single
+    # control-plane node the API is that node's address.
+    api_vip: IPv4Address | None = None
+    api_port: Annotated[int, Field(ge=1, le=65535)] = 6443
+
+    @field_validator("name", "dns_domain")
+    @classmethod
+    def _dns_name(cls, value: str) -> str:
+        if not all(DNS1123_LABEL.match(part) for part in value.split(".")):
+            raise ValueError(f"{value!r} is not a DNS-1123 name (lower-case letters, digits, '-')")
+        return value
+
+    @property
+    def node_ports(self) -> tuple[int, int]:
+        low, high = (int(part) for part in self.node_port_range.split("-"))
+        return low, high
+
+    @field_validator("node_port_range")
+    @classmethod
+    def _ordered_range(cls, value: str) -> str:
+        low, high = (int(part) for part in value.split("-"))
+        if not 1 <= low <= high <= 65535:
+            raise ValueError(f"{value!r} is not a port range low-high within 1-65535")
+        return value
+
+
+class CalicoSpec(Spec):
+    # Field values are those of the Tigera operator's Installation API (calicoNetwork.bgp,
+    # ipPools[].encapsulation): ../shared/schemas/operator.tigera.io_v1_Installation.json.
+    encapsulation: Literal["VXLAN", "VXLANCrossSubnet", "IPIP", "IPIPCrossSubnet", "None"] = "VXLAN"
+    bgp: Literal["Enabled", "Disabled"] = "Disabled"
+    mtu: Annotated[int, Field(ge=576, le=9000)] = 1450
+    vxlan_port: Annotated[int, Field(ge=1, le=65535)] = 4789
+    vxlan_vni: Annotated[int, Field(ge=1, le=16777215)] = 4096
+    block_size: Annotated[int, Field(ge=20, le=32)] = 26
+
+
+class VlanSpec(Spec):
+    vlan_id: Annotated[int, Field(ge=1, le=4094)]
+    cidr: IPv4Network
+    gateway: IPv4Address | None = None
+    # The Proxmox Linux bridge already bound to this VLAN (e.g. vmbr30 on eno1.30), so VM NICs on it
+    # carry no tag of their own.
+    proxmox_bridge: str | None = None
+
+
+class NetworkSpec(Spec):
+    underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = 1500
+    management: VlanSpec
+    nodes: VlanSpec
+    storage: VlanSpec | None = None
+    dns_servers: Annotated[list[IPv4Address], Field(min_length=1)]
+    search_domain: str | None = None
+
+
+class ProxmoxNodeSpec(Spec):
+    name: Label
+    zone: str
+    address: IPv4Address  # where the provider's SSH session uploads snippets
+
+
+class TemplateSpec(Spec):
+    distro: DistroKey
+    vm_id: Annotated[int, Field(ge=100, le=999999999)]
+    node: str  # the Proxmox node holding the template: cloning from local storage stays on that node
+
+
+class DatastoreSpec(Spec):
+    vm_disks: str = "local-zfs"
+    cloud_init: str = "local-zfs"
+    snippets: str = "local"  # must have the "snippets" content type enabled
+
+
+class ProxmoxSpec(Spec):
+    endpoint: Annotated[str, Field(pattern=r"^https://")]
+    insecure: bool = False
+    ssh_user: str = "root"
+    nodes: Annotated[list[ProxmoxNodeSpec], Field(min_length=1)]
+    templates: Annotated[list[TemplateSpec], Field(min_length=1)]
+    datastores: DatastoreSpec = DatastoreSpec()
+
+
+class NicOffloadSpec(Spec):
+    # Our design notes saw packet loss with Large Send Offload on the vSwitch uplink under VXLAN.
+    disable_lso: bool = False
+    adapters: list[str] = []
+
+
+class HypervHostSpec(Spec):
+    name: Label
+    zone: str
+    address: IPv4Address
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: str = "Administrator"
+    switch_name: str
+    vm_folder: str
+    golden_images: dict[WindowsKey, str]
+    nic_offload: NicOffloadSpec = NicOffloadSpec()
+
+
+class HypervSpec(Spec):
+    # How Pulumi authenticates to every Hyper-V host's OpenSSH server; the matching secret is
+    # hypervSshPrivateKey or hypervSshPassword.
+    auth: Literal["privateKey", "password"] = "privateKey"
+    hosts: list[HypervHostSpec] = []
+
+
+class BastionSpec(Spec):
+    host: str
+    port: Annotated[int, Field(ge=1, le=65535)] = 22
+    user: str
+
+
+class AccessSpec(Spec):
+    admin_user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "ops"
+    ssh_public_keys: Annotated[list[str], Field(min_length=1)]
+    bastion: BastionSpec | None = None
+
+    @field_validator("ssh_public_keys")
+    @classmethod
+    def _public_keys(cls, keys: list[str]) -> list[str]:
+        for key in keys:
+            if not re.match(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( .*)?$", key):
+                raise ValueError(f"not an OpenSSH public key: {key[:24]!r}...")
+        return keys
+
+
+class NodeSpec(Spec):
+    name: Label
+    zone: str
+    cpu: Annotated[int, Field(ge=1, le=256)]
+    memory_mb: Annotated[int, Field(ge=1024)]
+    disk_gb: Annotated[int, Field(ge=20)]
+    ip: IPv4Address
+
+
+class LinuxNodeSpec(NodeSpec):
+    proxmox_node: str
+    vm_id: Annotated[int, Field(ge=100, le=999999999)]
+    distro: DistroKey = "ubuntu22"
+    management_ip: IPv4Address | None = None
+
+
+class WindowsNodeSpec(NodeSpec):
+    hyperv_host: str
+    version: WindowsKey
+    computer_name: str | None = None  # defaults to the node name; NetBIOS allows 15 characters
+
+    @property
+    def netbios_name(self) -> str:
+        return self.computer_name or self.name
+
+
+class NodesSpec(Spec):
+    control_plane: Annotated[list[LinuxNodeSpec], Field(min_length=1)]
+    linux: list[LinuxNodeSpec] = []
+    windows: list[WindowsNodeSpec] = []
+
+
+class RegistryMirrorSpec(Spec):
+    upstream: str  # registry host as images name it: docker.io, registry.k8s.io, ...
+    endpoint: Annotated[str, Field(pattern=r"^https?://")]
+    # Harbor proxy-cache projects serve under /v2/<project>/, so containerd must not append /v2.
+    override_path: bool = False
+
+
+class RegistrySpec(Spec):
+    mirrors: list[RegistryMirrorSpec] = []
+
+
+class StorageSpec(Spec):
+    smb_source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
+    nfs_server: IPv4Address | str
+    nfs_path: Annotated[str, Field(pattern=r"^/")]
+
+
+class WindowsSpec(Spec):
+    # netsh int ipv4 set dynamicport: start at least 1025, at least 255 ports
+    # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
+    dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 49152
+    dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 16384
+
+
+class StackSpec(Spec):
+    """The whole stack: each field is one `hybrid-cluster:<key>` entry of the stack file."""
+
+    cluster: ClusterSpec
+    calico: CalicoSpec = CalicoSpec()
+    network: NetworkSpec
+    zones: Annotated[list[Label], Field(min_length=1)]
+    proxmox: ProxmoxSpec
+    hyperv: HypervSpec = HypervSpec()
+    access: AccessSpec
+    nodes: NodesSpec
+    registry: RegistrySpec = RegistrySpec()
+    ntp_servers: Annotated[list[str], Field(min_length=1)]
+    storage: StorageSpec
+    windows: WindowsSpec = WindowsSpec()
+
+    @property
+    def linux_nodes(self) -> list[LinuxNodeSpec]:
+        return [*self.nodes.control_plane, *self.nodes.linux]

@@ -1,0 +1,307 @@
+"""Rules that relate one part of a stack to another (addresses, references, versions, capacity).
+
+Each rule names the top-level sections it reads; config.loader runs every rule whose sections parsed,
+so one run reports every problem it can find, each at its config key path.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, fields
+from datetime import date
+from ipaddress import IPv4Address, IPv4Network
+from typing import Callable, Iterator, Literal
+
+from . import compat
+from .model import DNS1123_LABEL, StackSpec, VlanSpec
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+Rule = Callable[[StackSpec], Iterator[Problem]]
+RULES: list[tuple[frozenset[str], Rule]] = []
+
+# VXLAN adds 50 bytes to every packet: outer Ethernet 14 + IPv4 20 + UDP 8 + VXLAN 8
+# (RFC 7348 section 5; Calico's MTU guide: https://docs.tigera.io/calico/latest/networking/configuring/mtu).
+VXLAN_OVERHEAD = 50
+# Calico for Windows supports VXLAN only with VNI 4096 and port 4789 (Windows HNS limitation):
+# https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements
+WINDOWS_VXLAN_PORT = 4789
+WINDOWS_MIN_VNI = 4096
+
+
+def rule(*sections: str) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        RULES.append((frozenset(sections), fn))
+        return fn
+
+    return register
+
+
+def _node_paths(spec: StackSpec):
+    """Every node with its key path, in declaration order."""
+    for pool, nodes in (
+        ("controlPlane", spec.nodes.control_plane),
+        ("linux", spec.nodes.linux),
+        ("windows", spec.nodes.windows),
+    ):
+        for index, node in enumerate(nodes):
+            yield f"nodes.{pool}[{index}]", node
+
+
+def _networks(spec: StackSpec) -> list[tuple[str, IPv4Network]]:
+    networks = [("cluster.podCidr", spec.cluster.pod_cidr), ("cluster.serviceCidr", spec.cluster.service_cidr)]
+    for name in ("management", "nodes", "storage"):
+        vlan: VlanSpec | None = getattr(spec.network, name)
+        if vlan is not None:
+            networks.append((f"network.{name}.cidr", vlan.cidr))
+    return networks
+
+
+def _reserved(vlan: VlanSpec) -> dict[IPv4Address, str]:
+    reserved = {vlan.cidr.network_address: "the network address", vlan.cidr.broadcast_address: "the broadcast address"}
+    if vlan.gateway is not None:
+        reserved[vlan.gateway] = "the gateway"
+    return reserved
+
+
+def _host_address(path: str, address: IPv4Address, vlan: VlanSpec, vlan_path: str) -> Iterator[Problem]:
+    if address not in vlan.cidr:
+        yield Problem(path, f"{address} is not in {vlan_path} {vlan.cidr}")
+    elif address in _reserved(vlan):
+        yield Problem(path, f"{address} is {_reserved(vlan)[address]} of {vlan_path} {vlan.cidr}")
+
+
+@rule("cluster", "network")
+def networks_disjoint(spec: StackSpec) -> Iterator[Problem]:
+    networks = _networks(spec)
+    for i, (path_a, net_a) in enumerate(networks):
+        for path_b, net_b in networks[i + 1 :]:
+            if net_a.overlaps(net_b):
+                yield Problem(path_b, f"{net_b} overlaps {path_a} {net_a}")
+
+
+@rule("network")
+def gateways_inside(spec: StackSpec) -> Iterator[Problem]:
+    for name in ("management", "nodes", "storage"):
+        vlan: VlanSpec | None = getattr(spec.network, name)
+        if vlan is not None and vlan.gateway is not None and vlan.gateway not in vlan.cidr:
+            yield Problem(f"network.{name}.gateway", f"{vlan.gateway} is not in {vlan.cidr}")
+    if spec.network.nodes.gateway is None:
+        yield Problem("network.nodes.gateway", "the node network needs a gateway (the nodes' default route)")
+
+
+@rule("network", "nodes")
+def node_addresses(spec: StackSpec) -> Iterator[Problem]:
+    seen: dict[IPv4Address, str] = {}
+    for path, node in _node_paths(spec):
+        addresses = [(f"{path}.ip", node.ip, spec.network.nodes, "network.nodes")]
+        if getattr(node, "management_ip", None) is not None:
+            addresses.append((f"{path}.managementIp", node.management_ip, spec.network.management, "network.management"))
+        for address_path, address, vlan, vlan_path in addresses:
+            yield from _host_address(address_path, address, vlan, vlan_path)
+            if address in seen:
+                yield Problem(address_path, f"{address} is already used by {seen[address]}")
+            seen.setdefault(address, address_path)
+
+
+@rule("cluster", "network", "nodes")
+def api_endpoint(spec: StackSpec) -> Iterator[Problem]:
+    vip = spec.cluster.api_vip
+    if vip is None:
+        if len(spec.nodes.control_plane) > 1:
+            yield Problem("cluster.apiVip", "a control plane of several nodes needs a virtual IP for the API server")
+        return
+    yield from _host_address("cluster.apiVip", vip, spec.network.nodes, "network.nodes")
+    for path, node in _node_paths(spec):
+        if node.ip == vip:
+            yield Problem("cluster.apiVip", f"{vip} is also the address of {path}")
+
+
+@rule("nodes")
+def node_names(spec: StackSpec) -> Iterator[Problem]:
+    names = Counter(node.name for _, node in _node_paths(spec))
+    netbios = Counter(node.netbios_name.upper() for node in spec.nodes.windows)
+    for path, node in _node_paths(spec):
+        if not DNS1123_LABEL.match(node.name):
+            yield Problem(f"{path}.name", f"{node.name!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
+        if names[node.name] > 1:
+            yield Problem(f"{path}.name", f"node name {node.name!r} is used more than once")
+    for index, node in enumerate(spec.nodes.windows):
+        key = "computerName" if node.computer_name else "name"
+        # NetBIOS computer names are limited to 15 characters:
+        # https://learn.microsoft.com/en-us/troubleshoot/windows-server/active-directory/naming-conventions-for-computer-domain-site-ou
+        if len(node.netbios_name) > 15:
+            yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is longer than 15 characters")
+        elif netbios[node.netbios_name.upper()] > 1:
+            yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is used more than once")
+
+
+@rule("nodes")
+def pool_shape(spec: StackSpec) -> Iterator[Problem]:
+    count = len(spec.nodes.control_plane)
+    if count % 2 == 0:
+        # etcd needs a majority: an even member count tolerates no more failures than one fewer.
+        yield Problem("nodes.controlPlane", f"{count} control-plane nodes: use an odd number (1 or 3) for etcd quorum")
+    if not spec.nodes.linux:
+        yield Problem("nodes.linux", "at least one Linux worker is needed: CoreDNS, the operators and Linux-only DaemonSets run there")
+
+
+@rule("cluster", "nodes")
+def pod_cidr_capacity(spec: StackSpec) -> Iterator[Problem]:
+    pod, mask = spec.cluster.pod_cidr, spec.cluster.node_cidr_mask_size
+    if mask < pod.prefixlen:
+        yield Problem("cluster.nodeCidrMaskSize", f"/{mask} is larger than the pod CIDR {pod}")
+        return
+    capacity = 2 ** (mask - pod.prefixlen)
+    count = sum(1 for _ in _node_paths(spec))
+    if count > capacity:
+        yield Problem("cluster.nodeCidrMaskSize", f"pod CIDR {pod} holds {capacity} node ranges of /{mask}, but the stack has {count} nodes")
+
+
+@rule("calico", "network", "nodes")
+def calico_network(spec: StackSpec) -> Iterator[Problem]:
+    calico = spec.calico
+    limit = spec.network.underlay_mtu - VXLAN_OVERHEAD
+    if calico.encapsulation.startswith("VXLAN") and calico.mtu > limit:
+        yield Problem("calico.mtu", f"{calico.mtu} exceeds the underlay MTU {spec.network.underlay_mtu} minus VXLAN's {VXLAN_OVERHEAD} bytes ({limit})")
+    if spec.nodes.windows:
+        # Calico for Windows: VXLAN only (no IPIP, no cross-subnet), no BGP with VXLAN
+        # (https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements).
+        if calico.encapsulation != "VXLAN":
+            yield Problem("calico.encapsulation", f"{calico.encapsulation} is not supported with Windows nodes: use VXLAN")
+        if calico.bgp != "Disabled":
+            yield Problem("calico.bgp", "BGP must be Disabled with VXLAN and Windows nodes")
+        if calico.vxlan_port != WINDOWS_VXLAN_PORT:
+            yield Problem("calico.vxlanPort", f"Windows nodes require VXLAN port {WINDOWS_VXLAN_PORT}")
+        if calico.vxlan_vni < WINDOWS_MIN_VNI:
+            yield Problem("calico.vxlanVni", f"Windows nodes require a VXLAN VNI of at least {WINDOWS_MIN_VNI}")
+
+
+@rule("cluster", "calico")
+def calico_block(spec: StackSpec) -> Iterator[Problem]:
+    if spec.calico.block_size < spec.cluster.pod_cidr.prefixlen:
+        yield Problem("calico.blockSize", f"/{spec.calico.block_size} blocks do not fit in the pod CIDR {spec.cluster.pod_cidr}")
+
+
+@rule("zones", "proxmox", "hyperv", "nodes")
+def references(spec: StackSpec) -> Iterator[Problem]:
+    zones = set(spec.zones)
+    for index, zone in enumerate(spec.zones):
+        if spec.zones.count(zone) > 1 and spec.zones.index(zone) != index:
+            yield Problem(f"zones[{index}]", f"zone {zone!r} is listed twice")
+    proxmox = {node.name: node for node in spec.proxmox.nodes}
+    hosts = {host.name: host for host in spec.hyperv.hosts}
+    for index, node in enumerate(spec.proxmox.nodes):
+        if node.zone not in zones:
+            yield Problem(f"proxmox.nodes[{index}].zone", f"unknown zone {node.zone!r} (zones: {', '.join(spec.zones)})")
+    for index, host in enumerate(spec.hyperv.hosts):
+        if host.zone not in zones:
+            yield Problem(f"hyperv.hosts[{index}].zone", f"unknown zone {host.zone!r} (zones: {', '.join(spec.zones)})")
+    for index, template in enumerate(spec.proxmox.templates):
+        if template.node not in proxmox:
+            yield Problem(f"proxmox.templates[{index}].node", f"unknown Proxmox node {template.node!r}")
+    templates = {(t.distro, t.node) for t in spec.proxmox.templates}
+    for path, node in _node_paths(spec):
+        if node.zone not in zones:
+            yield Problem(f"{path}.zone", f"unknown zone {node.zone!r} (zones: {', '.join(spec.zones)})")
+        if hasattr(node, "proxmox_node"):
+            target = proxmox.get(node.proxmox_node)
+            if target is None:
+                yield Problem(f"{path}.proxmoxNode", f"unknown Proxmox node {node.proxmox_node!r}")
+            elif target.zone != node.zone:
+                yield Problem(f"{path}.proxmoxNode", f"{node.proxmox_node} is in zone {target.zone}, not {node.zone}")
+            elif (node.distro, node.proxmox_node) not in templates:
+                yield Problem(f"{path}.distro", f"no {node.distro} template on Proxmox node {node.proxmox_node} (proxmox.templates)")
+        else:
+            host = hosts.get(node.hyperv_host)
+            if host is None:
+                yield Problem(f"{path}.hypervHost", f"unknown Hyper-V host {node.hyperv_host!r}")
+            elif host.zone != node.zone:
+                yield Problem(f"{path}.hypervHost", f"{node.hyperv_host} is in zone {host.zone}, not {node.zone}")
+            elif node.version not in host.golden_images:
+                yield Problem(f"{path}.version", f"Hyper-V host {host.name} has no golden image for {node.version} (hyperv.hosts[].goldenImages)")
+
+
+@rule("proxmox", "nodes")
+def vm_ids(spec: StackSpec) -> Iterator[Problem]:
+    owners: dict[int, str] = {}
+    ids = [(f"proxmox.templates[{i}].vmId", t.vm_id) for i, t in enumerate(spec.proxmox.templates)]
+    ids += [(f"{path}.vmId", node.vm_id) for path, node in _node_paths(spec) if hasattr(node, "vm_id")]
+    for path, vm_id in ids:
+        if vm_id in owners:
+            yield Problem(path, f"VM id {vm_id} is already used by {owners[vm_id]}")
+        owners.setdefault(vm_id, path)
+
+
+@rule("proxmox", "hyperv")
+def host_names(spec: StackSpec) -> Iterator[Problem]:
+    for section, items in (("proxmox.nodes", spec.proxmox.nodes), ("hyperv.hosts", spec.hyperv.hosts)):
+        names = Counter(item.name for item in items)
+        for index, item in enumerate(items):
+            if names[item.name] > 1:
+                yield Problem(f"{section}[{index}].name", f"{item.name!r} is listed twice")
+
+
+@rule("cluster", "nodes")
+def versions(spec: StackSpec) -> Iterator[Problem]:
+    version = spec.cluster.kubernetes_version
+    minor = compat.kubernetes_minor(version)
+    release = compat.KUBERNETES.get(minor)
+    if release is None:
+        yield Problem("cluster.kubernetesVersion", f"Kubernetes {minor} is not supported; supported: {', '.join(compat.supported_versions())}")
+        return
+    for path, node in _node_paths(spec):
+        if hasattr(node, "distro"):
+            distro = compat.DISTROS[node.distro]
+            if not distro.cgroup_v2 and release.refuses_cgroup_v1:
+                yield Problem(f"{path}.distro", f"{node.distro} runs cgroup v1, which the kubelet of Kubernetes {minor} refuses")
+            elif distro.end_of_life <= date.today():
+                yield Problem(f"{path}.distro", f"{node.distro} reached end of life on {distro.end_of_life}", "warning")
+        else:
+            build = compat.WINDOWS[node.version]
+            missing = _missing_images(build)
+            if missing:
+                yield Problem(f"{path}.version", f"no {', '.join(missing)} image for {node.version} ({build.build})")
+            elif not build.upstream_supported:
+                yield Problem(f"{path}.version", f"{node.version} is no longer listed as supported by upstream Kubernetes", "warning")
+
+
+def _missing_images(build: compat.WindowsBuild) -> list[str]:
+    """The image fields of a Windows build that have no published image for it."""
+    return [f.name.removesuffix("_image") for f in fields(build) if f.name.endswith("_image") and getattr(build, f.name) is None]
+
+
+@rule("cluster", "windows", "nodes")
+def windows_ports(spec: StackSpec) -> Iterator[Problem]:
+    start, count = spec.windows.dynamic_port_start, spec.windows.dynamic_port_count
+    end = start + count - 1
+    if end > 65535:
+        yield Problem("windows.dynamicPortCount", f"{start}+{count} runs past port 65535")
+    low, high = spec.cluster.node_ports
+    if spec.nodes.windows and start <= high and low <= end:
+        # Windows hands out ephemeral ports from this range; one inside the NodePort range breaks
+        # the NodePort that happens to collide on that node.
+        yield Problem("windows.dynamicPortStart", f"dynamic ports {start}-{end} overlap the NodePort range {low}-{high}")
+
+
+@rule("registry")
+def mirrors(spec: StackSpec) -> Iterator[Problem]:
+    upstreams = Counter(mirror.upstream for mirror in spec.registry.mirrors)
+    for index, mirror in enumerate(spec.registry.mirrors):
+        if upstreams[mirror.upstream] > 1:
+            yield Problem(f"registry.mirrors[{index}].upstream", f"{mirror.upstream} has more than one mirror")
+
+
+def check(spec: StackSpec, parsed: set[str]) -> list[Problem]:
+    """Every problem found by the rules whose sections all parsed."""
+    return [problem for sections, fn in RULES if sections <= parsed for problem in fn(spec)]

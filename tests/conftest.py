@@ -1,0 +1,33 @@
+"""Shared fixtures: the repository on sys.path, the reference stack, and a mutable copy of it."""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from config.loader import PROJECT, RawConfig  # noqa: E402
+
+HK_PROD = ROOT / "Pulumi.hk-prod.yaml"
+
+
+def hk_prod_values() -> dict:
+    """The hk-prod stack's project config, keyed without the namespace, as plain data."""
+    document = yaml.safe_load(HK_PROD.read_text())
+    prefix = f"{PROJECT}:"
+    return {k[len(prefix):]: v for k, v in document["config"].items() if k.startswith(prefix)}
+
+
+def raw_config(values: dict, secure: frozenset[str] = frozenset()) -> RawConfig:
+    return RawConfig(values=values, secure_keys=secure)
+
+
+@pytest.fixture
+def hk_values() -> dict:
+    return copy.deepcopy(hk_prod_values())

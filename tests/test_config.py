@@ -1,0 +1,230 @@
+"""Validation of stack configuration: every rule, each reported at its key path, all at once."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from config import compat
+from config.loader import SpecError, load
+from tests.conftest import raw_config
+
+
+def problems(values: dict, secure: frozenset[str] = frozenset()) -> list[str]:
+    try:
+        load(raw_config(values, secure))
+    except SpecError as error:
+        return [str(p) for p in error.problems]
+    return []
+
+
+def assert_problem(values: dict, path: str, fragment: str) -> None:
+    found = problems(values)
+    assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
+
+
+def test_hk_prod_is_valid_with_one_warning(hk_values):
+    loaded = load(raw_config(hk_values))
+    assert [str(w) for w in loaded.warnings] == [
+        "nodes.windows[2].version: win2019 is no longer listed as supported by upstream Kubernetes"
+    ]
+    assert loaded.spec.cluster.name == "hk-prod"
+    assert len(loaded.spec.linux_nodes) == 7
+
+
+def test_unknown_top_level_key(hk_values):
+    hk_values["clusterr"] = {"name": "x"}
+    assert_problem(hk_values, "clusterr", "unknown key")
+
+
+def test_unknown_nested_key_names_its_path(hk_values):
+    hk_values["nodes"]["windows"][1]["colour"] = "blue"
+    assert_problem(hk_values, "nodes.windows[1].colour", "Extra inputs are not permitted")
+
+
+def test_missing_section(hk_values):
+    del hk_values["storage"]
+    assert_problem(hk_values, "storage", "is required")
+
+
+def test_secret_set_in_plain_text_is_rejected(hk_values):
+    hk_values["windowsAdminPassword"] = "hunter2"
+    assert_problem(hk_values, "windowsAdminPassword", "pulumi config set --secret windowsAdminPassword")
+    hk_values["windowsAdminPassword"] = {"secure": "v1:abc"}
+    assert problems(hk_values, frozenset({"windowsAdminPassword"})) == []
+
+
+def test_structured_values_arrive_as_json_text(hk_values):
+    import json
+    as_runtime = {k: json.dumps(v) for k, v in hk_values.items()}
+    assert problems(as_runtime) == []
+
+
+def test_cidr_must_parse(hk_values):
+    hk_values["cluster"]["podCidr"] = "10.244.0.0/33"
+    assert_problem(hk_values, "cluster.podCidr", "IPv4")
+
+
+@pytest.mark.parametrize("key,cidr,other", [
+    ("podCidr", "10.30.0.0/16", "network.nodes.cidr"),
+    ("serviceCidr", "10.0.0.0/8", "network.management.cidr"),
+])
+def test_networks_are_disjoint(hk_values, key, cidr, other):
+    hk_values["cluster"][key] = cidr
+    assert_problem(hk_values, other, "overlaps")
+
+
+@pytest.mark.parametrize("ip,fragment", [
+    ("10.31.0.5", "is not in network.nodes"),
+    ("10.30.30.1", "is the gateway"),
+    ("10.30.30.0", "is the network address"),
+    ("10.30.30.255", "is the broadcast address"),
+    ("10.30.30.22", "already used by nodes.linux[1].ip"),
+])
+def test_node_addresses(hk_values, ip, fragment):
+    hk_values["nodes"]["windows"][1]["ip"] = ip
+    assert_problem(hk_values, "nodes.windows[1].ip", fragment)
+
+
+def test_management_address_checked_against_management_network(hk_values):
+    hk_values["nodes"]["linux"][0]["managementIp"] = "10.30.30.200"
+    assert_problem(hk_values, "nodes.linux[0].managementIp", "is not in network.management")
+
+
+def test_api_vip_required_for_ha_and_distinct(hk_values):
+    hk_values["cluster"]["apiVip"] = "10.30.30.11"
+    assert_problem(hk_values, "cluster.apiVip", "also the address of nodes.controlPlane[0]")
+    del hk_values["cluster"]["apiVip"]
+    assert_problem(hk_values, "cluster.apiVip", "needs a virtual IP")
+
+
+@pytest.mark.parametrize("name,fragment", [("HK-WIN-9", "DNS-1123"), ("hk-lnx-1", "used more than once")])
+def test_node_names(hk_values, name, fragment):
+    hk_values["nodes"]["windows"][0]["name"] = name
+    assert_problem(hk_values, "nodes.windows[0].name", fragment)
+
+
+def test_windows_computer_name_is_netbios_sized(hk_values):
+    hk_values["nodes"]["windows"][0]["name"] = "hk-prod-windows-worker-1"
+    assert_problem(hk_values, "nodes.windows[0].name", "longer than 15 characters")
+    hk_values["nodes"]["windows"][0]["computerName"] = "HKWIN1"
+    assert problems(hk_values) == []
+
+
+def test_pod_cidr_leaves_room_for_every_node(hk_values):
+    hk_values["cluster"]["nodeCidrMaskSize"] = 19  # 8 ranges of /19 in a /16, 10 nodes
+    assert_problem(hk_values, "cluster.nodeCidrMaskSize", "holds 8 node ranges of /19, but the stack has 10 nodes")
+
+
+def test_mtu_leaves_room_for_vxlan(hk_values):
+    hk_values["calico"]["mtu"] = 1460
+    assert_problem(hk_values, "calico.mtu", "exceeds the underlay MTU 1500 minus VXLAN's 50 bytes (1450)")
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("encapsulation", "IPIP", "not supported with Windows nodes"),
+    ("encapsulation", "VXLANCrossSubnet", "not supported with Windows nodes"),
+    ("bgp", "Enabled", "BGP must be Disabled"),
+    ("vxlanPort", 8472, "port 4789"),
+    ("vxlanVni", 1, "at least 4096"),
+])
+def test_windows_needs_plain_vxlan(hk_values, key, value, fragment):
+    hk_values["calico"][key] = value
+    assert_problem(hk_values, f"calico.{key}", fragment)
+
+
+def test_linux_only_cluster_may_use_ipip(hk_values):
+    hk_values["nodes"]["windows"] = []
+    hk_values["calico"].update(encapsulation="IPIP", bgp="Enabled")
+    assert problems(hk_values) == []
+
+
+@pytest.mark.parametrize("path,mutate,fragment", [
+    ("nodes.linux[0].zone", lambda v: v["nodes"]["linux"][0].update(zone="hk-3"), "unknown zone 'hk-3'"),
+    ("nodes.linux[0].proxmoxNode", lambda v: v["nodes"]["linux"][0].update(proxmoxNode="pve-x"), "unknown Proxmox node"),
+    ("nodes.linux[0].proxmoxNode", lambda v: v["nodes"]["linux"][0].update(proxmoxNode="pve-hk2-a"), "is in zone hk-2, not hk-1"),
+    ("nodes.linux[0].distro", lambda v: v["proxmox"]["templates"].pop(0), "no ubuntu22 template on Proxmox node pve-hk1-a"),
+    ("nodes.windows[0].hypervHost", lambda v: v["nodes"]["windows"][0].update(hypervHost="hv-x"), "unknown Hyper-V host"),
+    ("nodes.windows[1].version", lambda v: v["nodes"]["windows"][1].update(version="win2019"), "no golden image for win2019"),
+    ("proxmox.nodes[1].zone", lambda v: v["proxmox"]["nodes"][1].update(zone="hk-9"), "unknown zone"),
+    ("hyperv.hosts[0].zone", lambda v: v["hyperv"]["hosts"][0].update(zone="hk-9"), "unknown zone"),
+    ("proxmox.templates[0].node", lambda v: v["proxmox"]["templates"][0].update(node="pve-9"), "unknown Proxmox node"),
+])
+def test_references_exist(hk_values, path, mutate, fragment):
+    mutate(hk_values)
+    assert_problem(hk_values, path, fragment)
+
+
+def test_vm_ids_unique_across_templates_and_nodes(hk_values):
+    hk_values["nodes"]["linux"][2]["vmId"] = 9000
+    assert_problem(hk_values, "nodes.linux[2].vmId", "already used by proxmox.templates[0].vmId")
+
+
+def test_unsupported_kubernetes_version(hk_values):
+    hk_values["cluster"]["kubernetesVersion"] = "1.29.6"
+    assert_problem(hk_values, "cluster.kubernetesVersion", "Kubernetes 1.29 is not supported")
+
+
+def test_centos7_refused_where_kubelet_refuses_cgroup_v1(hk_values):
+    hk_values["proxmox"]["templates"].append({"distro": "centos7", "vmId": 9002, "node": "pve-hk1-a"})
+    hk_values["nodes"]["linux"][0]["distro"] = "centos7"
+    assert_problem(hk_values, "nodes.linux[0].distro", "cgroup v1, which the kubelet of Kubernetes 1.36 refuses")
+
+
+def test_centos7_is_an_end_of_life_warning_where_still_possible(hk_values, monkeypatch):
+    minor = compat.KUBERNETES["1.36"]
+    monkeypatch.setitem(compat.KUBERNETES, "1.36", dataclasses.replace(minor, refuses_cgroup_v1=False))
+    hk_values["proxmox"]["templates"].append({"distro": "centos7", "vmId": 9002, "node": "pve-hk1-a"})
+    hk_values["nodes"]["linux"][0]["distro"] = "centos7"
+    warnings = [str(w) for w in load(raw_config(hk_values)).warnings]
+    assert "nodes.linux[0].distro: centos7 reached end of life on 2024-06-30" in warnings
+
+
+def test_windows_version_without_images_is_an_error(hk_values, monkeypatch):
+    build = compat.WINDOWS["win2022"]
+    monkeypatch.setitem(compat.WINDOWS, "win2022", dataclasses.replace(build, fluent_bit_image=None))
+    assert_problem(hk_values, "nodes.windows[0].version", "no fluent_bit image for win2022")
+
+
+def test_unknown_windows_version_is_rejected(hk_values):
+    hk_values["nodes"]["windows"][0]["version"] = "win2016"
+    assert_problem(hk_values, "nodes.windows[0].version", "win2019")
+
+
+def test_pool_shape(hk_values):
+    hk_values["nodes"]["linux"] = []
+    hk_values["nodes"]["controlPlane"].pop()
+    found = problems(hk_values)
+    assert any(p.startswith("nodes.linux: at least one Linux worker") for p in found), found
+    assert any(p.startswith("nodes.controlPlane: 2 control-plane nodes") for p in found), found
+
+
+def test_windows_dynamic_ports_stay_out_of_node_ports(hk_values):
+    hk_values["windows"]["dynamicPortStart"] = 20000
+    assert_problem(hk_values, "windows.dynamicPortStart", "dynamic ports 20000-39999 overlap the NodePort range 30000-32767")
+    hk_values["windows"] = {"dynamicPortStart": 60000, "dynamicPortCount": 6000}
+    assert_problem(hk_values, "windows.dynamicPortCount", "runs past port 65535")
+
+
+def test_one_mirror_per_upstream(hk_values):
+    hk_values["registry"]["mirrors"].append(dict(hk_values["registry"]["mirrors"][0]))
+    assert_problem(hk_values, "registry.mirrors[4].upstream", "docker.io has more than one mirror")
+
+
+def test_every_error_is_reported_at_once(hk_values):
+    hk_values["storage"]["nfsPath"] = "export"                      # structural, in one section
+    hk_values["nodes"]["windows"][0]["zone"] = "hk-9"                # reference
+    hk_values["nodes"]["windows"][1]["ip"] = "10.30.30.51"           # duplicate address
+    hk_values["calico"]["mtu"] = 1500                                # capacity
+    hk_values["bogus"] = 1                                           # unknown key
+    found = problems(hk_values)
+    for path in ("storage.nfsPath", "nodes.windows[0].zone", "nodes.windows[1].ip", "calico.mtu", "bogus"):
+        assert any(p.startswith(f"{path}: ") for p in found), (path, found)
+
+
+def test_rules_still_run_when_an_unrelated_section_is_broken(hk_values):
+    hk_values["storage"] = "not a mapping"
+    hk_values["calico"]["mtu"] = 1500
+    found = problems(hk_values)
+    assert any(p.startswith("storage: ") for p in found)
+    assert any(p.startswith("calico.mtu: ") for p in found)
