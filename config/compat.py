@@ -51,6 +51,7 @@ class KubernetesMinor:
     refuses_cgroup_v1: bool    # kubelet fails to start on a cgroup v1 host by default
     pause_image: str           # sandbox image kubeadm expects for this minor
     containerd: str            # pinned containerd release used on Linux and Windows nodes
+    runc: str                  # runc release installed with that containerd on Linux nodes
     cni_plugins: str           # pinned CNI plugins release (Linux)
 
 
@@ -142,6 +143,10 @@ def kubelet_refuses_cgroup_v1(minor: str) -> bool:
 # (github.com/kubernetes-sigs/kubespray/issues/13179, 2026-04-16); v1.9.0 fixed
 # GHSA-jv3w-x3r3-g6rm (github.com/siderolabs/pkgs/pull/1398).
 _CONTAINERD = "2.3.5"
+# runc 1.5.1: containerd moved to it on main and cherry-picked it to release/2.3 for a Kubernetes bug
+# (github.com/containerd/containerd/pull/13791, 2026-07-14, "/cherry-pick release/2.3"), so 2.3.5 ships
+# it; containerd docs/RUNC.md asks for a runc at least that new.
+_RUNC = "1.5.1"
 _CNI_PLUGINS = "1.9.1"
 
 KUBERNETES: dict[str, KubernetesMinor] = {
@@ -153,6 +158,7 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.35"),
         pause_image="registry.k8s.io/pause:3.10.1",
         containerd=_CONTAINERD,
+        runc=_RUNC,
         cni_plugins=_CNI_PLUGINS,
     ),
     "1.36": KubernetesMinor(
@@ -163,6 +169,7 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.36"),
         pause_image="registry.k8s.io/pause:3.10.2",
         containerd=_CONTAINERD,
+        runc=_RUNC,
         cni_plugins=_CNI_PLUGINS,
     ),
     "1.37": KubernetesMinor(
@@ -173,6 +180,7 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         refuses_cgroup_v1=kubelet_refuses_cgroup_v1("1.37"),
         pause_image="registry.k8s.io/pause:3.10.2",
         containerd=_CONTAINERD,
+        runc=_RUNC,
         cni_plugins=_CNI_PLUGINS,
     ),
 }

@@ -1,0 +1,29 @@
+# The two commands a new user runs:  make synth  (render hk-prod offline)  and  make test.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK ?= hk-prod
+
+.PHONY: test synth tools clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# cloud-init is not on PyPI: the tests validate user-data with Debian's package.
+tools:
+	@command -v cloud-init >/dev/null || { \
+	  echo "installing Debian's cloud-init (for 'cloud-init schema')"; \
+	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init >/dev/null; }
+
+test: $(VENV)/.installed tools
+	$(PY) -m pytest -q
+
+synth: $(VENV)/.installed
+	$(PY) -m tools.synth --stack $(STACK) --out build/$(STACK)
+
+clean:
+	rm -rf build $(VENV)

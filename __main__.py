@@ -1,0 +1,22 @@
+"""The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
+import pulumi
+
+from components.machines import Machines
+from config.loader import SpecError, from_pulumi_runtime, load
+from config.secrets import read_secrets
+
+try:
+    stack = load(from_pulumi_runtime())
+except SpecError as error:
+    # Nothing has been declared yet: report every problem and stop before any resource exists.
+    raise pulumi.RunError(str(error)) from None
+
+for warning in stack.warnings:
+    pulumi.log.warn(f"config {warning}")
+
+spec = stack.spec
+secrets = read_secrets(spec)
+
+machines = Machines(spec.cluster.name, spec, secrets)
+
+pulumi.export("nodes", machines.nodes)

@@ -1,0 +1,37 @@
+"""SSH connections for remote commands: to Linux nodes, to Hyper-V hosts, optionally through a bastion."""
+from __future__ import annotations
+
+import pulumi
+import pulumi_command as command
+
+from config.model import BastionSpec
+
+
+def ssh_connection(
+    host: str,
+    user: str,
+    *,
+    port: int = 22,
+    private_key: pulumi.Output[str] | None = None,
+    password: pulumi.Output[str] | None = None,
+    bastion: BastionSpec | None = None,
+    bastion_private_key: pulumi.Output[str] | None = None,
+) -> command.remote.ConnectionArgs:
+    """Connection arguments; the bastion, when configured, authenticates with its own key."""
+    proxy = None
+    if bastion is not None:
+        proxy = command.remote.ProxyConnectionArgs(
+            host=bastion.host, port=bastion.port, user=bastion.user, private_key=bastion_private_key
+        )
+    return command.remote.ConnectionArgs(
+        host=host,
+        port=port,
+        user=user,
+        private_key=private_key,
+        password=password,
+        proxy=proxy,
+        # A node still booting (or rebooting) refuses connections for minutes: keep dialling, but not
+        # forever (pulumi-command's default is 10 attempts).
+        dial_error_limit=100,
+        per_dial_timeout=30,
+    )

@@ -1,0 +1,295 @@
+"""The machines layer: Linux node VMs on Proxmox VE, Windows node VMs on Hyper-V, and the host settings
+they need. Its output is a set of booted, addressed machines ready for kubeadm.
+
+Every node is declared independently of every other, so all machines are created in parallel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import pulumi
+import pulumi_command as command
+import pulumi_proxmoxve as proxmoxve
+
+from config import compat
+from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
+from config.secrets import Secrets
+from render import hyperv
+from render.cloud_init import LinuxNodeInit, RegistryMirror, render_user_data
+from render.readiness import render_wait_for_cloud_init
+from render.shell import bash_command
+
+from .connections import ssh_connection
+
+Role = Literal["control-plane", "worker"]
+
+
+def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str, str]:
+    """The facts about a node that later layers and the stack outputs use."""
+    windows = isinstance(node, WindowsNodeSpec)
+    return {
+        "name": node.name,
+        "role": role,
+        "os": "windows" if windows else "linux",
+        "distro": node.version if windows else node.distro,
+        "zone": node.zone,
+        "ip": str(node.ip),
+    }
+
+
+def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
+    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
+    distro = compat.DISTROS[node.distro]
+    domain = spec.network.search_domain
+    return LinuxNodeInit(
+        hostname=node.name,
+        fqdn=f"{node.name}.{domain}" if domain else None,
+        distro=node.distro,
+        package_manager=distro.package_manager,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        containerd_version=release.containerd,
+        runc_version=release.runc,
+        sandbox_image=release.pause_image,
+        admin_user=spec.access.admin_user,
+        ssh_authorized_keys=tuple(spec.access.ssh_public_keys),
+        ntp_servers=tuple(spec.ntp_servers),
+        registry_mirrors=tuple(
+            RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path)
+            for m in spec.registry.mirrors
+        ),
+    )
+
+
+def hyperv_vm(spec: StackSpec, node: WindowsNodeSpec, host: HypervHostSpec) -> hyperv.HypervVm:
+    return hyperv.HypervVm(
+        vm_name=node.name,
+        computer_name=node.netbios_name,
+        vm_folder=host.vm_folder,
+        golden_vhdx=host.golden_images[node.version],
+        switch_name=host.switch_name,
+        vlan_id=spec.network.nodes.vlan_id,
+        cpu_count=node.cpu,
+        memory_mb=node.memory_mb,
+        disk_gb=node.disk_gb,
+        ip_address=str(node.ip),
+        prefix_length=spec.network.nodes.cidr.prefixlen,
+        gateway=str(spec.network.nodes.gateway),
+        dns_servers=tuple(str(s) for s in spec.network.dns_servers),
+    )
+
+
+@dataclass(frozen=True)
+class LinuxNodeArgs:
+    spec: StackSpec
+    node: LinuxNodeSpec
+    role: Role
+    template: TemplateSpec
+    connection: command.remote.ConnectionArgs
+    provider: proxmoxve.Provider
+
+
+class ProxmoxLinuxNode(pulumi.ComponentResource):
+    """One Linux node: its cloud-init snippet, the VM cloned from its distro's template, and the wait
+    until cloud-init has prepared it for kubeadm."""
+
+    def __init__(self, name: str, args: LinuxNodeArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:machines:ProxmoxLinuxNode", name, None, opts)
+        spec, node = args.spec, args.node
+        datastores = spec.proxmox.datastores
+
+        # A stable file name, replaced in place: the VM's cicustom keeps pointing at it. The snippet
+        # matters at first boot only (cloud-init runs once per instance), so replacing it never
+        # touches a running VM.
+        self.user_data = proxmoxve.FileLegacy(
+            f"{name}-user-data",
+            content_type="snippets",
+            datastore_id=datastores.snippets,
+            node_name=node.proxmox_node,
+            source_raw=proxmoxve.FileLegacySourceRawArgs(
+                data=render_user_data(linux_node_init(spec, node)),
+                file_name=f"{spec.cluster.name}-{node.name}-user-data.yaml",
+            ),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True),
+        )
+
+        nics = [(spec.network.nodes, node.ip, spec.network.nodes.gateway)]
+        if node.management_ip is not None:
+            # No gateway on the second NIC: the default route stays on the node network.
+            nics.append((spec.network.management, node.management_ip, None))
+
+        self.vm = proxmoxve.VmLegacy(
+            f"{name}-vm",
+            name=node.name,
+            node_name=node.proxmox_node,
+            vm_id=node.vm_id,
+            description=f"{spec.cluster.name} Kubernetes {args.role} ({node.distro}), managed by Pulumi",
+            tags=[spec.cluster.name, args.role, node.zone, node.distro],
+            clone=proxmoxve.VmLegacyCloneArgs(
+                vm_id=args.template.vm_id,
+                node_name=args.template.node,
+                datastore_id=datastores.vm_disks,
+                full=True,
+                # Concurrent clones of one template can hit its lock; the provider retries.
+                retries=3,
+            ),
+            cpu=proxmoxve.VmLegacyCpuArgs(cores=node.cpu, sockets=1, type="host"),
+            # No ballooning: the kubelet sizes allocatable memory once, at start.
+            memory=proxmoxve.VmLegacyMemoryArgs(dedicated=node.memory_mb, floating=0),
+            scsi_hardware="virtio-scsi-single",
+            disks=[
+                proxmoxve.VmLegacyDiskArgs(
+                    interface="scsi0", datastore_id=datastores.vm_disks, size=node.disk_gb,
+                    discard="on", iothread=True, ssd=True,
+                )
+            ],
+            network_devices=[
+                proxmoxve.VmLegacyNetworkDeviceArgs(bridge=vlan.proxmox_bridge, model="virtio")
+                for vlan, _, _ in nics
+            ],
+            agent=proxmoxve.VmLegacyAgentArgs(enabled=True),
+            operating_system=proxmoxve.VmLegacyOperatingSystemArgs(type="l26"),
+            initialization=proxmoxve.VmLegacyInitializationArgs(
+                datastore_id=datastores.cloud_init,
+                ip_configs=[
+                    proxmoxve.VmLegacyInitializationIpConfigArgs(
+                        ipv4=proxmoxve.VmLegacyInitializationIpConfigIpv4Args(
+                            address=f"{address}/{vlan.cidr.prefixlen}",
+                            gateway=str(gateway) if gateway else None,
+                        )
+                    )
+                    for vlan, address, gateway in nics
+                ],
+                dns=proxmoxve.VmLegacyInitializationDnsArgs(
+                    servers=[str(s) for s in spec.network.dns_servers], domain=spec.network.search_domain
+                ),
+                user_data_file_id=self.user_data.id,
+            ),
+            on_boot=True,
+            started=True,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                # Losing a control-plane VM loses an etcd member: removing one is a deliberate act.
+                protect=args.role == "control-plane",
+            ),
+        )
+
+        self.ready = command.remote.Command(
+            f"{name}-cloud-init",
+            connection=args.connection,
+            create=bash_command(render_wait_for_cloud_init()),
+            # A new VM (same name, new id) must be waited for again.
+            triggers=[self.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+        )
+
+        self.summary = node_summary(node, args.role)
+        self.register_outputs({"summary": self.summary, "vm_id": self.vm.vm_id, "ready": self.ready.stdout})
+
+
+class HypervHost(pulumi.ComponentResource):
+    """Settings on one Hyper-V host that its Windows node VMs rely on."""
+
+    def __init__(self, name: str, host: HypervHostSpec, connection: command.remote.ConnectionArgs,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:machines:HypervHost", name, None, opts)
+        self.prerequisites: list[pulumi.Resource] = []
+        if host.nic_offload.disable_lso:
+            offload = hyperv.HostNicOffload(adapter_names=tuple(host.nic_offload.adapters))
+            self.prerequisites.append(command.remote.Command(
+                f"{name}-nic-offload",
+                connection=connection,
+                create=hyperv.ssh_command(hyperv.render_offload_disable(offload)),
+                delete=hyperv.ssh_command(hyperv.render_offload_restore(offload)),
+                opts=pulumi.ResourceOptions(parent=self),
+            ))
+        self.register_outputs({"address": str(host.address), "lso_disabled": host.nic_offload.disable_lso})
+
+
+class HypervWindowsNode(pulumi.ComponentResource):
+    """One Windows node VM on its Hyper-V host, converged by PowerShell over SSH."""
+
+    def __init__(self, name: str, vm: hyperv.HypervVm, summary: dict[str, str], host: HypervHost,
+                 connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
+        converge = hyperv.ssh_command(hyperv.render_create(vm))
+        self.vm = command.remote.Command(
+            f"{name}-vm",
+            connection=connection,
+            create=converge,
+            # Size, switch or VLAN changes converge the existing VM; only a new name or host replaces it.
+            update=converge,
+            delete=hyperv.ssh_command(hyperv.render_delete(vm)),
+            # The guest password reaches the script on standard input only.
+            stdin=admin_password,
+            triggers=[summary["name"], vm.vm_folder, host.urn],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=host.prerequisites),
+        )
+        self.summary = summary
+        self.register_outputs({"summary": summary, "converged": self.vm.stdout})
+
+
+class Machines(pulumi.ComponentResource):
+    """All machines of the cluster, with the Proxmox provider they are created through."""
+
+    def __init__(self, name: str, spec: StackSpec, secrets: Secrets, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:machines:Machines", name, None, opts)
+        self.provider = proxmoxve.Provider(
+            f"{name}-proxmox",
+            endpoint=spec.proxmox.endpoint,
+            insecure=spec.proxmox.insecure,
+            api_token=secrets.proxmox_api_token,
+            # Snippet uploads go over SSH to the node that stores them.
+            ssh=proxmoxve.ProviderSshArgs(
+                username=spec.proxmox.ssh_user,
+                private_key=secrets.proxmox_ssh_private_key,
+                nodes=[proxmoxve.ProviderSshNodeArgs(name=n.name, address=str(n.address)) for n in spec.proxmox.nodes],
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        bastion = dict(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
+
+        templates = {(t.distro, t.node): t for t in spec.proxmox.templates}
+        self.linux_nodes = [
+            ProxmoxLinuxNode(
+                f"{name}-{node.name}",
+                LinuxNodeArgs(
+                    spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
+                    connection=ssh_connection(str(node.ip), spec.access.admin_user,
+                                              private_key=secrets.node_ssh_private_key, **bastion),
+                    provider=self.provider,
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for role, nodes in (("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux))
+            for node in nodes
+        ]
+
+        hosts_in_use = {node.hyperv_host for node in spec.nodes.windows}
+        host_connections = {
+            host.name: ssh_connection(str(host.address), host.user, port=host.port,
+                                      private_key=secrets.hyperv_ssh_private_key,
+                                      password=secrets.hyperv_ssh_password, **bastion)
+            for host in spec.hyperv.hosts if host.name in hosts_in_use
+        }
+        self.hyperv_hosts = {
+            host.name: HypervHost(f"{name}-{host.name}", host, host_connections[host.name], opts=pulumi.ResourceOptions(parent=self))
+            for host in spec.hyperv.hosts if host.name in hosts_in_use
+        }
+        host_specs = {host.name: host for host in spec.hyperv.hosts}
+        self.windows_nodes = [
+            HypervWindowsNode(
+                f"{name}-{node.name}",
+                hyperv_vm(spec, node, host_specs[node.hyperv_host]),
+                node_summary(node, "worker"),
+                self.hyperv_hosts[node.hyperv_host],
+                host_connections[node.hyperv_host],
+                secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for node in spec.nodes.windows
+        ]
+        self.nodes = [n.summary for n in [*self.linux_nodes, *self.windows_nodes]]
+        self.register_outputs({"nodes": self.nodes})

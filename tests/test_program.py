@@ -1,0 +1,177 @@
+"""The whole program run as the CLI runs it (__main__.py under the mock engine), checked as a graph."""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+from pulumi.runtime.sync_await import _sync_await
+
+from tests.conftest import raw_config
+from tools.mockrun import Recording, Secret, Unknown, placeholder_secrets, run_program
+
+VM = "proxmoxve:index/vmLegacy:VmLegacy"
+SNIPPET = "proxmoxve:index/fileLegacy:FileLegacy"
+COMMAND = "command:remote:Command"
+LINUX_NODES = ["hk-cp-1", "hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-2", "hk-lnx-3", "hk-lnx-4"]
+WINDOWS_NODES = ["hk-win-1", "hk-win-2", "hk-win-3"]
+
+
+def record(values: dict, preview: bool = False) -> Recording:
+    return run_program(raw_config(values), stack="hk-prod", preview=preview)
+
+
+@pytest.fixture(scope="module")
+def hk() -> Recording:
+    from tests.conftest import hk_prod_values
+    return record(hk_prod_values())
+
+
+def _walk(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _walk(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk(v)
+    else:
+        yield value
+
+
+def test_every_machine_is_declared(hk):
+    assert sorted(r.inputs["name"] for r in hk.by_type(VM)) == sorted(LINUX_NODES)
+    assert len(hk.by_type(SNIPPET)) == len(LINUX_NODES)
+    commands = {r.name for r in hk.by_type(COMMAND)}
+    assert {f"hk-prod-{n}-cloud-init" for n in LINUX_NODES} <= commands
+    assert {f"hk-prod-{n}-vm" for n in WINDOWS_NODES} <= commands
+    assert {"hk-prod-hv-hk1-a-nic-offload", "hk-prod-hv-hk2-a-nic-offload"} <= commands
+    assert [n["name"] for n in hk.outputs["nodes"]] == LINUX_NODES + WINDOWS_NODES
+
+
+def test_every_resource_has_a_component_parent_named_after_it(hk):
+    by_urn = hk.by_urn()
+    for r in hk.resources:
+        if r.type == "hybrid:machines:Machines":
+            assert r.parent.endswith("::hybrid-cluster-hk-prod"), r.parent
+            continue
+        parent = by_urn.get(r.parent)
+        assert parent is not None, f"{r.name} is not parented to a component"
+        assert r.name.startswith(parent.name), (r.name, parent.name)
+
+
+def test_linux_vm_shape(hk):
+    vm = hk.named("hk-prod-hk-lnx-3-vm").inputs
+    assert vm["nodeName"] == "pve-hk1-a" and vm["vmId"] == 323
+    assert vm["clone"] == {"vmId": 9001, "nodeName": "pve-hk1-a", "datastoreId": "local-zfs", "full": True, "retries": 3}
+    assert vm["cpu"]["cores"] == 8 and vm["memory"]["dedicated"] == 32768 and vm["disks"][0]["size"] == 120
+    assert [d["bridge"] for d in vm["networkDevices"]] == ["vmbr30"]
+    assert vm["initialization"]["ipConfigs"] == [{"ipv4": {"address": "10.30.30.23/24", "gateway": "10.30.30.1"}}]
+    assert vm["initialization"]["dns"] == {"servers": ["10.10.10.53", "10.10.10.54"], "domain": "hk-prod.internal"}
+    assert vm["initialization"]["userDataFileId"] == "hk-prod-hk-lnx-3-user-data-id"
+    snippet = hk.named("hk-prod-hk-lnx-3-user-data").inputs
+    assert snippet["contentType"] == "snippets" and snippet["nodeName"] == "pve-hk1-a"
+    assert snippet["sourceRaw"]["fileName"] == "hk-prod-hk-lnx-3-user-data.yaml"
+    assert hk.named("hk-prod-hk-lnx-3-user-data").delete_before_replace
+
+
+def test_only_control_plane_vms_are_protected(hk):
+    protected = sorted(r.inputs["name"] for r in hk.by_type(VM) if r.protect)
+    assert protected == ["hk-cp-1", "hk-cp-2", "hk-cp-3"]
+    assert not any(r.protect for r in hk.resources if r.type != VM)
+
+
+def test_nodes_are_created_in_parallel(hk):
+    """No node's resources wait for another node's: deploy time does not grow with node count."""
+    by_urn = hk.by_urn()
+    node_of = {}
+    for r in hk.resources:
+        for node in LINUX_NODES + WINDOWS_NODES:
+            if r.name == f"hk-prod-{node}" or r.name.startswith(f"hk-prod-{node}-"):
+                node_of[r.urn] = node
+    for r in hk.resources:
+        for dep in r.dependencies:
+            if r.urn in node_of and dep in node_of:
+                assert node_of[dep] == node_of[r.urn], f"{r.name} waits for {by_urn[dep].name}"
+
+
+def test_readiness_waits_for_its_vm(hk):
+    for node in LINUX_NODES:
+        wait = hk.named(f"hk-prod-{node}-cloud-init")
+        assert hk.named(f"hk-prod-{node}-vm").urn in wait.dependencies
+        connection = wait.inputs["connection"]
+        # The connection carries the node SSH key, so the whole object is secret.
+        assert isinstance(connection, Secret)
+        address = hk.named(f"hk-prod-{node}-vm").inputs["initialization"]["ipConfigs"][0]["ipv4"]["address"]
+        assert connection.value["host"] == address.split("/")[0]
+
+
+def test_windows_vm_waits_for_its_host_settings(hk):
+    offload = hk.named("hk-prod-hv-hk1-a-nic-offload").urn
+    assert offload in hk.named("hk-prod-hk-win-1-vm").dependencies
+    assert offload not in hk.named("hk-prod-hk-win-2-vm").dependencies
+
+
+def test_secrets_stay_secret(hk):
+    provider = hk.named("hk-prod-proxmox").inputs
+    assert isinstance(provider["apiToken"], Secret)
+    for node in WINDOWS_NODES:
+        command = hk.named(f"hk-prod-{node}-vm").inputs
+        assert isinstance(command["stdin"], Secret)
+        assert isinstance(command["connection"], Secret)
+    placeholders = set(placeholder_secrets().values())
+    for r in hk.resources:
+        for value in _walk(r.inputs):
+            if isinstance(value, str):
+                assert not any(p in value for p in placeholders), f"a secret in plain text in {r.name}"
+    assert not any(p in json.dumps(hk.outputs, default=str) for p in placeholders)
+
+
+def test_password_auth_for_hyperv_hosts(hk_values):
+    hk_values["hyperv"]["auth"] = "password"
+    recording = record(hk_values)
+    connection = recording.named("hk-prod-hk-win-1-vm").inputs["connection"]
+    assert isinstance(connection, Secret)
+    assert connection.value["password"] == placeholder_secrets()["hypervSshPassword"]
+    assert "privateKey" not in connection.value
+
+
+def test_invalid_config_declares_nothing(hk_values):
+    hk_values["nodes"]["windows"][0]["zone"] = "hk-9"
+    with pytest.raises(pulumi.RunError, match=r"nodes\.windows\[0\]\.zone: unknown zone 'hk-9'"):
+        record(hk_values)
+
+
+def test_preview_leaves_created_values_unknown(hk_values):
+    recording = record(hk_values, preview=True)
+    # The readiness wait is keyed on the VM's id, which only exists after the VM does.
+    triggers = recording.named("hk-prod-hk-cp-1-cloud-init").inputs["triggers"]
+    assert isinstance(triggers[0], Unknown)
+    # The user-data file id the VM points at is also unknown until the upload ran.
+    assert isinstance(recording.named("hk-prod-hk-cp-1-vm").inputs["initialization"]["userDataFileId"], Unknown)
+
+
+def test_preview_outputs_are_unknown_not_asserted_in_apply(hk_values):
+    """An assertion inside apply never runs in preview; check is_known() instead."""
+    recording = record(hk_values, preview=True)
+    assert recording.outputs["nodes"][0]["name"] == "hk-cp-1"  # static facts are known in preview
+    machines = recording.program["machines"]
+    assert _sync_await(machines.linux_nodes[0].ready.stdout.is_known()) is False
+    assert _sync_await(machines.windows_nodes[0].vm.stdout.is_known()) is False
+
+
+def _changed(before: Recording, after: Recording) -> set[str]:
+    old = {r.urn: json.dumps(r.inputs, default=repr, sort_keys=True) for r in before.resources}
+    new = {r.urn: json.dumps(r.inputs, default=repr, sort_keys=True) for r in after.resources}
+    return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}
+
+
+def test_one_worker_change_touches_only_that_worker(hk, hk_values):
+    hk_values["nodes"]["linux"][1]["memoryMb"] = 65536
+    hk_values["nodes"]["windows"][1]["cpu"] = 16
+    assert _changed(hk, record(hk_values)) == {"hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm"}
+
+
+def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
+    hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
+                                        "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
+    assert _changed(hk, record(hk_values)) == {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}

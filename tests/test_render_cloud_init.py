@@ -1,0 +1,417 @@
+"""Tests for render/cloud_init.py: the rendered bash is checked by shellcheck and partly executed
+(its functions, sourced into bash with the system-changing commands stubbed), the user-data by
+the real ``cloud-init schema``, and the containerd TOML is parsed with tomllib."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from render.cloud_init import (
+    PREPARE_SCRIPT_PATH,
+    LinuxNodeInit,
+    RegistryMirror,
+    render_prepare_script,
+    render_user_data,
+)
+
+PACKAGE_MANAGER = {"ubuntu22": "apt", "rocky9": "dnf", "centos7": "yum"}
+HARBOR_MIRRORS = (
+    RegistryMirror("docker.io", "https://harbor.hk.example.internal/v2/dockerhub", True),
+    RegistryMirror("registry.k8s.io", "https://harbor.hk.example.internal/v2/k8s", True),
+    RegistryMirror("mcr.microsoft.com", "https://harbor.hk.example.internal/v2/mcr", True),
+    RegistryMirror("ghcr.io", "https://harbor.hk.example.internal/v2/ghcr", True),
+    # A second, plain mirror for docker.io: must land in the same hosts.toml, after Harbor.
+    RegistryMirror("docker.io", "https://mirror.hk.example.internal", False),
+)
+
+
+def make_node(distro: str, mirrors: tuple[RegistryMirror, ...], containerd: str = "2.1.4") -> LinuxNodeInit:
+    return LinuxNodeInit(
+        hostname="hk-prod-w1",
+        fqdn="hk-prod-w1.hk.example.internal",
+        distro=distro,
+        package_manager=PACKAGE_MANAGER[distro],
+        kubernetes_version="1.34.2",
+        containerd_version=containerd,
+        sandbox_image="registry.k8s.io/pause:3.10.1",
+        admin_user="k8sadmin",
+        ssh_authorized_keys=("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBc ops@hk", "ssh-rsa AAAAB3NzaC1yc2E backup@hk"),
+        ntp_servers=("ntp1.hk.example.internal", "10.20.0.1"),
+        registry_mirrors=mirrors,
+        runc_version="1.5.1",
+    )
+
+
+DISTROS = pytest.mark.parametrize("distro", sorted(PACKAGE_MANAGER))
+MIRRORS = pytest.mark.parametrize("mirrors", [(), HARBOR_MIRRORS], ids=["no-mirrors", "harbor-mirrors"])
+CONTAINERD = pytest.mark.parametrize("containerd", ["2.1.4", "1.7.28"], ids=["containerd2", "containerd1"])
+
+
+def tool(name: str, venv_path: str | None = None) -> str:
+    """A real validator; missing is a failure, not a skip (CI installs them)."""
+    if venv_path and os.access(venv_path, os.X_OK):
+        return venv_path
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed; this test needs the real tool")
+    return found
+
+
+def run_sourced(script: str, tmp_path: Path, commands: str) -> subprocess.CompletedProcess[str]:
+    """Sources the rendered script (which then defines functions without running main) and runs
+    ``commands`` in the same bash, failing the test on a non-zero exit."""
+    script_file = tmp_path / "prepare-k8s-node.sh"
+    script_file.write_text(script)
+    result = subprocess.run(
+        ["bash", "-c", f'source "$1"\n{commands}', "bash", str(script_file)],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "T": str(tmp_path)},
+    )
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result
+
+
+# --- real validators -------------------------------------------------------------------------
+
+@DISTROS
+@MIRRORS
+@CONTAINERD
+def test_script_passes_shellcheck_at_style_severity(distro, mirrors, containerd, tmp_path):
+    shellcheck = tool("shellcheck", "/work/main/.venv/bin/shellcheck")
+    script_file = tmp_path / "prepare-k8s-node.sh"
+    script_file.write_text(render_prepare_script(make_node(distro, mirrors, containerd)))
+    result = subprocess.run([shellcheck, "-s", "bash", "-S", "style", str(script_file)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@DISTROS
+@MIRRORS
+def test_every_shellcheck_disable_carries_a_reason(distro, mirrors):
+    for line in render_prepare_script(make_node(distro, mirrors)).splitlines():
+        if "shellcheck disable=" in line:
+            assert re.search(r"disable=SC\d+(,SC\d+)* # \S", line), f"no reason given: {line}"
+
+
+@DISTROS
+@MIRRORS
+def test_user_data_passes_cloud_init_schema(distro, mirrors, tmp_path):
+    cloud_init = tool("cloud-init")
+    user_data = tmp_path / "user-data.yaml"
+    user_data.write_text(render_user_data(make_node(distro, mirrors)))
+    result = subprocess.run([cloud_init, "schema", "--config-file", str(user_data)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Valid cloud-config" in result.stdout
+
+
+# --- user-data structure ---------------------------------------------------------------------
+
+@DISTROS
+@MIRRORS
+def test_user_data_embeds_the_script_byte_identical_and_runs_it(distro, mirrors):
+    node = make_node(distro, mirrors)
+    text = render_user_data(node)
+    assert text.startswith("#cloud-config\n")
+    config = yaml.safe_load(text)
+
+    [script_file] = [f for f in config["write_files"] if f["path"] == PREPARE_SCRIPT_PATH]
+    assert script_file["content"] == render_prepare_script(node)
+    assert script_file["permissions"] == "0755"
+    assert script_file["owner"] == "root:root"
+    assert config["runcmd"] == [[PREPARE_SCRIPT_PATH]]
+
+
+@DISTROS
+def test_user_data_creates_admin_user_and_identity(distro):
+    node = make_node(distro, HARBOR_MIRRORS)
+    config = yaml.safe_load(render_user_data(node))
+    [user] = config["users"]
+    assert user["name"] == "k8sadmin"
+    assert user["sudo"] == "ALL=(ALL) NOPASSWD:ALL"
+    assert user["ssh_authorized_keys"] == list(node.ssh_authorized_keys)
+    assert user["lock_passwd"] is True
+    assert config["ssh_pwauth"] is False
+    assert config["hostname"] == "hk-prod-w1"
+    assert config["fqdn"] == "hk-prod-w1.hk.example.internal"
+    assert config["prefer_fqdn_over_hostname"] is False
+    assert config["timezone"] == "Asia/Hong_Kong"
+
+
+def test_user_data_omits_fqdn_when_none():
+    node = dataclasses.replace(make_node("ubuntu22", ()), fqdn=None)
+    config = yaml.safe_load(render_user_data(node))
+    assert "fqdn" not in config
+    assert config["hostname"] == "hk-prod-w1"
+
+
+# --- containerd config and mirrors, produced by running the script's own functions -------------
+
+@DISTROS
+@MIRRORS
+@CONTAINERD
+def test_containerd_config_uses_the_format_of_the_pinned_major(distro, mirrors, containerd, tmp_path):
+    script = render_prepare_script(make_node(distro, mirrors, containerd))
+    run_sourced(script, tmp_path, 'write_containerd_config "$T/config.toml"')
+    config = tomllib.loads((tmp_path / "config.toml").read_text())
+    plugins = config["plugins"]
+    if containerd.startswith("2."):
+        assert config["version"] == 3
+        assert "io.containerd.grpc.v1.cri" not in plugins
+        runc = plugins["io.containerd.cri.v1.runtime"]["containerd"]["runtimes"]["runc"]
+        images = plugins["io.containerd.cri.v1.images"]
+        assert images["pinned_images"]["sandbox"] == "registry.k8s.io/pause:3.10.1"
+        assert images["registry"]["config_path"] == "/etc/containerd/certs.d"
+    else:
+        assert config["version"] == 2
+        assert not any(name.startswith("io.containerd.cri.v1.") for name in plugins)
+        cri = plugins["io.containerd.grpc.v1.cri"]
+        runc = cri["containerd"]["runtimes"]["runc"]
+        assert cri["sandbox_image"] == "registry.k8s.io/pause:3.10.1"
+        assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
+    assert runc["runtime_type"] == "io.containerd.runc.v2"
+    assert runc["options"]["SystemdCgroup"] is True
+
+
+@DISTROS
+@MIRRORS
+def test_one_hosts_toml_per_mirrored_upstream(distro, mirrors, tmp_path):
+    script = render_prepare_script(make_node(distro, mirrors))
+    run_sourced(script, tmp_path, 'write_registry_hosts "$T/certs.d"')
+    certs = tmp_path / "certs.d"
+    written = sorted(p.parent.name for p in certs.glob("*/hosts.toml"))
+    assert written == sorted({m.upstream for m in mirrors})
+    for upstream in written:
+        hosts = tomllib.loads((certs / upstream / "hosts.toml").read_text())
+        expected_server = "https://registry-1.docker.io" if upstream == "docker.io" else f"https://{upstream}"
+        assert hosts["server"] == expected_server
+        wanted = [m for m in mirrors if m.upstream == upstream]
+        assert list(hosts["host"]) == [m.endpoint for m in wanted]  # order is try order
+        for mirror in wanted:
+            host = hosts["host"][mirror.endpoint]
+            assert host["capabilities"] == ["pull", "resolve"]
+            assert host.get("override_path", False) is mirror.override_path
+
+
+def test_hosts_toml_of_dropped_mirrors_is_removed_but_foreign_files_stay(tmp_path):
+    certs = tmp_path / "certs.d"
+    (certs / "quay.io").mkdir(parents=True)
+    (certs / "quay.io" / "hosts.toml").write_text("# managed by prepare-k8s-node.sh; mirrors for quay.io\n")
+    (certs / "internal.example:5000").mkdir()
+    (certs / "internal.example:5000" / "hosts.toml").write_text('server = "https://internal.example:5000"\n')
+    script = render_prepare_script(make_node("rocky9", HARBOR_MIRRORS[:1]))
+    run_sourced(script, tmp_path, 'write_registry_hosts "$T/certs.d"')
+    assert not (certs / "quay.io").exists()
+    assert (certs / "internal.example:5000" / "hosts.toml").exists()
+    assert (certs / "docker.io" / "hosts.toml").exists()
+
+
+# --- idempotence guards, executed ------------------------------------------------------------
+
+def test_put_file_writes_once_then_reports_no_change(tmp_path):
+    script = render_prepare_script(make_node("ubuntu22", ()))
+    result = run_sourced(script, tmp_path, """
+        put_file "$T/etc/x.conf" 0640 <<<'a = 1'; echo "first=${CHANGED}"
+        stat -c %Y.%i "$T/etc/x.conf" > "$T/before"
+        sleep 1
+        put_file "$T/etc/x.conf" 0640 <<<'a = 1'; echo "second=${CHANGED}"
+        stat -c %Y.%i "$T/etc/x.conf" > "$T/after"
+        chmod 0644 "$T/etc/x.conf"
+        put_file "$T/etc/x.conf" 0640 <<<'a = 1'; echo "mode_fixed=${CHANGED}"
+    """)
+    assert "first=1" in result.stdout
+    assert "second=0" in result.stdout
+    assert "mode_fixed=1" in result.stdout
+    assert (tmp_path / "before").read_text() == (tmp_path / "after").read_text()
+    assert (tmp_path / "etc" / "x.conf").read_text() == "a = 1\n"
+    assert oct((tmp_path / "etc" / "x.conf").stat().st_mode & 0o777) == "0o640"
+
+
+def test_registry_hosts_second_run_changes_nothing(tmp_path):
+    script = render_prepare_script(make_node("centos7", HARBOR_MIRRORS))
+    result = run_sourced(script, tmp_path, """
+        write_registry_hosts "$T/certs.d" > "$T/first.log"
+        write_registry_hosts "$T/certs.d" > "$T/second.log"
+        write_containerd_config "$T/config.toml"; write_containerd_config "$T/config.toml"; echo "config=${CHANGED}"
+    """)
+    assert "wrote" in (tmp_path / "first.log").read_text()
+    assert (tmp_path / "second.log").read_text() == ""
+    assert "config=0" in result.stdout
+
+
+FSTAB = """\
+UUID=1111-2222 / ext4 defaults 0 1
+/dev/mapper/rl-swap none swap defaults 0 0
+/swap.img\tnone\tswap\tsw\t0\t0
+# /old.swap none swap sw 0 0
+tmpfs /tmp tmpfs defaults 0 0
+"""
+
+
+def test_swap_entries_are_commented_once_and_swap_files_found(tmp_path):
+    (tmp_path / "fstab").write_text(FSTAB)
+    script = render_prepare_script(make_node("ubuntu22", ()))
+    result = run_sourced(script, tmp_path, """
+        swap_files_in_fstab "$T/fstab" > "$T/swapfiles"
+        put_file "$T/fstab" 0644 < <(fstab_without_swap "$T/fstab"); echo "first=${CHANGED}"
+        put_file "$T/fstab" 0644 < <(fstab_without_swap "$T/fstab"); echo "second=${CHANGED}"
+        swap_files_in_fstab "$T/fstab" > "$T/swapfiles-after"
+    """)
+    assert (tmp_path / "swapfiles").read_text().split() == ["/dev/mapper/rl-swap", "/swap.img"]
+    assert (tmp_path / "swapfiles-after").read_text() == ""
+    assert "first=1" in result.stdout
+    assert "second=0" in result.stdout
+    lines = (tmp_path / "fstab").read_text().splitlines()
+    assert lines[0] == "UUID=1111-2222 / ext4 defaults 0 1"
+    assert lines[1] == "#/dev/mapper/rl-swap none swap defaults 0 0"
+    assert lines[2] == "#/swap.img\tnone\tswap\tsw\t0\t0"
+    assert lines[3] == "# /old.swap none swap sw 0 0"
+    assert lines[4] == "tmpfs /tmp tmpfs defaults 0 0"
+
+
+def test_selinux_config_edit_is_guarded(tmp_path):
+    config = tmp_path / "selinux-config"
+    config.write_text("SELINUX=enforcing\nSELINUXTYPE=targeted\n")
+    script = render_prepare_script(make_node("rocky9", ()))
+    result = run_sourced(script, tmp_path, """
+        selinux_config_permissive "$T/selinux-config"
+        stat -c %Y.%i "$T/selinux-config" > "$T/before"; sleep 1
+        selinux_config_permissive "$T/selinux-config"
+        stat -c %Y.%i "$T/selinux-config" > "$T/after"
+    """)
+    assert config.read_text() == "SELINUX=permissive\nSELINUXTYPE=targeted\n"
+    assert result.stdout.count("SELinux set to permissive") == 1
+    assert (tmp_path / "before").read_text() == (tmp_path / "after").read_text()
+
+
+def _heredoc_free_lines(script: str) -> list[str]:
+    """The script's own lines, without the bodies of the embedded files."""
+    lines, in_heredoc = [], False
+    for line in script.splitlines():
+        if in_heredoc:
+            in_heredoc = line != "__PREPARE_K8S_NODE_EOF__"
+            continue
+        lines.append(line)
+        in_heredoc = "<<'__PREPARE_K8S_NODE_EOF__'" in line
+    return lines
+
+
+@DISTROS
+@MIRRORS
+def test_every_write_and_service_action_is_guarded(distro, mirrors):
+    lines = _heredoc_free_lines(render_prepare_script(make_node(distro, mirrors)))
+    # Comments and log lines carry no logic; the guard of an action is in the lines just above it.
+    code = [line.split(" #", 1)[0] for line in lines
+            if not line.lstrip().startswith(("#", "log "))]
+    for number, line in enumerate(code):
+        above = " ".join(code[max(0, number - 2):number])
+        # Files are written only through put_file's compare-then-install (or into mktemp dirs).
+        assert " tee " not in line and ">>" not in line, line
+        shell_only = re.sub(r"\(\(.*?\)\)|'[^']*'", "", line)  # arithmetic and quoted awk/sed programs
+        for target in re.findall(r"(?<![<>&0-9])>\s*\"?([^\s\"]+)", shell_only):
+            assert target in {"/dev/null", "${staged}", "${dest}"} or target.startswith("${workdir}"), line
+        if "sed -i" in line:
+            assert "if grep -q" in above, f"unguarded sed -i: {line}"
+        # Every service change sits behind a state check just above it (or on the same line).
+        if re.search(r"systemctl (enable|disable|start|stop|restart|reload)\b", line):
+            assert re.search(r"is-enabled|is-active|CHANGED|config_changed", above + line), line
+        if re.search(r"\b(setenforce|swapoff|modprobe|apt-mark hold|ufw disable)\b", line):
+            assert re.search(r"\bif\b", above), line
+
+
+# --- pinned kube packages, with the package manager stubbed ----------------------------------
+
+STUBS = r"""
+put_file() { cat > "$T/repo-file"; CHANGED=1; }
+fetch() { : > "$2"; }
+gpg() { :; }
+install() { :; }
+record_install() {
+  printf '%s\n' "$*" >> "$T/pm-calls"
+  if [[ " $* " == *" install "* ]]; then touch "$T/installed"; fi
+}
+apt_get() { record_install "$@"; }
+dnf() { record_install "$@"; }
+yum() { record_install "$@"; }
+apt-mark() { printf 'apt-mark %s\n' "$*" >> "$T/pm-calls"; }
+installed_kube_version() { if [[ -f "$T/installed" ]]; then echo "${K8S_VERSION}"; fi; }
+"""
+
+
+@DISTROS
+def test_kube_packages_are_pinned_in_the_package_managers_syntax(distro, tmp_path):
+    script = render_prepare_script(make_node(distro, ()))
+    run_sourced(script, tmp_path, STUBS + "install_kubernetes_packages")
+    calls = (tmp_path / "pm-calls").read_text().splitlines()
+    [install_call] = [c for c in calls if " install " in f" {c} "]
+    repo = (tmp_path / "repo-file").read_text()
+    if distro == "ubuntu22":
+        assert install_call.split()[-3:] == ["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*"]
+        assert "apt-mark hold kubelet" in calls
+        assert ("deb [signed-by=/etc/apt/keyrings/kubernetes-apt-keyring.gpg] "
+                "https://pkgs.k8s.io/core:/stable:/v1.34/deb/ /") in repo
+    else:
+        assert install_call.split()[0] == "install"
+        assert "--disableexcludes=kubernetes" in install_call.split()
+        assert install_call.split()[-3:] == ["kubelet-1.34.2-*", "kubeadm-1.34.2-*", "kubectl-1.34.2-*"]
+        assert "baseurl=https://pkgs.k8s.io/core:/stable:/v1.34/rpm/" in repo.splitlines()
+        assert "exclude=kubelet kubeadm kubectl cri-tools kubernetes-cni" in repo.splitlines()
+
+
+@DISTROS
+def test_kube_packages_already_at_version_are_not_reinstalled(distro, tmp_path):
+    script = render_prepare_script(make_node(distro, ()))
+    (tmp_path / "installed").touch()
+    run_sourced(script, tmp_path, STUBS + "install_kubernetes_packages")
+    calls = (tmp_path / "pm-calls").read_text().splitlines() if (tmp_path / "pm-calls").exists() else []
+    assert not [c for c in calls if " install " in f" {c} "]
+
+
+def test_kube_package_at_other_version_stops_the_script(tmp_path):
+    script = render_prepare_script(make_node("rocky9", ()))
+    script_file = tmp_path / "s.sh"
+    script_file.write_text(script)
+    commands = STUBS + 'installed_kube_version() { echo 1.33.5; }\ninstall_kubernetes_packages'
+    result = subprocess.run(["bash", "-c", f'source "$1"\n{commands}', "bash", str(script_file)],
+                            capture_output=True, text=True, env={**os.environ, "T": str(tmp_path)})
+    assert result.returncode != 0
+    assert "kubeadm upgrade procedure" in result.stdout
+
+
+# --- distro specifics and input validation ---------------------------------------------------
+
+@pytest.mark.parametrize("distro,conf,service", [
+    ("ubuntu22", "/etc/chrony/chrony.conf", "chrony"),
+    ("rocky9", "/etc/chrony.conf", "chronyd"),
+    ("centos7", "/etc/chrony.conf", "chronyd"),
+])
+def test_chrony_points_at_the_configured_servers(distro, conf, service, tmp_path):
+    script = render_prepare_script(make_node(distro, ()))
+    result = run_sourced(script, tmp_path, 'echo "$CHRONY_CONF $CHRONY_SERVICE"')
+    assert result.stdout.split() == [conf, service]
+    servers = re.findall(r"^server (\S+) iburst$", script, flags=re.M)
+    assert servers == ["ntp1.hk.example.internal", "10.20.0.1"]
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"distro": "debian12"}, "unsupported distro"),
+    ({"package_manager": "apt"}, "uses dnf"),
+    ({"hostname": "bad;reboot"}, "hostname"),
+    ({"containerd_version": "3.0.0"}, "config formats"),
+    ({"kubernetes_version": "1.34"}, "MAJOR.MINOR.PATCH"),
+    ({"ssh_authorized_keys": ()}, "ssh_authorized_key"),
+    ({"ntp_servers": ("pool.ntp.org; reboot",)}, "ntp server"),
+    ({"registry_mirrors": (RegistryMirror("docker.io", 'https://x"y', True),)}, "endpoint"),
+    ({"admin_user": "root"}, "admin_user"),
+])
+def test_rejects_input_that_would_break_or_inject_into_the_script(change, message):
+    node = dataclasses.replace(make_node("rocky9", ()), **change)
+    with pytest.raises(ValueError, match=message):
+        render_prepare_script(node)

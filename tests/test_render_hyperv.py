@@ -1,0 +1,335 @@
+"""Tests for render/hyperv.py: every rendered script parses cleanly with tree-sitter-powershell,
+fails loudly, keeps the stdin password out of output, escapes literals, and fits the SSH
+command line."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import re
+
+import pytest
+import tree_sitter_powershell
+from tree_sitter import Language, Node, Parser
+
+from render.hyperv import (
+    MAX_SSH_COMMAND_CHARS,
+    HostNicOffload,
+    HypervVm,
+    ps_quote,
+    render_create,
+    render_delete,
+    render_offload_disable,
+    render_offload_restore,
+    script_from_ssh_command,
+    ssh_command,
+)
+
+PARSER = Parser(Language(tree_sitter_powershell.language()))
+
+# Shaped like the hk-prod reference stack's Windows workers.
+HK_PROD_VM = HypervVm(
+    vm_name="hk-prod-win-1",
+    computer_name="HKPRODWIN1",
+    vm_folder=r"D:\Hyper-V\hk-prod",
+    golden_vhdx=r"D:\golden\ws2022-datacenter.vhdx",
+    switch_name="vSwitch-External",
+    vlan_id=30,
+    cpu_count=8,
+    memory_mb=16384,
+    disk_gb=200,
+    ip_address="10.30.30.51",
+    prefix_length=24,
+    gateway="10.30.30.1",
+    dns_servers=("10.30.10.10", "10.30.10.11"),
+)
+HK_PROD_NICS = HostNicOffload(adapter_names=("SLOT 3 Port 1", "SLOT 3 Port 2"))
+
+# Awkward but legal values: apostrophes (ASCII and typographic), spaces, $ and backtick that
+# must stay literal, and no VLAN.
+QUOTED_VM = dataclasses.replace(
+    HK_PROD_VM,
+    vm_folder="D:\\Hyper-V\\O'Brien's lab $env:TEMP `n",
+    golden_vhdx="\\\\filer\\golden\u2019s\\ws2019.vhdx",
+    switch_name="Ext 'Trunk' \u2018A\u2019",
+    vlan_id=None,
+)
+
+SCRIPTS = {
+    "create": render_create(HK_PROD_VM),
+    "delete": render_delete(HK_PROD_VM),
+    "create-quoted": render_create(QUOTED_VM),
+    "delete-quoted": render_delete(QUOTED_VM),
+    "offload-disable": render_offload_disable(HK_PROD_NICS),
+    "offload-restore": render_offload_restore(HK_PROD_NICS),
+    "offload-quoted": render_offload_disable(HostNicOffload(("Ethernet 'uplink'",))),
+}
+
+
+def _walk(node: Node):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _first_problem(source: str) -> str | None:
+    tree = PARSER.parse(source.encode("utf-8"))
+    for node in _walk(tree.root_node):
+        if node.type == "ERROR" or node.is_missing:
+            line = node.start_point[0] + 1
+            text = source.splitlines()[line - 1] if source else ""
+            kind = "MISSING " + node.type if node.is_missing else "ERROR"
+            return f"{kind} at line {line}: {text.strip()!r}"
+    return None
+
+
+def _string_literal_values(source: str) -> list[str]:
+    """Values of every verbatim (single-quoted) string literal, as PowerShell reads them."""
+    tree = PARSER.parse(source.encode("utf-8"))
+    values = []
+    for node in _walk(tree.root_node):
+        if node.type == "verbatim_string_characters":
+            text = node.text.decode("utf-8")
+            assert text[0] == "'" and text[-1] == "'", text
+            values.append(text[1:-1].replace("''", "'"))
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_tree_sitter_parse_has_no_error_or_missing_nodes(name: str) -> None:
+    problem = _first_problem(SCRIPTS[name])
+    assert problem is None, f"{name}: {problem}"
+
+
+def test_parse_check_catches_broken_powershell() -> None:
+    # Guards the guard: an unbalanced brace must be reported.
+    assert _first_problem("if ($true) {\n    Write-Output 'x'\n") is not None
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_scripts_fail_loudly_from_the_first_statement(name: str) -> None:
+    code_lines = [
+        line for line in SCRIPTS[name].splitlines() if line.strip() and not line.startswith("#")
+    ]
+    assert code_lines[0] == "$ErrorActionPreference = 'Stop'"
+    assert code_lines[1] == "Set-StrictMode -Version Latest"
+
+
+def test_create_reads_password_from_stdin_and_never_prints_it() -> None:
+    script = SCRIPTS["create"]
+    assert "$plainPassword = [Console]::In.ReadLine()" in script
+    password_lines = [line for line in script.splitlines() if "plainPassword" in line]
+    for line in password_lines:
+        assert not re.search(r"Write-(Output|Host|Warning|Verbose|Information)", line), line
+    # The only consumers: the emptiness check, ConvertTo-SecureString, and its removal.
+    assert len(password_lines) == 4
+    assert "Remove-Variable -Name plainPassword" in script
+    for line in script.splitlines():
+        if re.search(r"Write-(Output|Host|Warning)", line):
+            assert "Password" not in line and "Credential" not in line, line
+    # The credential is only ever handed to PowerShell Direct.
+    for line in script.splitlines():
+        if "$GuestCredential" in line and "New-Object" not in line:
+            assert "Invoke-Command -VMName $VmName -Credential $GuestCredential" in line, line
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_no_secret_or_placeholder_leaks(name: str) -> None:
+    script = SCRIPTS[name]
+    for marker in ("{{", "}}", "${password", "PLACEHOLDER", "TODO", "%s", "{vm.", "<password>"):
+        assert marker not in script, marker
+    if not name.startswith("create"):
+        assert "[Console]::In" not in script
+
+
+def test_secret_free_summary_at_the_end() -> None:
+    last = SCRIPTS["create"].rstrip().splitlines()[-1]
+    assert last.startswith("Write-Output ('VM {0}: state {1}, computer name {2}, IPv4 {3}/{4}'")
+    assert "$IpAddress" in last and "$ComputerName" in last
+
+
+def test_ps_quote_doubles_every_powershell_single_quote() -> None:
+    assert ps_quote("O'Brien") == "'O''Brien'"
+    assert ps_quote("a\u2018b\u2019c\u201ad\u201be") == "'a\u2018\u2018b\u2019\u2019c\u201a\u201ad\u201b\u201be'"
+    assert ps_quote("$env:X `n") == "'$env:X `n'"
+    with pytest.raises(ValueError):
+        ps_quote("line\nbreak")
+
+
+def test_quoted_values_round_trip_through_the_parser() -> None:
+    script = SCRIPTS["create-quoted"]
+    literals = _string_literal_values(script)
+    assert QUOTED_VM.vm_folder in literals
+    assert QUOTED_VM.vm_folder + "\\hk-prod-win-1" in literals
+    assert QUOTED_VM.vm_folder + "\\hk-prod-win-1\\hk-prod-win-1.vhdx" in literals
+    # tree-sitter-powershell only knows the ASCII quote, so values holding the typographic
+    # quotes are checked against the escaping rule directly.
+    assert f"$SwitchName = {ps_quote(QUOTED_VM.switch_name)}" in script
+    assert "$GoldenVhdx = '\\\\filer\\golden\u2019\u2019s\\ws2019.vhdx'" in script
+    assert "$VlanId = $null" in script
+    assert "Ethernet 'uplink'" in _string_literal_values(SCRIPTS["offload-quoted"])
+
+
+def test_rendered_header_values() -> None:
+    script = SCRIPTS["create"]
+    for line in (
+        "$VmName = 'hk-prod-win-1'",
+        "$ComputerName = 'HKPRODWIN1'",
+        "$VmDir = 'D:\\Hyper-V\\hk-prod\\hk-prod-win-1'",
+        "$VhdPath = 'D:\\Hyper-V\\hk-prod\\hk-prod-win-1\\hk-prod-win-1.vhdx'",
+        "$VlanId = 30",
+        "$CpuCount = 8",
+        f"$MemoryBytes = {16384 * 1024 * 1024}",
+        f"$DiskBytes = {200 * 1024 ** 3}",
+        "$PrefixLength = 24",
+        "$DnsServers = @('10.30.10.10', '10.30.10.11')",
+    ):
+        assert line in script.splitlines(), line
+
+
+def test_create_checks_existing_vm_and_vhdx_before_creating() -> None:
+    script = SCRIPTS["create"]
+    get_vm = script.index("$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue")
+    if_absent = script.index("if (-not $vm) {")
+    vhd_check = script.index("if (Test-Path -LiteralPath $VhdPath) {")
+    copy = script.index("Copy-Item -LiteralPath $GoldenVhdx")
+    new_vm = script.index("New-VM -Name $VmName -Generation 2")
+    assert get_vm < if_absent < vhd_check < copy < new_vm
+    # The copy lands under a temporary name, so an interrupted copy is never mistaken for done.
+    assert "Move-Item -LiteralPath $partialPath -Destination $VhdPath" in script
+    assert "-VHDPath $VhdPath" in script and "-DynamicMemoryEnabled $false" in script
+    assert "-SecureBootTemplate 'MicrosoftWindows'" in script
+    assert "-CheckpointType Disabled" in script
+    assert "-AutomaticStartAction Start -AutomaticStopAction ShutDown" in script
+
+
+def test_create_only_stops_the_vm_for_changes_that_need_it_off() -> None:
+    script = SCRIPTS["create"]
+    stop_call = script.index("Stop-VmBounded -Reason ('these settings need the VM off: '")
+    guarded = script.rindex("if ($offChanges.Count -gt 0) {", 0, stop_call)
+    assert script.index("$offChanges = @()") < guarded < stop_call
+    assert "if ($vm.State -ne 'Off') { Stop-VmBounded" in script
+    # Disk growth and network changes happen online; shrinking is refused.
+    assert "if ($vhd.Size -lt $DiskBytes) {" in script
+    assert "disks are never shrunk" in script
+    assert "-SizeBytes $DiskBytes" in script
+
+
+def test_create_waits_with_bounded_timeouts_and_clear_errors() -> None:
+    script = SCRIPTS["create"]
+    assert "Get-VMIntegrationService -VMName $VmName -Name 'Heartbeat'" in script
+    assert "throw \"Timed out after $HeartbeatTimeoutSec s waiting for the Heartbeat" in script
+    assert "throw \"Timed out after $PsDirectTimeoutSec s waiting for PowerShell Direct" in script
+    assert re.search(r"^\$HeartbeatTimeoutSec = \d+$", script, re.M)
+    assert re.search(r"^\$PsDirectTimeoutSec = \d+$", script, re.M)
+    # After a rename the guest is restarted and must come back under its new name.
+    rename = script.index("if ($guest.RenamePending) {")
+    assert script.index("Wait-PowerShellDirect -ExpectedName $ComputerName", rename) > rename
+
+
+def test_guest_converge_is_idempotent_per_setting() -> None:
+    script = SCRIPTS["create"]
+    assert "Resize-Partition -DriveLetter C -Size $maxSize" in script
+    assert "-Dhcp Disabled" in script
+    assert "if ($address.IPAddress -ne $IpAddress -or $address.PrefixLength -ne $PrefixLength)" in script
+    assert "New-NetIPAddress -InterfaceIndex $ifIndex -AddressFamily IPv4 -IPAddress $IpAddress -PrefixLength $PrefixLength" in script
+    assert "New-NetRoute -InterfaceIndex $ifIndex -DestinationPrefix '0.0.0.0/0' -NextHop $Gateway" in script
+    assert "if (($currentDns -join ',') -ne ($DnsServers -join ','))" in script
+    assert "if ($env:COMPUTERNAME -ne $ComputerName)" in script
+    assert "Rename-Computer -NewName $ComputerName -Force" in script
+
+
+def test_delete_tolerates_absence_and_escalates_stop() -> None:
+    script = SCRIPTS["delete"]
+    assert "$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue" in script
+    assert "if ($vm) {" in script and "is already absent" in script
+    assert "if (Test-Path -LiteralPath $VhdPath) {" in script
+    assert "if (Test-Path -LiteralPath $VmDir) {" in script
+    assert "Remove-VM -Name $VmName -Force" in script
+    assert "Stop-VM -Name $VmName -Force -AsJob" in script
+    assert "Wait-Job -Job $job -Timeout $StopTimeoutSec" in script
+    assert "Stop-VM -Name $VmName -TurnOff -Force" in script
+    assert "drained" in script.splitlines()[0]
+    assert "[Console]::In" not in script
+
+
+def test_offload_scripts_use_registry_keywords_and_match() -> None:
+    disable, restore = SCRIPTS["offload-disable"], SCRIPTS["offload-restore"]
+    for script in (disable, restore):
+        assert "$Keywords = @('*LsoV2IPv4', '*LsoV2IPv6')" in script
+        assert "$AdapterNames = @('SLOT 3 Port 1', 'SLOT 3 Port 2')" in script
+        assert "-DisplayName" not in script and "-DisplayValue" not in script
+        assert "Where-Object { $_.RegistryKeyword -eq $keyword }" in script
+    assert "$DesiredValue = '0'" in disable
+    assert "$DesiredValue = '1'" in restore
+    # Identical apart from the value and comment: restore is the exact inverse of disable.
+    strip = lambda s: [l for l in s.splitlines() if not l.startswith(("#", "$DesiredValue"))]
+    assert strip(disable) == strip(restore)
+
+
+def _decode(command: str) -> str:
+    prefix = "powershell.exe -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand "
+    assert command.startswith(prefix)
+    encoded = command[len(prefix):]
+    assert re.fullmatch(r"[A-Za-z0-9+/]+=*", encoded)
+    return base64.b64decode(encoded, validate=True).decode("utf-16-le")
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_ssh_command_round_trips_and_fits(name: str) -> None:
+    command = ssh_command(SCRIPTS[name])
+    assert _decode(command) == SCRIPTS[name]
+    assert script_from_ssh_command(command) == SCRIPTS[name]
+    assert script_from_ssh_command("bash -s") is None
+    assert len(command) <= MAX_SSH_COMMAND_CHARS
+    # Nothing a shell could reinterpret: no quotes, backslashes, $, ;, &, | or newlines.
+    assert re.fullmatch(r"[A-Za-z0-9 +/=.-]+", command)
+
+
+def test_ssh_command_limit_is_below_the_createprocess_ceiling() -> None:
+    shell = r'"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe" -c ""'
+    assert MAX_SSH_COMMAND_CHARS <= 32767 - 1 - len(shell)
+    assert MAX_SSH_COMMAND_CHARS > 8191  # cmd.exe is not in the path
+
+
+def test_ssh_command_raises_over_the_limit() -> None:
+    prefix_len = len(ssh_command(""))
+    # Largest ASCII script that still fits: each char is 2 UTF-16 bytes, base64 4 chars per 3.
+    fits = "#" * (((MAX_SSH_COMMAND_CHARS - prefix_len) // 4 * 3) // 2)
+    assert len(ssh_command(fits)) <= MAX_SSH_COMMAND_CHARS
+    with pytest.raises(ValueError, match="over the"):
+        ssh_command(fits + "#" * 3)
+
+
+def test_hk_prod_create_leaves_headroom() -> None:
+    # Guard against the create script creeping toward the limit unnoticed.
+    assert len(ssh_command(SCRIPTS["create"])) < 0.9 * MAX_SSH_COMMAND_CHARS
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"vm_name": "bad name"},
+        {"vm_name": "hk*"},
+        {"vm_name": "..\\x"},
+        {"computer_name": "THIS-NAME-IS-TOO-LONG"},
+        {"computer_name": "12345"},
+        {"vm_folder": "relative\\path"},
+        {"vlan_id": 4095},
+        {"memory_mb": 4095},
+        {"ip_address": "10.30.30.300"},
+        {"gateway": "10.31.0.1"},
+        {"dns_servers": ()},
+        {"switch_name": "vSwitch\nInjected"},
+    ],
+)
+def test_invalid_inputs_are_rejected(change: dict) -> None:
+    with pytest.raises(ValueError):
+        render_create(dataclasses.replace(HK_PROD_VM, **change))
+
+
+def test_invalid_adapter_names_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        render_offload_disable(HostNicOffload(()))
+    with pytest.raises(ValueError):
+        render_offload_disable(HostNicOffload(("Ethernet*",)))

@@ -1,0 +1,116 @@
+"""The offline synth of hk-prod, and every artefact in it checked by the real tool for its language."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import HK_PROD, ROOT
+from tests.validators import cloud_init_schema, powershell_errors, shellcheck
+from tools import synth
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("synth") / "hk-prod"
+    assert synth.main(["--stack", "hk-prod", "--out", str(target)]) == 0
+    return target
+
+
+def test_layout(out):
+    for name in ("resources.json", "graph.mmd", "summary.txt"):
+        assert (out / name).is_file()
+    for folder in ("scripts", "manifests", "helm"):
+        assert (out / folder).is_dir()
+
+
+def test_resources_json_shape_and_no_secret_values(out):
+    resources = json.loads((out / "resources.json").read_text())
+    assert {"urn", "type", "name", "parent", "dependencies", "inputs"} <= set(resources[0])
+    text = (out / "resources.json").read_text()
+    assert "FAKE-" not in text
+    provider = next(r for r in resources if r["name"] == "hk-prod-proxmox")
+    assert provider["inputs"]["apiToken"] == "[secret]"
+
+
+def test_every_remote_script_and_user_data_is_written(out):
+    scripts = {p.name for p in (out / "scripts").iterdir()}
+    for node in ("hk-cp-1", "hk-lnx-4"):
+        assert f"hk-prod-{node}-user-data.yaml" in scripts
+        assert f"hk-prod-{node}-cloud-init.create.sh" in scripts
+    for node in ("hk-win-1", "hk-win-3"):
+        assert {f"hk-prod-{node}-vm.{phase}.ps1" for phase in ("create", "update", "delete")} <= scripts
+    assert {"hk-prod-hv-hk1-a-nic-offload.create.ps1", "hk-prod-hv-hk1-a-nic-offload.delete.ps1"} <= scripts
+    assert not [s for s in scripts if s.endswith(".txt")], "a command that is neither bash nor PowerShell"
+
+
+def test_shellcheck_passes_on_every_shell_script(out):
+    scripts = sorted((out / "scripts").glob("*.sh"))
+    assert len(scripts) >= 14  # a readiness wait and a preparation script per Linux node
+    for script in scripts:
+        shellcheck(script)
+
+
+def test_every_powershell_script_parses(out):
+    scripts = sorted((out / "scripts").glob("*.ps1"))
+    assert len(scripts) == 3 * 3 + 2 * 2
+    for script in scripts:
+        source = script.read_text()
+        assert powershell_errors(source) == [], script.name
+        head = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")][:3]
+        assert "$ErrorActionPreference = 'Stop'" in head, (script.name, head)
+
+
+def test_cloud_init_schema_passes_on_every_user_data(out):
+    user_data = sorted((out / "scripts").glob("*-user-data.yaml"))
+    assert len(user_data) == 7
+    for path in user_data:
+        assert path.read_text().startswith("#cloud-config\n")
+        cloud_init_schema(path)
+
+
+def test_summary_and_graph(out):
+    summary = (out / "summary.txt").read_text()
+    assert "+ hybrid:machines:Machines  hk-prod" in summary
+    assert "hk-prod-hk-cp-1-vm [protected]" in summary
+    graph = (out / "graph.mmd").read_text()
+    assert graph.startswith("graph TD\n") and "-->" in graph and "-.->" in graph
+
+
+def _invalid_stack(tmp_path: Path) -> Path:
+    document = yaml.safe_load(HK_PROD.read_text())
+    config = document["config"]
+    config["hybrid-cluster:nodes"]["windows"][0]["zone"] = "hk-3"
+    config["hybrid-cluster:nodes"]["linux"][0]["ip"] = "10.30.30.255"
+    config["hybrid-cluster:calico"]["mtu"] = 1480
+    config["hybrid-cluster:nodes"]["windows"][1]["hypervHost"] = "hv-nowhere"
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def test_invalid_stack_exits_2_with_key_paths_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.synth", "--stack-file", str(_invalid_stack(tmp_path)), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert result.returncode == 2, result.stderr
+    for expected in ("nodes.windows[0].zone: unknown zone 'hk-3'",
+                     "nodes.linux[0].ip: 10.30.30.255 is the broadcast address",
+                     "calico.mtu: 1480 exceeds",
+                     "nodes.windows[1].hypervHost: unknown Hyper-V host 'hv-nowhere'"):
+        assert expected in result.stderr
+    assert not out.exists()
+
+
+def test_secret_flag_overrides_placeholder(tmp_path):
+    out = tmp_path / "out"
+    assert synth.main(["--out", str(out), "--secret", "proxmoxApiToken=root@pam!ci=00000000"]) == 0
+    assert "root@pam!ci" not in (out / "resources.json").read_text()
+    with pytest.raises(SystemExit):
+        synth.main(["--out", str(out), "--secret", "notASecret=1"])

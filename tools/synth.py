@@ -1,0 +1,213 @@
+"""Offline synth: renders everything a stack declares without the Pulumi CLI, providers or hardware.
+
+    python -m tools.synth --stack hk-prod --out build/hk-prod
+    python -m tools.synth --stack-file path/to/Pulumi.x.yaml --out DIR --secret proxmoxApiToken=...
+
+Writes resources.json, scripts/, manifests/, helm/, graph.mmd and summary.txt (see README.md). An invalid
+stack exits with status 2, its problems on stderr, and nothing written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config.loader import SECRET_KEYS, SpecError, from_stack_file, load
+from render.hyperv import script_from_ssh_command
+from render.shell import script_from_bash_command
+from tools.mockrun import ROOT, Recording, Resource, Secret, Unknown, run_program
+
+COMMAND_TYPE = "command:remote:Command"
+SNIPPET_TYPE = "proxmoxve:index/fileLegacy:FileLegacy"
+HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+
+
+def plain(value: Any) -> Any:
+    """A JSON-able copy with secrets and unknowns replaced by markers."""
+    if isinstance(value, Secret):
+        return "[secret]"
+    if isinstance(value, Unknown):
+        return "[unknown]"
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def scripts_of(resource: Resource) -> dict[str, str]:
+    """File name -> text of every script a resource runs or hands to a machine."""
+    files: dict[str, str] = {}
+    if resource.type == COMMAND_TYPE:
+        for phase in ("create", "update", "delete"):
+            command = resource.inputs.get(phase)
+            if command is None:
+                continue
+            if isinstance(command, (Secret, Unknown)):
+                files[f"{resource.name}.{phase}.txt"] = plain(command) + "\n"
+            elif (script := script_from_bash_command(command)) is not None:
+                files[f"{resource.name}.{phase}.sh"] = "#!/usr/bin/env bash\n" + script
+            elif (script := script_from_ssh_command(command)) is not None:
+                files[f"{resource.name}.{phase}.ps1"] = script
+            else:
+                files[f"{resource.name}.{phase}.txt"] = command
+    elif resource.type == SNIPPET_TYPE and resource.inputs.get("contentType") == "snippets":
+        data = (resource.inputs.get("sourceRaw") or {}).get("data")
+        if isinstance(data, str):
+            files[f"{resource.name}.yaml"] = data
+            document = yaml.safe_load(data) or {}
+            for entry in document.get("write_files", []):
+                path = str(entry.get("path", ""))
+                if path.endswith(".sh"):
+                    files[f"{resource.name}.{Path(path).name}"] = entry.get("content", "")
+    return files
+
+
+def manifest_of(resource: Resource) -> dict[str, Any] | None:
+    """The Kubernetes object a resource declares directly, or None."""
+    if not resource.type.startswith("kubernetes:") or resource.type == HELM_RELEASE_TYPE:
+        return None
+    body = plain(resource.inputs)
+    if "apiVersion" not in body or "kind" not in body:
+        return None
+    return body
+
+
+def helm_release_of(resource: Resource) -> dict[str, Any] | None:
+    if resource.type != HELM_RELEASE_TYPE:
+        return None
+    inputs = plain(resource.inputs)
+    return {
+        "name": inputs.get("name", resource.name),
+        "chart": inputs.get("chart"),
+        "repository": (inputs.get("repositoryOpts") or {}).get("repo"),
+        "version": inputs.get("version"),
+        "namespace": inputs.get("namespace"),
+        "values": inputs.get("values", {}),
+    }
+
+
+def mermaid(recording: Recording) -> str:
+    ids = {r.urn: f"r{i}" for i, r in enumerate(recording.resources)}
+    lines = ["graph TD"]
+    for r in recording.resources:
+        lines.append(f'  {ids[r.urn]}["{r.type.split(":")[-1]}<br/>{r.name}"]')
+    for r in recording.resources:
+        if r.parent in ids:
+            lines.append(f"  {ids[r.parent]} -.-> {ids[r.urn]}")
+        for dep in sorted(set(r.dependencies)):
+            if dep in ids and dep != r.parent:
+                lines.append(f"  {ids[dep]} --> {ids[r.urn]}")
+    return "\n".join(lines) + "\n"
+
+
+def summary(recording: Recording) -> str:
+    counts = Counter(r.type for r in recording.resources)
+    lines = [f"{len(recording.resources)} resources", ""]
+    lines += [f"{n:5d}  {t}" for t, n in sorted(counts.items())]
+    lines += ["", "Resource tree (+ create, as `pulumi preview` of a new stack):"]
+    children: dict[str, list[Resource]] = {}
+    for r in recording.resources:
+        children.setdefault(r.parent, []).append(r)
+    for siblings in children.values():
+        siblings.sort(key=lambda r: r.name)
+
+    def walk(parent: str, depth: int) -> None:
+        for r in children.get(parent, []):
+            flags = " [protected]" if r.protect else ""
+            lines.append(f"{'  ' * depth}+ {r.type}  {r.name}{flags}")
+            walk(r.urn, depth + 1)
+
+    roots = [p for p in children if p not in {r.urn for r in recording.resources}]
+    for root in roots:
+        walk(root, 0)
+    lines += ["", "Outputs:"]
+    lines += [f"  {k}: {json.dumps(plain(v))}" for k, v in sorted(recording.outputs.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write(recording: Recording, out: Path) -> None:
+    # Registration order follows the event loop; sort so two synths of one stack compare line by line.
+    recording.resources.sort(key=lambda r: r.urn)
+    out.mkdir(parents=True, exist_ok=True)
+    resources = [
+        {
+            "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
+            "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs),
+            "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace,
+        }
+        for r in recording.resources
+    ]
+    (out / "resources.json").write_text(json.dumps(resources, indent=2, sort_keys=True) + "\n")
+    for folder in ("scripts", "manifests", "helm"):
+        (out / folder).mkdir(exist_ok=True)
+    for r in recording.resources:
+        for file_name, text in scripts_of(r).items():
+            (out / "scripts" / _safe(file_name)).write_text(text)
+        if (manifest := manifest_of(r)) is not None:
+            meta = manifest.get("metadata") or {}
+            name = f"{manifest['kind']}-{meta.get('namespace', '_cluster')}-{meta.get('name', r.name)}"
+            (out / "manifests" / f"{_safe(name)}.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+        if (release := helm_release_of(r)) is not None:
+            (out / "helm" / f"{_safe(r.name)}.yaml").write_text(yaml.safe_dump(release, sort_keys=False))
+    (out / "graph.mmd").write_text(mermaid(recording))
+    (out / "summary.txt").write_text(summary(recording))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.synth", description=__doc__.splitlines()[0])
+    parser.add_argument("--stack", default="hk-prod", help="stack name; its file is Pulumi.<stack>.yaml")
+    parser.add_argument("--stack-file", type=Path, help="a stack file to use instead of Pulumi.<stack>.yaml")
+    parser.add_argument("--out", type=Path, required=True, help="output folder (replaced)")
+    parser.add_argument("--secret", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"a secret value; others get a fake placeholder. Keys: {', '.join(SECRET_KEYS)}")
+    args = parser.parse_args(argv)
+
+    secrets: dict[str, str] = {}
+    for item in args.secret:
+        key, sep, value = item.partition("=")
+        if not sep or key not in SECRET_KEYS:
+            parser.error(f"--secret {key!r}: expected KEY=VALUE with KEY one of {', '.join(SECRET_KEYS)}")
+        secrets[key] = value
+
+    stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
+    if not stack_file.is_file():
+        parser.error(f"no stack file {stack_file}")
+    raw = from_stack_file(stack_file)
+    try:
+        loaded = load(raw)
+    except SpecError as error:
+        print(f"{stack_file}: invalid configuration, nothing written:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  error: {problem}", file=sys.stderr)
+        return 2
+    for warning in loaded.warnings:
+        print(f"  warning: {warning}", file=sys.stderr)
+
+    recording = run_program(raw, secrets, stack=args.stack)
+    # Render into a fresh folder first, so a failure never leaves a half-written output behind.
+    with tempfile.TemporaryDirectory(dir=args.out.parent if args.out.parent.exists() else None) as tmp:
+        staging = Path(tmp) / "out"
+        write(recording, staging)
+        if args.out.exists():
+            shutil.rmtree(args.out)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), args.out)
+    print(f"{len(recording.resources)} resources rendered into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
