@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.validators import cloud_init_schema, shellcheck
 from render.cloud_init import (
     PREPARE_SCRIPT_PATH,
     LinuxNodeInit,
@@ -55,16 +55,6 @@ MIRRORS = pytest.mark.parametrize("mirrors", [(), HARBOR_MIRRORS], ids=["no-mirr
 CONTAINERD = pytest.mark.parametrize("containerd", ["2.1.4", "1.7.28"], ids=["containerd2", "containerd1"])
 
 
-def tool(name: str, venv_path: str | None = None) -> str:
-    """A real validator; missing is a failure, not a skip (CI installs them)."""
-    if venv_path and os.access(venv_path, os.X_OK):
-        return venv_path
-    found = shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed; this test needs the real tool")
-    return found
-
-
 def run_sourced(script: str, tmp_path: Path, commands: str) -> subprocess.CompletedProcess[str]:
     """Sources the rendered script (which then defines functions without running main) and runs
     ``commands`` in the same bash, failing the test on a non-zero exit."""
@@ -84,12 +74,9 @@ def run_sourced(script: str, tmp_path: Path, commands: str) -> subprocess.Comple
 @MIRRORS
 @CONTAINERD
 def test_script_passes_shellcheck_at_style_severity(distro, mirrors, containerd, tmp_path):
-    shellcheck = tool("shellcheck", "/work/main/.venv/bin/shellcheck")
     script_file = tmp_path / "prepare-k8s-node.sh"
     script_file.write_text(render_prepare_script(make_node(distro, mirrors, containerd)))
-    result = subprocess.run([shellcheck, "-s", "bash", "-S", "style", str(script_file)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    shellcheck(script_file)
 
 
 @DISTROS
@@ -103,13 +90,9 @@ def test_every_shellcheck_disable_carries_a_reason(distro, mirrors):
 @DISTROS
 @MIRRORS
 def test_user_data_passes_cloud_init_schema(distro, mirrors, tmp_path):
-    cloud_init = tool("cloud-init")
     user_data = tmp_path / "user-data.yaml"
     user_data.write_text(render_user_data(make_node(distro, mirrors)))
-    result = subprocess.run([cloud_init, "schema", "--config-file", str(user_data)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "Valid cloud-config" in result.stdout
+    cloud_init_schema(user_data)
 
 
 # --- user-data structure ---------------------------------------------------------------------

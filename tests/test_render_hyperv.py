@@ -12,6 +12,7 @@ import pytest
 import tree_sitter_powershell
 from tree_sitter import Language, Node, Parser
 
+from tests.validators import powershell_errors
 from render.hyperv import (
     MAX_SSH_COMMAND_CHARS,
     HostNicOffload,
@@ -72,17 +73,6 @@ def _walk(node: Node):
         yield from _walk(child)
 
 
-def _first_problem(source: str) -> str | None:
-    tree = PARSER.parse(source.encode("utf-8"))
-    for node in _walk(tree.root_node):
-        if node.type == "ERROR" or node.is_missing:
-            line = node.start_point[0] + 1
-            text = source.splitlines()[line - 1] if source else ""
-            kind = "MISSING " + node.type if node.is_missing else "ERROR"
-            return f"{kind} at line {line}: {text.strip()!r}"
-    return None
-
-
 def _string_literal_values(source: str) -> list[str]:
     """Values of every verbatim (single-quoted) string literal, as PowerShell reads them."""
     tree = PARSER.parse(source.encode("utf-8"))
@@ -97,13 +87,13 @@ def _string_literal_values(source: str) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_tree_sitter_parse_has_no_error_or_missing_nodes(name: str) -> None:
-    problem = _first_problem(SCRIPTS[name])
+    problem = "\n".join(powershell_errors(SCRIPTS[name])) or None
     assert problem is None, f"{name}: {problem}"
 
 
 def test_parse_check_catches_broken_powershell() -> None:
     # Guards the guard: an unbalanced brace must be reported.
-    assert _first_problem("if ($true) {\n    Write-Output 'x'\n") is not None
+    assert powershell_errors("if ($true) {\n    Write-Output 'x'\n") != []
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

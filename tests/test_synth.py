@@ -114,3 +114,27 @@ def test_secret_flag_overrides_placeholder(tmp_path):
     assert "root@pam!ci" not in (out / "resources.json").read_text()
     with pytest.raises(SystemExit):
         synth.main(["--out", str(out), "--secret", "notASecret=1"])
+
+
+def _resource(type_: str, name: str, inputs: dict):
+    from tools.mockrun import Resource
+    return Resource(urn=f"urn:pulumi:s::p::{type_}::{name}", type=type_, name=name, parent="", dependencies=[],
+                    property_dependencies={}, inputs=inputs, custom=True, protect=False,
+                    delete_before_replace=False, ignore_changes=[], additional_secret_outputs=[], provider="")
+
+
+def test_kubernetes_objects_and_helm_releases_are_rendered_without_secrets():
+    from tools.mockrun import Secret
+    secret = _resource("kubernetes:core/v1:Secret", "smb", {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "smb", "namespace": "kube-system"},
+        "stringData": Secret({"password": "hunter2"})})
+    assert synth.manifest_of(secret) == {"apiVersion": "v1", "kind": "Secret",
+                                         "metadata": {"name": "smb", "namespace": "kube-system"}, "stringData": "[secret]"}
+    release = _resource(synth.HELM_RELEASE_TYPE, "calico", {
+        "chart": "tigera-operator", "version": "v3.0.0", "namespace": "tigera-operator",
+        "repositoryOpts": {"repo": "https://example.invalid/charts"}, "values": {"a": 1}})
+    assert synth.manifest_of(release) is None
+    assert synth.helm_release_of(release) == {"name": "calico", "chart": "tigera-operator",
+                                              "repository": "https://example.invalid/charts", "version": "v3.0.0",
+                                              "namespace": "tigera-operator", "values": {"a": 1}}
+    assert synth.helm_release_of(secret) is None

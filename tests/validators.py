@@ -47,3 +47,4 @@ def cloud_init_schema(path: Path) -> None:
     """`cloud-init schema` (Debian's cloud-init package) on one user-data file."""
     result = subprocess.run([_tool("cloud-init"), "schema", "--config-file", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, f"cloud-init schema {path.name}:\n{result.stdout}{result.stderr}"
+    assert "Valid cloud-config" in result.stdout, result.stdout
