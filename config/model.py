@@ -9,12 +9,24 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 # Kubernetes object names and our VM names share the DNS-1123 label rule (RFC 1123 section 2.1,
 # as Kubernetes applies it: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+
+def _text(value: object) -> object:
+    # pydantic's lax mode would read `podCidr: 1` or `ip: true` as an integer address.
+    if not isinstance(value, (str, IPv4Address, IPv4Network)):
+        raise ValueError("must be written as text, e.g. 10.30.30.0/24 or 10.30.30.11")
+    return value
+
+
+IPv4Net = Annotated[IPv4Network, BeforeValidator(_text)]
+IPv4Addr = Annotated[IPv4Address, BeforeValidator(_text)]
 
 DistroKey = Literal["ubuntu22", "rocky9", "centos7"]
 WindowsKey = Literal["win2019", "win2022", "win2025"]
@@ -32,14 +44,14 @@ class Spec(BaseModel):
 class ClusterSpec(Spec):
     name: Label
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d+\.\d+$")]
-    pod_cidr: IPv4Network
-    service_cidr: IPv4Network
+    pod_cidr: IPv4Net
+    service_cidr: IPv4Net
     dns_domain: str = "cluster.local"
     node_cidr_mask_size: Annotated[int, Field(ge=16, le=28)] = 24
     node_port_range: Annotated[str, Field(pattern=r"^\d{1,5}-\d{1,5}$")] = "30000-32767"
     # The API server's virtual IP (kube-vip) for a highly available control plane; with a single
     # control-plane node the API is that node's address.
-    api_vip: IPv4Address | None = None
+    api_vip: IPv4Addr | None = None
     api_port: Annotated[int, Field(ge=1, le=65535)] = 6443
 
     @field_validator("name", "dns_domain")
@@ -76,8 +88,8 @@ class CalicoSpec(Spec):
 
 class VlanSpec(Spec):
     vlan_id: Annotated[int, Field(ge=1, le=4094)]
-    cidr: IPv4Network
-    gateway: IPv4Address | None = None
+    cidr: IPv4Net
+    gateway: IPv4Addr | None = None
     # The Proxmox Linux bridge already bound to this VLAN (e.g. vmbr30 on eno1.30), so VM NICs on it
     # carry no tag of their own.
     proxmox_bridge: str | None = None
@@ -88,14 +100,14 @@ class NetworkSpec(Spec):
     management: VlanSpec
     nodes: VlanSpec
     storage: VlanSpec | None = None
-    dns_servers: Annotated[list[IPv4Address], Field(min_length=1)]
+    dns_servers: Annotated[list[IPv4Addr], Field(min_length=1)]
     search_domain: str | None = None
 
 
 class ProxmoxNodeSpec(Spec):
     name: Label
     zone: str
-    address: IPv4Address  # where the provider's SSH session uploads snippets
+    address: IPv4Addr  # where the provider's SSH session uploads snippets
 
 
 class TemplateSpec(Spec):
@@ -128,7 +140,7 @@ class NicOffloadSpec(Spec):
 class HypervHostSpec(Spec):
     name: Label
     zone: str
-    address: IPv4Address
+    address: IPv4Addr
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     user: str = "Administrator"
     switch_name: str
@@ -170,14 +182,14 @@ class NodeSpec(Spec):
     cpu: Annotated[int, Field(ge=1, le=256)]
     memory_mb: Annotated[int, Field(ge=1024)]
     disk_gb: Annotated[int, Field(ge=20)]
-    ip: IPv4Address
+    ip: IPv4Addr
 
 
 class LinuxNodeSpec(NodeSpec):
     proxmox_node: str
     vm_id: Annotated[int, Field(ge=100, le=999999999)]
     distro: DistroKey = "ubuntu22"
-    management_ip: IPv4Address | None = None
+    management_ip: IPv4Addr | None = None
 
 
 class WindowsNodeSpec(NodeSpec):
@@ -209,7 +221,7 @@ class RegistrySpec(Spec):
 
 class StorageSpec(Spec):
     smb_source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
-    nfs_server: IPv4Address | str
+    nfs_server: IPv4Addr | str
     nfs_path: Annotated[str, Field(pattern=r"^/")]
 
 

@@ -228,3 +228,52 @@ def test_rules_still_run_when_an_unrelated_section_is_broken(hk_values):
     found = problems(hk_values)
     assert any(p.startswith("storage: ") for p in found)
     assert any(p.startswith("calico.mtu: ") for p in found)
+
+
+def _leaves(value, path=()):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from _leaves(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from _leaves(child, (*path, index))
+    yield path
+
+
+JUNK = [None, "x", -1, 0, 70000, [], {}, "10.0.0.0/8", "10.30.30.11", True, "hk-1", 1.5, "ssh-rsa"]
+
+
+def test_unseen_invalid_stacks_fail_only_with_key_path_errors(hk_values):
+    """Thousands of stacks nobody wrote by hand: each loads or raises SpecError, nothing else."""
+    import copy
+    import random
+
+    rng = random.Random(20261202)
+    paths = [p for p in _leaves(hk_values) if p]
+    for _ in range(1500):
+        values = copy.deepcopy(hk_values)
+        for path in rng.sample(paths, rng.randint(1, 3)):
+            parent = values
+            try:
+                for key in path[:-1]:
+                    parent = parent[key]
+                if rng.random() < 0.25 and isinstance(parent, dict):
+                    parent.pop(path[-1], None)
+                else:
+                    parent[path[-1]] = rng.choice(JUNK)
+            except (KeyError, IndexError, TypeError):
+                continue  # an earlier mutation removed or replaced this path's parent
+        try:
+            load(raw_config(values))
+        except SpecError as error:
+            assert error.problems
+            for problem in error.problems:
+                assert problem.path and problem.message, problem
+
+
+@pytest.mark.parametrize("value", [1, True, 167772160])
+def test_addresses_must_be_text(hk_values, value):
+    hk_values["cluster"]["podCidr"] = value
+    hk_values["nodes"]["linux"][0]["ip"] = value
+    assert_problem(hk_values, "cluster.podCidr", "must be written as text")
+    assert_problem(hk_values, "nodes.linux[0].ip", "must be written as text")
