@@ -1,6 +1,7 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
 import pulumi
 
+from components.bootstrap import KubeadmCluster
 from components.machines import Machines
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
@@ -18,5 +19,9 @@ spec = stack.spec
 secrets = read_secrets(spec)
 
 machines = Machines(spec.cluster.name, spec, secrets)
+# Windows joins will also wait for the cluster network's Windows prerequisites (platform layer).
+cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines)
 
+pulumi.export("apiServer", cluster.api_server)
+pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodes", machines.nodes)

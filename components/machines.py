@@ -96,6 +96,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
     def __init__(self, name: str, args: LinuxNodeArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:ProxmoxLinuxNode", name, None, opts)
         spec, node = args.spec, args.node
+        self.node, self.role, self.connection = node, args.role, args.connection
         datastores = spec.proxmox.datastores
 
         # A stable file name, replaced in place: the VM's cicustom keeps pointing at it. The snippet
@@ -210,10 +211,13 @@ class HypervHost(pulumi.ComponentResource):
 class HypervWindowsNode(pulumi.ComponentResource):
     """One Windows node VM on its Hyper-V host, converged by PowerShell over SSH."""
 
-    def __init__(self, name: str, vm: hyperv.HypervVm, summary: dict[str, str], host: HypervHost,
+    def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
                  connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
+        summary = node_summary(node, "worker")
+        # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
+        self.node, self.host_connection, self.admin_password = node, connection, admin_password
         converge = hyperv.ssh_command(hyperv.render_create(vm))
         self.vm = command.remote.Command(
             f"{name}-vm",
@@ -282,8 +286,8 @@ class Machines(pulumi.ComponentResource):
         self.windows_nodes = [
             HypervWindowsNode(
                 f"{name}-{node.name}",
+                node,
                 hyperv_vm(spec, node, host_specs[node.hyperv_host]),
-                node_summary(node, "worker"),
                 self.hyperv_hosts[node.hyperv_host],
                 host_connections[node.hyperv_host],
                 secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist

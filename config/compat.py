@@ -304,3 +304,11 @@ WINDOWS: dict[str, WindowsBuild] = {
         fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2025-{_FLUENT_BIT_VERSION}",
     ),
 }
+
+# --- Control-plane virtual IP -----------------------------------------------------------------------
+
+# kube-vip v1.2.4, the newest release found as of 2026-12-02: kube-vip/helm-charts PR #113
+# (2026-09-16, "kube-vip: update to v1.2.4", links https://github.com/kube-vip/kube-vip/releases/tag/v1.2.4);
+# v1.2.3 is the chart's current appVersion (helm-charts PR #112, merged 2026-08-24). Image repository
+# ghcr.io/kube-vip/kube-vip from kube-vip's manifest generator (pkg/kubevip/config_generator.go).
+KUBE_VIP_IMAGE = "ghcr.io/kube-vip/kube-vip:v1.2.4"

@@ -640,3 +640,30 @@ def render_offload_restore(o: HostNicOffload) -> str:
     return _render_offload(
         o, _LSO_ENABLED, "Restore Large Send Offload v2 on the external vSwitch uplinks."
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Shared with the other renderers that act in the same guest over PowerShell Direct
+# (render/windows_bootstrap.py). The texts are the ones the VM scripts above use, so every
+# script reads the guest password and waits for the guest the same way. The wait functions
+# read $VmName, $GuestCredential, $HeartbeatTimeoutSec and $PsDirectTimeoutSec.
+# ---------------------------------------------------------------------------------------
+
+SCRIPT_PREAMBLE = _PREAMBLE
+READ_GUEST_PASSWORD = _READ_PASSWORD
+GUEST_WAIT_FUNCTIONS = _WAIT_FUNCTIONS
+
+
+def check_vm_name(vm_name: str) -> None:
+    """Raise ValueError unless ``vm_name`` is a Hyper-V VM name render_create accepts."""
+    if not _VM_NAME.match(vm_name):
+        raise ValueError(f"vm_name {vm_name!r} must match {_VM_NAME.pattern}")
+
+
+def check_computer_name(computer_name: str) -> None:
+    """Raise ValueError unless ``computer_name`` is a NetBIOS name render_create accepts."""
+    if not _COMPUTER_NAME.match(computer_name):
+        raise ValueError(
+            f"computer_name {computer_name!r} must be a NetBIOS name: 1-15 letters, "
+            "digits or hyphens, not only digits"
+        )

@@ -51,7 +51,7 @@ def test_every_machine_is_declared(hk):
 def test_every_resource_has_a_component_parent_named_after_it(hk):
     by_urn = hk.by_urn()
     for r in hk.resources:
-        if r.type == "hybrid:machines:Machines":
+        if r.type in ("hybrid:machines:Machines", "hybrid:bootstrap:KubeadmCluster"):
             assert r.parent.endswith("::hybrid-cluster-hk-prod"), r.parent
             continue
         parent = by_urn.get(r.parent)
@@ -174,4 +174,6 @@ def test_one_worker_change_touches_only_that_worker(hk, hk_values):
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
-    assert _changed(hk, record(hk_values)) == {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}
+    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}
+    membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-join-credentials", "-join", "-drain")}
+    assert _changed(hk, record(hk_values)) == machine | membership

@@ -11,7 +11,7 @@ import runpy
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pulumi
 from google.protobuf import json_format
@@ -128,8 +128,31 @@ class RecordingMonitor(mocks.MockMonitor):
         return response
 
 
+# What the commands whose stdout later resources read would print, with obviously fake secrets (the
+# token is the example token of the kubeadm docs). Keyed by the end of the command's resource name.
+STAND_IN_JOIN_LINE = (
+    "kubeadm join 10.30.30.10:6443 --token abcdef.0123456789abcdef "
+    "--discovery-token-ca-cert-hash sha256:" + "0" * 64
+)
+STAND_IN_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- cluster: {certificate-authority-data: RkFLRS1DQQ==, server: 'https://10.30.30.11:6443'}
+  name: offline
+contexts:
+- context: {cluster: offline, user: offline-admin}
+  name: offline
+current-context: offline
+users:
+- name: offline-admin
+  user: {client-certificate-data: RkFLRS1DRVJU, client-key-data: RkFLRS1LRVk=}
+"""
+STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND_IN_KUBECONFIG}
+
+
 class OfflineMocks(mocks.Mocks):
-    """Provider stand-ins: each resource's outputs are its inputs plus an id, as after a clean create.
+    """Provider stand-ins: each resource's outputs are its inputs plus an id, as after a clean create,
+    and the stdout of the commands that later resources read (STAND_IN_STDOUT).
 
     In preview mode nothing is added, so every output not given as an input stays unknown, as in a
     real `pulumi preview` of a new stack.
@@ -143,7 +166,8 @@ class OfflineMocks(mocks.Mocks):
             return (None, {})
         state = dict(args.inputs)
         if args.typ == "command:remote:Command":
-            state.setdefault("stdout", "")
+            stdout = next((text for suffix, text in STAND_IN_STDOUT.items() if args.name.endswith(suffix)), "")
+            state.setdefault("stdout", stdout)
             state.setdefault("stderr", "")
         return (f"{args.name}-id", state)
 
@@ -189,15 +213,20 @@ def run_program(
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
     runtime_config.set_all_config(config, [f"{PROJECT}:{k}" for k in secret_values])
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview)
 
+
+def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False) -> Recording:
+    """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     monitor = RecordingMonitor(OfflineMocks(preview), recording)
     mocks.set_mocks(OfflineMocks(preview), project=PROJECT, stack=stack, preview=preview,
                     monitor=monitor, logger=_LogCollector(recording))  # type: ignore[arg-type]
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
+
     async def program() -> None:
-        recording.program = runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        recording.program = declare() or {}
         # Stack outputs: the mock engine registered the root stack before the program ran, so read
         # what the program exported from the stack itself.
         stack_resource = pulumi.runtime.settings.get_root_resource()

@@ -1,0 +1,257 @@
+"""The bootstrap layer: kubeadm takes the machines to a cluster. It owns `kubeadm init` on the first
+control-plane node, one fresh-token join per other node, the drain-before-reset delete path of every
+node, the admin kubeconfig and the Kubernetes provider the platform layer uses.
+
+Ordering, in the graph: every join waits for init and for its own machine; worker joins run in parallel
+with each other; control-plane joins run one after another (etcd admits one learner member at a time:
+https://etcd.io/docs/v3.5/learning/design-learner/ "etcd limits the number of learners to one");
+Windows joins also wait for the cluster network's Windows prerequisites.
+On destroy Pulumi deletes in reverse: drain (on a control-plane node), then `kubeadm reset` (on the node),
+then the VM.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import pulumi
+import pulumi_command as command
+import pulumi_kubernetes as kubernetes
+
+from config import compat
+from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
+from render import kubeadm, linux_bootstrap, windows_bootstrap
+from render.hyperv import ssh_command
+from render.kubeconfig import point_at_server
+from render.shell import bash_command
+
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
+from .version_pin import KubernetesVersionPin
+
+LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
+WINDOWS_CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
+# Every Windows node registers with this taint, so no pod lands there without tolerating it.
+WINDOWS_TAINT = kubeadm.Taint(key="node-role.kubernetes.io/windows", value="true", effect="NoSchedule")
+ZONE_LABEL = "topology.kubernetes.io/zone"
+DISTRO_LABEL = "node.os.distro"
+# Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
+SECRET_STDOUT = ["stdout"]
+
+
+def api_endpoint(spec: StackSpec) -> str:
+    """host:port of the API server: the VIP when there is one, else the only control-plane node."""
+    host = spec.cluster.api_vip or spec.nodes.control_plane[0].ip
+    return f"{host}:{spec.cluster.api_port}"
+
+
+def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
+    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
+    control_plane = spec.nodes.control_plane
+    sans = [str(spec.cluster.api_vip)] if spec.cluster.api_vip else []
+    sans += [str(n.ip) for n in control_plane] + [n.name for n in control_plane]
+    return kubeadm.ClusterParams(
+        kubeadm_api=release.kubeadm_api,
+        cluster_name=spec.cluster.name,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        control_plane_endpoint=api_endpoint(spec),
+        pod_subnet=str(spec.cluster.pod_cidr),
+        service_subnet=str(spec.cluster.service_cidr),
+        dns_domain=spec.cluster.dns_domain,
+        node_cidr_mask_size=spec.cluster.node_cidr_mask_size,
+        service_node_port_range=spec.cluster.node_port_range,
+        cert_sans=tuple(sans),
+        sandbox_image=release.pause_image,
+    )
+
+
+def node_params(node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
+    windows = isinstance(node, WindowsNodeSpec)
+    return kubeadm.NodeParams(
+        name=node.name,
+        advertise_address=str(node.ip),
+        cri_socket=WINDOWS_CRI_SOCKET if windows else LINUX_CRI_SOCKET,
+        labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if windows else node.distro},
+        taints=(WINDOWS_TAINT,) if windows else None,
+        control_plane=control_plane,
+    )
+
+
+def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.WindowsNodeParams:
+    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
+    return windows_bootstrap.WindowsNodeParams(
+        vm_name=node.name,
+        computer_name=node.netbios_name,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        containerd_version=release.containerd,
+        pause_image=compat.WINDOWS[node.version].pause_image,  # type: ignore[arg-type]  # validated present
+        ntp_servers=tuple(spec.ntp_servers),
+        dynamic_port_start=spec.windows.dynamic_port_start,
+        dynamic_port_count=spec.windows.dynamic_port_count,
+        registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
+        cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
+        cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+    )
+
+
+def kube_vip_manifest(spec: StackSpec, first_control_plane: bool) -> str | None:
+    if spec.cluster.api_vip is None:
+        return None
+    return linux_bootstrap.render_kube_vip_manifest(
+        vip=str(spec.cluster.api_vip), port=spec.cluster.api_port, image=compat.KUBE_VIP_IMAGE,
+        interface=None, first_control_plane=first_control_plane,
+    )
+
+
+@dataclass(frozen=True)
+class ControlPlaneAccess:
+    """Where node-lifecycle commands run: the first control-plane node, as root with admin.conf."""
+
+    connection: command.remote.ConnectionArgs
+    init: command.remote.Command
+
+
+class LinuxNodeJoin(pulumi.ComponentResource):
+    """One Linux node's membership: a fresh join credential, the join (reset on delete), the drain."""
+
+    def __init__(self, name: str, spec: StackSpec, machine: ProxmoxLinuxNode, access: ControlPlaneAccess,
+                 control_plane: bool, after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
+        node = machine.node
+        credentials = command.remote.Command(
+            f"{name}-join-credentials",
+            connection=access.connection,
+            create=bash_command(linux_bootstrap.render_join_credentials(control_plane=control_plane)),
+            logging=command.remote.Logging.STDERR,
+            # A new machine needs a new token: the old one expired long ago.
+            triggers=[machine.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, machine.ready, *after],
+                                      additional_secret_outputs=SECRET_STDOUT),
+        )
+        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node, control_plane))
+        self.join = command.remote.Command(
+            f"{name}-join",
+            connection=machine.connection,
+            create=bash_command(linux_bootstrap.render_join(
+                join_config, control_plane=control_plane,
+                kube_vip_manifest=kube_vip_manifest(spec, first_control_plane=False) if control_plane else None)),
+            delete=bash_command(linux_bootstrap.render_reset()),
+            # Secret by construction, not only through the engine's additional_secret_outputs.
+            stdin=pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n")),
+            logging=command.remote.Logging.STDERR,
+            triggers=[machine.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready]),
+        )
+        self.drain = node_drain(name, node.name, access, self.join, self)
+        self.register_outputs({"node": node.name, "joined": self.join.id})
+
+
+class WindowsNodeJoin(pulumi.ComponentResource):
+    """One Windows node: guest preparation, a fresh join credential, the join (reset on delete), the drain."""
+
+    def __init__(self, name: str, spec: StackSpec, machine: HypervWindowsNode, access: ControlPlaneAccess,
+                 after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:WindowsNodeJoin", name, None, opts)
+        node = machine.node
+        params = windows_params(spec, node)
+        password_line = machine.admin_password.apply(lambda p: f"{p}\n")
+        previous: pulumi.Resource = machine.vm
+        self.prepare: list[command.remote.Command] = []
+        for step, script in windows_bootstrap.render_prepare_steps(params):
+            previous = command.remote.Command(
+                f"{name}-prepare-{step}",
+                connection=machine.host_connection,
+                create=ssh_command(script),
+                update=ssh_command(script),
+                stdin=password_line,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                triggers=[machine.vm.id],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous]),
+            )
+            self.prepare.append(previous)
+        credentials = command.remote.Command(
+            f"{name}-join-credentials",
+            connection=access.connection,
+            create=bash_command(linux_bootstrap.render_join_credentials(control_plane=False)),
+            logging=command.remote.Logging.STDERR,
+            triggers=[machine.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, previous, *after],
+                                      additional_secret_outputs=SECRET_STDOUT),
+        )
+        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node))
+        self.join = command.remote.Command(
+            f"{name}-join",
+            connection=machine.host_connection,
+            create=ssh_command(windows_bootstrap.render_join(params, join_config)),
+            delete=ssh_command(windows_bootstrap.render_reset(params)),
+            stdin=pulumi.Output.secret(
+                pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
+            logging=command.remote.Logging.STDERR,
+            triggers=[machine.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous]),
+        )
+        self.drain = node_drain(name, node.name, access, self.join, self)
+        self.register_outputs({"node": node.name, "joined": self.join.id})
+
+
+def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: command.remote.Command,
+               parent: pulumi.Resource) -> command.remote.Command:
+    """Waits for the Node object after the join; on delete drains and deletes it before the reset runs."""
+    return command.remote.Command(
+        f"{name}-drain",
+        connection=access.connection,
+        create=bash_command(linux_bootstrap.render_wait_for_node(node_name)),
+        delete=bash_command(linux_bootstrap.render_drain(node_name)),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[join]),
+    )
+
+
+class KubeadmCluster(pulumi.ComponentResource):
+    """kubeadm init, every join, the admin kubeconfig and the Kubernetes provider."""
+
+    def __init__(self, name: str, spec: StackSpec, machines: Machines,
+                 windows_join_after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
+        self.version = KubernetesVersionPin(f"{name}-kubernetes-version", spec.cluster.kubernetes_version,
+                                            opts=pulumi.ResourceOptions(parent=self))
+        first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
+        init_config = kubeadm.render_init_config(cluster_params(spec), node_params(first.node, control_plane=True))
+        self.init = command.remote.Command(
+            f"{name}-init",
+            connection=first.connection,
+            create=bash_command(linux_bootstrap.render_init(init_config, kube_vip_manifest(spec, first_control_plane=True))),
+            delete=bash_command(linux_bootstrap.render_reset()),
+            logging=command.remote.Logging.STDERR,
+            triggers=[first.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, self.version]),
+        )
+        access = ControlPlaneAccess(connection=first.connection, init=self.init)
+
+        self.joins: list[LinuxNodeJoin | WindowsNodeJoin] = []
+        previous_control_plane: list[pulumi.Resource] = []
+        for machine in other_control_plane:
+            join = LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, control_plane=True,
+                                 after=previous_control_plane, opts=pulumi.ResourceOptions(parent=self))
+            previous_control_plane = [join.join]
+            self.joins.append(join)
+        for machine in machines.linux_nodes:
+            if machine.role == "worker":
+                self.joins.append(LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
+                                                control_plane=False, opts=pulumi.ResourceOptions(parent=self)))
+        for machine in machines.windows_nodes:
+            self.joins.append(WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
+                                              after=windows_join_after, opts=pulumi.ResourceOptions(parent=self)))
+
+        read = command.remote.Command(
+            f"{name}-kubeconfig",
+            connection=first.connection,
+            create=bash_command(linux_bootstrap.render_read_kubeconfig()),
+            logging=command.remote.Logging.STDERR,
+            triggers=[self.init.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init],
+                                      additional_secret_outputs=SECRET_STDOUT),
+        )
+        self.api_server = f"https://{api_endpoint(spec)}"
+        self.kubeconfig = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
+        self.provider = kubernetes.Provider(f"{name}-kubernetes", kubeconfig=self.kubeconfig,
+                                            opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})

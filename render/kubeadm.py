@@ -1,0 +1,388 @@
+"""Renders the kubeadm configuration files: the ``kubeadm init --config`` file of the first control-plane
+node (InitConfiguration, ClusterConfiguration, KubeletConfiguration) and one ``kubeadm join --config`` file
+(JoinConfiguration) per other node, for the kubeadm config API the cluster's minor uses
+(``kubeadm.k8s.io/v1beta3`` or ``kubeadm.k8s.io/v1beta4``).
+
+This module owns the two input dataclasses, the render functions and the join placeholders. It is pure:
+no Pulumi, no ``config`` imports; values come in through the dataclasses and YAML text goes out.
+
+Join files carry placeholders (``JOIN_*``) instead of secrets. The join script substitutes the token, the
+API endpoint, the discovery CA hash and (control-plane joins) the certificate key that it parses out of the
+``kubeadm token create --print-join-command`` line, so no secret is ever part of a rendered string. Each
+placeholder appears once, inside a single-quoted YAML scalar; the substituted values (token
+``[a-z0-9]{6}.[a-z0-9]{16}``, ``sha256:<hex>``, hex key, ``host:port``) contain no quote, so the quoting
+stays valid after substitution.
+
+Design decisions, with their sources (kubernetes/kubernetes paths are at the commits read for this work):
+
+* Field names are the json tags of cmd/kubeadm/app/apis/kubeadm/v1beta3/types.go and
+  cmd/kubeadm/app/apis/kubeadm/v1beta4/types.go. v1beta4 turned ``extraArgs`` (apiServer,
+  controllerManager, scheduler, etcd.local) and ``nodeRegistration.kubeletExtraArgs`` from
+  ``map[string]string`` into ``[]Arg`` (``{name, value}``) and moved timeouts into ``timeouts``
+  (https://kubernetes.io/docs/reference/config-api/kubeadm-config.v1beta4/, "A list of changes since
+  v1beta3"). v1beta3 is read by kubeadm 1.22-1.35 (removed in 1.36, kubernetes/kubernetes#136016),
+  v1beta4 from 1.31 (kubernetes/kubernetes#125029); the renderer refuses other pairings.
+* No bootstrap token value goes into InitConfiguration. kubeadm always creates one at init: an empty
+  ``bootstrapTokens`` list is defaulted to one entry with the 24h TTL (SetDefaults_BootstrapTokens,
+  cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go), and an entry without ``token`` gets a random one at
+  runtime (SetBootstrapTokensDynamicDefaults, cmd/kubeadm/app/util/config/initconfiguration.go). Joins
+  never use it: each creates a fresh short-lived token. So the init file lists one entry with only a short
+  ``ttl`` (INIT_BOOTSTRAP_TOKEN_TTL): the token kubeadm prints after init dies within minutes instead of a day.
+* Node labels go through ``kubeletExtraArgs`` ``node-labels``: NodeRegistrationOptions has no labels field
+  (both types.go), and the KubeletConfiguration is cluster-wide (uploaded to the kubelet-config ConfigMap),
+  so it cannot carry per-node labels. The kubelet refuses to start with a ``kubernetes.io``/``k8s.io`` label
+  that is not in its self-settable list (ValidateKubeletFlags in cmd/kubelet/app/options/options.go, list
+  in staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go: topology.kubernetes.io/zone is allowed,
+  node-role.kubernetes.io/* is not); the NodeRestriction admission plugin enforces the same set on the API
+  side (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
+  The renderer rejects such labels with ValueError instead of producing a kubelet that crash-loops.
+* Taints go to ``nodeRegistration.taints`` (no ``omitempty``: nil means "kubeadm default", i.e. the
+  control-plane taint on control-plane nodes, ``[]`` means none). On join kubeadm passes them to the
+  kubelet as ``--register-with-taints`` (buildKubeletArgMapCommon, cmd/kubeadm/app/phases/kubelet/flags.go),
+  so the Node object is created already tainted: no untolerating pod can be scheduled there even briefly.
+* ``controlPlaneEndpoint`` is the VIP (or the single control-plane node); the local API server binds the
+  same port (``localAPIEndpoint.bindPort``), because kube-vip only moves the address, not the port.
+* The sandbox (pause) image has no field in either kubeadm API nor in KubeletConfiguration; the kubelet
+  flag ``--pod-infra-container-image`` was removed in 1.35 and passing it makes the kubelet fail to start
+  (kubernetes/kubernetes#133779, "ACTION REQUIRED: Removed the --pod-infra-container-image flag"). The
+  container runtime owns it: containerd's pinned ``sandbox`` image (Linux: render/cloud_init.py; Windows:
+  the guest's containerd config). ``ClusterParams.sandbox_image`` is validated but not rendered.
+* ``imageRepository`` is left at its default (registry.k8s.io): the registry mirror is containerd's
+  hosts.toml business, so image names stay canonical and kubeadm's preflight image check still matches.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
+KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
+KUBELET_CONFIG_API = "kubelet.config.k8s.io/v1beta1"
+
+JOIN_TOKEN = "@@JOIN_TOKEN@@"
+JOIN_CA_CERT_HASH = "@@JOIN_CA_CERT_HASH@@"
+JOIN_API_ENDPOINT = "@@JOIN_API_ENDPOINT@@"
+JOIN_CERTIFICATE_KEY = "@@JOIN_CERTIFICATE_KEY@@"
+
+# Short life for the token kubeadm insists on creating at init (see module docstring). Long enough for
+# nothing, since no join uses it; a Go duration string as metav1.Duration expects.
+INIT_BOOTSTRAP_TOKEN_TTL = "15m0s"
+
+# Cross-border image pulls are slow; the kubelet's default is one pull at a time (serializeImagePulls
+# "Default: true", staging/src/k8s.io/kubelet/config/v1beta1/types.go), so one large image would hold up
+# every other pod on the node. A small bound keeps the Harbor mirror and the uplink from being flooded.
+# maxParallelImagePulls "cannot be set if SerializeImagePulls is true" (same file), hence both fields.
+MAX_PARALLEL_IMAGE_PULLS = 3
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+CRI_SOCKET_PREFIXES = ("unix://", "npipe://")
+
+# The kubelet's self-settable label keys and namespaces (staging/src/k8s.io/kubelet/pkg/apis/
+# well_known_labels.go, kubeletLabels / kubeletLabelNamespaces, with the v1 constants of
+# staging/src/k8s.io/api/core/v1/well_known_labels.go).
+_KUBELET_LABELS = frozenset({
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "failure-domain.beta.kubernetes.io/region",
+    "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/os",
+    "kubernetes.io/arch",
+    "beta.kubernetes.io/os",
+    "beta.kubernetes.io/arch",
+})
+_KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+_NODE_ROLE_PREFIX = "node-role.kubernetes.io"
+
+# Label syntax: qualified name (optional DNS-subdomain prefix, name of at most 63 characters) and label
+# value (at most 63 characters), as k8s.io/apimachinery/pkg/util/validation IsQualifiedName / IsValidLabelValue.
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_DNS_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+_IMAGE = re.compile(r"^[A-Za-z0-9./:_@-]+$")
+_CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str | None
+    effect: str            # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True)
+class ClusterParams:
+    kubeadm_api: str                 # KUBEADM_V1BETA3 | KUBEADM_V1BETA4
+    cluster_name: str
+    kubernetes_version: str          # "1.36.4" (rendered as "v1.36.4")
+    control_plane_endpoint: str      # "10.30.30.10:6443" (VIP) or the only control-plane node
+    pod_subnet: str
+    service_subnet: str
+    dns_domain: str
+    node_cidr_mask_size: int         # kube-controller-manager --node-cidr-mask-size
+    service_node_port_range: str     # kube-apiserver --service-node-port-range, "30000-32767"
+    cert_sans: tuple[str, ...]       # API server certificate SANs: VIP, every control-plane IP and name
+    sandbox_image: str               # validated only: no kubeadm/kubelet field exists (module docstring)
+
+
+@dataclass(frozen=True)
+class NodeParams:
+    name: str
+    advertise_address: str           # node IP on the node VLAN
+    cri_socket: str                  # "unix:///var/run/containerd/containerd.sock" | "npipe:////./pipe/containerd-containerd"
+    labels: dict[str, str] = field(default_factory=dict)  # registered by the kubelet itself
+    taints: tuple[Taint, ...] | None = None  # None = kubeadm default, () = no taints
+    control_plane: bool = False
+
+
+# --- validation ------------------------------------------------------------------------------------
+
+
+def _minor(version: str) -> tuple[int, int]:
+    match = _VERSION.match(version)
+    if match is None:
+        raise ValueError(f"kubernetes_version {version!r} must be MAJOR.MINOR.PATCH, e.g. '1.36.4'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def _split_host_port(endpoint: str) -> tuple[str, int]:
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"endpoint {endpoint!r} must be host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not (_is_ip(host) or _DNS_NAME.match(host)):
+        raise ValueError(f"endpoint {endpoint!r}: {host!r} is neither an IP address nor a DNS name")
+    return host, int(port)
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _check_cluster(cluster: ClusterParams) -> None:
+    major_minor = _minor(cluster.kubernetes_version)
+    if cluster.kubeadm_api == KUBEADM_V1BETA3:
+        if major_minor > (1, 35):
+            raise ValueError(f"kubeadm {cluster.kubernetes_version} no longer reads {KUBEADM_V1BETA3} (removed in 1.36)")
+    elif cluster.kubeadm_api == KUBEADM_V1BETA4:
+        if major_minor < (1, 31):
+            raise ValueError(f"kubeadm {cluster.kubernetes_version} does not read {KUBEADM_V1BETA4} (added in 1.31)")
+    else:
+        raise ValueError(f"unknown kubeadm API {cluster.kubeadm_api!r}; expected {KUBEADM_V1BETA3} or {KUBEADM_V1BETA4}")
+    if not _CLUSTER_NAME.match(cluster.cluster_name):
+        raise ValueError(f"cluster_name {cluster.cluster_name!r} is not a lowercase DNS label")
+    _split_host_port(cluster.control_plane_endpoint)
+    pods = ipaddress.ip_network(cluster.pod_subnet)
+    services = ipaddress.ip_network(cluster.service_subnet)
+    if pods.overlaps(services):
+        raise ValueError(f"pod_subnet {pods} overlaps service_subnet {services}")
+    if not pods.prefixlen < cluster.node_cidr_mask_size <= pods.max_prefixlen:
+        raise ValueError(
+            f"node_cidr_mask_size {cluster.node_cidr_mask_size} must be longer than the pod subnet's "
+            f"/{pods.prefixlen} and at most /{pods.max_prefixlen}"
+        )
+    if not _DNS_NAME.match(cluster.dns_domain):
+        raise ValueError(f"dns_domain {cluster.dns_domain!r} is not a DNS name")
+    low, sep, high = cluster.service_node_port_range.partition("-")
+    if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) < int(high) <= 65535):
+        raise ValueError(f"service_node_port_range {cluster.service_node_port_range!r} must be LOW-HIGH ports")
+    if not cluster.cert_sans:
+        raise ValueError("cert_sans must name at least the API endpoint")
+    for san in cluster.cert_sans:
+        if not (_is_ip(san) or _DNS_NAME.match(san)):
+            raise ValueError(f"cert SAN {san!r} is neither an IP address nor a DNS name")
+    if len(set(cluster.cert_sans)) != len(cluster.cert_sans):
+        raise ValueError(f"cert_sans has duplicates: {cluster.cert_sans}")
+    if not _IMAGE.match(cluster.sandbox_image):
+        raise ValueError(f"sandbox_image {cluster.sandbox_image!r} is not an image reference")
+
+
+def _check_label_key(key: str) -> None:
+    prefix, sep, name = key.rpartition("/")
+    if not _LABEL_NAME.match(name) or (sep and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))):
+        raise ValueError(f"{key!r} is not a qualified label/taint key")
+
+
+def _check_labels(labels: dict[str, str]) -> None:
+    for key, value in labels.items():
+        _check_label_key(key)
+        if not _LABEL_VALUE.match(value):
+            raise ValueError(f"label {key}={value!r}: not a valid label value")
+        namespace = key.partition("/")[0] if "/" in key else ""
+        if namespace == _NODE_ROLE_PREFIX:
+            raise ValueError(
+                f"label {key!r}: a kubelet may not set node-role.kubernetes.io/* on its own Node (NodeRestriction "
+                f"admission; the kubelet refuses it in --node-labels). Apply it through the API after the join."
+            )
+        kubernetes_namespace = namespace in ("kubernetes.io", "k8s.io") or namespace.endswith((".kubernetes.io", ".k8s.io"))
+        self_settable = key in _KUBELET_LABELS or any(
+            namespace == allowed or namespace.endswith("." + allowed) for allowed in _KUBELET_LABEL_NAMESPACES
+        )
+        if kubernetes_namespace and not self_settable:
+            raise ValueError(
+                f"label {key!r}: the kubelet may only self-set kubernetes.io/k8s.io labels in "
+                f"{sorted(_KUBELET_LABELS)} or under {_KUBELET_LABEL_NAMESPACES}; apply it through the API"
+            )
+
+
+def _check_node(node: NodeParams) -> None:
+    if not _DNS_NAME.match(node.name):
+        raise ValueError(f"node name {node.name!r} is not a lowercase DNS name")
+    if not _is_ip(node.advertise_address):
+        raise ValueError(f"advertise_address {node.advertise_address!r} is not an IP address")
+    if not node.cri_socket.startswith(CRI_SOCKET_PREFIXES):
+        raise ValueError(f"cri_socket {node.cri_socket!r} must be a unix:// or npipe:// URL")
+    if node.control_plane and node.cri_socket.startswith("npipe://"):
+        raise ValueError(f"{node.name}: Windows nodes cannot run the control plane")
+    _check_labels(node.labels)
+    for taint in node.taints or ():
+        _check_label_key(taint.key)
+        if taint.effect not in TAINT_EFFECTS:
+            raise ValueError(f"taint {taint.key}: effect {taint.effect!r} is not one of {TAINT_EFFECTS}")
+        if taint.value is not None and not _LABEL_VALUE.match(taint.value):
+            raise ValueError(f"taint {taint.key}: {taint.value!r} is not a valid taint value")
+
+
+# --- documents -------------------------------------------------------------------------------------
+
+
+def _args(api: str, args: dict[str, str]) -> dict[str, str] | list[dict[str, str]]:
+    """Extra arguments in the form the API version wants: a map (v1beta3) or name/value list (v1beta4)."""
+    if api == KUBEADM_V1BETA3:
+        return dict(args)
+    return [{"name": name, "value": value} for name, value in args.items()]
+
+
+def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, Any]:
+    registration: dict[str, Any] = {"name": node.name, "criSocket": node.cri_socket}
+    if node.taints is not None:
+        registration["taints"] = [
+            {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
+            for t in node.taints
+        ]
+    if node.labels:
+        node_labels = ",".join(f"{key}={value}" for key, value in sorted(node.labels.items()))
+        registration["kubeletExtraArgs"] = _args(cluster.kubeadm_api, {"node-labels": node_labels})
+    return registration
+
+
+def _local_api_endpoint(cluster: ClusterParams, node: NodeParams) -> dict[str, Any]:
+    _, port = _split_host_port(cluster.control_plane_endpoint)
+    return {"advertiseAddress": node.advertise_address, "bindPort": port}
+
+
+def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
+    """The cluster-wide KubeletConfiguration document. kubeadm uploads it to the kubelet-config ConfigMap at
+    init and every joining node (Linux and Windows) downloads it, so only node-independent settings belong here.
+
+    Left to kubeadm on purpose (cmd/kubeadm/app/componentconfigs/kubelet.go, kubeletConfig.Default):
+    clusterDNS (derived from the service subnet) and clusterDomain (from networking.dnsDomain) - setting them
+    here could only drift from ClusterConfiguration; rotateCertificates (forced to true), webhook
+    authentication/authorization, healthz and staticPodPath.
+    resolvConf must stay unset: this document is shared by Ubuntu (systemd-resolved, needs
+    /run/systemd/resolve/resolv.conf), Rocky (plain /etc/resolv.conf) and Windows nodes. Current kubeadm
+    picks it per node when it writes the node's kubelet config (mutateResolverConfig,
+    cmd/kubeadm/app/componentconfigs/kubelet_unix.go); a cluster-wide value is what broke RHEL joins to an
+    Ubuntu-initialised cluster in kubernetes/kubeadm#3034.
+    serverTLSBootstrap stays off: it "requires an approver to approve the certificate signing requests"
+    (kubelet v1beta1 types.go) and kubeadm ships none, so without one `kubectl logs/exec` would fail on
+    every node; enable it together with a kubelet-serving CSR approver in the platform layer.
+    """
+    _check_cluster(cluster)
+    return {
+        "apiVersion": KUBELET_CONFIG_API,
+        "kind": "KubeletConfiguration",
+        # containerd runs runc with SystemdCgroup = true (render/cloud_init.py); kubelet and runtime must agree.
+        # kubeadm also defaults an empty cgroupDriver to systemd, so Windows nodes (which have no cgroups)
+        # already receive this value from every kubeadm cluster; stating it keeps the intent visible.
+        "cgroupDriver": "systemd",
+        "serializeImagePulls": False,
+        "maxParallelImagePulls": MAX_PARALLEL_IMAGE_PULLS,
+    }
+
+
+def _cluster_configuration(cluster: ClusterParams) -> dict[str, Any]:
+    api = cluster.kubeadm_api
+    return {
+        "apiVersion": api,
+        "kind": "ClusterConfiguration",
+        "clusterName": cluster.cluster_name,
+        "kubernetesVersion": "v" + cluster.kubernetes_version.removeprefix("v"),
+        "controlPlaneEndpoint": cluster.control_plane_endpoint,
+        "networking": {
+            "podSubnet": cluster.pod_subnet,
+            "serviceSubnet": cluster.service_subnet,
+            "dnsDomain": cluster.dns_domain,
+        },
+        "apiServer": {
+            "certSANs": list(cluster.cert_sans),
+            "extraArgs": _args(api, {"service-node-port-range": cluster.service_node_port_range}),
+        },
+        "controllerManager": {
+            "extraArgs": _args(api, {"node-cidr-mask-size": str(cluster.node_cidr_mask_size)}),
+        },
+    }
+
+
+def _dump(documents: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, default_flow_style=False, width=4096)
+
+
+def render_init_config(cluster: ClusterParams, node: NodeParams) -> str:
+    """The ``kubeadm init --config`` file of the first control-plane node: InitConfiguration,
+    ClusterConfiguration and KubeletConfiguration, as one multi-document YAML string."""
+    _check_cluster(cluster)
+    _check_node(node)
+    if not node.control_plane:
+        raise ValueError(f"{node.name}: kubeadm init runs on a control-plane node")
+    init = {
+        "apiVersion": cluster.kubeadm_api,
+        "kind": "InitConfiguration",
+        "bootstrapTokens": [{
+            "description": "unused: every join creates its own short-lived token",
+            "ttl": INIT_BOOTSTRAP_TOKEN_TTL,
+        }],
+        "localAPIEndpoint": _local_api_endpoint(cluster, node),
+        "nodeRegistration": _node_registration(cluster, node),
+    }
+    return _dump([init, _cluster_configuration(cluster), kubelet_config(cluster)])
+
+
+def render_join_config(cluster: ClusterParams, node: NodeParams) -> str:
+    """The ``kubeadm join --config`` file of one node, with the JOIN_* placeholders where the join script
+    puts the credentials of its fresh join line. Control-plane joins get a ``controlPlane`` section."""
+    _check_cluster(cluster)
+    _check_node(node)
+    join: dict[str, Any] = {
+        "apiVersion": cluster.kubeadm_api,
+        "kind": "JoinConfiguration",
+        "nodeRegistration": _node_registration(cluster, node),
+        # tlsBootstrapToken defaults to bootstrapToken.token (Discovery in both types.go), so the token
+        # placeholder appears once. unsafeSkipCAVerification stays false: the CA hash pins the cluster.
+        "discovery": {
+            "bootstrapToken": {
+                "token": JOIN_TOKEN,
+                "apiServerEndpoint": JOIN_API_ENDPOINT,
+                "caCertHashes": [JOIN_CA_CERT_HASH],
+            },
+        },
+    }
+    if node.control_plane:
+        join["controlPlane"] = {
+            "localAPIEndpoint": _local_api_endpoint(cluster, node),
+            "certificateKey": JOIN_CERTIFICATE_KEY,
+        }
+    return _dump([join])

@@ -1,0 +1,298 @@
+"""Renders the cluster-wide scheduling objects: one RuntimeClass per Windows Server build, the NodePatch
+bodies that carry the node labels a kubelet may not set itself, the win-*/linux-* application namespaces
+(Namespace with Pod Security Admission labels, ResourceQuota, LimitRange) and the privileged namespace the
+Windows HostProcess system pods live in.
+
+This module owns the label and taint names every other renderer schedules by, the input dataclasses and
+the render functions. It is pure: no Pulumi, no ``config`` imports; dataclasses in, plain Kubernetes
+objects (dicts) out. Components turn each dict into a typed pulumi_kubernetes resource.
+
+Design decisions, with their sources:
+
+* A Windows pod needs only ``runtimeClassName``. The RuntimeClass carries ``scheduling.nodeSelector``
+  (``kubernetes.io/os`` and ``node.kubernetes.io/windows-build``) and ``scheduling.tolerations`` for our
+  Windows taint; the RuntimeClass admission step merges the selector into the pod and appends the
+  tolerations (field descriptions of RuntimeClass ``scheduling`` in the Kubernetes v1.36 OpenAPI schema;
+  https://kubernetes.io/docs/concepts/windows/user-guide/ "Simplifying with RuntimeClass"). Process
+  isolation needs the image build to equal the host build, and ``node.kubernetes.io/windows-build`` is the
+  label the kubelet sets from the host's major.minor.build (same page, "Handling multiple Windows
+  versions in the same cluster"), so a pod lands only where its image can start.
+* The handler is ``runhcs-wcow-process``: the process-isolation runtime containerd registers on Windows
+  out of the box (``DefaultRuntimeName`` and ``Runtimes`` in containerd
+  internal/cri/config/config_windows.go; ``runhcs-wcow-hypervisor`` is the Hyper-V isolated one). Our
+  Windows containerd configuration (render/windows_bootstrap.py) sets only CNI paths, so that default
+  runtime table stays in force.
+* ``node-role.kubernetes.io/*`` cannot come from the kubelet (NodeRestriction and the kubelet's own flag
+  check; see render/kubeadm.py), so it is applied through the API as a NodePatch. kubeadm already labels
+  control-plane nodes ``node-role.kubernetes.io/control-plane`` (kubeadm's mark-control-plane phase), so
+  only workers get a role label here. Zone and distro are also in the patch, with the same keys the
+  kubelet registers with (render/kubeadm.py ``--node-labels``): the kubelet copies
+  ``topology.kubernetes.io/zone`` from its registration labels onto the Node at every start
+  (``updateDefaultLabels`` in kubernetes pkg/kubelet/kubelet_node_status.go), but never touches
+  ``node.os.distro`` again after registration, so the patch is what keeps the distro label in step with
+  config. Both come from the same config value, so the kubelet and the patch never disagree for long.
+  ``pulumi.com/patchForce`` lets the patch take over a label the kubelet registered with when config
+  changes (pulumi-kubernetes Patch resources: server-side apply conflicts are overridden by that
+  annotation).
+* Pod Security Admission labels are ``pod-security.kubernetes.io/<mode>`` and ``<mode>-version`` for the
+  modes enforce, audit and warn (https://kubernetes.io/docs/concepts/security/pod-security-admission/).
+  ``enforce-version`` is pinned by the caller (default ``latest``); audit and warn always use ``latest``
+  so a tightening in the next Kubernetes release shows up as warnings before it is enforced.
+* The restricted profile and Windows pods: since v1.25 the restricted checks that only mean something
+  on Linux skip a pod whose ``spec.os.name`` is ``windows`` - allowPrivilegeEscalation, seccompProfile and
+  capabilities (``allowPrivilegeEscalationV1Dot25``, ``seccompProfileRestricted_1_25``,
+  ``capabilitiesRestricted_1_25`` in kubernetes staging/src/k8s.io/pod-security-admission/policy/ and
+  their tests "windows pod, admit without checking ..."). API validation forbids those very fields on a
+  Windows pod ("cannot be set when spec.os.name is windows", SecurityContext/PodSecurityContext in the
+  v1.36 schema), so a Windows pod could not satisfy them anyway. ``runAsNonRoot: true`` is still
+  required for every OS (check_runAsNonRoot.go has no OS exemption); on Windows the kubelet enforces it
+  by refusing ``ContainerAdministrator`` (pkg/kubelet/kuberuntime/security_context_windows.go). So a
+  Windows pod can run under ``restricted`` when it declares ``spec.os.name: windows`` and runs as
+  ``ContainerUser``. The .NET nanoserver images do (``USER ContainerUser`` in dotnet/dotnet-docker
+  src/runtime/10.0/nanoserver-ltsc2022/amd64/Dockerfile), so win-prod is ``restricted`` like linux-prod;
+  an IIS / .NET Framework image, which starts services as ContainerAdministrator, would need
+  ``baseline`` instead. The level is a parameter so that choice stays in config.
+* A ResourceQuota on ``requests.*``/``limits.*`` makes the API reject any pod that does not state those
+  resources; the LimitRange ``default``/``defaultRequest`` fill them in for containers that do not
+  (https://kubernetes.io/docs/concepts/policy/resource-quotas/,
+  https://kubernetes.io/docs/concepts/policy/limit-range/), so the two always come together.
+* HostProcess containers (Windows kube-proxy, Calico's Windows node agent) are refused by the baseline
+  profile (``windowsOptions.hostProcess``, check_windowsHostProcess.go), hence their own namespace at
+  ``privileged``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Iterable
+
+# --- names every renderer schedules by ------------------------------------------------------------------
+
+OS_LABEL = "kubernetes.io/os"                              # set by every kubelet
+WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"   # set by the Windows kubelet (user-guide above)
+ZONE_LABEL = "topology.kubernetes.io/zone"                 # registration label, render/kubeadm.py
+DISTRO_LABEL = "node.os.distro"                            # registration label, render/kubeadm.py
+WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
+CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm sets it; listed to refuse it
+
+# Windows nodes register with this taint (render/windows_bootstrap.py --register-with-taints), so no pod
+# without a matching toleration - i.e. every Linux pod - can land on them.
+WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"
+WINDOWS_TAINT_VALUE = "true"
+WINDOWS_TAINT_EFFECT = "NoSchedule"
+
+# containerd's Windows process-isolation runtime handler (internal/cri/config/config_windows.go).
+PROCESS_ISOLATION_HANDLER = "runhcs-wcow-process"
+
+PSA_LEVELS = ("privileged", "baseline", "restricted")
+PSA_MODES = ("enforce", "audit", "warn")
+_PSA_PREFIX = "pod-security.kubernetes.io"
+
+OPERATING_SYSTEMS = ("linux", "windows")
+ROLES = ("worker", "control-plane")
+
+# --- syntax checks (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------------
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+_WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
+_PSA_VERSION = re.compile(r"^(latest|v1\.\d{1,2})$")
+
+# resource.Quantity serialisation: a signed decimal number, then an optional binary suffix (Ki..Ei),
+# decimal SI suffix (n u m "" k M G T P E) or decimal exponent (k8s.io/apimachinery/pkg/api/resource
+# quantity.go, "<quantity> ::= <signedNumber><suffix>").
+_QUANTITY = re.compile(r"^(?P<number>[+-]?(\d+(\.\d*)?|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$")
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "k": Decimal("1e3"),
+            "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"), "P": Decimal("1e15"),
+            "E": Decimal("1e18")}
+
+
+def parse_quantity(text: str) -> Decimal:
+    """The value of a Kubernetes resource quantity ("250m" -> 0.25, "1Gi" -> 1073741824)."""
+    match = _QUANTITY.match(str(text))
+    if match is None:
+        raise ValueError(f"{text!r} is not a Kubernetes resource quantity")
+    try:
+        number = Decimal(match.group("number"))
+    except InvalidOperation as error:  # pragma: no cover - the regex only passes decimals
+        raise ValueError(f"{text!r} is not a Kubernetes resource quantity") from error
+    suffix = match.group("suffix") or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    if suffix[:1] in ("e", "E"):
+        return number.scaleb(int(suffix[1:]))
+    return number
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+# --- RuntimeClass ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class WindowsBuildParams:
+    key: str     # "win2022": names the RuntimeClass, so pods say runtimeClassName: win2022
+    build: str   # "10.0.20348": the node.kubernetes.io/windows-build value of hosts of that build
+
+
+def windows_toleration() -> dict:
+    """The toleration for the taint every Windows node registers with."""
+    return {"key": WINDOWS_TAINT_KEY, "operator": "Equal", "value": WINDOWS_TAINT_VALUE,
+            "effect": WINDOWS_TAINT_EFFECT}
+
+
+def runtime_class(build: WindowsBuildParams) -> dict:
+    """node.k8s.io/v1 RuntimeClass named after the build key: process isolation on hosts of that build."""
+    _require(bool(_DNS_LABEL.match(build.key)), f"RuntimeClass name {build.key!r} is not a DNS-1123 label")
+    _require(bool(_WINDOWS_BUILD.match(build.build)),
+             f"{build.key}: {build.build!r} is not a Windows build number like 10.0.20348")
+    return {
+        "apiVersion": "node.k8s.io/v1",
+        "kind": "RuntimeClass",
+        "metadata": {"name": build.key},
+        "handler": PROCESS_ISOLATION_HANDLER,
+        "scheduling": {
+            "nodeSelector": {OS_LABEL: "windows", WINDOWS_BUILD_LABEL: build.build},
+            "tolerations": [windows_toleration()],
+        },
+    }
+
+
+def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
+    """One RuntimeClass per Windows build in the stack, in build-key order; duplicates are refused."""
+    builds = sorted(builds, key=lambda b: b.key)
+    keys = [b.key for b in builds]
+    _require(len(set(keys)) == len(keys), f"duplicate Windows build keys: {keys}")
+    numbers = [b.build for b in builds]
+    _require(len(set(numbers)) == len(numbers), f"two build keys share one Windows build: {numbers}")
+    return [runtime_class(b) for b in builds]
+
+
+# --- node labels ---------------------------------------------------------------------------------------------
+
+def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
+    """The NodePatch body for one node: the labels its kubelet may not set (role) and the ones that must
+    follow config (zone, distro)."""
+    _require(bool(_DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
+    _require(role in ROLES, f"{name}: role {role!r} is not one of {ROLES}")
+    _require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
+    _require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")
+    for key, value in ((ZONE_LABEL, zone), (DISTRO_LABEL, distro)):
+        _require(bool(value) and bool(_LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
+    # Our distro keys name the OS family (win2019/win2022 vs ubuntu22/rocky9/centos7): a mismatch means
+    # the caller mixed up two nodes, and would put the node in the wrong distro affinity.
+    _require(distro.startswith("win") == (os == "windows"), f"{name}: distro {distro!r} does not run {os}")
+    labels = {ZONE_LABEL: zone, DISTRO_LABEL: distro}
+    if role == "worker":
+        # The role label's value is empty by convention (kubeadm's control-plane label is also "").
+        labels[WORKER_ROLE_LABEL] = ""
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "annotations": {"pulumi.com/patchForce": "true"},
+        },
+    }
+
+
+# --- namespaces ----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class NamespaceParams:
+    name: str                      # "win-prod" / "linux-prod": the prefix names the OS its pods run on
+    os: str                        # "windows" | "linux"
+    cpu_requests: str              # ResourceQuota hard requests.cpu, e.g. "8"
+    memory_requests: str           # ResourceQuota hard requests.memory, e.g. "16Gi"
+    cpu_limits: str                # ResourceQuota hard limits.cpu
+    memory_limits: str             # ResourceQuota hard limits.memory
+    pods: int                      # ResourceQuota hard pods
+    default_cpu_request: str       # LimitRange defaultRequest.cpu for containers that state none
+    default_memory_request: str
+    default_cpu_limit: str         # LimitRange default.cpu
+    default_memory_limit: str
+    pod_security: str              # "restricted" | "baseline" | "privileged"
+    pod_security_version: str = "latest"   # enforce-version: "latest" or a minor like "v1.36"
+
+
+def _psa_labels(level: str, enforce_version: str) -> dict[str, str]:
+    _require(level in PSA_LEVELS, f"pod security level {level!r} is not one of {PSA_LEVELS}")
+    _require(bool(_PSA_VERSION.match(enforce_version)),
+             f"pod security version {enforce_version!r} is neither 'latest' nor a minor like 'v1.36'")
+    labels = {}
+    for mode in PSA_MODES:
+        labels[f"{_PSA_PREFIX}/{mode}"] = level
+        labels[f"{_PSA_PREFIX}/{mode}-version"] = enforce_version if mode == "enforce" else "latest"
+    return labels
+
+
+def _check_namespace(p: NamespaceParams) -> None:
+    _require(bool(_DNS_LABEL.match(p.name)), f"namespace {p.name!r} is not a DNS-1123 label")
+    _require(p.os in OPERATING_SYSTEMS, f"{p.name}: os {p.os!r} is not one of {OPERATING_SYSTEMS}")
+    prefix = "win-" if p.os == "windows" else "linux-"
+    _require(p.name.startswith(prefix), f"{p.name}: {p.os} namespaces are named {prefix}*")
+    _require(isinstance(p.pods, int) and p.pods >= 1, f"{p.name}: pods quota must be a positive integer")
+    pairs = (
+        ("cpu", p.default_cpu_request, p.default_cpu_limit, p.cpu_requests, p.cpu_limits),
+        ("memory", p.default_memory_request, p.default_memory_limit, p.memory_requests, p.memory_limits),
+    )
+    for resource, default_request, default_limit, quota_requests, quota_limits in pairs:
+        values = [parse_quantity(q) for q in (default_request, default_limit, quota_requests, quota_limits)]
+        _require(all(v > 0 for v in values), f"{p.name}: {resource} quantities must be positive")
+        # A default request above the default limit makes the API reject every defaulted container.
+        _require(values[0] <= values[1], f"{p.name}: default {resource} request exceeds the default limit")
+        _require(values[2] <= values[3], f"{p.name}: {resource} requests quota exceeds the limits quota")
+        _require(values[1] <= values[3], f"{p.name}: one defaulted container would exceed the {resource} quota")
+
+
+def namespace(p: NamespaceParams) -> list[dict]:
+    """Namespace (with PSA labels), ResourceQuota and LimitRange for one application namespace."""
+    _check_namespace(p)
+    labels = _psa_labels(p.pod_security, p.pod_security_version)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": p.name, "labels": labels},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "compute", "namespace": p.name},
+            "spec": {"hard": {
+                "requests.cpu": p.cpu_requests,
+                "requests.memory": p.memory_requests,
+                "limits.cpu": p.cpu_limits,
+                "limits.memory": p.memory_limits,
+                "pods": str(p.pods),
+            }},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "container-defaults", "namespace": p.name},
+            "spec": {"limits": [{
+                "type": "Container",
+                "defaultRequest": {"cpu": p.default_cpu_request, "memory": p.default_memory_request},
+                "default": {"cpu": p.default_cpu_limit, "memory": p.default_memory_limit},
+            }]},
+        },
+    ]
+
+
+def system_namespace(name: str) -> dict:
+    """The privileged namespace the Windows HostProcess system pods (kube-proxy, Calico) run in."""
+    _require(bool(_DNS_LABEL.match(name)), f"namespace {name!r} is not a DNS-1123 label")
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": _psa_labels("privileged", "latest")},
+    }

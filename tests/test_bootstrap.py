@@ -1,0 +1,165 @@
+"""The kubeadm bootstrap as a graph: ordering, parallelism, secrets and delete paths."""
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pytest
+import yaml
+
+from components.version_pin import KubernetesVersionPinProvider
+from render.shell import script_from_bash_command
+from tests.conftest import hk_prod_values, raw_config
+from tools.mockrun import STAND_IN_JOIN_LINE, Recording, Secret, run_declarations, run_program
+
+COMMAND = "command:remote:Command"
+CONTROL_PLANE_JOINERS = ["hk-cp-2", "hk-cp-3"]
+LINUX_WORKERS = ["hk-lnx-1", "hk-lnx-2", "hk-lnx-3", "hk-lnx-4"]
+WINDOWS_WORKERS = ["hk-win-1", "hk-win-2", "hk-win-3"]
+JOINERS = CONTROL_PLANE_JOINERS + LINUX_WORKERS + WINDOWS_WORKERS
+
+
+def res(recording: Recording, name: str):
+    return recording.named(f"hk-prod-kubeadm-{name}")
+
+
+def closure(recording: Recording, urn: str) -> set[str]:
+    """Every resource `urn` waits for, directly or through others."""
+    by_urn = recording.by_urn()
+    seen: set[str] = set()
+    stack = list(by_urn[urn].dependencies)
+    while stack:
+        dep = stack.pop()
+        if dep in seen or dep not in by_urn:
+            continue
+        seen.add(dep)
+        stack.extend(by_urn[dep].dependencies)
+    return seen
+
+
+def script(resource, phase: str = "create") -> str:
+    text = script_from_bash_command(resource.inputs[phase])
+    assert text is not None, f"{resource.name}.{phase} is not a bash command"
+    return text
+
+
+@pytest.fixture(scope="module")
+def hk() -> Recording:
+    return run_program(raw_config(hk_prod_values()))
+
+
+def test_one_fresh_credential_and_join_per_node(hk):
+    credentials = sorted(r.name for r in hk.by_type(COMMAND) if r.name.endswith("-join-credentials"))
+    assert credentials == sorted(f"hk-prod-kubeadm-{n}-join-credentials" for n in JOINERS)
+    for name in JOINERS:
+        assert "kubeadm token create" in script(res(hk, f"{name}-join-credentials"))
+
+
+def test_every_join_depends_on_init_and_its_own_machine(hk):
+    init = res(hk, "init").urn
+    for name in JOINERS:
+        join = res(hk, f"{name}-join")
+        waits_for = closure(hk, join.urn)
+        assert init in waits_for, name
+        machine = hk.named(f"hk-prod-{name}-vm" if name.startswith("hk-win") else f"hk-prod-{name}-cloud-init")
+        assert machine.urn in waits_for, name
+
+
+def test_init_waits_for_the_first_node_and_the_version_pin(hk):
+    init = res(hk, "init")
+    assert hk.named("hk-prod-hk-cp-1-cloud-init").urn in init.dependencies
+    assert hk.named("hk-prod-kubeadm-kubernetes-version").urn in init.dependencies
+    assert "--upload-certs" in script(init)
+    assert init.inputs.get("delete"), "init has no reset on delete"
+
+
+def test_control_plane_joins_upload_certificates_and_run_one_at_a_time(hk):
+    for name in CONTROL_PLANE_JOINERS:
+        credentials = res(hk, f"{name}-join-credentials")
+        assert "upload-certs" in script(credentials) and "--certificate-key" in script(credentials)
+        assert credentials.urn in res(hk, f"{name}-join").dependencies
+    assert res(hk, "hk-cp-2-join").urn in closure(hk, res(hk, "hk-cp-3-join").urn)
+
+
+def test_worker_joins_never_wait_for_another_join(hk):
+    joins = {name: res(hk, f"{name}-join").urn for name in JOINERS}
+    for name in LINUX_WORKERS + WINDOWS_WORKERS:
+        waits_for = closure(hk, joins[name])
+        others = {other for other, urn in joins.items() if other != name and urn in waits_for}
+        assert not others, f"{name} waits for the joins of {others}"
+
+
+def test_secrets_never_in_plain_text_or_logs(hk):
+    for name in JOINERS:
+        credentials = res(hk, f"{name}-join-credentials")
+        assert "stdout" in credentials.additional_secret_outputs
+        assert credentials.inputs["logging"] == "stderr"
+        join = res(hk, f"{name}-join")
+        assert isinstance(join.inputs["stdin"], Secret)
+        assert join.inputs["logging"] == "stderr"
+    kubeconfig = res(hk, "kubeconfig")
+    assert "stdout" in kubeconfig.additional_secret_outputs and kubeconfig.inputs["logging"] == "stderr"
+    assert isinstance(hk.outputs["kubeconfig"], Secret)
+    assert isinstance(hk.named("hk-prod-kubeadm-kubernetes").inputs["kubeconfig"], Secret)
+    token = STAND_IN_JOIN_LINE.split("--token ")[1].split()[0]
+    plain = json.dumps([r.inputs for r in hk.resources], default=lambda v: "[secret]" if isinstance(v, Secret) else repr(v))
+    assert token not in plain and "client-key-data" not in plain
+
+
+def test_kubeconfig_points_at_the_api_endpoint(hk):
+    assert hk.outputs["apiServer"] == "https://10.30.30.10:6443"
+    kubeconfig = yaml.safe_load(hk.outputs["kubeconfig"].value)
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://10.30.30.10:6443"
+
+
+def test_every_node_drains_before_its_reset(hk):
+    for name in JOINERS:
+        join, drain = res(hk, f"{name}-join"), res(hk, f"{name}-drain")
+        assert join.inputs.get("delete"), f"{name} has no reset"
+        # Pulumi deletes dependents first: the drain (on a control-plane node) before the join's reset.
+        assert join.urn in drain.dependencies
+        drain_script = script(drain, "delete") if not name.startswith("hk-win") else script(drain, "delete")
+        assert "drain" in drain_script and "--ignore-daemonsets" in drain_script and "--delete-emptydir-data" in drain_script
+        assert "delete node" in drain_script
+
+
+def test_windows_nodes_register_with_the_taint(hk):
+    from render.hyperv import script_from_ssh_command
+    for name in WINDOWS_WORKERS:
+        join_script = script_from_ssh_command(res(hk, f"{name}-join").inputs["create"])
+        assert "node-role.kubernetes.io/windows" in join_script and "npipe:////./pipe/containerd-containerd" in join_script
+
+
+def _declare_with_network_prerequisite():
+    from components.bootstrap import KubeadmCluster
+    from components.machines import Machines
+    from config.loader import load
+    from config.secrets import Secrets
+
+    spec = load(raw_config(hk_prod_values())).spec
+    fake = pulumi.Output.secret("offline")
+    secrets = Secrets(proxmox_api_token=fake, proxmox_ssh_private_key=fake, node_ssh_private_key=fake,
+                      smb_username=fake, smb_password=fake, hyperv_ssh_private_key=fake, hyperv_ssh_password=None,
+                      windows_admin_password=fake, bastion_ssh_private_key=None)
+    machines = Machines("hk-prod", spec, secrets)
+    prerequisite = pulumi.CustomResource("test:index:WindowsNetworkReady", "calico-windows-ready", {})
+    KubeadmCluster("hk-prod-kubeadm", spec, machines, windows_join_after=[prerequisite])
+    return None
+
+
+def test_windows_joins_wait_for_the_network_prerequisites():
+    recording = run_declarations(_declare_with_network_prerequisite)
+    prerequisite = recording.named("calico-windows-ready").urn
+    for name in WINDOWS_WORKERS:
+        assert prerequisite in closure(recording, res(recording, f"{name}-join").urn)
+    for name in CONTROL_PLANE_JOINERS + LINUX_WORKERS:
+        assert prerequisite not in closure(recording, res(recording, f"{name}-join").urn)
+
+
+def test_version_change_fails_the_preview_with_a_clear_message():
+    provider = KubernetesVersionPinProvider()
+    assert provider.check({}, {"kubernetesVersion": "1.36.4"}).failures == []
+    assert provider.check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.36.4"}).failures == []
+    failures = provider.check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.37.1"}).failures
+    assert [f.property for f in failures] == ["kubernetesVersion"]
+    assert "set cluster.kubernetesVersion back to 1.36.4" in failures[0].reason

@@ -1,0 +1,727 @@
+"""The Linux bootstrap scripts: shellcheck on every one, then executed for real against a scratch root.
+
+PATH holds nothing but stub kubeadm/kubectl/cloud-init/ip/iptables/sleep and recording wrappers around
+the few real tools the scripts use (coreutils, grep, sed), so no real system command is reached and
+the argv of every process a script starts, other than bash itself, is on record: secrets are checked
+against all of them. The kube-vip Pod is checked with kubernetes-validate's strict schemas."""
+from __future__ import annotations
+
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from render import linux_bootstrap as lb
+from config.compat import KUBE_VIP_IMAGE
+from render.shell import bash_command
+from tests.validators import shellcheck
+
+TOKEN = "q7k2xz.m4n8p1r6s9t3v5w0"
+CA_HASH = "sha256:" + "3f" * 32
+CA_HASH_2 = "sha256:" + "a1" * 32
+CERT_KEY = "c0ffee" * 10 + "beef"
+SECRETS = (TOKEN, CERT_KEY)
+ENDPOINT = "10.30.30.10:6443"
+# The shape `kubeadm token create --print-join-command` prints: its template's line continuations are
+# removed, the indentation and a trailing blank stay (kubernetes cmd/kubeadm/app/cmd/util/join.go, token.go).
+WORKER_LINE = f"kubeadm join {ENDPOINT} --token {TOKEN}     --discovery-token-ca-cert-hash {CA_HASH} "
+CONTROL_PLANE_LINE = (f"kubeadm join {ENDPOINT} --token {TOKEN}     --discovery-token-ca-cert-hash {CA_HASH}"
+                      f"     --control-plane --certificate-key {CERT_KEY}")
+
+WORKER_JOIN_YAML = """apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "@@JOIN_API_ENDPOINT@@"
+    token: "@@JOIN_TOKEN@@"
+    caCertHashes:
+    - "@@JOIN_CA_CERT_HASH@@"
+  tlsBootstrapToken: "@@JOIN_TOKEN@@"
+nodeRegistration:
+  name: hk-prod-worker-1
+"""
+CONTROL_PLANE_JOIN_YAML = WORKER_JOIN_YAML.replace("nodeRegistration:\n  name: hk-prod-worker-1\n", """\
+nodeRegistration:
+  name: hk-prod-cp-2
+controlPlane:
+  certificateKey: "@@JOIN_CERTIFICATE_KEY@@"
+""")
+INIT_YAML = """apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+nodeRegistration:
+  name: hk-prod-cp-1
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+controlPlaneEndpoint: 10.30.30.10:6443
+"""
+
+
+def kube_vip(first: bool, interface: str | None = None) -> str:
+    return lb.render_kube_vip_manifest("10.30.30.10", 6443, KUBE_VIP_IMAGE, interface, first)
+
+
+# --- stubs ----------------------------------------------------------------------------------------
+
+# One write per call: processes in a pipeline record at the same time.
+_RECORD = ('record() {\n  local line="${0##*/}" arg\n  for arg in "$@"; do line+=$\'\\x1f\'"$arg"; done\n'
+           '  printf "%s\\n" "$line" >>"$STUB_LOG"\n}\nrecord "$@"\n')
+
+_STUBS = {
+    "kubeadm": r"""
+root=$HYBRID_CLUSTER_TEST_ROOT
+case "$1" in
+  init)
+    if [[ $2 == phase ]]; then
+      # Real kubeadm honours --skip-certificate-key-print; the stub prints the key anyway, to show it
+      # ends up in the root-only log only.
+      printf '[upload-certs] Using certificate key:\n%s\n' "$STUB_CERT_KEY"
+      exit 0
+    fi
+    cp "$root/etc/kubernetes/manifests/kube-vip.yaml" "$STUB_DIR/kube-vip-during-init.yaml" 2>/dev/null || true
+    echo "kubeadm join 10.30.30.10:6443 --token $STUB_TOKEN --certificate-key $STUB_CERT_KEY"
+    mkdir -p "$root/etc/kubernetes"
+    echo "apiVersion: v1" >"$root/etc/kubernetes/admin.conf"
+    if [[ -n ${STUB_INIT_FAIL:-} ]]; then
+      echo "error: bootstrap token $STUB_TOKEN: timed out waiting for the condition" >&2
+      exit 1
+    fi
+    ;;
+  join)
+    cp "$3" "$STUB_DIR/join-config.yaml"
+    stat -c %a "$3" >"$STUB_DIR/join-config.mode"
+    stat -c %a "${3%/*}" >"$STUB_DIR/join-dir.mode"
+    echo "$3" >"$STUB_DIR/join-config.path"
+    ls -A "$root/etc/kubernetes/manifests" >"$STUB_DIR/manifests-during-join" 2>/dev/null || true
+    echo "[preflight] token $STUB_TOKEN accepted"
+    mkdir -p "$root/etc/kubernetes"
+    echo "kubelet" >"$root/etc/kubernetes/kubelet.conf"
+    if [[ -n ${STUB_JOIN_FAIL:-} ]]; then
+      echo "error: couldn't validate the identity of the API Server with token $STUB_TOKEN" >&2
+      exit 1
+    fi
+    ;;
+  certs) echo "$STUB_CERT_KEY" ;;
+  token)
+    [[ -z ${STUB_TOKEN_FAIL:-} ]] || { echo "error: etcdserver: request timed out" >&2; exit 1; }
+    line="kubeadm join 10.30.30.10:6443 --token $STUB_TOKEN     --discovery-token-ca-cert-hash $STUB_HASH "
+    for ((i = 1; i <= $#; i++)); do
+      if [[ ${!i} == --certificate-key ]]; then
+        j=$((i + 1))
+        line="${line%% }     --control-plane --certificate-key ${!j}"
+      fi
+    done
+    echo "$line"
+    ;;
+  reset)
+    rm -rf "$root/etc/kubernetes/"* "$root/var/lib/kubelet" "$root/var/lib/etcd"
+    echo "[reset] done"
+    ;;
+  *) echo "unexpected kubeadm call" >&2; exit 3 ;;
+esac
+""",
+    "kubectl": r"""
+case "$*" in
+  *--raw=/readyz*) [[ -z ${STUB_API_DOWN:-} ]] && echo ok && exit 0; exit 1 ;;
+esac
+nodes="$STUB_DIR/nodes"
+case "$1" in
+  get)
+    [[ -z ${STUB_API_ERROR:-} ]] || { echo "The connection to the server was refused" >&2; exit 1; }
+    count=$(($(cat "$STUB_DIR/get-count" 2>/dev/null || echo 0) + 1))
+    echo "$count" >"$STUB_DIR/get-count"
+    if [[ -e $nodes/$3 ]] || ((count >= ${STUB_NODE_APPEARS_AT:-1000000})); then echo "node/$3"; fi
+    ;;
+  cordon) echo "node/$2 cordoned" ;;
+  drain)
+    [[ -z ${STUB_DRAIN_FAIL:-} ]] || { echo "error: timed out waiting for the condition" >&2; exit 1; }
+    echo "node/$2 drained"
+    ;;
+  delete) rm -f "$nodes/$3"; echo "node \"$3\" deleted" ;;
+  *) echo "unexpected kubectl call" >&2; exit 3 ;;
+esac
+""",
+    "cloud-init": 'exit "${STUB_CLOUD_INIT_RC:-0}"\n',
+    "sleep": "exit 0\n",
+    "ip": r"""
+links="$STUB_DIR/links"
+if [[ $1 == -o ]]; then
+  cat "$links" 2>/dev/null || echo "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536"
+  exit 0
+fi
+case "$2" in
+  delete)
+    [[ $3 != tunl0 ]] || { echo "RTNETLINK answers: Operation not supported" >&2; exit 2; }
+    grep -v -E ": $3[:@]" "$links" >"$links.new" || true
+    mv "$links.new" "$links"
+    ;;
+  show) grep -q -E ": $3[:@]" "$links" ;;
+  set) ;;
+esac
+""",
+    "iptables-save": r"""
+if [[ -f $STUB_DIR/iptables.rules ]]; then cat "$STUB_DIR/iptables.rules"; exit 0; fi
+printf '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\nCOMMIT\n'
+""",
+    "iptables-restore": 'cat >"$STUB_DIR/iptables.restored"\nrm -f "$STUB_DIR/iptables.rules"\n',
+}
+
+# The only real programs the scripts may reach, each behind a recording wrapper (bash itself runs
+# the scripts and the wrappers, so it is linked directly).
+_REAL_TOOLS = ("cat", "chmod", "cmp", "cp", "dirname", "grep", "install", "ls", "mkdir", "mktemp",
+               "mv", "rm", "sed", "stat", "tail", "timeout")
+
+
+@dataclass
+class Node:
+    root: Path
+    stubs: Path
+    env: dict[str, str]
+
+    def run(self, script: str, stdin: str = "", **extra_env: str) -> subprocess.CompletedProcess[str]:
+        env = dict(self.env, **extra_env)
+        return subprocess.run([shutil.which("bash"), "-c", script], input=stdin, env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+
+    def calls(self, name: str | None = None) -> list[list[str]]:
+        log = self.stubs / "calls.log"
+        if not log.exists():
+            return []
+        calls = [line.split("\x1f") for line in log.read_text().splitlines()]
+        return [call[1:] for call in calls if name is None or call[0] == name]
+
+    def calls_text(self) -> str:
+        log = self.stubs / "calls.log"
+        return log.read_text() if log.exists() else ""
+
+    def path(self, absolute: str) -> Path:
+        return self.root / absolute.lstrip("/")
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Node:
+    root, stubs, real = tmp_path / "root", tmp_path / "stubs", tmp_path / "bin"
+    for directory in (root, stubs, real):
+        directory.mkdir()
+    (real / "bash").symlink_to(shutil.which("bash"))
+    for tool in _REAL_TOOLS:
+        found = shutil.which(tool)
+        assert found, f"{tool} missing on the test machine"
+        wrapper = real / tool
+        wrapper.write_text(f'#!/usr/bin/env bash\n{_RECORD}exec {found} "$@"\n')
+        wrapper.chmod(0o755)
+    for name, body in _STUBS.items():
+        script = stubs / name
+        script.write_text("#!/usr/bin/env bash\nset -euo pipefail\n" + _RECORD + body)
+        script.chmod(0o755)
+    env = {
+        "PATH": f"{stubs}:{real}",
+        "HOME": str(tmp_path),
+        "LC_ALL": "C",
+        lb.TEST_ROOT_VARIABLE: str(root),
+        "STUB_DIR": str(stubs),
+        "STUB_LOG": str(stubs / "calls.log"),
+        "STUB_TOKEN": TOKEN,
+        "STUB_HASH": CA_HASH,
+        "STUB_CERT_KEY": CERT_KEY,
+    }
+    return Node(root=root, stubs=stubs, env=env)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def assert_no_secret(*texts: str) -> None:
+    for text in texts:
+        for secret in SECRETS:
+            assert secret not in text, f"secret leaked into: {text[:400]}"
+
+
+# --- static checks --------------------------------------------------------------------------------
+
+ALL_SCRIPTS = {
+    "init-ha": lambda: lb.render_init(INIT_YAML, kube_vip(first=True)),
+    "init-single": lambda: lb.render_init(INIT_YAML, None),
+    "join-worker": lambda: lb.render_join(WORKER_JOIN_YAML, control_plane=False),
+    "join-control-plane": lambda: lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False)),
+    "credentials-worker": lambda: lb.render_join_credentials(control_plane=False),
+    "credentials-control-plane": lambda: lb.render_join_credentials(control_plane=True, ttl="15m"),
+    "reset": lb.render_reset,
+    "wait-for-node": lambda: lb.render_wait_for_node("hk-prod-worker-1"),
+    "drain": lambda: lb.render_drain("hk-prod-worker-1"),
+    "read-kubeconfig": lb.render_read_kubeconfig,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_SCRIPTS))
+def test_every_script_passes_shellcheck_and_fits_the_remote_command(name, tmp_path):
+    script = ALL_SCRIPTS[name]()
+    assert script.startswith("set -euo pipefail\n")
+    path = tmp_path / f"{name}.sh"
+    path.write_text("#!/usr/bin/env bash\n" + script)
+    shellcheck(path)
+    bash_command(script)  # raises on the heredoc delimiter or an oversized script
+
+
+@pytest.mark.parametrize("first", [True, False])
+@pytest.mark.parametrize("interface", [None, "ens18"])
+def test_kube_vip_manifest_is_a_strictly_valid_pod(first, interface):
+    pod = yaml.safe_load(kube_vip(first, interface))
+    kubernetes_validate.validate(pod, "1.36", strict=True)
+    env = {item["name"]: item["value"] for item in pod["spec"]["containers"][0]["env"]}
+    assert env["vip_arp"] == "true" and env["cp_enable"] == "true" and env["svc_enable"] == "false"
+    assert env["vip_leaderelection"] == "true" and env["address"] == "10.30.30.10" and env["port"] == "6443"
+    assert env.get("vip_interface") == interface
+    assert pod["spec"]["hostNetwork"] is True
+    assert pod["spec"]["containers"][0]["image"] == KUBE_VIP_IMAGE
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == lb.ADMIN_CONF
+    host_path = pod["spec"]["volumes"][0]["hostPath"]
+    assert host_path == {"path": lb.SUPER_ADMIN_CONF if first else lb.ADMIN_CONF, "type": "File"}
+
+
+@pytest.mark.parametrize("vip, port, image, interface", [
+    ("10.30.30.300", 6443, KUBE_VIP_IMAGE, None),
+    ("10.30.30.10", 0, KUBE_VIP_IMAGE, None),
+    ("10.30.30.10", 6443, "kube-vip; rm -rf /", None),
+    ("10.30.30.10", 6443, KUBE_VIP_IMAGE, "eth0 && reboot"),
+])
+def test_kube_vip_rejects_bad_input(vip, port, image, interface):
+    with pytest.raises(ValueError):
+        lb.render_kube_vip_manifest(vip, port, image, interface, True)
+
+
+def test_renderers_reject_inputs_that_would_break_the_scripts():
+    with pytest.raises(ValueError):
+        lb.render_join(WORKER_JOIN_YAML.replace("@@JOIN_TOKEN@@", "x"), control_plane=False)
+    with pytest.raises(ValueError):
+        lb.render_join(WORKER_JOIN_YAML, control_plane=True)
+    with pytest.raises(ValueError):
+        lb.render_join(CONTROL_PLANE_JOIN_YAML, control_plane=False)
+    with pytest.raises(ValueError):
+        lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=True))
+    with pytest.raises(ValueError):
+        lb.render_init(INIT_YAML, kube_vip(first=False))
+    with pytest.raises(ValueError):
+        lb.render_init("key: [unclosed", None)
+    with pytest.raises(ValueError):
+        lb.render_init(INIT_YAML + "__HYBRID_CLUSTER_KUBEADM_CONFIG__\n", None)
+    for ttl in ("0s", "0", "30", "25h", "1d", "30m; reboot"):
+        with pytest.raises(ValueError):
+            lb.render_join_credentials(control_plane=False, ttl=ttl)
+    for name in ("Worker_1", "worker 1", "w$(id)", ""):
+        with pytest.raises(ValueError):
+            lb.render_drain(name)
+        with pytest.raises(ValueError):
+            lb.render_wait_for_node(name)
+    with pytest.raises(ValueError):
+        lb.render_wait_for_node("worker-1", timeout_seconds=0)
+
+
+# --- init -----------------------------------------------------------------------------------------
+
+def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node):
+    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)))
+    assert result.returncode == 0, result.stderr
+    init_calls = [call for call in node.calls("kubeadm") if call[0] == "init"]
+    assert init_calls == [["init", "--config", str(node.path(lb.INIT_CONFIG_PATH)), "--upload-certs",
+                           "--skip-token-print", "--skip-certificate-key-print"]]
+    config = node.path(lb.INIT_CONFIG_PATH)
+    assert config.read_text() == INIT_YAML and mode(config) == 0o600
+    # kube-vip was in place before init, with super-admin.conf, and uses admin.conf afterwards.
+    during = yaml.safe_load((node.stubs / "kube-vip-during-init.yaml").read_text())
+    assert during["spec"]["volumes"][0]["hostPath"]["path"] == lb.SUPER_ADMIN_CONF
+    manifest = node.path(lb.KUBE_VIP_MANIFEST_PATH)
+    after = yaml.safe_load(manifest.read_text())
+    assert after["spec"]["volumes"][0]["hostPath"]["path"] == lb.ADMIN_CONF and mode(manifest) == 0o600
+    assert yaml.safe_load(kube_vip(first=False)) == after
+    # The API is checked through admin.conf (the control-plane endpoint).
+    assert any("--raw=/readyz" in call for call in node.calls("kubectl"))
+    log = node.path(lb.INIT_LOG)
+    assert mode(log) == 0o600 and TOKEN in log.read_text()
+    assert_no_secret(result.stdout, result.stderr)
+
+    again = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)))
+    assert again.returncode == 0, again.stderr
+    assert "already initialised" in again.stdout
+    assert [call for call in node.calls("kubeadm") if call[0] == "init"] == init_calls
+    assert yaml.safe_load(manifest.read_text()) == after
+
+
+def test_init_without_kube_vip_leaves_the_manifests_alone(node):
+    result = node.run(lb.render_init(INIT_YAML, None))
+    assert result.returncode == 0, result.stderr
+    assert not node.path(lb.KUBE_VIP_MANIFEST_PATH).exists()
+    assert node.path(lb.ADMIN_CONF).exists()
+
+
+def test_init_failure_shows_a_redacted_log_and_resets_the_node(node):
+    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)), STUB_INIT_FAIL="1")
+    assert result.returncode == 1
+    assert "kubeadm init failed" in result.stderr and "<redacted-token>" in result.stderr
+    assert "<redacted-key>" in result.stderr
+    assert_no_secret(result.stdout, result.stderr)
+    assert ["reset", "-f"] in node.calls("kubeadm")
+    assert not node.path(lb.ADMIN_CONF).exists(), "a failed init must not look initialised to the guard"
+
+
+def test_init_waits_for_cloud_init_and_stops_when_it_failed(node):
+    result = node.run(lb.render_init(INIT_YAML, None), STUB_CLOUD_INIT_RC="1")
+    assert result.returncode == 1
+    assert lb.PREPARE_SCRIPT_PATH in result.stderr
+    assert node.calls("cloud-init") == [["status", "--wait"]]
+    assert node.calls("kubeadm") == []
+
+
+def test_init_fails_when_the_api_never_answers(node):
+    result = node.run(lb.render_init(INIT_YAML, None), STUB_API_DOWN="1")
+    assert result.returncode == 1
+    assert "/readyz" in result.stderr
+    assert len(node.calls("sleep")) == lb.API_READY_TIMEOUT_SECONDS // lb.POLL_SECONDS
+
+
+# --- join credentials -----------------------------------------------------------------------------
+
+def test_worker_join_credentials_print_exactly_the_join_line(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_join_credentials(control_plane=False, ttl="30m"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == WORKER_LINE.rstrip() + "\n"
+    assert result.stdout.count("\n") == 1
+    assert_no_secret(result.stderr)
+    token_calls = [call for call in node.calls("kubeadm") if call[0] == "token"]
+    assert len(token_calls) == 1
+    assert token_calls[0][:6] == ["token", "create", "--kubeconfig", str(node.path(lb.ADMIN_CONF)), "--ttl", "30m"]
+    assert "--print-join-command" in token_calls[0] and "--certificate-key" not in token_calls[0]
+
+
+def test_control_plane_join_credentials_upload_certs_under_a_fresh_key(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_join_credentials(control_plane=True, ttl="15m"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == CONTROL_PLANE_LINE + "\n"
+    assert_no_secret(result.stderr)
+    kubeadm = node.calls("kubeadm")
+    assert [call[:2] for call in kubeadm] == [["certs", "certificate-key"], ["init", "phase"], ["token", "create"]]
+    upload = kubeadm[1]
+    assert upload[:3] == ["init", "phase", "upload-certs"]
+    assert "--upload-certs" in upload and "--skip-certificate-key-print" in upload
+    assert upload[upload.index("--certificate-key") + 1] == CERT_KEY
+    token = kubeadm[2]
+    assert token[token.index("--certificate-key") + 1] == CERT_KEY and token[token.index("--ttl") + 1] == "15m"
+    log = node.path(lb.JOIN_CREDENTIALS_LOG)
+    assert mode(log) == 0o600 and "Using certificate key" in log.read_text()
+
+
+def test_join_credentials_print_nothing_when_a_step_fails(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_join_credentials(control_plane=True), STUB_TOKEN_FAIL="1")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "kubeadm token create failed" in result.stderr
+    assert_no_secret(result.stderr)
+
+
+def test_join_credentials_need_an_initialised_node(node):
+    result = node.run(lb.render_join_credentials(control_plane=False))
+    assert result.returncode == 1 and result.stdout == ""
+    assert "admin.conf is missing" in result.stderr
+    assert node.calls("kubeadm") == []
+
+
+# --- join -----------------------------------------------------------------------------------------
+
+def test_worker_join_substitutes_the_join_line_into_a_private_temporary_config(node):
+    result = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
+    assert result.returncode == 0, result.stderr
+    config_path = Path((node.stubs / "join-config.path").read_text().strip())
+    assert node.calls("kubeadm") == [["join", "--config", str(config_path)]]
+    written = (node.stubs / "join-config.yaml").read_text()
+    assert "@@" not in written
+    assert written == (WORKER_JOIN_YAML.replace("@@JOIN_API_ENDPOINT@@", ENDPOINT)
+                       .replace("@@JOIN_TOKEN@@", TOKEN).replace("@@JOIN_CA_CERT_HASH@@", CA_HASH))
+    document = yaml.safe_load(written)
+    assert document["discovery"]["bootstrapToken"] == {"apiServerEndpoint": ENDPOINT, "token": TOKEN,
+                                                       "caCertHashes": [CA_HASH]}
+    assert (node.stubs / "join-config.mode").read_text().strip() == "600"
+    assert (node.stubs / "join-dir.mode").read_text().strip() == "700"
+    assert config_path.is_relative_to(node.root / "run")
+    assert not config_path.exists() and not config_path.parent.exists(), "the config must be removed"
+    assert_no_secret(result.stdout, result.stderr, node.calls_text())
+    assert mode(node.path(lb.JOIN_LOG)) == 0o600
+
+    again = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
+    assert again.returncode == 0, again.stderr
+    assert "already joined" in again.stdout
+    assert len(node.calls("kubeadm")) == 1
+
+
+def test_control_plane_join_sets_the_certificate_key_and_starts_kube_vip_after_joining(node):
+    script = lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False))
+    result = node.run(script, stdin=CONTROL_PLANE_LINE)  # no trailing newline: still read
+    assert result.returncode == 0, result.stderr
+    written = yaml.safe_load((node.stubs / "join-config.yaml").read_text())
+    assert written["controlPlane"]["certificateKey"] == CERT_KEY
+    assert (node.stubs / "manifests-during-join").read_text() == "", "join's preflight needs empty manifests"
+    manifest = node.path(lb.KUBE_VIP_MANIFEST_PATH)
+    assert yaml.safe_load(manifest.read_text()) == yaml.safe_load(kube_vip(first=False))
+    assert_no_secret(result.stdout, result.stderr, node.calls_text())
+
+    again = node.run(script, stdin="")
+    assert again.returncode == 0, again.stderr
+    assert len(node.calls("kubeadm")) == 1
+
+
+def test_join_repeats_the_hash_item_for_every_ca_hash(node):
+    line = WORKER_LINE + f"--discovery-token-ca-cert-hash {CA_HASH_2}"
+    result = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=line + "\n")
+    assert result.returncode == 0, result.stderr
+    written = yaml.safe_load((node.stubs / "join-config.yaml").read_text())
+    assert written["discovery"]["bootstrapToken"]["caCertHashes"] == [CA_HASH, CA_HASH_2]
+
+
+def test_join_refuses_several_hashes_when_the_placeholder_is_not_a_list_item(node):
+    template = WORKER_JOIN_YAML.replace('    caCertHashes:\n    - "@@JOIN_CA_CERT_HASH@@"\n',
+                                        '    caCertHashes: ["@@JOIN_CA_CERT_HASH@@"]\n')
+    line = WORKER_LINE + f"--discovery-token-ca-cert-hash {CA_HASH_2}"
+    result = node.run(lb.render_join(template, control_plane=False), stdin=line + "\n")
+    assert result.returncode == 1
+    assert "not a list item" in result.stderr
+    assert_no_secret(result.stderr)
+
+
+BAD_LINES = {
+    "empty input": ("", "no join line"),
+    "not kubeadm join": (f"kubeadm reset --token {TOKEN}", "does not start with"),
+    "token with capitals": (WORKER_LINE.replace(TOKEN, TOKEN.upper()), "not a bootstrap token"),
+    "token too short": (WORKER_LINE.replace(TOKEN, TOKEN[:-1]), "not a bootstrap token"),
+    "no token": (f"kubeadm join {ENDPOINT} --discovery-token-ca-cert-hash {CA_HASH}", "no --token"),
+    "token without value": (f"kubeadm join {ENDPOINT} --discovery-token-ca-cert-hash {CA_HASH} --token",
+                            "without its value"),
+    "two tokens": (WORKER_LINE + f" --token {TOKEN}", "more than one --token"),
+    "no hash": (f"kubeadm join {ENDPOINT} --token {TOKEN}", "no --discovery-token-ca-cert-hash"),
+    "hash without sha256": (WORKER_LINE.replace(CA_HASH, CA_HASH[7:]), "not sha256:"),
+    "short hash": (WORKER_LINE.replace(CA_HASH, CA_HASH[:-2]), "not sha256:"),
+    "no endpoint": (f"kubeadm join --token {TOKEN} --discovery-token-ca-cert-hash {CA_HASH}",
+                    "no API server endpoint"),
+    "endpoint without port": (WORKER_LINE.replace(ENDPOINT, "10.30.30.10"), "not HOST:PORT"),
+    "port out of range": (WORKER_LINE.replace(ENDPOINT, "10.30.30.10:70000"), "not HOST:PORT"),
+    "endpoint with shell": (WORKER_LINE.replace(ENDPOINT, "$(reboot):6443"), "not HOST:PORT"),
+    "unknown option": (WORKER_LINE + f" --discovery-token {TOKEN}", "unexpected option"),
+    "control-plane line on a worker": (CONTROL_PLANE_LINE, "worker join"),
+    "key of the wrong length": (WORKER_LINE + f" --certificate-key {CERT_KEY[:-1]}", "not 64 hex digits"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LINES))
+def test_join_rejects_a_malformed_join_line_without_repeating_it(node, case):
+    line, message = BAD_LINES[case]
+    result = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=line + "\n")
+    assert result.returncode == 1, result.stdout
+    assert message in result.stderr
+    assert_no_secret(result.stdout, result.stderr, node.calls_text())
+    assert TOKEN.upper() not in result.stderr and CERT_KEY[:-1] not in result.stderr
+    assert node.calls("kubeadm") == [] and node.calls("mktemp") == []
+
+
+def test_control_plane_join_rejects_a_worker_line(node):
+    result = node.run(lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False)), stdin=WORKER_LINE)
+    assert result.returncode == 1
+    assert "lacks --control-plane --certificate-key" in result.stderr
+    assert node.calls("kubeadm") == []
+
+
+def test_join_failure_redacts_resets_and_still_removes_the_config(node):
+    result = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n",
+                      STUB_JOIN_FAIL="1")
+    assert result.returncode == 1
+    assert "kubeadm join failed" in result.stderr and "<redacted-token>" in result.stderr
+    assert_no_secret(result.stdout, result.stderr)
+    assert node.calls("kubeadm")[-1] == ["reset", "-f"]
+    assert not node.path(lb.KUBELET_CONF).exists()
+    assert not Path((node.stubs / "join-config.path").read_text().strip()).exists()
+
+
+def test_join_credentials_output_drives_the_join(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    credentials = node.run(lb.render_join_credentials(control_plane=True))
+    assert credentials.returncode == 0, credentials.stderr
+    node.path(lb.ADMIN_CONF).unlink()
+    joined = node.run(lb.render_join(CONTROL_PLANE_JOIN_YAML, True), stdin=credentials.stdout)
+    assert joined.returncode == 0, joined.stderr
+    written = yaml.safe_load((node.stubs / "join-config.yaml").read_text())
+    assert written["discovery"]["bootstrapToken"]["token"] == TOKEN
+    assert written["controlPlane"]["certificateKey"] == CERT_KEY
+
+
+# --- reset ----------------------------------------------------------------------------------------
+
+def test_reset_on_a_clean_node_changes_nothing(node):
+    result = node.run(lb.render_reset())
+    assert result.returncode == 0, result.stderr
+    assert "no kubeadm state" in result.stdout
+    assert node.calls("kubeadm") == []
+    assert node.calls("iptables-restore") == []
+    assert [call for call in node.calls("ip") if call[:2] == ["link", "delete"]] == []
+    assert not node.root.joinpath("var/log/kubeadm-reset.log").exists()
+
+
+def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
+    for path, content in {
+        "etc/kubernetes/kubelet.conf": "kubelet",
+        "etc/kubernetes/manifests/kube-vip.yaml": "kind: Pod",
+        "etc/kubernetes/kubeadm/init.yaml": "kind: InitConfiguration",
+        "etc/cni/net.d/10-calico.conflist": "{}",
+        "etc/cni/net.d/calico-kubeconfig": "secret",
+        "var/lib/calico/nodename": "worker-1",
+        "run/calico/cni-ipam.lock": "",
+        "var/lib/cni/networks/k8s-pod-network/10.244.1.2": "",
+        "var/log/kubeadm-join.log": f"token {TOKEN}",
+        "root/.kube/config": "admin",
+    }.items():
+        target = node.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    (node.stubs / "links").write_text(
+        "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536\n"
+        "2: ens18: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500\n"
+        "5: vxlan.calico: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450\n"
+        "6: cali3f1e2d4c5b6@if3: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1450\n"
+        "7: tunl0@NONE: <NOARP> mtu 1480\n")
+    (node.stubs / "iptables.rules").write_text(
+        "*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:cali-nat-outgoing - [0:0]\n"
+        '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES\n'
+        '-A PREROUTING -m comment --comment "cali:6gwbT8clXdHdC1b1" -j cali-PREROUTING\n'
+        "-A POSTROUTING -s 192.168.122.0/24 -j MASQUERADE\nCOMMIT\n"
+        "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n-A INPUT -j KUBE-FIREWALL\n"
+        "-A INPUT -p tcp --dport 22 -j ACCEPT\nCOMMIT\n")
+
+    result = node.run(lb.render_reset())
+    assert result.returncode == 0, result.stderr
+    assert node.calls("kubeadm") == [["reset", "-f"]]
+    assert not node.path(lb.KUBE_VIP_MANIFEST_PATH).exists()
+    assert not (node.root / "etc/kubernetes/kubeadm").exists()
+    assert (node.root / "etc/cni/net.d").is_dir() and not list((node.root / "etc/cni/net.d").iterdir())
+    for gone in ("var/lib/calico", "run/calico", "var/lib/cni", "root/.kube", "var/log/kubeadm-join.log"):
+        assert not (node.root / gone).exists(), gone
+    deleted = [call[2] for call in node.calls("ip") if call[:2] == ["link", "delete"]]
+    assert deleted == ["vxlan.calico", "cali3f1e2d4c5b6", "tunl0"]
+    assert ["link", "set", "tunl0", "down"] in node.calls("ip")
+    restored = (node.stubs / "iptables.restored").read_text()
+    assert "KUBE-" not in restored and "cali" not in restored
+    assert "-A POSTROUTING -s 192.168.122.0/24 -j MASQUERADE" in restored
+    assert "-A INPUT -p tcp --dport 22 -j ACCEPT" in restored and restored.count("COMMIT") == 2
+
+    again = node.run(lb.render_reset())
+    assert again.returncode == 0, again.stderr
+    assert "no kubeadm state" in again.stdout
+    assert len(node.calls("kubeadm")) == 1 and len(node.calls("iptables-restore")) == 1
+
+
+# --- wait, drain, kubeconfig ----------------------------------------------------------------------
+
+def test_wait_for_node_returns_once_the_node_is_registered(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60), STUB_NODE_APPEARS_AT="3")
+    assert result.returncode == 0, result.stderr
+    assert "registered" in result.stdout
+    gets = node.calls("kubectl")
+    assert len(gets) == 3 and gets[0][:5] == ["get", "node", "hk-prod-worker-1", "--ignore-not-found", "-o"]
+    assert len(node.calls("sleep")) == 2
+
+
+def test_wait_for_node_is_bounded(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=30))
+    assert result.returncode == 1
+    assert "did not register within 30s" in result.stderr
+    assert len(node.calls("kubectl")) == 30 // lb.POLL_SECONDS
+
+
+@pytest.fixture
+def control_plane(node) -> Node:
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    (node.stubs / "nodes").mkdir()
+    return node
+
+
+def test_drain_cordons_drains_and_deletes_an_existing_node(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1", timeout_seconds=300))
+    assert result.returncode == 0, result.stderr
+    verbs = [call[0] for call in control_plane.calls("kubectl")]
+    assert verbs == ["get", "cordon", "drain", "delete"]
+    drain = control_plane.calls("kubectl")[2]
+    assert drain == ["drain", "hk-prod-worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s"]
+    assert control_plane.calls("kubectl")[3] == ["delete", "node", "hk-prod-worker-1", "--ignore-not-found",
+                                                 "--request-timeout=60s"]
+    assert not (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
+
+
+def test_drain_of_a_node_already_gone_is_a_no_op(control_plane):
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    assert "not in the cluster" in result.stdout
+    assert [call[0] for call in control_plane.calls("kubectl")] == ["get"]
+
+
+def test_drain_timeout_fails_without_forcing_or_deleting(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1"), STUB_DRAIN_FAIL="1")
+    assert result.returncode == 1
+    assert "did not finish within 600s" in result.stderr and "stays cordoned" in result.stderr
+    calls = control_plane.calls("kubectl")
+    assert [call[0] for call in calls] == ["get", "cordon", "drain"]
+    assert not any("--disable-eviction" in call or "--force" in call for call in calls)
+
+
+def test_drain_fails_loudly_when_the_api_does_not_answer(control_plane):
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1"), STUB_API_ERROR="1")
+    assert result.returncode == 1
+    assert "cannot ask the API server" in result.stderr
+
+
+def test_drain_without_a_control_plane_is_a_no_op(node):
+    result = node.run(lb.render_drain("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    assert node.calls("kubectl") == []
+
+
+def test_read_kubeconfig_prints_admin_conf_and_nothing_else(node):
+    content = "apiVersion: v1\nkind: Config\nusers:\n- name: kubernetes-admin\n"
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text(content)
+    result = node.run(lb.render_read_kubeconfig())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == content and result.stderr == ""
+
+
+def test_read_kubeconfig_fails_clearly_when_missing(node):
+    result = node.run(lb.render_read_kubeconfig())
+    assert result.returncode == 1 and result.stdout == ""
+    assert "admin.conf is missing" in result.stderr
+
+
+def test_scripts_run_through_the_remote_command_wrapper_with_stdin(node, tmp_path):
+    # The real transport: the login shell runs `sudo -n bash -c "$(cat <<'EOF' ... EOF)"`; a stand-in
+    # sudo drops -n. The join line still reaches the script's stdin.
+    sudo = node.stubs / "sudo"
+    sudo.write_text('#!/bin/sh\n[ "$1" = -n ] && shift\nexec "$@"\n')
+    sudo.chmod(0o755)
+    command = bash_command(lb.render_join(WORKER_JOIN_YAML, control_plane=False))
+    result = subprocess.run([shutil.which("sh"), "-c", command], input=WORKER_LINE + "\n", env=node.env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert node.calls("kubeadm")[0][0] == "join"

@@ -1,0 +1,267 @@
+"""render.network: Calico objects against the strict Installation CRD schema, built-in objects against
+kubernetes-validate (strict, the cluster's 1.36), OS placement, and which objects each input touches."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+
+import kubernetes_validate
+import pytest
+
+from render import network, windows_bootstrap
+from render.network import CalicoParams
+from tests.crd_schema import SCHEMA_DIR, CustomResourceInvalid, validate_custom_resource
+from tests.validators import powershell_errors
+
+INSTALLATION_SCHEMA = "operator.tigera.io_v1_Installation.json"
+KUBERNETES_VERSION = "1.36.4"
+VALIDATE_VERSION = "1.36.0"
+# config.compat's HostProcess kube-proxy image template (sig-windows-tools naming).
+KUBE_PROXY_IMAGE = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
+BUILDS = ("10.0.17763", "10.0.20348")
+
+HK_PROD = CalicoParams(
+    pod_cidr="10.244.0.0/16",
+    service_cidr="10.96.0.0/12",
+    mtu=1450,
+    block_size=26,
+    encapsulation="VXLAN",
+    bgp="Disabled",
+    vxlan_port=4789,
+    vxlan_vni=4096,
+    windows=True,
+    api_host="10.30.30.10",
+    api_port=6443,
+    # The Installation's directories must equal containerd's on the Windows nodes.
+    windows_cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
+    windows_cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+    windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
+)
+
+
+def kube_proxy(cluster_cidr: str = "10.244.0.0/16", builds: tuple[str, ...] = BUILDS) -> list[dict]:
+    return network.windows_kube_proxy(KUBERNETES_VERSION, KUBE_PROXY_IMAGE, cluster_cidr, builds)
+
+
+def render_all(p: CalicoParams) -> dict[str, object]:
+    """Every renderer's output for p, keyed by renderer."""
+    return {
+        "operator_values": network.tigera_operator_values(p),
+        "installation": network.installation(p),
+        "ipam": network.ipam_strict_affinity(),
+        "felix": network.felix_vxlan(p),
+        "kube_proxy": kube_proxy(p.pod_cidr),
+    }
+
+
+def pod_spec(obj: dict) -> dict:
+    return obj["spec"]["template"]["spec"]
+
+
+# --- Installation: strict CRD schema ---------------------------------------------------------------
+
+def test_schema_directory_is_next_to_the_repository():
+    assert (SCHEMA_DIR / INSTALLATION_SCHEMA).is_file()
+
+
+@pytest.mark.parametrize("windows", [True, False])
+def test_installation_passes_the_strict_crd_schema(windows):
+    obj = network.installation(dataclasses.replace(HK_PROD, windows=windows))
+    validate_custom_resource(obj, INSTALLATION_SCHEMA)
+    # The schema's CEL rule (not evaluated by jsonschema) only admits these names.
+    assert obj["metadata"]["name"] == "default"
+
+
+@pytest.mark.parametrize("path, typo", [
+    (("spec", "calicoNetwork"), "mut"),
+    (("spec",), "serviceCIDR"),
+    (("spec", "windowsNodes"), "cniConfDir"),
+])
+def test_strict_schema_rejects_a_typo_the_api_server_would_prune(path, typo):
+    obj = network.installation(HK_PROD)
+    target = obj
+    for key in path:
+        target = target[key]
+    target[typo] = "x"
+    with pytest.raises(CustomResourceInvalid) as caught:
+        validate_custom_resource(obj, INSTALLATION_SCHEMA)
+    assert any(typo in error for error in caught.value.errors), caught.value.errors
+
+
+def test_strict_schema_rejects_a_value_outside_an_enum():
+    obj = network.installation(HK_PROD)
+    obj["spec"]["calicoNetwork"]["ipPools"][0]["encapsulation"] = "Vxlan"
+    with pytest.raises(CustomResourceInvalid):
+        validate_custom_resource(obj, INSTALLATION_SCHEMA)
+
+
+def test_a_missing_schema_fails_instead_of_skipping(tmp_path):
+    with pytest.raises(AssertionError, match="missing"):
+        validate_custom_resource(network.installation(HK_PROD), tmp_path / "absent.json")
+
+
+def test_installation_carries_the_configured_network():
+    spec = network.installation(HK_PROD)["spec"]
+    assert spec["variant"] == "Calico"
+    assert spec["calicoNetwork"]["bgp"] == "Disabled"
+    assert spec["calicoNetwork"]["mtu"] == 1450
+    assert spec["calicoNetwork"]["ipPools"] == [{
+        "cidr": "10.244.0.0/16", "encapsulation": "VXLAN", "natOutgoing": "Enabled",
+        "blockSize": 26, "nodeSelector": "all()",
+    }]
+    assert spec["serviceCIDRs"] == ["10.96.0.0/12"]
+    assert spec["calicoNetwork"]["windowsDataplane"] == "HNS"
+    assert spec["windowsNodes"] == {
+        "cniBinDir": windows_bootstrap.DEFAULT_CNI_BIN_DIR,
+        "cniConfigDir": windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+        "cniLogDir": "/var/log/calico/cni",
+    }
+    assert "kubernetesProvider" not in spec
+
+
+def test_installation_waits_for_a_condition_its_schema_has():
+    annotations = network.installation(HK_PROD)["metadata"]["annotations"]
+    assert annotations[network.PULUMI_WAIT_FOR] == "condition=Ready"
+    schema = json.loads((SCHEMA_DIR / INSTALLATION_SCHEMA).read_text())
+    conditions = schema["properties"]["status"]["properties"]["conditions"]
+    assert "Ready" in conditions["description"]
+
+
+def test_without_windows_the_windows_parts_are_dropped():
+    linux_only = dataclasses.replace(HK_PROD, windows=False)
+    spec = network.installation(linux_only)["spec"]
+    assert "windowsDataplane" not in spec["calicoNetwork"]
+    assert "windowsNodes" not in spec
+    kinds = [obj["kind"] for obj in network.calico_custom_resources(linux_only)]
+    assert kinds == ["FelixConfiguration", "Installation"]
+    assert network.windows_kube_proxy(KUBERNETES_VERSION, KUBE_PROXY_IMAGE, linux_only.pod_cidr, ()) == []
+
+
+def test_custom_resources_come_in_creation_order():
+    kinds = [obj["kind"] for obj in network.calico_custom_resources(HK_PROD)]
+    # Felix and IPAM settings exist before the operator reconciles the Installation.
+    assert kinds == ["FelixConfiguration", "IPAMConfiguration", "Installation"]
+
+
+# --- Calico settings outside the Installation ------------------------------------------------------
+
+def test_strict_affinity_sets_every_field_the_crd_requires():
+    obj = network.ipam_strict_affinity()
+    assert (obj["apiVersion"], obj["kind"], obj["metadata"]["name"]) == (
+        "projectcalico.org/v3", "IPAMConfiguration", "default")
+    assert obj["spec"] == {"strictAffinity": True, "autoAllocateBlocks": True}
+
+
+def test_felix_configuration_carries_the_windows_vxlan_identity():
+    obj = network.felix_vxlan(HK_PROD)
+    assert (obj["apiVersion"], obj["kind"], obj["metadata"]["name"]) == (
+        "projectcalico.org/v3", "FelixConfiguration", "default")
+    assert obj["spec"] == {"vxlanVNI": 4096, "vxlanPort": 4789}
+
+
+# --- Operator chart values -------------------------------------------------------------------------
+
+def test_operator_values_leave_the_installation_to_us_and_point_at_the_api_ip():
+    values = network.tigera_operator_values(HK_PROD)
+    assert values["installation"] == {"enabled": False}
+    assert values["kubernetesServiceEndpoint"] == {"host": "10.30.30.10", "port": "6443"}
+
+
+def test_operator_runs_on_linux_and_does_not_tolerate_the_windows_taint():
+    values = network.tigera_operator_values(HK_PROD)
+    assert values["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    for toleration in values["tolerations"]:
+        # A toleration without a key (or with Exists on the Windows key) would match the Windows taint.
+        assert toleration.get("key") not in (None, network.WINDOWS_TAINT_KEY), toleration
+    assert values["resources"]["requests"]
+
+
+def test_operator_chart_is_pinned():
+    for chart in (network.TIGERA_OPERATOR_CHART, network.CALICO_CRDS_CHART):
+        assert chart["version"].startswith("v3.33.")
+        assert chart["repo"] == "https://docs.tigera.io/calico/charts"
+
+
+def test_api_host_must_be_an_ip():
+    with pytest.raises(ValueError, match="IP address"):
+        dataclasses.replace(HK_PROD, api_host="api.hk-prod.internal")
+
+
+# --- kube-proxy on Windows -------------------------------------------------------------------------
+
+def test_every_built_in_object_passes_strict_kubernetes_validation():
+    for obj in kube_proxy():
+        kubernetes_validate.validate(copy.deepcopy(obj), VALIDATE_VERSION, strict=True)
+
+
+def test_kube_proxy_is_a_windows_hostprocess_daemonset():
+    config_map, daemonset = kube_proxy()
+    assert config_map["kind"] == "ConfigMap" and daemonset["kind"] == "DaemonSet"
+    assert daemonset["metadata"]["namespace"] == "kube-system"
+    spec = pod_spec(daemonset)
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "windows"}
+    assert {"key": "node-role.kubernetes.io/windows", "operator": "Exists", "effect": "NoSchedule"} in spec[
+        "tolerations"]
+    assert spec["hostNetwork"] is True
+    assert spec["securityContext"]["windowsOptions"] == {
+        "hostProcess": True, "runAsUserName": "NT AUTHORITY\\system"}
+    assert spec["priorityClassName"] == "system-node-critical"
+    assert spec["serviceAccountName"] == "kube-proxy"
+    (container,) = spec["containers"]
+    assert container["image"] == "docker.io/sigwindowstools/kube-proxy:v1.36.4-calico-hostprocess"
+    assert container["resources"]["requests"]
+    # No waitFor: pulumi-kubernetes awaits DaemonSets itself.
+    assert network.PULUMI_WAIT_FOR not in daemonset["metadata"].get("annotations", {})
+
+
+def test_kube_proxy_lands_only_on_the_stack_builds():
+    spec = pod_spec(kube_proxy(builds=("10.0.20348", "10.0.17763", "10.0.20348"))[1])
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [
+        {"key": "node.kubernetes.io/windows-build", "operator": "In", "values": ["10.0.17763", "10.0.20348"]},
+    ]}]
+
+
+def test_kube_proxy_mounts_the_script_it_runs():
+    config_map, daemonset = kube_proxy()
+    spec = pod_spec(daemonset)
+    (container,) = spec["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v["configMap"]["name"] for v in spec["volumes"]}
+    assert volumes["start-script"] == config_map["metadata"]["name"]
+    script_key = next(iter(config_map["data"]))
+    assert container["args"] == [f"$env:CONTAINER_SANDBOX_MOUNT_POINT{mounts['start-script']}/{script_key}"]
+    assert volumes["kubeadm-kube-proxy"] == "kube-proxy"
+
+
+def test_kube_proxy_script_parses_and_runs_kernelspace_on_the_calico_network():
+    script = kube_proxy()[0]["data"]["start.ps1"]
+    assert powershell_errors(script) == []
+    assert script.startswith("$ErrorActionPreference = 'Stop'")
+    for flag in ("--proxy-mode=kernelspace", "--network-name=$networkName", "--cluster-cidr=10.244.0.0/16",
+                 "--source-vip=$sourceVip", "--enable-dsr=true", "--hostname-override=$env:NODE_NAME"):
+        assert flag in script
+    assert "$networkName = 'Calico'" in script and "'Calico_ep'" in script
+    assert "--feature-gates" not in script
+
+
+def test_kube_proxy_rejects_a_bad_cluster_cidr():
+    with pytest.raises(ValueError):
+        kube_proxy(cluster_cidr="10.244.0.0/33")
+
+
+# --- Which objects each input touches --------------------------------------------------------------
+
+def test_an_mtu_change_changes_only_the_installation():
+    before = render_all(HK_PROD)
+    after = render_all(dataclasses.replace(HK_PROD, mtu=1400))
+    changed = {name for name in before if before[name] != after[name]}
+    assert changed == {"installation"}
+    assert after["installation"]["spec"]["calicoNetwork"]["mtu"] == 1400
+
+
+def test_a_vni_change_changes_only_the_felix_configuration():
+    before = render_all(HK_PROD)
+    after = render_all(dataclasses.replace(HK_PROD, vxlan_vni=4097))
+    assert {name for name in before if before[name] != after[name]} == {"felix"}
