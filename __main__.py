@@ -1,8 +1,9 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
 import pulumi
 
-from components.bootstrap import KubeadmCluster
+from components.bootstrap import KubeadmCluster, WindowsJoins
 from components.machines import Machines
+from components.network import ClusterNetwork
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 
@@ -19,8 +20,10 @@ spec = stack.spec
 secrets = read_secrets(spec)
 
 machines = Machines(spec.cluster.name, spec, secrets)
-# Windows joins will also wait for the cluster network's Windows prerequisites (platform layer).
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines)
+network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
+windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
+                       after=network.windows_prerequisites)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

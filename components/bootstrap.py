@@ -142,6 +142,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready]),
         )
         self.drain = node_drain(name, node.name, access, self.join, self)
+        self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
 
@@ -190,6 +191,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous]),
         )
         self.drain = node_drain(name, node.name, access, self.join, self)
+        self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
 
@@ -206,10 +208,10 @@ def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: comm
 
 
 class KubeadmCluster(pulumi.ComponentResource):
-    """kubeadm init, every join, the admin kubeconfig and the Kubernetes provider."""
+    """kubeadm init, the Linux joins, the admin kubeconfig and the Kubernetes provider. Windows nodes join
+    through WindowsJoins, declared once the cluster network they wait for exists."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines,
-                 windows_join_after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
         self.version = KubernetesVersionPin(f"{name}-kubernetes-version", spec.cluster.kubernetes_version,
                                             opts=pulumi.ResourceOptions(parent=self))
@@ -224,9 +226,9 @@ class KubeadmCluster(pulumi.ComponentResource):
             triggers=[first.vm.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, self.version]),
         )
-        access = ControlPlaneAccess(connection=first.connection, init=self.init)
+        self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init)
 
-        self.joins: list[LinuxNodeJoin | WindowsNodeJoin] = []
+        self.joins: list[LinuxNodeJoin] = []
         previous_control_plane: list[pulumi.Resource] = []
         for machine in other_control_plane:
             join = LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, control_plane=True,
@@ -237,9 +239,6 @@ class KubeadmCluster(pulumi.ComponentResource):
             if machine.role == "worker":
                 self.joins.append(LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
                                                 control_plane=False, opts=pulumi.ResourceOptions(parent=self)))
-        for machine in machines.windows_nodes:
-            self.joins.append(WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
-                                              after=windows_join_after, opts=pulumi.ResourceOptions(parent=self)))
 
         read = command.remote.Command(
             f"{name}-kubeconfig",
@@ -255,3 +254,17 @@ class KubeadmCluster(pulumi.ComponentResource):
         self.provider = kubernetes.Provider(f"{name}-kubernetes", kubeconfig=self.kubeconfig,
                                             opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})
+
+
+class WindowsJoins(pulumi.ComponentResource):
+    """Every Windows node's join, in parallel, each after the cluster network's Windows prerequisites."""
+
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+                 after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:WindowsJoins", name, None, opts)
+        self.joins = [
+            WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, after=after,
+                            opts=pulumi.ResourceOptions(parent=self))
+            for machine in machines.windows_nodes
+        ]
+        self.register_outputs({"nodes": [j.node_name for j in self.joins]})

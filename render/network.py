@@ -245,15 +245,14 @@ def felix_vxlan(p: CalicoParams) -> dict[str, Any]:
     }
 
 
-def calico_custom_resources(p: CalicoParams) -> list[dict[str, Any]]:
-    """The Calico custom resources in creation order (module docstring, steps 2 and 4).
+def calico_settings(p: CalicoParams) -> list[dict[str, Any]]:
+    """The Calico configuration we own, to create before the operator starts (module docstring, step 2).
 
     Strict affinity is only needed, and only rendered, when the stack has Windows nodes.
     """
     objects = [felix_vxlan(p)]
     if p.windows:
         objects.append(ipam_strict_affinity())
-    objects.append(installation(p))
     return objects
 
 
@@ -338,17 +337,15 @@ exit $LASTEXITCODE
 """
 
 
-def windows_kube_proxy(kubernetes_version: str, image_template: str, cluster_cidr: str,
-                       builds: tuple[str, ...]) -> list[dict[str, Any]]:
+def windows_kube_proxy(kubernetes_version: str, image_template: str, cluster_cidr: str) -> list[dict[str, Any]]:
     """kube-proxy for Windows as a HostProcess DaemonSet in kube-system, plus the ConfigMap holding its
-    entry script. Empty when the stack has no Windows build: Linux nodes run kubeadm's kube-proxy.
+    entry script. Only for stacks with Windows nodes: Linux nodes run kubeadm's kube-proxy.
 
     ``kubernetes_version`` is bare ("1.36.4"); ``image_template`` has a ``{version}`` field (config.compat
-    WINDOWS[...].kube_proxy_image); ``builds`` are the node.kubernetes.io/windows-build values of the
-    stack ("10.0.20348"), so kube-proxy only lands on builds the stack was set up for.
+    WINDOWS[...].kube_proxy_image). One DaemonSet serves every Windows build: a HostProcess container
+    runs on the host, so its image need not match the build (see config.compat), and adding a build to
+    the stack leaves kube-proxy as it is.
     """
-    if not builds:
-        return []
     labels = {"k8s-app": KUBE_PROXY_WINDOWS}
     script = {
         "apiVersion": "v1",
@@ -391,11 +388,6 @@ def windows_kube_proxy(kubernetes_version: str, image_template: str, cluster_cid
                     }},
                     "priorityClassName": "system-node-critical",
                     "nodeSelector": {_OS_LABEL: "windows"},
-                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [{"matchExpressions": [
-                            {"key": WINDOWS_BUILD_LABEL, "operator": "In", "values": sorted(set(builds))},
-                        ]}],
-                    }}},
                     "tolerations": [
                         {"key": WINDOWS_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
                         {"key": "CriticalAddonsOnly", "operator": "Exists"},

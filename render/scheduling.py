@@ -24,7 +24,8 @@ Design decisions, with their sources:
   runtime table stays in force.
 * ``node-role.kubernetes.io/*`` cannot come from the kubelet (NodeRestriction and the kubelet's own flag
   check; see render/kubeadm.py), so it is applied through the API as a NodePatch. kubeadm already labels
-  control-plane nodes ``node-role.kubernetes.io/control-plane`` (kubeadm's mark-control-plane phase), so
+  control-plane nodes ``node-role.kubernetes.io/control-plane`` (``labelsToAdd`` in kubernetes
+  cmd/kubeadm/app/phases/markcontrolplane/markcontrolplane.go), so
   only workers get a role label here. Zone and distro are also in the patch, with the same keys the
   kubelet registers with (render/kubeadm.py ``--node-labels``): the kubelet copies
   ``topology.kubernetes.io/zone`` from its registration labels onto the Node at every start
@@ -50,8 +51,8 @@ Design decisions, with their sources:
   Windows pod can run under ``restricted`` when it declares ``spec.os.name: windows`` and runs as
   ``ContainerUser``. The .NET nanoserver images do (``USER ContainerUser`` in dotnet/dotnet-docker
   src/runtime/10.0/nanoserver-ltsc2022/amd64/Dockerfile), so win-prod is ``restricted`` like linux-prod;
-  an IIS / .NET Framework image, which starts services as ContainerAdministrator, would need
-  ``baseline`` instead. The level is a parameter so that choice stays in config.
+  a workload whose image has to run as ContainerAdministrator would need ``baseline`` instead. The
+  level is a parameter so that choice stays in config.
 * A ResourceQuota on ``requests.*``/``limits.*`` makes the API reject any pod that does not state those
   resources; the LimitRange ``default``/``defaultRequest`` fill them in for containers that do not
   (https://kubernetes.io/docs/concepts/policy/resource-quotas/,
@@ -63,9 +64,9 @@ Design decisions, with their sources:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Iterable
 
 # --- names every renderer schedules by ------------------------------------------------------------------
 
@@ -74,10 +75,11 @@ WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"   # set by the Windows 
 ZONE_LABEL = "topology.kubernetes.io/zone"                 # registration label, render/kubeadm.py
 DISTRO_LABEL = "node.os.distro"                            # registration label, render/kubeadm.py
 WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
-CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm sets it; listed to refuse it
+CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm sets it; the patch never does
 
-# Windows nodes register with this taint (render/windows_bootstrap.py --register-with-taints), so no pod
-# without a matching toleration - i.e. every Linux pod - can land on them.
+# Windows nodes register with this taint (components/bootstrap.py WINDOWS_TAINT, passed through kubeadm's
+# nodeRegistration.taints to --register-with-taints), so no pod without a matching toleration - i.e.
+# every Linux pod - can land on them.
 WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"
 WINDOWS_TAINT_VALUE = "true"
 WINDOWS_TAINT_EFFECT = "NoSchedule"

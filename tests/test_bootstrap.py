@@ -20,7 +20,8 @@ JOINERS = CONTROL_PLANE_JOINERS + LINUX_WORKERS + WINDOWS_WORKERS
 
 
 def res(recording: Recording, name: str):
-    return recording.named(f"hk-prod-kubeadm-{name}")
+    prefix = "hk-prod-kubeadm-windows" if name.startswith("hk-win") else "hk-prod-kubeadm"
+    return recording.named(f"{prefix}-{name}")
 
 
 def closure(recording: Recording, urn: str) -> set[str]:
@@ -50,7 +51,7 @@ def hk() -> Recording:
 
 def test_one_fresh_credential_and_join_per_node(hk):
     credentials = sorted(r.name for r in hk.by_type(COMMAND) if r.name.endswith("-join-credentials"))
-    assert credentials == sorted(f"hk-prod-kubeadm-{n}-join-credentials" for n in JOINERS)
+    assert credentials == sorted(res(hk, f"{n}-join-credentials").name for n in JOINERS)
     for name in JOINERS:
         assert "kubeadm token create" in script(res(hk, f"{name}-join-credentials"))
 
@@ -131,7 +132,7 @@ def test_windows_nodes_register_with_the_taint(hk):
 
 
 def _declare_with_network_prerequisite():
-    from components.bootstrap import KubeadmCluster
+    from components.bootstrap import KubeadmCluster, WindowsJoins
     from components.machines import Machines
     from config.loader import load
     from config.secrets import Secrets
@@ -143,7 +144,8 @@ def _declare_with_network_prerequisite():
                       windows_admin_password=fake, bastion_ssh_private_key=None)
     machines = Machines("hk-prod", spec, secrets)
     prerequisite = pulumi.CustomResource("test:index:WindowsNetworkReady", "calico-windows-ready", {})
-    KubeadmCluster("hk-prod-kubeadm", spec, machines, windows_join_after=[prerequisite])
+    cluster = KubeadmCluster("hk-prod-kubeadm", spec, machines)
+    WindowsJoins("hk-prod-kubeadm-windows", spec, machines, cluster.access, after=[prerequisite])
     return None
 
 

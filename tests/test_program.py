@@ -51,7 +51,8 @@ def test_every_machine_is_declared(hk):
 def test_every_resource_has_a_component_parent_named_after_it(hk):
     by_urn = hk.by_urn()
     for r in hk.resources:
-        if r.type in ("hybrid:machines:Machines", "hybrid:bootstrap:KubeadmCluster"):
+        if r.type in ("hybrid:machines:Machines", "hybrid:bootstrap:KubeadmCluster", "hybrid:bootstrap:WindowsJoins",
+                      "hybrid:platform:ClusterNetwork"):
             assert r.parent.endswith("::hybrid-cluster-hk-prod"), r.parent
             continue
         parent = by_urn.get(r.parent)

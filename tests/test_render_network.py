@@ -19,7 +19,6 @@ KUBERNETES_VERSION = "1.36.4"
 VALIDATE_VERSION = "1.36.0"
 # config.compat's HostProcess kube-proxy image template (sig-windows-tools naming).
 KUBE_PROXY_IMAGE = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
-BUILDS = ("10.0.17763", "10.0.20348")
 
 HK_PROD = CalicoParams(
     pod_cidr="10.244.0.0/16",
@@ -40,8 +39,8 @@ HK_PROD = CalicoParams(
 )
 
 
-def kube_proxy(cluster_cidr: str = "10.244.0.0/16", builds: tuple[str, ...] = BUILDS) -> list[dict]:
-    return network.windows_kube_proxy(KUBERNETES_VERSION, KUBE_PROXY_IMAGE, cluster_cidr, builds)
+def kube_proxy(cluster_cidr: str = "10.244.0.0/16") -> list[dict]:
+    return network.windows_kube_proxy(KUBERNETES_VERSION, KUBE_PROXY_IMAGE, cluster_cidr)
 
 
 def render_all(p: CalicoParams) -> dict[str, object]:
@@ -133,15 +132,15 @@ def test_without_windows_the_windows_parts_are_dropped():
     spec = network.installation(linux_only)["spec"]
     assert "windowsDataplane" not in spec["calicoNetwork"]
     assert "windowsNodes" not in spec
-    kinds = [obj["kind"] for obj in network.calico_custom_resources(linux_only)]
-    assert kinds == ["FelixConfiguration", "Installation"]
-    assert network.windows_kube_proxy(KUBERNETES_VERSION, KUBE_PROXY_IMAGE, linux_only.pod_cidr, ()) == []
+    kinds = [obj["kind"] for obj in network.calico_settings(linux_only)]
+    assert kinds == ["FelixConfiguration"]
 
 
-def test_custom_resources_come_in_creation_order():
-    kinds = [obj["kind"] for obj in network.calico_custom_resources(HK_PROD)]
-    # Felix and IPAM settings exist before the operator reconciles the Installation.
-    assert kinds == ["FelixConfiguration", "IPAMConfiguration", "Installation"]
+def test_windows_settings_include_strict_affinity():
+    # The operator renders no Windows support without strict affinity; the order of creation is a
+    # property of the graph (tests/test_platform.py).
+    kinds = [obj["kind"] for obj in network.calico_settings(HK_PROD)]
+    assert kinds == ["FelixConfiguration", "IPAMConfiguration"]
 
 
 # --- Calico settings outside the Installation ------------------------------------------------------
@@ -215,12 +214,10 @@ def test_kube_proxy_is_a_windows_hostprocess_daemonset():
     assert network.PULUMI_WAIT_FOR not in daemonset["metadata"].get("annotations", {})
 
 
-def test_kube_proxy_lands_only_on_the_stack_builds():
-    spec = pod_spec(kube_proxy(builds=("10.0.20348", "10.0.17763", "10.0.20348"))[1])
-    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert terms == [{"matchExpressions": [
-        {"key": "node.kubernetes.io/windows-build", "operator": "In", "values": ["10.0.17763", "10.0.20348"]},
-    ]}]
+def test_kube_proxy_serves_every_windows_build():
+    spec = pod_spec(kube_proxy()[1])
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "windows"}
+    assert "affinity" not in spec
 
 
 def test_kube_proxy_mounts_the_script_it_runs():

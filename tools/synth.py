@@ -40,6 +40,9 @@ def plain(value: Any) -> Any:
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        # The engine's wire format (protobuf Struct) has only doubles; Kubernetes wants integers back.
+        return int(value)
     return value
 
 

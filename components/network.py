@@ -1,0 +1,87 @@
+"""The cluster network layer: Calico through the Tigera operator (VXLAN, with the Windows HNS dataplane when
+the stack has Windows nodes) and kube-proxy for Windows. It exposes `windows_prerequisites`, what a Windows
+node's join must wait for.
+
+Order, as the operator needs it: Calico's CRDs; the FelixConfiguration and IPAMConfiguration we own (the
+operator creates FelixConfiguration "default" itself if it runs first, and pulumi-kubernetes will not
+adopt an existing object); the operator; the Installation, awaited until the operator reports it Ready.
+"""
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from config import compat
+from config.model import StackSpec
+from render import network, windows_bootstrap
+
+from .k8s import kubernetes_object, resource_name
+
+
+def calico_params(spec: StackSpec) -> network.CalicoParams:
+    return network.CalicoParams(
+        pod_cidr=str(spec.cluster.pod_cidr),
+        service_cidr=str(spec.cluster.service_cidr),
+        mtu=spec.calico.mtu,
+        block_size=spec.calico.block_size,
+        encapsulation=spec.calico.encapsulation,
+        bgp=spec.calico.bgp,
+        vxlan_port=spec.calico.vxlan_port,
+        vxlan_vni=spec.calico.vxlan_vni,
+        windows=bool(spec.nodes.windows),
+        # The API server by address: Calico must reach it before cluster DNS (which needs Calico) runs.
+        api_host=str(spec.cluster.api_vip or spec.nodes.control_plane[0].ip),
+        api_port=spec.cluster.api_port,
+        windows_cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
+        windows_cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+        windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
+    )
+
+
+def helm_release(name: str, chart: dict[str, str], values: dict, *, provider: pulumi.ProviderResource,
+                 parent: pulumi.Resource, depends_on: list[pulumi.Resource] | None = None) -> kubernetes.helm.v3.Release:
+    """A pinned Helm release of one of the render modules' charts."""
+    return kubernetes.helm.v3.Release(
+        name,
+        name=name,
+        chart=chart["chart"],
+        version=chart["version"],
+        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart["repo"]),
+        namespace=chart["namespace"],
+        create_namespace=True,
+        values=values,
+        # Helm's own wait: the release is done when its workloads are ready.
+        wait_for_jobs=True,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
+    )
+
+
+class ClusterNetwork(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
+        params = calico_params(spec)
+        crds = helm_release(f"{name}-calico-crds", network.CALICO_CRDS_CHART, {}, provider=provider, parent=self)
+        owned = [
+            kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
+            for obj in network.calico_settings(params)
+        ]
+        operator = helm_release(f"{name}-tigera-operator", network.TIGERA_OPERATOR_CHART,
+                                network.tigera_operator_values(params), provider=provider, parent=self,
+                                depends_on=[crds, *owned])
+        self.installation = kubernetes_object(f"{name}-installation", network.installation(params),
+                                              provider=provider, parent=self, depends_on=[operator, *owned])
+        # A Windows node joins only once Calico can give it a network: the Installation is Ready (awaited
+        # through its pulumi.com/waitFor annotation) with strict affinity and the VXLAN settings in place.
+        self.windows_prerequisites: list[pulumi.Resource] = [self.installation, *owned]
+
+        self.kube_proxy_windows: list[pulumi.CustomResource] = []
+        if spec.nodes.windows:
+            # One DaemonSet for every build: HostProcess images do not depend on the build (config.compat).
+            template = compat.WINDOWS[spec.nodes.windows[0].version].kube_proxy_image
+            for obj in network.windows_kube_proxy(spec.cluster.kubernetes_version, template,  # type: ignore[arg-type]
+                                                  str(spec.cluster.pod_cidr)):
+                self.kube_proxy_windows.append(kubernetes_object(
+                    f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                    depends_on=[self.installation, *self.kube_proxy_windows]))
+        self.register_outputs({"calico": network.CALICO_VERSION, "windows": bool(spec.nodes.windows)})

@@ -1,0 +1,515 @@
+"""render/workloads.py: the sample workloads, their Ingresses and the ingress-nginx values.
+
+Every object is validated with kubernetes-validate (strict, the cluster's Kubernetes version). On top of
+schema validity the tests check what the issue cares about: each pod declares its OS; RuntimeClass
+admission plus the scheduler's node filter (modelled below on a hk-prod-shaped node set) put Windows pods
+only on nodes of their build and Linux pods only on Linux workers of the allowed distros; the pods pass
+the Pod Security Standard of their namespace; the namespace quota holds a whole rollout.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+
+from render.scheduling import (
+    DISTRO_LABEL,
+    WINDOWS_BUILD_LABEL,
+    WINDOWS_TAINT_EFFECT,
+    WINDOWS_TAINT_KEY,
+    WINDOWS_TAINT_VALUE,
+    ZONE_LABEL,
+    NamespaceParams,
+    WindowsBuildParams,
+    namespace,
+    parse_quantity,
+    runtime_classes,
+)
+from render.workloads import (
+    DEFAULT_LINUX_IMAGE,
+    DEFAULT_WIN_IMAGE,
+    INGRESS_NGINX_CHART,
+    INGRESS_NGINX_NODE_SELECTOR_PATHS,
+    LINUX_PATH,
+    SampleParams,
+    api_linux,
+    api_win,
+    ingress,
+    ingress_nginx_values,
+    peak_footprint,
+)
+
+K8S = "1.36.0"
+BUILDS = [WindowsBuildParams("win2019", "10.0.17763"), WindowsBuildParams("win2022", "10.0.20348")]
+RUNTIME_CLASSES = {rc["metadata"]["name"]: rc for rc in runtime_classes(BUILDS)}
+PARAMS = SampleParams(win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class="win2022",
+                      win_image=DEFAULT_WIN_IMAGE, linux_image=DEFAULT_LINUX_IMAGE)
+
+# Namespace sizing that holds the samples through a rollout (what the hk-prod config should carry).
+NAMESPACES = {
+    "win-prod": NamespaceParams("win-prod", "windows", "4", "8Gi", "12", "16Gi", 20, "100m", "128Mi", "500m",
+                                "512Mi", "restricted"),
+    "linux-prod": NamespaceParams("linux-prod", "linux", "4", "8Gi", "12", "16Gi", 30, "100m", "128Mi", "500m",
+                                  "512Mi", "restricted"),
+}
+
+SCHEMA_DIR = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema" / "v1.36.0-local-strict"
+
+
+def objects(params: SampleParams = PARAMS) -> list[dict]:
+    return api_win(params) + api_linux(params) + ingress(params)
+
+
+def deployments(params: SampleParams = PARAMS) -> list[dict]:
+    return [o for o in objects(params) if o["kind"] == "Deployment"]
+
+
+def pod_spec(deployment: dict) -> dict:
+    return deployment["spec"]["template"]["spec"]
+
+
+def is_windows(deployment: dict) -> bool:
+    return pod_spec(deployment)["os"]["name"] == "windows"
+
+
+def containers(spec: dict) -> list[dict]:
+    return spec.get("containers", []) + spec.get("initContainers", []) + spec.get("ephemeralContainers", [])
+
+
+# --- a model of admission and of the scheduler's node filter -----------------------------------------------------
+
+def node(name, os, zone, distro, build=None, taints=()):
+    labels = {"kubernetes.io/os": os, ZONE_LABEL: zone, DISTRO_LABEL: distro}
+    if build:
+        labels[WINDOWS_BUILD_LABEL] = build
+    return {"name": name, "labels": labels, "taints": list(taints)}
+
+
+CONTROL_PLANE_TAINT = {"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}
+WINDOWS_TAINT = {"key": WINDOWS_TAINT_KEY, "value": WINDOWS_TAINT_VALUE, "effect": WINDOWS_TAINT_EFFECT}
+NODES = [
+    node("hk-cp-01", "linux", "hk-1", "ubuntu22", taints=[CONTROL_PLANE_TAINT]),
+    node("hk-cp-02", "linux", "hk-2", "ubuntu22", taints=[CONTROL_PLANE_TAINT]),
+    node("hk-lnx-01", "linux", "hk-1", "ubuntu22"),
+    node("hk-lnx-02", "linux", "hk-2", "rocky9"),
+    node("hk-lnx-03", "linux", "hk-2", "centos7"),
+    node("hk-win-01", "windows", "hk-1", "win2022", "10.0.20348", [WINDOWS_TAINT]),
+    node("hk-win-02", "windows", "hk-2", "win2022", "10.0.20348", [WINDOWS_TAINT]),
+    node("hk-win-03", "windows", "hk-1", "win2019", "10.0.17763", [WINDOWS_TAINT]),
+]
+
+
+def admitted(spec: dict) -> dict:
+    """The pod spec after RuntimeClass admission: the class's nodeSelector merged in (a conflicting key
+    rejects the pod) and its tolerations appended (RuntimeClass ``scheduling`` field descriptions)."""
+    spec = copy.deepcopy(spec)
+    name = spec.get("runtimeClassName")
+    if name is None:
+        return spec
+    assert name in RUNTIME_CLASSES, f"RuntimeClass {name} is not rendered"
+    scheduling = RUNTIME_CLASSES[name].get("scheduling", {})
+    selector = spec.setdefault("nodeSelector", {})
+    for key, value in scheduling.get("nodeSelector", {}).items():
+        assert selector.get(key, value) == value, f"pod nodeSelector {key} conflicts with RuntimeClass {name}"
+        selector[key] = value
+    tolerations = spec.setdefault("tolerations", [])
+    tolerations += [t for t in scheduling.get("tolerations", []) if t not in tolerations]
+    return spec
+
+
+def tolerates(toleration: dict, taint: dict) -> bool:
+    """corev1 Toleration.ToleratesTaint: key (empty key with Exists matches all), effect (empty matches
+    all), and value unless the operator is Exists."""
+    operator = toleration.get("operator", "Equal")
+    if toleration.get("key") and toleration["key"] != taint["key"]:
+        return False
+    if not toleration.get("key") and operator != "Exists":
+        return False
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    return operator == "Exists" or toleration.get("value", "") == taint.get("value", "")
+
+
+def expression_holds(expression: dict, labels: dict) -> bool:
+    key, op, values = expression["key"], expression["operator"], expression.get("values", [])
+    return {"In": lambda: labels.get(key) in values, "NotIn": lambda: labels.get(key) not in values,
+            "Exists": lambda: key in labels, "DoesNotExist": lambda: key not in labels}[op]()
+
+
+def fits(spec: dict, candidate: dict) -> bool:
+    labels = candidate["labels"]
+    if any(labels.get(k) != v for k, v in spec.get("nodeSelector", {}).items()):
+        return False
+    required = spec.get("affinity", {}).get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required and not any(all(expression_holds(e, labels) for e in term.get("matchExpressions", []))
+                            for term in required["nodeSelectorTerms"]):
+        return False
+    return all(any(tolerates(t, taint) for t in spec.get("tolerations", []))
+               for taint in candidate["taints"] if taint["effect"] in ("NoSchedule", "NoExecute"))
+
+
+def placement(deployment: dict) -> set[str]:
+    spec = admitted(pod_spec(deployment))
+    return {n["name"] for n in NODES if fits(spec, n)}
+
+
+# --- a model of Pod Security Admission (kubernetes staging/src/k8s.io/pod-security-admission/policy) -----------
+
+BASELINE_CAPABILITIES = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                         "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
+                      "projected", "secret"}
+
+
+def psa_violations(spec: dict, level: str) -> list[str]:
+    """The checks of the baseline and restricted profiles, with the v1.25+ Windows exemptions
+    (allowPrivilegeEscalation, seccomp, capabilities are not checked for spec.os.name=windows)."""
+    if level == "privileged":
+        return []
+    found: list[str] = []
+    windows = spec.get("os", {}).get("name") == "windows"
+    pod_sc = spec.get("securityContext", {})
+    every = containers(spec)
+    contexts = [pod_sc] + [c.get("securityContext", {}) for c in every]
+    # baseline
+    found += [f"host namespace {k}" for k in ("hostNetwork", "hostPID", "hostIPC") if spec.get(k)]
+    found += ["hostProcess" for sc in contexts if sc.get("windowsOptions", {}).get("hostProcess")]
+    found += ["privileged" for sc in contexts[1:] if sc.get("privileged")]
+    found += ["capabilities.add" for sc in contexts[1:]
+              if set(sc.get("capabilities", {}).get("add", [])) - BASELINE_CAPABILITIES]
+    found += ["hostPath volume" for v in spec.get("volumes", []) if "hostPath" in v]
+    found += ["hostPort" for c in every for p in c.get("ports", []) if p.get("hostPort")]
+    found += ["seccomp Unconfined" for sc in contexts if sc.get("seccompProfile", {}).get("type") == "Unconfined"]
+    found += ["procMount" for sc in contexts[1:] if sc.get("procMount", "Default") != "Default"]
+    found += ["sysctls" for _ in pod_sc.get("sysctls", [])]
+    found += ["seLinuxOptions" for sc in contexts if sc.get("seLinuxOptions")]
+    if level == "baseline":
+        return found
+    # restricted
+    found += [f"volume type {set(v) - {'name'}}" for v in spec.get("volumes", []) if not (set(v) - {"name"}) <= RESTRICTED_VOLUMES]
+    pod_non_root = pod_sc.get("runAsNonRoot")
+    if pod_non_root is False or any(c.get("securityContext", {}).get("runAsNonRoot") is False for c in every):
+        found.append("runAsNonRoot=false")
+    if pod_non_root is not True and not all(c.get("securityContext", {}).get("runAsNonRoot") for c in every):
+        found.append("runAsNonRoot unset")
+    found += ["runAsUser=0" for sc in contexts if sc.get("runAsUser") == 0]
+    if not windows:
+        found += [f"{c['name']}: allowPrivilegeEscalation" for c in every
+                  if c.get("securityContext", {}).get("allowPrivilegeEscalation") is not False]
+        pod_seccomp = pod_sc.get("seccompProfile", {}).get("type") in ("RuntimeDefault", "Localhost")
+        found += [f"{c['name']}: seccomp" for c in every
+                  if not pod_seccomp and c.get("securityContext", {}).get("seccompProfile", {}).get("type") not in ("RuntimeDefault", "Localhost")]
+        for c in every:
+            caps = c.get("securityContext", {}).get("capabilities", {})
+            if "ALL" not in caps.get("drop", []):
+                found.append(f"{c['name']}: capabilities.drop ALL")
+            if set(caps.get("add", [])) - {"NET_BIND_SERVICE"}:
+                found.append(f"{c['name']}: capabilities.add")
+    return found
+
+
+def fields_forbidden_for(os_name: str) -> dict[str, set[str]]:
+    """Per security-context schema, the fields the v1.36 API refuses when spec.os.name is ``os_name``
+    ("Note that this field cannot be set when spec.os.name is ..." in the field descriptions)."""
+    forbidden = {}
+    for schema in ("podsecuritycontext-v1.json", "securitycontext-v1.json"):
+        properties = json.loads((SCHEMA_DIR / schema).read_text())["properties"]
+        forbidden[schema] = {name for name, prop in properties.items()
+                             if f"cannot be set when spec.os.name is {os_name}" in prop.get("description", "")}
+    assert forbidden["securitycontext-v1.json"], "schema descriptions changed; the OS field rule is not found"
+    return forbidden
+
+
+# --- schema validity -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("obj", objects(), ids=lambda o: f"{o['kind']}/{o['metadata']['namespace']}/{o['metadata']['name']}")
+def test_every_object_passes_strict_validation(obj):
+    kubernetes_validate.validate(obj, K8S, strict=True)
+
+
+def test_strict_validation_catches_a_misspelt_field():
+    broken = copy.deepcopy(deployments()[0])
+    broken["spec"]["template"]["spec"]["runtimeClass"] = broken["spec"]["template"]["spec"].pop("runtimeClassName")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S, strict=True)
+
+
+# --- OS declaration and placement ------------------------------------------------------------------------------
+
+def test_every_workload_declares_its_os():
+    for deployment in deployments():
+        spec = pod_spec(deployment)
+        if is_windows(deployment):
+            assert spec["runtimeClassName"] in RUNTIME_CLASSES
+            assert RUNTIME_CLASSES[spec["runtimeClassName"]]["scheduling"]["nodeSelector"]["kubernetes.io/os"] == "windows"
+        else:
+            assert spec["os"]["name"] == "linux"
+            assert spec["nodeSelector"]["kubernetes.io/os"] == "linux"
+
+
+def test_windows_pods_tolerate_the_windows_taint_through_their_runtime_class_and_linux_pods_do_not():
+    for deployment in deployments():
+        spec = admitted(pod_spec(deployment))
+        tolerated = any(tolerates(t, WINDOWS_TAINT) for t in spec.get("tolerations", []))
+        assert tolerated == is_windows(deployment), deployment["metadata"]["name"]
+        if is_windows(deployment):
+            # Nothing on the pod itself: the RuntimeClass is the one place that knows the taint.
+            assert "tolerations" not in pod_spec(deployment)
+
+
+def test_api_win_lands_only_on_nodes_of_its_windows_build():
+    [win] = [d for d in deployments() if is_windows(d)]
+    assert placement(win) == {"hk-win-01", "hk-win-02"}
+
+
+def test_api_linux_lands_only_on_linux_workers_of_the_allowed_distros():
+    [linux] = [d for d in deployments() if not is_windows(d)]
+    assert placement(linux) == {"hk-lnx-01", "hk-lnx-02"}
+    narrowed = SampleParams(**{**PARAMS.__dict__, "linux_distros": ("rocky9",)})
+    [linux] = [d for d in deployments(narrowed) if not is_windows(d)]
+    assert placement(linux) == {"hk-lnx-02"}
+
+
+def test_a_pod_without_the_runtime_class_would_not_reach_windows_nodes():
+    # The negative that makes the positive meaningful: the taint alone keeps untolerating pods off.
+    [win] = [d for d in deployments() if is_windows(d)]
+    bare = copy.deepcopy(win)
+    del bare["spec"]["template"]["spec"]["runtimeClassName"]
+    assert placement(bare) <= {"hk-lnx-01", "hk-lnx-02", "hk-lnx-03"}
+
+
+@pytest.mark.parametrize("image", ["mcr.microsoft.com/dotnet/samples:aspnetapp-9.0-nanoserver-1809",
+                                   "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2019"])
+def test_windows_image_must_match_the_runtime_class_build(image):
+    with pytest.raises(ValueError, match="2019"):
+        api_win(SampleParams(**{**PARAMS.__dict__, "win_image": image}))
+    assert "ltsc2022" in DEFAULT_WIN_IMAGE
+    # The same 2019 image is fine under the 2019 class.
+    assert api_win(SampleParams(**{**PARAMS.__dict__, "win_image": image, "win_runtime_class": "win2019"}))
+
+
+@pytest.mark.parametrize("image", ["mcr.microsoft.com/dotnet/samples", "docker.io/library/nginx:latest", ""])
+def test_images_must_be_pinned(image):
+    with pytest.raises(ValueError, match="pinned"):
+        api_linux(SampleParams(**{**PARAMS.__dict__, "linux_image": image}))
+
+
+def test_spread_over_zones_with_max_skew_one_selects_the_pods_own_labels():
+    for deployment in deployments():
+        [constraint] = pod_spec(deployment)["topologySpreadConstraints"]
+        assert constraint["maxSkew"] == 1 and constraint["topologyKey"] == ZONE_LABEL
+        assert constraint["whenUnsatisfiable"] == "DoNotSchedule"
+        assert constraint["nodeTaintsPolicy"] == "Honor"
+        selector = constraint["labelSelector"]["matchLabels"]
+        assert selector.items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_replicas():
+    counts = {d["metadata"]["name"]: d["spec"]["replicas"] for d in deployments()}
+    assert counts == {"api-win": 4, "api-linux": 6}
+
+
+# --- security ---------------------------------------------------------------------------------------------------
+
+def test_pods_comply_with_their_namespaces_pod_security_level():
+    for deployment in deployments():
+        ns = namespace(NAMESPACES[deployment["metadata"]["namespace"]])[0]
+        level = ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        assert psa_violations(pod_spec(deployment), level) == [], deployment["metadata"]["name"]
+    # Linux pods must meet restricted whatever a namespace says.
+    [linux] = [d for d in deployments() if not is_windows(d)]
+    assert psa_violations(pod_spec(linux), "restricted") == []
+
+
+def test_linux_pod_sets_the_fields_restricted_requires():
+    [linux] = [d for d in deployments() if not is_windows(d)]
+    spec = pod_spec(linux)
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] > 0
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    for c in spec["containers"]:
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_psa_model_rejects_what_the_profiles_reject():
+    [win] = [d for d in deployments() if is_windows(d)]
+    [linux] = [d for d in deployments() if not is_windows(d)]
+    no_root_check = copy.deepcopy(pod_spec(win))
+    del no_root_check["securityContext"]["runAsNonRoot"]
+    assert "runAsNonRoot unset" in psa_violations(no_root_check, "restricted")
+    no_seccomp = copy.deepcopy(pod_spec(linux))
+    del no_seccomp["securityContext"]["seccompProfile"]
+    assert "api: seccomp" in psa_violations(no_seccomp, "restricted")
+    host_process = copy.deepcopy(pod_spec(win))
+    host_process["securityContext"]["windowsOptions"]["hostProcess"] = True
+    assert "hostProcess" in psa_violations(host_process, "baseline")
+
+
+def test_windows_pods_set_no_field_the_api_forbids_for_windows_and_run_as_container_user():
+    forbidden = fields_forbidden_for("windows")
+    linux_only = fields_forbidden_for("linux")
+    for deployment in deployments():
+        spec = pod_spec(deployment)
+        pod_sc = spec.get("securityContext", {})
+        banned = forbidden if is_windows(deployment) else linux_only
+        assert not set(pod_sc) & banned["podsecuritycontext-v1.json"], deployment["metadata"]["name"]
+        for c in containers(spec):
+            assert not set(c.get("securityContext", {})) & banned["securitycontext-v1.json"], c["name"]
+    [win] = [d for d in deployments() if is_windows(d)]
+    # The kubelet's runAsNonRoot check on Windows refuses ContainerAdministrator only.
+    assert pod_spec(win)["securityContext"]["windowsOptions"]["runAsUserName"] == "ContainerUser"
+
+
+# --- probes, services, quota -----------------------------------------------------------------------------------
+
+def test_probes_suit_each_os():
+    for deployment in deployments():
+        [c] = pod_spec(deployment)["containers"]
+        for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert c[kind]["httpGet"]["port"] == "http"
+        startup = c["startupProbe"]
+        budget = startup.get("initialDelaySeconds", 0) + startup["periodSeconds"] * startup["failureThreshold"]
+        if is_windows(deployment):
+            assert budget >= 300 and all(c[k]["timeoutSeconds"] >= 5 for k in ("startupProbe", "readinessProbe", "livenessProbe"))
+            assert {c[k]["httpGet"]["path"] for k in ("startupProbe", "readinessProbe", "livenessProbe")} == {"/healthz"}
+        else:
+            assert budget >= 120
+            assert all(c[k]["httpGet"]["path"].startswith(LINUX_PATH + "/actuator/health") for k in ("readinessProbe", "livenessProbe"))
+
+
+def test_every_container_states_requests_and_limits():
+    for deployment in deployments():
+        for c in pod_spec(deployment)["containers"]:
+            for kind in ("requests", "limits"):
+                for resource in ("cpu", "memory"):
+                    parse_quantity(c["resources"][kind][resource])
+            assert parse_quantity(c["resources"]["requests"]["memory"]) <= parse_quantity(c["resources"]["limits"]["memory"])
+
+
+def test_services_select_their_pods_and_target_a_named_container_port():
+    objs = objects()
+    for deployment in deployments():
+        [service] = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == deployment["metadata"]["name"]]
+        assert service["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+        assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+        port_names = {p["name"] for c in pod_spec(deployment)["containers"] for p in c["ports"]}
+        assert {p["targetPort"] for p in service["spec"]["ports"]} <= port_names
+
+
+def test_namespace_quota_holds_a_whole_rollout():
+    for deployment in deployments():
+        _, quota, _ = namespace(NAMESPACES[deployment["metadata"]["namespace"]])
+        peak = peak_footprint(deployment)
+        assert peak["pods"] == deployment["spec"]["replicas"] + 1
+        for key, used in peak.items():
+            assert used <= parse_quantity(quota["spec"]["hard"][key]), f"{deployment['metadata']['name']}: {key}"
+
+
+def test_windows_deployment_waits_long_enough_for_a_windows_pull():
+    [win] = [d for d in deployments() if is_windows(d)]
+    assert int(win["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) >= win["spec"]["progressDeadlineSeconds"] >= 600
+
+
+# --- ingress ---------------------------------------------------------------------------------------------------
+
+def routes(params: SampleParams = PARAMS) -> dict[str, tuple[dict, dict]]:
+    found = {}
+    for ing in ingress(params):
+        kubernetes_validate.validate(ing, K8S, strict=True)
+        assert ing["spec"]["ingressClassName"] == params.ingress_class
+        for rule in ing["spec"]["rules"]:
+            assert rule.get("host") == params.host
+            for path in rule["http"]["paths"]:
+                found[path["path"]] = (ing, path)
+    return found
+
+
+def test_ingress_routes_each_prefix_to_the_service_in_its_own_namespace():
+    objs = objects()
+    services = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == "Service"}
+    table = routes()
+    assert len(table) == 2
+    for (ing, rule) in table.values():
+        backend = rule["backend"]["service"]
+        service = services[(ing["metadata"]["namespace"], backend["name"])]
+        assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+    assert table[LINUX_PATH][0]["metadata"]["namespace"] == "linux-prod"
+    assert table[LINUX_PATH][1]["pathType"] == "Prefix"
+
+
+def test_win_path_is_rewritten_to_the_apps_root():
+    [(path, (ing, rule))] = [(p, v) for p, v in routes().items() if p.startswith("/win")]
+    assert ing["metadata"]["namespace"] == "win-prod" and rule["backend"]["service"]["name"] == "api-win"
+    assert rule["pathType"] == "ImplementationSpecific"   # ingress-nginx refuses regex paths under Prefix
+    annotations = ing["metadata"]["annotations"]
+    assert annotations["nginx.ingress.kubernetes.io/use-regex"] == "true"
+    target = annotations["nginx.ingress.kubernetes.io/rewrite-target"]
+    # nginx matches the location as an anchored regex and substitutes the captures into the target.
+    location = re.compile("^" + path)
+    for request, upstream in {"/win": "/", "/win/": "/", "/win/healthz": "/healthz", "/win/Environment": "/Environment"}.items():
+        match = location.match(request)
+        assert match, request
+        assert re.sub(r"\$(\d)", lambda m, found=match: found.group(int(m.group(1))), target) == upstream
+    assert location.match("/winter") is None
+
+
+def test_linux_app_serves_under_the_prefix_it_is_routed_by():
+    [linux] = [d for d in deployments() if not is_windows(d)]
+    env = {e["name"]: e["value"] for e in pod_spec(linux)["containers"][0]["env"]}
+    assert env["SERVER_SERVLET_CONTEXTPATH"] == LINUX_PATH
+    assert "nginx.ingress.kubernetes.io/rewrite-target" not in routes()[LINUX_PATH][0]["metadata"].get("annotations", {})
+
+
+def test_host_is_applied_to_both_ingresses():
+    table = routes(SampleParams(**{**PARAMS.__dict__, "host": "api.hk-prod.example.com"}))
+    assert {ing["spec"]["rules"][0]["host"] for ing, _ in table.values()} == {"api.hk-prod.example.com"}
+
+
+# --- ingress-nginx ----------------------------------------------------------------------------------------------
+
+def walk(value, path=()):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield path + (key,), item
+            yield from walk(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from walk(item, path + (index,))
+
+
+def test_ingress_nginx_values_put_every_pod_on_linux():
+    values = ingress_nginx_values()
+    selectors = {path: item for path, item in walk(values) if path[-1] == "nodeSelector"}
+    assert set(selectors) == set(INGRESS_NGINX_NODE_SELECTOR_PATHS)
+    assert all(item == {"kubernetes.io/os": "linux"} for item in selectors.values())
+    assert not [path for path, _ in walk(values) if path[-1] == "tolerations"]
+
+
+def test_ingress_nginx_controller_is_ha_over_zones_on_a_node_port():
+    controller = ingress_nginx_values()["controller"]
+    assert controller["replicaCount"] == 2
+    [spread] = controller["topologySpreadConstraints"]
+    assert spread["maxSkew"] == 1 and spread["topologyKey"] == ZONE_LABEL
+    assert spread["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "controller"
+    assert controller["service"]["type"] == "NodePort"
+    assert controller["resources"]["requests"]
+    for job in ("createSecretJob", "patchWebhookJob"):
+        assert controller["admissionWebhooks"][job]["resources"]["requests"]
+
+
+def test_ingress_nginx_node_ports_must_lie_in_the_clusters_range():
+    with pytest.raises(ValueError, match="node port range"):
+        ingress_nginx_values(http_node_port=30080, node_port_range=(31000, 32000))
+    with pytest.raises(ValueError, match="different"):
+        ingress_nginx_values(http_node_port=30443)
+
+
+def test_ingress_nginx_chart_is_pinned():
+    assert INGRESS_NGINX_CHART["chart"] == "ingress-nginx"
+    assert INGRESS_NGINX_CHART["repo"] == "https://kubernetes.github.io/ingress-nginx"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", INGRESS_NGINX_CHART["version"])
