@@ -4,6 +4,8 @@ import pulumi
 from components.bootstrap import KubeadmCluster, WindowsJoins
 from components.machines import Machines
 from components.network import ClusterNetwork
+from components.scheduling import Scheduling
+from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 
@@ -24,6 +26,11 @@ cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines)
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)
+node_ready = {**cluster.node_ready, **windows.node_ready}
+scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
+if spec.workloads.samples:
+    SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
+                    windows_networking=network.kube_proxy_windows)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -197,7 +197,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
 
 def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: command.remote.Command,
                parent: pulumi.Resource) -> command.remote.Command:
-    """Waits for the Node object after the join; on delete drains and deletes it before the reset runs."""
+    """Waits until the joined node is Ready; on delete drains and deletes it before the reset runs."""
     return command.remote.Command(
         f"{name}-drain",
         connection=access.connection,
@@ -228,6 +228,16 @@ class KubeadmCluster(pulumi.ComponentResource):
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init)
 
+        # When each node is Ready; the first control-plane node has no join, so its wait stands alone
+        # (and has no drain: removing it means destroying the cluster).
+        self.node_ready: dict[str, pulumi.Resource] = {
+            first.node.name: command.remote.Command(
+                f"{name}-{first.node.name}-ready",
+                connection=first.connection,
+                create=bash_command(linux_bootstrap.render_wait_for_node(first.node.name)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init]),
+            )
+        }
         self.joins: list[LinuxNodeJoin] = []
         previous_control_plane: list[pulumi.Resource] = []
         for machine in other_control_plane:
@@ -240,6 +250,7 @@ class KubeadmCluster(pulumi.ComponentResource):
                 self.joins.append(LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
                                                 control_plane=False, opts=pulumi.ResourceOptions(parent=self)))
 
+        self.node_ready.update({join.node_name: join.drain for join in self.joins})
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
@@ -267,4 +278,5 @@ class WindowsJoins(pulumi.ComponentResource):
                             opts=pulumi.ResourceOptions(parent=self))
             for machine in machines.windows_nodes
         ]
+        self.node_ready: dict[str, pulumi.Resource] = {join.node_name: join.drain for join in self.joins}
         self.register_outputs({"nodes": [j.node_name for j in self.joins]})

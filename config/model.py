@@ -232,6 +232,14 @@ class WindowsSpec(Spec):
     dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 16384
 
 
+class WorkloadsSpec(Spec):
+    # The sample api-win / api-linux applications and their ingress: on by default, to prove a new
+    # cluster end to end; switch off for a cluster that only runs real workloads.
+    samples: bool = True
+    # Host name the sample Ingresses answer to; None answers any host.
+    sample_host: str | None = None
+
+
 class StackSpec(Spec):
     """The whole stack: each field is one `hybrid-cluster:<key>` entry of the stack file."""
 
@@ -247,6 +255,7 @@ class StackSpec(Spec):
     ntp_servers: Annotated[list[str], Field(min_length=1)]
     storage: StorageSpec
     windows: WindowsSpec = WindowsSpec()
+    workloads: WorkloadsSpec = WorkloadsSpec()
 
     @property
     def linux_nodes(self) -> list[LinuxNodeSpec]:

@@ -775,15 +775,21 @@ echo "node cleanup: done"
 
 # --- control-plane side: node registration, drain, kubeconfig -------------------------------------
 
-def render_wait_for_node(node_name: str, timeout_seconds: int = 900) -> str:
-    """On the first control-plane node: wait (bounded) until the Node object ``node_name`` exists.
+def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeout_seconds: int = 1800) -> str:
+    """On the first control-plane node: wait (bounded) until the Node object ``node_name`` exists, then
+    until it is Ready, so that what depends on a node (its labels, the workloads that need its OS) starts
+    only on a working node.
 
     ``kubectl get node NAME --ignore-not-found -o name`` prints nothing and exits 0 while the node is
     absent (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_get/), so API errors and
-    "not yet" are told apart.
+    "not yet" are told apart. ``kubectl wait --for=condition=Ready node/NAME --timeout=..`` blocks until the
+    condition holds or fails after the timeout
+    (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_wait/). Ready needs the node's CNI,
+    which Calico installs: on a Windows node after its first image pulls, hence the longer budget.
     """
     _check_node_name(node_name)
     _check_timeout(timeout_seconds)
+    _check_timeout(ready_timeout_seconds)
     return "\n".join([
         _PRELUDE,
         f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
@@ -791,11 +797,12 @@ def render_wait_for_node(node_name: str, timeout_seconds: int = 900) -> str:
         f"""
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
 last=""
+registered=""
 for ((attempt = 1; attempt <= {_attempts(timeout_seconds)}; attempt++)); do
   if output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-timeout=10s 2>&1)"; then
     if [[ $output == *"node/$NODE"* ]]; then
-      echo "node $NODE is registered"
-      exit 0
+      registered=yes
+      break
     fi
     last="not registered yet"
   else
@@ -803,8 +810,14 @@ for ((attempt = 1; attempt <= {_attempts(timeout_seconds)}; attempt++)); do
   fi
   sleep {POLL_SECONDS}
 done
-echo "last answer: $last" >&2
-die "node $NODE did not register within {timeout_seconds}s"
+if [[ -z $registered ]]; then
+  echo "last answer: $last" >&2
+  die "node $NODE did not register within {timeout_seconds}s"
+fi
+echo "node $NODE is registered"
+kubectl wait --for=condition=Ready "node/$NODE" --timeout={ready_timeout_seconds}s >/dev/null \
+  || die "node $NODE registered but did not become Ready within {ready_timeout_seconds}s (is its CNI running?)"
+echo "node $NODE is Ready"
 """,
     ])
 

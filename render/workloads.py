@@ -93,6 +93,7 @@ INGRESS_NGINX_CHART: dict = {
     "chart": "ingress-nginx",
     "repo": "https://kubernetes.github.io/ingress-nginx",   # chart README, "Get Repo Info"
     "version": "4.15.0",                                     # controller v1.15.0, 2026-03-10
+    "namespace": "ingress-nginx",
 }
 
 WIN_APP = "api-win"

@@ -78,3 +78,95 @@ def test_mtu_change_touches_only_calico(hk):
     values = hk_prod_values()
     values["calico"]["mtu"] = 1400
     assert changed(hk, run_program(raw_config(values))) == {"hk-prod-network-installation"}
+
+
+WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
+CALICO_SETTINGS = {"FelixConfiguration", "IPAMConfiguration"}  # no CRD schema of theirs is in ../shared
+
+
+def kubernetes_objects(recording: Recording) -> list[dict]:
+    objects = []
+    for r in recording.resources:
+        if r.type.startswith("kubernetes:") and r.custom and "apiVersion" in r.inputs:
+            objects.append(plain(r.inputs))
+    return objects
+
+
+def test_every_kubernetes_object_passes_the_validators(hk):
+    import kubernetes_validate
+
+    version = hk_prod_values()["cluster"]["kubernetesVersion"]
+    checked = set()
+    for obj in kubernetes_objects(hk):
+        if obj["apiVersion"] == "operator.tigera.io/v1":
+            validate_custom_resource(obj, INSTALLATION_SCHEMA)
+        elif obj["kind"] in CALICO_SETTINGS:
+            assert obj["apiVersion"] == "projectcalico.org/v3"
+            continue
+        else:
+            kubernetes_validate.validate(obj, version, strict=True)
+        checked.add(obj["kind"])
+    assert {"Installation", "DaemonSet", "Deployment", "Service", "Ingress", "RuntimeClass", "Namespace",
+            "ResourceQuota", "LimitRange", "Node", "ConfigMap"} <= checked
+
+
+def pod_specs(recording: Recording):
+    for obj in kubernetes_objects(recording):
+        if obj["kind"] in WORKLOAD_KINDS:
+            yield obj["metadata"]["name"], obj["spec"]["template"]["spec"]
+
+
+def test_every_workload_declares_its_os_and_only_windows_ones_tolerate_the_taint(hk):
+    runtime_classes = {obj["metadata"]["name"]: obj for obj in kubernetes_objects(hk) if obj["kind"] == "RuntimeClass"}
+    seen = []
+    for name, spec in pod_specs(hk):
+        rc = runtime_classes.get(spec.get("runtimeClassName"), {}).get("scheduling", {})
+        node_selector = {**rc.get("nodeSelector", {}), **spec.get("nodeSelector", {})}
+        tolerations = rc.get("tolerations", []) + spec.get("tolerations", [])
+        os_ = node_selector.get("kubernetes.io/os")
+        assert os_ in ("linux", "windows"), f"{name} does not say which OS it needs"
+        tolerates_windows = any(t.get("key") == "node-role.kubernetes.io/windows" for t in tolerations)
+        assert tolerates_windows == (os_ == "windows"), name
+        seen.append((name, os_))
+    assert ("api-win", "windows") in seen and ("api-linux", "linux") in seen and ("kube-proxy-windows", "windows") in seen
+
+
+def test_linux_only_system_components_select_linux(hk):
+    for release in ("hk-prod-network-tigera-operator", "hk-prod-samples-ingress-nginx"):
+        values = json.dumps(hk.named(release).inputs["values"])
+        assert '"kubernetes.io/os": "linux"' in values and '"kubernetes.io/os": "windows"' not in values, release
+
+
+def test_windows_workloads_start_after_windows_nodes_are_ready(hk):
+    api_win = hk.named("hk-prod-samples-deployment-win-prod-api-win").urn
+    waits_for = closure(hk, api_win)
+    for node in ("hk-win-1", "hk-win-2"):  # the win2022 nodes
+        assert hk.named(f"hk-prod-kubeadm-windows-{node}-drain").urn in waits_for
+    assert hk.named("hk-prod-network-daemonset-kube-system-kube-proxy-windows").urn in waits_for
+    assert hk.named("hk-prod-scheduling-runtimeclass-win2022").urn in waits_for
+
+
+def test_node_labels_follow_config_once_the_node_is_ready(hk):
+    patch = hk.named("hk-prod-scheduling-node-hk-lnx-3")
+    assert patch.type == "kubernetes:core/v1:NodePatch"
+    assert patch.inputs["metadata"]["labels"] == {"topology.kubernetes.io/zone": "hk-1", "node.os.distro": "rocky9",
+                                                  "node-role.kubernetes.io/worker": ""}
+    assert hk.named("hk-prod-kubeadm-hk-lnx-3-drain").urn in patch.dependencies
+
+
+def test_adding_a_windows_build_adds_its_runtime_class_and_nothing_else_changes(hk):
+    values = hk_prod_values()
+    values["hyperv"]["hosts"][1]["goldenImages"]["win2025"] = "D:\\golden\\ws2025.vhdx"
+    values["nodes"]["windows"].append({"name": "hk-win-4", "zone": "hk-2", "hypervHost": "hv-hk2-a",
+                                       "version": "win2025", "cpu": 8, "memoryMb": 16384, "diskGb": 100,
+                                       "ip": "10.30.30.54"})
+    new_node = {n for n in changed(hk, run_program(raw_config(values))) if "hk-win-4" in n}
+    assert changed(hk, run_program(raw_config(values))) - new_node == {"hk-prod-scheduling-runtimeclass-win2025"}
+
+
+def test_samples_can_be_switched_off(hk):
+    values = hk_prod_values()
+    values["workloads"] = {"samples": False}
+    recording = run_program(raw_config(values))
+    assert not [r for r in recording.resources if r.name.startswith("hk-prod-samples")]
+    assert changed(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")}

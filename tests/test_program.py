@@ -51,9 +51,9 @@ def test_every_machine_is_declared(hk):
 def test_every_resource_has_a_component_parent_named_after_it(hk):
     by_urn = hk.by_urn()
     for r in hk.resources:
-        if r.type in ("hybrid:machines:Machines", "hybrid:bootstrap:KubeadmCluster", "hybrid:bootstrap:WindowsJoins",
-                      "hybrid:platform:ClusterNetwork"):
-            assert r.parent.endswith("::hybrid-cluster-hk-prod"), r.parent
+        if r.parent.endswith("::hybrid-cluster-hk-prod"):
+            # Only the layers hang off the stack, each a component of ours.
+            assert r.type.startswith("hybrid:") and not r.custom, r.name
             continue
         parent = by_urn.get(r.parent)
         assert parent is not None, f"{r.name} is not parented to a component"
@@ -177,4 +177,5 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
     machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-join-credentials", "-join", "-drain")}
-    assert _changed(hk, record(hk_values)) == machine | membership
+    labels = {"hk-prod-scheduling-node-hk-lnx-5"}
+    assert _changed(hk, record(hk_values)) == machine | membership | labels

@@ -137,6 +137,10 @@ case "$1" in
     echo "$count" >"$STUB_DIR/get-count"
     if [[ -e $nodes/$3 ]] || ((count >= ${STUB_NODE_APPEARS_AT:-1000000})); then echo "node/$3"; fi
     ;;
+  wait)
+    [[ -z ${STUB_NODE_NOT_READY:-} ]] || { echo "error: timed out waiting for the condition on nodes/x" >&2; exit 1; }
+    echo "${4:-node} condition met"
+    ;;
   cordon) echo "node/$2 cordoned" ;;
   drain)
     [[ -z ${STUB_DRAIN_FAIL:-} ]] || { echo "error: timed out waiting for the condition" >&2; exit 1; }
@@ -634,10 +638,21 @@ def test_wait_for_node_returns_once_the_node_is_registered(node):
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
     result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60), STUB_NODE_APPEARS_AT="3")
     assert result.returncode == 0, result.stderr
-    assert "registered" in result.stdout
-    gets = node.calls("kubectl")
+    assert "registered" in result.stdout and "is Ready" in result.stdout
+    calls = node.calls("kubectl")
+    gets = [c for c in calls if c[0] == "get"]
     assert len(gets) == 3 and gets[0][:5] == ["get", "node", "hk-prod-worker-1", "--ignore-not-found", "-o"]
+    assert calls[-1][:3] == ["wait", "--for=condition=Ready", "node/hk-prod-worker-1"]
     assert len(node.calls("sleep")) == 2
+
+
+def test_wait_for_node_fails_when_the_node_never_becomes_ready(node):
+    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
+    node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
+    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60, ready_timeout_seconds=120),
+                      STUB_NODE_APPEARS_AT="1", STUB_NODE_NOT_READY="1")
+    assert result.returncode == 1
+    assert "did not become Ready within 120s" in result.stderr
 
 
 def test_wait_for_node_is_bounded(node):

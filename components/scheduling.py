@@ -1,0 +1,66 @@
+"""The scheduling layer: what lets a pod say which OS it needs and land only there. It owns the node labels
+a kubelet may not set on itself (kept in step with config), one RuntimeClass per Windows build in the stack,
+and the namespaces (win-* for Windows pods, linux-* for Linux pods, a privileged one for Windows
+HostProcess system pods) with their quotas, defaults and Pod Security levels.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import pulumi
+
+from config import compat
+from config.model import StackSpec
+from render import scheduling
+
+from .k8s import kubernetes_object, resource_name
+
+WINDOWS_SYSTEM_NAMESPACE = "windows-system"
+
+# Sized for the sample workloads at the peak of a rollout (replicas + 1 pods, render.workloads.peak_footprint)
+# with room to spare; real workloads bring their own numbers.
+APPLICATION_NAMESPACES = (
+    scheduling.NamespaceParams(
+        name="win-prod", os="windows", cpu_requests="4", memory_requests="8Gi", cpu_limits="12",
+        memory_limits="16Gi", pods=20, default_cpu_request="250m", default_memory_request="256Mi",
+        default_cpu_limit="1", default_memory_limit="1Gi", pod_security="restricted"),
+    scheduling.NamespaceParams(
+        name="linux-prod", os="linux", cpu_requests="4", memory_requests="8Gi", cpu_limits="12",
+        memory_limits="16Gi", pods=30, default_cpu_request="100m", default_memory_request="128Mi",
+        default_cpu_limit="1", default_memory_limit="512Mi", pod_security="restricted"),
+)
+
+
+class Scheduling(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
+                 node_ready: Mapping[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Scheduling", name, None, opts)
+
+        def declare(obj: dict, depends_on: list[pulumi.Resource] | None = None, patch: bool = False):
+            return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                                     depends_on=depends_on or [], patch=patch)
+
+        builds = {n.version: compat.WINDOWS[n.version].build for n in spec.nodes.windows}
+        self.runtime_classes = {
+            obj["metadata"]["name"]: declare(obj)
+            for obj in scheduling.runtime_classes(scheduling.WindowsBuildParams(key=k, build=b) for k, b in builds.items())
+        }
+
+        self.namespaces: dict[str, pulumi.Resource] = {}
+        for params in APPLICATION_NAMESPACES:
+            namespace, *policies = scheduling.namespace(params)
+            self.namespaces[params.name] = declare(namespace)
+            for obj in policies:
+                declare(obj, [self.namespaces[params.name]])
+        if spec.nodes.windows:
+            self.namespaces[WINDOWS_SYSTEM_NAMESPACE] = declare(scheduling.system_namespace(WINDOWS_SYSTEM_NAMESPACE))
+
+        # Each node's labels once the node is Ready: NodePatch resources have no await of their own
+        # (pulumi/pulumi-kubernetes#2455), so the wait is the node's readiness command.
+        self.node_labels = {
+            node["name"]: declare(
+                scheduling.node_labels(node["name"], node["role"], node["zone"], node["distro"], node["os"]),
+                [node_ready[node["name"]]], patch=True)
+            for node in nodes
+        }
+        self.register_outputs({"runtime_classes": sorted(self.runtime_classes), "namespaces": sorted(self.namespaces)})

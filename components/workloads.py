@@ -1,0 +1,55 @@
+"""The sample workloads (switch: workloads.samples): api-win on Windows Server 2022 and api-linux on Java 17,
+each with a Service, and ingress-nginx on Linux nodes routing to both. They prove a new cluster end to end:
+Windows pods start only once Windows nodes of their build are Ready and Windows kube-proxy runs.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pulumi
+
+from config import compat
+from config.model import StackSpec
+from render import workloads
+
+from .k8s import kubernetes_object, resource_name
+from .network import helm_release
+from .scheduling import Scheduling
+
+# The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.
+SAMPLE_WINDOWS_VERSION = "win2022"
+
+
+class SampleWorkloads(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
+                 node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
+        params = workloads.SampleParams(
+            win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class=SAMPLE_WINDOWS_VERSION,
+            win_image=workloads.DEFAULT_WIN_IMAGE, linux_image=workloads.DEFAULT_LINUX_IMAGE,
+            linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
+        )
+
+        def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
+            return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                                      depends_on=depends_on) for obj in objs]
+
+        linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+        ingress_nginx = helm_release(
+            f"{name}-ingress-nginx", workloads.INGRESS_NGINX_CHART,
+            workloads.ingress_nginx_values(node_port_range=spec.cluster.node_ports),
+            provider=provider, parent=self, depends_on=linux_ready)
+        services = declare(workloads.api_linux(params), [scheduling.namespaces["linux-prod"], *linux_ready])
+        windows_nodes = [n for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION]
+        if windows_nodes:
+            services += declare(workloads.api_win(params), [
+                scheduling.namespaces["win-prod"], scheduling.runtime_classes[SAMPLE_WINDOWS_VERSION],
+                *[node_ready[n.name] for n in windows_nodes], *windows_networking])
+        ingresses = [obj for obj in workloads.ingress(params)
+                     if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
+        # The controller's admission webhook rejects Ingresses until it runs (failurePolicy: Fail).
+        declare(ingresses, [ingress_nginx, *services])
+        self.register_outputs({"windows_sample": bool(windows_nodes),
+                               "ingress_node_ports": [workloads.INGRESS_HTTP_NODE_PORT, workloads.INGRESS_HTTPS_NODE_PORT],
+                               "windows_build": compat.WINDOWS[SAMPLE_WINDOWS_VERSION].build})
