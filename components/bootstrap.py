@@ -23,6 +23,7 @@ from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from render import kubeadm, linux_bootstrap, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
+from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 from render.shell import bash_command
 
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
@@ -31,9 +32,7 @@ from .version_pin import KubernetesVersionPin
 LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 WINDOWS_CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
 # Every Windows node registers with this taint, so no pod lands there without tolerating it.
-WINDOWS_TAINT = kubeadm.Taint(key="node-role.kubernetes.io/windows", value="true", effect="NoSchedule")
-ZONE_LABEL = "topology.kubernetes.io/zone"
-DISTRO_LABEL = "node.os.distro"
+WINDOWS_TAINT = kubeadm.Taint(key=WINDOWS_TAINT_KEY, value=WINDOWS_TAINT_VALUE, effect=WINDOWS_TAINT_EFFECT)
 # Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
 SECRET_STDOUT = ["stdout"]
 

@@ -26,6 +26,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from render.labels import OS_LABEL, WINDOWS_TAINT_KEY
+
 # --- Versions --------------------------------------------------------------------------------------
 #
 # Calico 3.33 is tested against Kubernetes 1.35, 1.36 and 1.37 (tigera/docs
@@ -82,12 +84,6 @@ PULUMI_WAIT_FOR = "pulumi.com/waitFor"
 # lists conditions of types "Ready, Progressing, Degraded" (../shared/schemas/
 # operator.tigera.io_v1_Installation.json, status.conditions).
 INSTALLATION_READY = "condition=Ready"
-
-WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"
-# Well-known node label carrying the Windows build ("10.0.17763"), set by the kubelet on Windows.
-WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
-
-_OS_LABEL = "kubernetes.io/os"
 
 # HNS names created by calico-node-windows for VXLAN: the network "Calico" and the host endpoint
 # "Calico_ep" whose address is kube-proxy's SNAT source VIP (kubernetes-sigs/sig-windows-tools
@@ -152,7 +148,7 @@ def tigera_operator_values(p: CalicoParams) -> dict[str, Any]:
         # taints a node carries before any CNI exists: not-ready and network-unavailable
         # (kubernetes/api core/v1/well_known_taints.go) and kubeadm's control-plane taint, because the
         # control plane may be the only node when Calico is installed.
-        "nodeSelector": {_OS_LABEL: "linux"},
+        "nodeSelector": {OS_LABEL: "linux"},
         "tolerations": [
             {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
@@ -387,7 +383,7 @@ def windows_kube_proxy(kubernetes_version: str, image_template: str, cluster_cid
                         "runAsUserName": "NT AUTHORITY\\system",
                     }},
                     "priorityClassName": "system-node-critical",
-                    "nodeSelector": {_OS_LABEL: "windows"},
+                    "nodeSelector": {OS_LABEL: "windows"},
                     "tolerations": [
                         {"key": WINDOWS_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
                         {"key": "CriticalAddonsOnly", "operator": "Exists"},

@@ -68,21 +68,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-# --- names every renderer schedules by ------------------------------------------------------------------
-
-OS_LABEL = "kubernetes.io/os"                              # set by every kubelet
-WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"   # set by the Windows kubelet (user-guide above)
-ZONE_LABEL = "topology.kubernetes.io/zone"                 # registration label, render/kubeadm.py
-DISTRO_LABEL = "node.os.distro"                            # registration label, render/kubeadm.py
-WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
-CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm sets it; the patch never does
-
-# Windows nodes register with this taint (components/bootstrap.py WINDOWS_TAINT, passed through kubeadm's
-# nodeRegistration.taints to --register-with-taints), so no pod without a matching toleration - i.e.
-# every Linux pod - can land on them.
-WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"
-WINDOWS_TAINT_VALUE = "true"
-WINDOWS_TAINT_EFFECT = "NoSchedule"
+from render.labels import (  # noqa: F401  (re-exported: the vocabulary pods schedule by)
+    CONTROL_PLANE_ROLE_LABEL,
+    DISTRO_LABEL,
+    OS_LABEL,
+    WINDOWS_BUILD_LABEL,
+    WINDOWS_TAINT_EFFECT,
+    WINDOWS_TAINT_KEY,
+    WINDOWS_TAINT_VALUE,
+    WORKER_ROLE_LABEL,
+    ZONE_LABEL,
+)
 
 # containerd's Windows process-isolation runtime handler (internal/cri/config/config_windows.go).
 PROCESS_ISOLATION_HANDLER = "runhcs-wcow-process"

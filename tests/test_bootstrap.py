@@ -24,19 +24,6 @@ def res(recording: Recording, name: str):
     return recording.named(f"{prefix}-{name}")
 
 
-def closure(recording: Recording, urn: str) -> set[str]:
-    """Every resource `urn` waits for, directly or through others."""
-    by_urn = recording.by_urn()
-    seen: set[str] = set()
-    stack = list(by_urn[urn].dependencies)
-    while stack:
-        dep = stack.pop()
-        if dep in seen or dep not in by_urn:
-            continue
-        seen.add(dep)
-        stack.extend(by_urn[dep].dependencies)
-    return seen
-
 
 def script(resource, phase: str = "create") -> str:
     text = script_from_bash_command(resource.inputs[phase])
@@ -60,7 +47,7 @@ def test_every_join_depends_on_init_and_its_own_machine(hk):
     init = res(hk, "init").urn
     for name in JOINERS:
         join = res(hk, f"{name}-join")
-        waits_for = closure(hk, join.urn)
+        waits_for = hk.waits_for(join.urn)
         assert init in waits_for, name
         machine = hk.named(f"hk-prod-{name}-vm" if name.startswith("hk-win") else f"hk-prod-{name}-cloud-init")
         assert machine.urn in waits_for, name
@@ -79,13 +66,13 @@ def test_control_plane_joins_upload_certificates_and_run_one_at_a_time(hk):
         credentials = res(hk, f"{name}-join-credentials")
         assert "upload-certs" in script(credentials) and "--certificate-key" in script(credentials)
         assert credentials.urn in res(hk, f"{name}-join").dependencies
-    assert res(hk, "hk-cp-2-join").urn in closure(hk, res(hk, "hk-cp-3-join").urn)
+    assert res(hk, "hk-cp-2-join").urn in hk.waits_for(res(hk, "hk-cp-3-join").urn)
 
 
 def test_worker_joins_never_wait_for_another_join(hk):
     joins = {name: res(hk, f"{name}-join").urn for name in JOINERS}
     for name in LINUX_WORKERS + WINDOWS_WORKERS:
-        waits_for = closure(hk, joins[name])
+        waits_for = hk.waits_for(joins[name])
         others = {other for other, urn in joins.items() if other != name and urn in waits_for}
         assert not others, f"{name} waits for the joins of {others}"
 
@@ -153,9 +140,9 @@ def test_windows_joins_wait_for_the_network_prerequisites():
     recording = run_declarations(_declare_with_network_prerequisite)
     prerequisite = recording.named("calico-windows-ready").urn
     for name in WINDOWS_WORKERS:
-        assert prerequisite in closure(recording, res(recording, f"{name}-join").urn)
+        assert prerequisite in recording.waits_for(res(recording, f"{name}-join").urn)
     for name in CONTROL_PLANE_JOINERS + LINUX_WORKERS:
-        assert prerequisite not in closure(recording, res(recording, f"{name}-join").urn)
+        assert prerequisite not in recording.waits_for(res(recording, f"{name}-join").urn)
 
 
 def test_version_change_fails_the_preview_with_a_clear_message():

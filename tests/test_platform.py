@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import hk_prod_values, raw_config
 from tests.crd_schema import SCHEMA_DIR, validate_custom_resource
-from tools.mockrun import Recording, run_program
+from tools.mockrun import changed_resources, Recording, run_program
 from tools.synth import plain
 
 INSTALLATION_SCHEMA = SCHEMA_DIR / "operator.tigera.io_v1_Installation.json"
@@ -18,22 +18,6 @@ def hk() -> Recording:
     return run_program(raw_config(hk_prod_values()))
 
 
-def closure(recording: Recording, urn: str) -> set[str]:
-    by_urn = recording.by_urn()
-    seen: set[str] = set()
-    stack = list(by_urn[urn].dependencies)
-    while stack:
-        dep = stack.pop()
-        if dep not in seen and dep in by_urn:
-            seen.add(dep)
-            stack.extend(by_urn[dep].dependencies)
-    return seen
-
-
-def changed(before: Recording, after: Recording) -> set[str]:
-    old = {r.urn: json.dumps(plain(r.inputs), sort_keys=True) for r in before.resources}
-    new = {r.urn: json.dumps(plain(r.inputs), sort_keys=True) for r in after.resources}
-    return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}
 
 
 def test_installation_as_declared_passes_the_strict_crd_schema(hk):
@@ -63,21 +47,21 @@ def test_calico_comes_up_in_the_order_the_operator_needs(hk):
 def test_windows_joins_wait_for_calico_and_linux_joins_do_not(hk):
     installation = hk.named("hk-prod-network-installation").urn
     for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
-        assert installation in closure(hk, hk.named(f"hk-prod-kubeadm-windows-{node}-join").urn)
+        assert installation in hk.waits_for(hk.named(f"hk-prod-kubeadm-windows-{node}-join").urn)
     for node in ("hk-cp-2", "hk-lnx-1"):
-        assert installation not in closure(hk, hk.named(f"hk-prod-kubeadm-{node}-join").urn)
+        assert installation not in hk.waits_for(hk.named(f"hk-prod-kubeadm-{node}-join").urn)
 
 
 def test_windows_kube_proxy_follows_calico(hk):
     daemonset = hk.named("hk-prod-network-daemonset-kube-system-kube-proxy-windows")
-    assert hk.named("hk-prod-network-installation").urn in closure(hk, daemonset.urn)
+    assert hk.named("hk-prod-network-installation").urn in hk.waits_for(daemonset.urn)
     assert daemonset.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/os": "windows"}
 
 
 def test_mtu_change_touches_only_calico(hk):
     values = hk_prod_values()
     values["calico"]["mtu"] = 1400
-    assert changed(hk, run_program(raw_config(values))) == {"hk-prod-network-installation"}
+    assert changed_resources(hk, run_program(raw_config(values))) == {"hk-prod-network-installation"}
 
 
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
@@ -139,7 +123,7 @@ def test_linux_only_system_components_select_linux(hk):
 
 def test_windows_workloads_start_after_windows_nodes_are_ready(hk):
     api_win = hk.named("hk-prod-samples-deployment-win-prod-api-win").urn
-    waits_for = closure(hk, api_win)
+    waits_for = hk.waits_for(api_win)
     for node in ("hk-win-1", "hk-win-2"):  # the win2022 nodes
         assert hk.named(f"hk-prod-kubeadm-windows-{node}-drain").urn in waits_for
     assert hk.named("hk-prod-network-daemonset-kube-system-kube-proxy-windows").urn in waits_for
@@ -160,8 +144,9 @@ def test_adding_a_windows_build_adds_its_runtime_class_and_nothing_else_changes(
     values["nodes"]["windows"].append({"name": "hk-win-4", "zone": "hk-2", "hypervHost": "hv-hk2-a",
                                        "version": "win2025", "cpu": 8, "memoryMb": 16384, "diskGb": 100,
                                        "ip": "10.30.30.54"})
-    new_node = {n for n in changed(hk, run_program(raw_config(values))) if "hk-win-4" in n}
-    assert changed(hk, run_program(raw_config(values))) - new_node == {"hk-prod-scheduling-runtimeclass-win2025"}
+    changed = changed_resources(hk, run_program(raw_config(values)))
+    new_node = {n for n in changed if "hk-win-4" in n}
+    assert new_node and changed - new_node == {"hk-prod-scheduling-runtimeclass-win2025"}
 
 
 def test_samples_can_be_switched_off(hk):
@@ -169,4 +154,4 @@ def test_samples_can_be_switched_off(hk):
     values["workloads"] = {"samples": False}
     recording = run_program(raw_config(values))
     assert not [r for r in recording.resources if r.name.startswith("hk-prod-samples")]
-    assert changed(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")}
+    assert changed_resources(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")}

@@ -8,7 +8,7 @@ import pytest
 from pulumi.runtime.sync_await import _sync_await
 
 from tests.conftest import raw_config
-from tools.mockrun import Recording, Secret, Unknown, placeholder_secrets, run_program
+from tools.mockrun import changed_resources, Recording, Secret, Unknown, placeholder_secrets, run_program
 
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
 SNIPPET = "proxmoxve:index/fileLegacy:FileLegacy"
@@ -160,16 +160,11 @@ def test_preview_outputs_are_unknown_not_asserted_in_apply(hk_values):
     assert _sync_await(machines.windows_nodes[0].vm.stdout.is_known()) is False
 
 
-def _changed(before: Recording, after: Recording) -> set[str]:
-    old = {r.urn: json.dumps(r.inputs, default=repr, sort_keys=True) for r in before.resources}
-    new = {r.urn: json.dumps(r.inputs, default=repr, sort_keys=True) for r in after.resources}
-    return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}
-
 
 def test_one_worker_change_touches_only_that_worker(hk, hk_values):
     hk_values["nodes"]["linux"][1]["memoryMb"] = 65536
     hk_values["nodes"]["windows"][1]["cpu"] = 16
-    assert _changed(hk, record(hk_values)) == {"hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm"}
+    assert changed_resources(hk, record(hk_values)) == {"hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm"}
 
 
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
@@ -178,4 +173,15 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
-    assert _changed(hk, record(hk_values)) == machine | membership | labels
+    assert changed_resources(hk, record(hk_values)) == machine | membership | labels
+
+
+def test_a_secret_change_is_seen_without_being_shown():
+    from tests.conftest import hk_prod_values
+    values = hk_prod_values()
+    before = run_program(raw_config(values), secrets={"windowsAdminPassword": "first"})
+    after = run_program(raw_config(values), secrets={"windowsAdminPassword": "second"})
+    changed = changed_resources(before, after)
+    # The VM command and every guest step that signs in with the password, nothing else.
+    assert changed and all("hk-win-" in name for name in changed), changed
+    assert "hk-prod-hk-win-1-vm" in changed

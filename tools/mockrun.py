@@ -6,6 +6,7 @@ tool and the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import runpy
 import sys
@@ -95,6 +96,35 @@ class Recording:
 
     def by_urn(self) -> dict[str, Resource]:
         return {r.urn: r for r in self.resources}
+
+    def waits_for(self, urn: str) -> set[str]:
+        """Every resource `urn` waits for, directly or through others (its dependency closure)."""
+        by_urn = self.by_urn()
+        seen: set[str] = set()
+        pending = list(by_urn[urn].dependencies)
+        while pending:
+            dep = pending.pop()
+            if dep not in seen and dep in by_urn:
+                seen.add(dep)
+                pending.extend(by_urn[dep].dependencies)
+        return seen
+
+
+def fingerprint(value: Any) -> str:
+    """A comparable stand-in for a value json cannot hold; a secret compares by a digest, never in clear."""
+    if isinstance(value, Secret):
+        digest = hashlib.sha256(json.dumps(value.value, default=fingerprint, sort_keys=True).encode()).hexdigest()
+        return f"secret:{digest}"
+    return repr(value)
+
+
+def changed_resources(before: Recording, after: Recording) -> set[str]:
+    """Names of the resources a second program run adds, removes or declares with other inputs."""
+    def fingerprints(recording: Recording) -> dict[str, str]:
+        return {r.urn: json.dumps(r.inputs, default=fingerprint, sort_keys=True) for r in recording.resources}
+
+    old, new = fingerprints(before), fingerprints(after)
+    return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}
 
 
 class RecordingMonitor(mocks.MockMonitor):
