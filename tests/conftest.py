@@ -28,6 +28,13 @@ def raw_config(values: dict, secure: frozenset[str] = frozenset()) -> RawConfig:
     return RawConfig(values=values, secure_keys=secure)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def synth_key_file(tmp_path_factory):
+    """Synth's secret-marker key lives in the test session, not in the user's cache."""
+    import os
+    os.environ["HYBRID_CLUSTER_SYNTH_KEY_FILE"] = str(tmp_path_factory.mktemp("synth-key") / "key")
+
+
 @pytest.fixture
 def hk_values() -> dict:
     return copy.deepcopy(hk_prod_values())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,7 @@ def test_resources_json_shape_and_no_secret_values(out):
     text = (out / "resources.json").read_text()
     assert "FAKE-" not in text
     provider = next(r for r in resources if r["name"] == "hk-prod-proxmox")
-    assert provider["inputs"]["apiToken"] == "[secret]"
+    assert re.fullmatch(r"\[secret:[0-9a-f]{16}\]", provider["inputs"]["apiToken"])
 
 
 def test_every_remote_script_and_user_data_is_written(out):

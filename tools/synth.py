@@ -9,14 +9,18 @@ stack exits with status 2, its problems on stderr, and nothing written.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import hmac
 import json
+import os
 import re
+import secrets
 import shutil
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -30,20 +34,41 @@ SNIPPET_TYPE = "proxmoxve:index/fileLegacy:FileLegacy"
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, secret: Callable[[Secret], str] = lambda _: "[secret]") -> Any:
     """A JSON-able copy with secrets and unknowns replaced by markers."""
     if isinstance(value, Secret):
-        return "[secret]"
+        return secret(value)
     if isinstance(value, Unknown):
         return "[unknown]"
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: plain(v, secret) for k, v in value.items()}
     if isinstance(value, list):
-        return [plain(v) for v in value]
+        return [plain(v, secret) for v in value]
     if isinstance(value, float) and value.is_integer():
         # The engine's wire format (protobuf Struct) has only doubles; Kubernetes wants integers back.
         return int(value)
     return value
+
+
+def secret_marker(key: bytes) -> Callable[[Secret], str]:
+    """`[secret:<keyed digest>]`: two synths with the same key show whether a secret changed, and nobody
+    without the key can test guesses against the file."""
+    def marker(value: Secret) -> str:
+        digest = hmac.new(key, json.dumps(value.value, sort_keys=True, default=str).encode(), hashlib.sha256)
+        return f"[secret:{digest.hexdigest()[:16]}]"
+    return marker
+
+
+def synth_key() -> bytes:
+    """This machine's key for secret markers, made once and kept outside any output folder."""
+    path = Path(os.environ.get("HYBRID_CLUSTER_SYNTH_KEY_FILE")
+                or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hybrid-cluster" / "synth-key")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(secrets.token_bytes(32))
+    return path.read_bytes()
 
 
 def _safe(name: str) -> str:
@@ -144,11 +169,12 @@ def summary(recording: Recording) -> str:
 def write(recording: Recording, out: Path) -> None:
     # Registration order follows the event loop; sort so two synths of one stack compare line by line.
     recording.resources.sort(key=lambda r: r.urn)
+    marker = secret_marker(synth_key())
     out.mkdir(parents=True, exist_ok=True)
     resources = [
         {
             "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
-            "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs),
+            "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
             "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace,
         }
         for r in recording.resources
@@ -178,12 +204,12 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"a secret value; others get a fake placeholder. Keys: {', '.join(SECRET_KEYS)}")
     args = parser.parse_args(argv)
 
-    secrets: dict[str, str] = {}
+    secret_values: dict[str, str] = {}
     for item in args.secret:
         key, sep, value = item.partition("=")
         if not sep or key not in SECRET_KEYS:
             parser.error(f"--secret {key!r}: expected KEY=VALUE with KEY one of {', '.join(SECRET_KEYS)}")
-        secrets[key] = value
+        secret_values[key] = value
 
     stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.is_file():
@@ -199,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     for warning in loaded.warnings:
         print(f"  warning: {warning}", file=sys.stderr)
 
-    recording = run_program(raw, secrets, stack=args.stack)
+    recording = run_program(raw, secret_values, stack=args.stack)
     # Render into a fresh folder first, so a failure never leaves a half-written output behind.
     with tempfile.TemporaryDirectory(dir=args.out.parent if args.out.parent.exists() else None) as tmp:
         staging = Path(tmp) / "out"

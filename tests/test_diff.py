@@ -1,0 +1,65 @@
+"""tools.diff on real synth outputs: a preview-like plan between two renders of a stack."""
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+from tests.conftest import HK_PROD
+from tools import diff, synth
+
+
+def synth_with(tmp_path, name, mutate=None, secrets=()):
+    document = yaml.safe_load(HK_PROD.read_text())
+    if mutate:
+        mutate(document["config"])
+    stack_file = tmp_path / f"Pulumi.{name}.yaml"
+    stack_file.write_text(yaml.safe_dump(document))
+    out = tmp_path / name
+    args = ["--stack", "hk-prod", "--stack-file", str(stack_file), "--out", str(out)]
+    for item in secrets:
+        args += ["--secret", item]
+    assert synth.main(args) == 0
+    return out
+
+
+def test_update_create_delete_and_secret_changes(tmp_path, capsys):
+    before = synth_with(tmp_path, "before", secrets=["smbPassword=one"])
+
+    def change(config):
+        config["hybrid-cluster:nodes"]["linux"][0]["memoryMb"] = 65536
+        removed = config["hybrid-cluster:nodes"]["linux"].pop(3)
+        assert removed["name"] == "hk-lnx-4"
+        added = copy.deepcopy(config["hybrid-cluster:nodes"]["linux"][0])
+        added.update(name="hk-lnx-9", vmId=329, ip="10.30.30.29")
+        config["hybrid-cluster:nodes"]["linux"].append(added)
+
+    after = synth_with(tmp_path, "after", change, secrets=["smbPassword=two"])
+    result = diff.plan(diff.load(before), diff.load(after))
+    updates = {r["name"]: paths for r, paths in result.updates}
+    assert updates["hk-prod-hk-lnx-1-vm"] == ["memory.dedicated"]
+    assert "hk-prod-hk-lnx-9-vm" in {r["name"] for r in result.creates}
+    assert "hk-prod-hk-lnx-4-vm" in {r["name"] for r in result.deletes}
+
+    assert diff.main([str(before), str(after)]) == 0
+    printed = capsys.readouterr().out
+    assert "~ update  proxmoxve:index/vmLegacy:VmLegacy  hk-prod-hk-lnx-1-vm  [memory.dedicated]" in printed
+    assert "one" not in printed.split() and "two" not in printed.split()
+    assert "Resources:" in printed
+
+
+def test_secret_values_are_compared_not_shown(tmp_path):
+    before = synth_with(tmp_path, "a", secrets=["windowsAdminPassword=first-password"])
+    after = synth_with(tmp_path, "b", secrets=["windowsAdminPassword=second-password"])
+    result = diff.plan(diff.load(before), diff.load(after))
+    text = diff.render(result)
+    assert "first-password" not in text and "second-password" not in text
+    updates = {r["name"]: paths for r, paths in result.updates}
+    assert "stdin (secret)" in text
+    assert updates["hk-prod-hk-win-1-vm"] == ["stdin"]
+
+
+def test_identical_renders_plan_nothing(tmp_path):
+    first, second = synth_with(tmp_path, "x"), synth_with(tmp_path, "y")
+    result = diff.plan(diff.load(first), diff.load(second))
+    assert not result.creates and not result.updates and not result.deletes and result.unchanged > 100

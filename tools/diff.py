@@ -1,0 +1,107 @@
+"""What `pulumi preview` would show between two synth outputs of a stack: creates, updates with the input
+paths that changed, deletes. Secrets are compared by the keyed markers synth writes, never printed.
+
+    python -m tools.diff build/before build/after
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SECRET_PREFIX = "[secret"
+
+
+@dataclass
+class Plan:
+    creates: list[dict] = field(default_factory=list)
+    updates: list[tuple[dict, list[str]]] = field(default_factory=list)
+    deletes: list[dict] = field(default_factory=list)
+    unchanged: int = 0
+
+    @property
+    def changed_names(self) -> set[str]:
+        return {r["name"] for r in self.creates + self.deletes} | {r["name"] for r, _ in self.updates}
+
+
+def changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
+    """Dotted paths (list items as [i]) where two input trees differ; a secret shows as its path only."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        paths: list[str] = []
+        for key in sorted(old.keys() | new.keys()):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                paths.append(sub)
+            else:
+                paths += changed_paths(old[key], new[key], sub)
+        return paths
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
+    return [] if old == new else [path or "(value)"]
+
+
+def plan(before: list[dict], after: list[dict]) -> Plan:
+    old = {r["urn"]: r for r in before}
+    new = {r["urn"]: r for r in after}
+    result = Plan()
+    for urn in sorted(new.keys() - old.keys()):
+        result.creates.append(new[urn])
+    for urn in sorted(old.keys() - new.keys()):
+        result.deletes.append(old[urn])
+    for urn in sorted(old.keys() & new.keys()):
+        paths = changed_paths(old[urn]["inputs"], new[urn]["inputs"])
+        if paths:
+            result.updates.append((new[urn], paths))
+        else:
+            result.unchanged += 1
+    return result
+
+
+def _is_secret_path(resource: dict, path: str) -> bool:
+    value: Any = resource["inputs"]
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        try:
+            value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+        except (KeyError, IndexError, TypeError, ValueError):
+            return False
+    return isinstance(value, str) and value.startswith(SECRET_PREFIX)
+
+
+def render(result: Plan) -> str:
+    lines = []
+    for r in result.creates:
+        lines.append(f"+ create  {r['type']}  {r['name']}")
+    for r, paths in result.updates:
+        shown = [f"{p} (secret)" if _is_secret_path(r, p) else p for p in paths]
+        lines.append(f"~ update  {r['type']}  {r['name']}  [{', '.join(shown)}]")
+    for r in result.deletes:
+        lines.append(f"- delete  {r['type']}  {r['name']}")
+    lines.append("")
+    lines.append(f"Resources: {len(result.creates)} to create, {len(result.updates)} to update, "
+                 f"{len(result.deletes)} to delete, {result.unchanged} unchanged")
+    return "\n".join(lines) + "\n"
+
+
+def load(folder: Path) -> list[dict]:
+    path = folder / "resources.json"
+    if not path.is_file():
+        raise SystemExit(f"{folder}: no resources.json (run `python -m tools.synth --out {folder}` first)")
+    return json.loads(path.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.diff", description=__doc__.splitlines()[0])
+    parser.add_argument("old", type=Path, help="synth output before the change")
+    parser.add_argument("new", type=Path, help="synth output after the change")
+    args = parser.parse_args(argv)
+    sys.stdout.write(render(plan(load(args.old), load(args.new))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
