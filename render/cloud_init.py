@@ -866,7 +866,8 @@ fi
 """
 
 
-class _LiteralDumper(yaml.SafeDumper):
+# libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.
+class _LiteralDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
     """Emits multi-line strings as literal blocks so the embedded script stays readable."""
 
 

@@ -338,7 +338,8 @@ def _cluster_configuration(cluster: ClusterParams) -> dict[str, Any]:
 
 
 def _dump(documents: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, default_flow_style=False, width=4096)
+    return yaml.dump_all(documents, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+                         explicit_start=True, default_flow_style=False, width=4096)
 
 
 def render_init_config(cluster: ClusterParams, node: NodeParams) -> str:
