@@ -4,7 +4,9 @@ import pulumi
 from components.bootstrap import KubeadmCluster, WindowsJoins
 from components.machines import Machines
 from components.network import ClusterNetwork
+from components.observability import Observability
 from components.scheduling import Scheduling
+from components.storage import Storage
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
@@ -28,6 +30,11 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, c
                        after=network.windows_prerequisites)
 node_ready = {**cluster.node_ready, **windows.node_ready}
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
+linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_username, secrets.smb_password,
+        worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux])
+Observability(f"{spec.cluster.name}-observability", spec, cluster.provider, scheduling,
+              secrets.grafana_admin_password, linux_ready)
 if spec.workloads.samples:
     SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
                     windows_networking=network.kube_proxy_windows)

@@ -29,6 +29,7 @@ SECRET_KEYS: dict[str, str] = {
     "bastionSshPrivateKey": "SSH private key for access.bastion (only when a bastion is configured)",
     "smbUsername": "user of the SMB share storage.smbSource",
     "smbPassword": "password of the SMB share storage.smbSource",
+    "grafanaAdminPassword": "password of Grafana's admin user",
 }
 
 

@@ -223,6 +223,16 @@ class StorageSpec(Spec):
     smb_source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
     nfs_server: IPv4Addr | str
     nfs_path: Annotated[str, Field(pattern=r"^/")]
+    # cifs mount modes and owner on Linux nodes (Windows nodes ignore mount options).
+    smb_dir_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0770"
+    smb_file_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0660"
+    smb_uid: Annotated[int, Field(ge=0)] | None = None
+    smb_gid: Annotated[int, Field(ge=0)] | None = None
+    reclaim_policy: Literal["Retain", "Delete"] = "Retain"
+    allow_expansion: bool = True
+    default_class: Literal["shared-files", "nfs-files", "longhorn"] | None = "longhorn"
+    # Longhorn keeps each replica in a different zone, so there can be at most one per zone.
+    longhorn_replicas: Annotated[int, Field(ge=1, le=3)] = 2
 
 
 class WindowsSpec(Spec):
@@ -230,6 +240,22 @@ class WindowsSpec(Spec):
     # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
     dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 49152
     dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 16384
+
+
+class LogOutputSpec(Spec):
+    # The one place both Linux and Windows Fluent Bit ship to. A full DNS name or an address: Windows
+    # pods treat any dotted name as fully qualified, so a partial in-cluster name would not resolve there.
+    kind: Literal["loki", "elasticsearch", "forward"]
+    host: str
+    port: Annotated[int, Field(ge=1, le=65535)]
+    tls: bool = False
+    tenant: str | None = None          # loki only
+    index_prefix: str = "kubernetes"   # elasticsearch only
+
+
+class ObservabilitySpec(Spec):
+    log_output: LogOutputSpec
+    metrics_retention: Annotated[str, Field(pattern=r"^\d+[dhw]$")] = "15d"
 
 
 class WorkloadsSpec(Spec):
@@ -255,6 +281,7 @@ class StackSpec(Spec):
     ntp_servers: Annotated[list[str], Field(min_length=1)]
     storage: StorageSpec
     windows: WindowsSpec = WindowsSpec()
+    observability: ObservabilitySpec
     workloads: WorkloadsSpec = WorkloadsSpec()
 
     @property

@@ -302,6 +302,13 @@ def mirrors(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"registry.mirrors[{index}].upstream", f"{mirror.upstream} has more than one mirror")
 
 
+@rule("zones", "storage")
+def longhorn_replicas(spec: StackSpec) -> Iterator[Problem]:
+    if spec.storage.longhorn_replicas > len(spec.zones):
+        yield Problem("storage.longhornReplicas", f"{spec.storage.longhorn_replicas} replicas need as many zones; "
+                      f"the stack has {len(spec.zones)} (Longhorn keeps replicas in different zones)")
+
+
 def check(spec: StackSpec, parsed: set[str]) -> list[Problem]:
     """Every problem found by the rules whose sections all parsed."""
     return [problem for sections, fn in RULES if sections <= parsed for problem in fn(spec)]

@@ -16,6 +16,7 @@ class Secrets:
     node_ssh_private_key: pulumi.Output[str]
     smb_username: pulumi.Output[str]
     smb_password: pulumi.Output[str]
+    grafana_admin_password: pulumi.Output[str]
     # Only stacks with Windows nodes need these.
     hyperv_ssh_private_key: pulumi.Output[str] | None
     hyperv_ssh_password: pulumi.Output[str] | None
@@ -32,6 +33,7 @@ def read_secrets(spec: StackSpec) -> Secrets:
         node_ssh_private_key=config.require_secret("nodeSshPrivateKey"),
         smb_username=config.require_secret("smbUsername"),
         smb_password=config.require_secret("smbPassword"),
+        grafana_admin_password=config.require_secret("grafanaAdminPassword"),
         hyperv_ssh_private_key=config.require_secret("hypervSshPrivateKey") if windows and spec.hyperv.auth == "privateKey" else None,
         hyperv_ssh_password=config.require_secret("hypervSshPassword") if windows and spec.hyperv.auth == "password" else None,
         windows_admin_password=config.require_secret("windowsAdminPassword") if windows else None,

@@ -91,7 +91,14 @@ KUBERNETES_BIN_DIR = r"C:\k"
 CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
 KUBELET_KUBECONFIG = r"C:\etc\kubernetes\kubelet.conf"
 KUBEADM_FLAGS_FILE = r"C:\var\lib\kubelet\kubeadm-flags.env"
-KUBELET_FIREWALL_RULE = "kubernetes-kubelet-10250"
+# Inbound TCP ports a Windows node serves, each with the firewall rule that opens it: the kubelet API, and
+# windows_exporter, whose Kubernetes guide asks for 9182 to be opened on the node
+# (prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, "Configuring the firewall").
+# They go with the node: removing the VM removes them.
+NODE_FIREWALL_RULES: tuple[tuple[str, int], ...] = (
+    ("kubernetes-kubelet-10250", 10250),
+    ("windows-exporter-9182", 9182),
+)
 
 # Directories the kubelet and kubeadm expect (PrepareNode.ps1 and image-builder tasks/kubelet.yml
 # create C:\var\log\kubelet, C:\etc\kubernetes\pki and C:\etc\kubernetes\manifests). Their
@@ -409,7 +416,7 @@ def _render_containers_feature(p: WindowsNodeParams) -> str:
 # https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
 _HOST_SETTINGS_GUEST = (
     "$GuestStep = {\n"
-    + "    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string]$RuleName)\n"
+    + "    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts)\n"
     + _GUEST_START
     + _GUEST_NATIVE
     + """    $w32time = Get-Service -Name W32Time
@@ -434,9 +441,11 @@ _HOST_SETTINGS_GUEST = (
             $changes += "$protocol dynamic ports set to $PortStart + $PortCount"
         }
     }
-    if (-not (Get-NetFirewallRule -Name $RuleName -ErrorAction SilentlyContinue)) {
-        $null = New-NetFirewallRule -Name $RuleName -DisplayName 'Kubernetes kubelet API (TCP 10250)' -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow -Enabled True
-        $changes += "firewall rule $RuleName allows TCP 10250 in"
+    for ($i = 0; $i -lt $RuleNames.Count; $i++) {
+        if (-not (Get-NetFirewallRule -Name $RuleNames[$i] -ErrorAction SilentlyContinue)) {
+            $null = New-NetFirewallRule -Name $RuleNames[$i] -DisplayName $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -Action Allow -Enabled True
+            $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in"
+        }
     }
     [pscustomobject]@{ Changes = $changes }
 }
@@ -446,18 +455,19 @@ _HOST_SETTINGS_GUEST = (
 
 def _render_host_settings(p: WindowsNodeParams) -> str:
     return (
-        _header(p, f"Time, dynamic ports and kubelet firewall rule in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
+        _header(p, f"Time, dynamic ports and node firewall rules in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
         + f"$NtpServers = {_ps_array(p.ntp_servers)}\n"
         + f"$PortStart = {p.dynamic_port_start}\n"
         + f"$PortCount = {p.dynamic_port_count}\n"
-        + f"$RuleName = {ps_quote(KUBELET_FIREWALL_RULE)}\n"
+        + f"$RuleNames = {_ps_array(tuple(name for name, _ in NODE_FIREWALL_RULES))}\n"
+        + f"$RulePorts = @({', '.join(str(port) for _, port in NODE_FIREWALL_RULES)})\n"
         + "$Step = 'time, port and firewall settings'\n"
         + READ_GUEST_PASSWORD
         + GUEST_WAIT_FUNCTIONS
         + _HOST_FUNCTIONS
         + _HOST_SETTINGS_GUEST
         + "Assert-VmRunning\nWait-PowerShellDirect\n"
-        + "$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleName)\n"
+        + "$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts)\n"
         + _HOST_REPORT
     )
 

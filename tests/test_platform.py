@@ -65,14 +65,26 @@ def test_mtu_change_touches_only_calico(hk):
 
 
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
-CALICO_SETTINGS = {"FelixConfiguration", "IPAMConfiguration"}  # no CRD schema of theirs is in ../shared
+# Custom resources with no CRD schema in ../shared: their renderers' tests check their fields against the
+# upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
+UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
+                               "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"}}
+
+
+def _shape_only(value):
+    """A secret's structure with every string blanked: what the validators need, without the value."""
+    if isinstance(value, dict):
+        return {k: _shape_only(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shape_only(v) for v in value]
+    return "redacted" if isinstance(value, str) else value
 
 
 def kubernetes_objects(recording: Recording) -> list[dict]:
     objects = []
     for r in recording.resources:
         if r.type.startswith("kubernetes:") and r.custom and "apiVersion" in r.inputs:
-            objects.append(plain(r.inputs))
+            objects.append(plain(r.inputs, secret=lambda s: _shape_only(s.value)))
     return objects
 
 
@@ -84,8 +96,7 @@ def test_every_kubernetes_object_passes_the_validators(hk):
     for obj in kubernetes_objects(hk):
         if obj["apiVersion"] == "operator.tigera.io/v1":
             validate_custom_resource(obj, INSTALLATION_SCHEMA)
-        elif obj["kind"] in CALICO_SETTINGS:
-            assert obj["apiVersion"] == "projectcalico.org/v3"
+        elif obj["kind"] in UNSCHEMAED_CUSTOM_RESOURCES.get(obj["apiVersion"], ()):
             continue
         else:
             kubernetes_validate.validate(obj, version, strict=True)
@@ -138,7 +149,7 @@ def test_node_labels_follow_config_once_the_node_is_ready(hk):
     assert hk.named("hk-prod-kubeadm-hk-lnx-3-drain").urn in patch.dependencies
 
 
-def test_adding_a_windows_build_adds_its_runtime_class_and_nothing_else_changes(hk):
+def test_adding_a_windows_build_adds_only_what_a_build_needs(hk):
     values = hk_prod_values()
     values["hyperv"]["hosts"][1]["goldenImages"]["win2025"] = "D:\\golden\\ws2025.vhdx"
     values["nodes"]["windows"].append({"name": "hk-win-4", "zone": "hk-2", "hypervHost": "hv-hk2-a",
@@ -146,7 +157,9 @@ def test_adding_a_windows_build_adds_its_runtime_class_and_nothing_else_changes(
                                        "ip": "10.30.30.54"})
     changed = changed_resources(hk, run_program(raw_config(values)))
     new_node = {n for n in changed if "hk-win-4" in n}
-    assert new_node and changed - new_node == {"hk-prod-scheduling-runtimeclass-win2025"}
+    # A new build needs its RuntimeClass and its own Fluent Bit (a process-isolated image per build).
+    assert new_node and changed - new_node == {"hk-prod-scheduling-runtimeclass-win2025",
+                                               "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2025"}
 
 
 def test_samples_can_be_switched_off(hk):
@@ -155,3 +168,47 @@ def test_samples_can_be_switched_off(hk):
     recording = run_program(raw_config(values))
     assert not [r for r in recording.resources if r.name.startswith("hk-prod-samples")]
     assert changed_resources(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")}
+
+
+def test_storage_classes_and_the_smb_secret(hk):
+    from tools.mockrun import Secret
+    classes = [obj for obj in kubernetes_objects(hk) if obj["kind"] == "StorageClass"]
+    names = [c["metadata"]["name"] for c in classes]
+    assert sorted(names) == ["longhorn", "nfs-files", "shared-files"] and len(set(names)) == len(names)
+    defaults = [c["metadata"]["name"] for c in classes
+                if c["metadata"].get("annotations", {}).get("storageclass.kubernetes.io/is-default-class") == "true"]
+    assert defaults == ["longhorn"]
+    secret = next(r for r in hk.resources if r.type == "kubernetes:core/v1:Secret" and "smb" in r.name)
+    assert isinstance(secret.inputs["stringData"], Secret)
+    shared = next(c for c in classes if c["metadata"]["name"] == "shared-files")
+    assert shared["parameters"]["csi.storage.k8s.io/node-stage-secret-name"] == secret.inputs["metadata"]["name"]
+
+
+def test_rotating_the_smb_password_changes_only_the_secret(hk):
+    rotated = run_program(raw_config(hk_prod_values()), secrets={"smbPassword": "rotated-password"})
+    assert changed_resources(hk, rotated) == {"hk-prod-storage-secret-kube-system-smb-credentials"}
+
+
+# Charts whose values need no OS selector: CRDs only, or templates that hard-code kubernetes.io/os on
+# every pod (render/storage.py CSI_SMB_POD_PARTS / CSI_NFS_POD_PARTS, with the template sources).
+NO_OS_VALUES = {"projectcalico.org.v3": "CRDs only", "csi-driver-smb": "OS hard-coded per DaemonSet",
+                "csi-driver-nfs": "OS hard-coded per workload"}
+
+
+def test_every_chart_places_its_pods_on_linux(hk):
+    charts = set()
+    for release in hk.by_type("kubernetes:helm.sh/v3:Release"):
+        charts.add(release.inputs["chart"])
+        if release.inputs["chart"] in NO_OS_VALUES:
+            continue
+        values = json.dumps(release.inputs["values"])
+        assert '"kubernetes.io/os": "linux"' in values, release.name
+    assert set(NO_OS_VALUES) <= charts
+
+
+def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk):
+    daemonsets = {name: spec for name, spec in pod_specs(hk)}
+    for name in ("windows-exporter", "kube-proxy-windows", "fluent-bit-windows-win2019", "fluent-bit-windows-win2022"):
+        spec = daemonsets[name]
+        assert spec["nodeSelector"]["kubernetes.io/os"] == "windows", name
+        assert any(t.get("key") == "node-role.kubernetes.io/windows" for t in spec["tolerations"]), name

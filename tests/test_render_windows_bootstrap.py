@@ -399,8 +399,10 @@ def test_host_settings_step_checks_before_it_changes() -> None:
     _before(script, "if ($timeConfig.NtpServer -ne $peers -or $timeConfig.Type -ne 'NTP') {", "'w32tm.exe'")
     assert "'/syncfromflags:manual', '/update'" in script
     _before(script, "$current.DynamicPortRangeStartPort -ne $PortStart", "'netsh.exe' @('int', 'ipv4', 'set', 'dynamicport', $protocol")
-    _before(script, "if (-not (Get-NetFirewallRule -Name $RuleName -ErrorAction SilentlyContinue)) {", "New-NetFirewallRule -Name $RuleName")
-    assert "-Protocol TCP -LocalPort 10250 -Action Allow" in script
+    _before(script, "if (-not (Get-NetFirewallRule -Name $RuleNames[$i] -ErrorAction SilentlyContinue)) {",
+            "New-NetFirewallRule -Name $RuleNames[$i]")
+    assert "$RuleNames = @('kubernetes-kubelet-10250', 'windows-exporter-9182')" in script
+    assert "$RulePorts = @(10250, 9182)" in script
     assert "Set-Service -Name W32Time -StartupType Automatic" in script
 
 

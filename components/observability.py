@@ -1,0 +1,77 @@
+"""The observability layer: metrics for both OSes (kube-prometheus-stack on Linux, windows_exporter on
+Windows, alerts that matter for a hybrid cluster, a Windows node dashboard next to the Linux ones) and logs
+from both OSes (Fluent Bit on Linux nodes and on every Windows build) shipped to one configured output.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from config import compat
+from config.model import StackSpec
+from render import logging, metrics
+
+from .k8s import kubernetes_object, resource_name
+from .network import helm_release
+from .scheduling import Scheduling, WINDOWS_SYSTEM_NAMESPACE
+
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+
+
+def log_output(spec: StackSpec) -> logging.LogOutput:
+    out = spec.observability.log_output
+    return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
+                             index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain)
+
+
+class Observability(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
+                 grafana_admin_password: pulumi.Output[str], linux_ready: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Observability", name, None, opts)
+
+        def declare(obj: dict, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.CustomResource:
+            return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                                     depends_on=list(depends_on))
+
+        # Metrics.
+        monitoring = declare(metrics.monitoring_namespace())
+        grafana_admin = kubernetes.core.v1.Secret(
+            f"{name}-secret-{metrics.MONITORING_NAMESPACE}-{GRAFANA_ADMIN_SECRET}",
+            metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": metrics.MONITORING_NAMESPACE},
+            type="Opaque",
+            string_data=pulumi.Output.secret(grafana_admin_password.apply(
+                lambda password: {metrics.GRAFANA_ADMIN_USER_KEY: "admin", metrics.GRAFANA_ADMIN_PASSWORD_KEY: password})),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[monitoring]),
+        )
+        stack = helm_release(
+            f"{name}-kube-prometheus-stack", metrics.KUBE_PROMETHEUS_STACK_CHART,
+            metrics.kube_prometheus_stack_values(retention=spec.observability.metrics_retention,
+                                                 grafana_admin_secret=GRAFANA_ADMIN_SECRET),
+            provider=provider, parent=self, depends_on=[monitoring, grafana_admin, *linux_ready])
+        # PrometheusRule and PodMonitor are the chart's CRDs: after the chart.
+        declare(metrics.alert_rules(), [stack])
+        declare(metrics.windows_dashboard(), [monitoring])
+        if spec.nodes.windows:
+            image = compat.WINDOWS[spec.nodes.windows[0].version].windows_exporter_image
+            for obj in metrics.windows_exporter(image):  # type: ignore[arg-type]  # validated present
+                declare(obj, [stack, scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]])
+
+        # Logs.
+        output = log_output(spec)
+        logging_ns = declare(logging.logging_namespace())
+        helm_release(f"{name}-fluent-bit", logging.FLUENT_BIT_CHART, logging.fluent_bit_linux_values(output),
+                     provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
+        if spec.nodes.windows:
+            # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
+            builds = {n.version: (compat.WINDOWS[n.version].build, compat.WINDOWS[n.version].fluent_bit_image)
+                      for n in spec.nodes.windows}
+            previous: list[pulumi.Resource] = [logging_ns]
+            for obj in logging.fluent_bit_windows(builds, output):  # type: ignore[arg-type]  # validated present
+                declared = declare(obj, previous)
+                if obj["kind"] != "DaemonSet":
+                    previous = [*previous, declared]
+        self.register_outputs({"metrics": metrics.KUBE_PROMETHEUS_STACK_CHART["version"],
+                               "logs": f"{output.kind}://{output.host}:{output.port}"})

@@ -1,0 +1,65 @@
+"""The storage layer: csi-driver-smb on Linux and Windows nodes, csi-driver-nfs and Longhorn on Linux
+workers, the three StorageClasses (shared-files is the one name both OSes mount), and the SMB credentials
+Secret built from Pulumi secrets.
+
+Rotating the SMB password is a config change that updates only the Secret; mounted volumes keep their
+credentials until re-staged, so the workloads using shared-files need a rolling restart (README.md).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from config.model import StackSpec
+from render import scheduling, storage
+
+from .k8s import kubernetes_object, resource_name
+from .network import helm_release
+
+
+def storage_params(spec: StackSpec) -> storage.StorageParams:
+    s = spec.storage
+    return storage.StorageParams(
+        smb_source=s.smb_source, nfs_server=str(s.nfs_server), nfs_path=s.nfs_path,
+        smb_dir_mode=s.smb_dir_mode, smb_file_mode=s.smb_file_mode, smb_uid=s.smb_uid, smb_gid=s.smb_gid,
+        reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
+        longhorn_replicas=s.longhorn_replicas, zones=tuple(spec.zones),
+    )
+
+
+class Storage(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+                 smb_username: pulumi.Output[str], smb_password: pulumi.Output[str],
+                 worker_labels: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Storage", name, None, opts)
+        params = storage_params(spec)
+
+        metadata = storage.smb_secret_metadata()
+        self.smb_secret = kubernetes.core.v1.Secret(
+            f"{name}-{resource_name(metadata)}",
+            metadata=metadata["metadata"],
+            type=metadata.get("type"),
+            string_data=pulumi.Output.secret(pulumi.Output.all(smb_username, smb_password).apply(
+                lambda creds: {"username": creds[0], "password": creds[1]})),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider),
+        )
+        smb = helm_release(f"{name}-csi-driver-smb", storage.CSI_SMB_CHART, storage.csi_smb_values(),
+                           provider=provider, parent=self)
+        nfs = helm_release(f"{name}-csi-driver-nfs", storage.CSI_NFS_CHART, storage.csi_nfs_values(),
+                           provider=provider, parent=self)
+        # Longhorn's pods must run privileged, and it places them by the worker role label.
+        longhorn_namespace = kubernetes_object(
+            f"{name}-namespace-{storage.LONGHORN_CHART['namespace']}",
+            scheduling.system_namespace(storage.LONGHORN_CHART["namespace"]), provider=provider, parent=self)
+        longhorn = helm_release(f"{name}-longhorn", storage.LONGHORN_CHART, storage.longhorn_values(params),
+                                provider=provider, parent=self, depends_on=[longhorn_namespace, *worker_labels])
+        drivers = {storage.SHARED_FILES_CLASS: [smb, self.smb_secret], storage.NFS_FILES_CLASS: [nfs],
+                   storage.LONGHORN_CLASS: [longhorn]}
+        self.classes = {
+            obj["metadata"]["name"]: kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider,
+                                                       parent=self, depends_on=drivers[obj["metadata"]["name"]])
+            for obj in storage.storage_classes(params)
+        }
+        self.register_outputs({"classes": sorted(self.classes), "default": spec.storage.default_class})

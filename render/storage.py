@@ -1,0 +1,522 @@
+"""Renders the cluster storage: the Helm values of the three CSI drivers (csi-driver-smb on Linux and
+Windows, csi-driver-nfs and Longhorn on Linux), the three StorageClasses and the metadata of the SMB
+credentials Secret.
+
+This module owns StorageParams, the pinned storage charts, the StorageClass names and the README
+paragraphs on SMB rotation and on the one shared class. It is pure: no Pulumi and no ``config`` imports;
+a frozen dataclass comes in, Kubernetes objects and Helm values as plain dicts go out. The components
+(written by the lead) turn them into resources and add the Secret's ``stringData`` from Pulumi secrets.
+
+Where each chart's pods run (every pod-creating part of the three charts, and how it picks its OS):
+
+* csi-driver-smb (``CSI_SMB_POD_PARTS``): ``controller`` (Deployment csi-smb-controller) and ``linux``
+  (DaemonSet csi-smb-node) carry ``kubernetes.io/os: linux`` in the chart templates themselves;
+  ``windows`` (DaemonSet csi-smb-node-win, HostProcess variant) carries ``kubernetes.io/os: windows`` in
+  its template, and we add the toleration for our Windows taint. ``windows.csiproxy`` is disabled: the
+  HostProcess node plugin mounts SMB itself and needs no csi-proxy.
+* csi-driver-nfs (``CSI_NFS_POD_PARTS``): ``controller`` and ``node`` select linux in their templates;
+  the snapshot controller (``externalSnapshotter``) is off.
+* Longhorn (``LONGHORN_POD_PARTS``): the chart-deployed manager, driver deployer, UI and (1.13) global
+  manager take ``global.nodeSelector`` / their own ``nodeSelector``; everything longhorn-manager creates
+  at run time (instance managers, engine image, CSI plugin and sidecars, share managers, backing image
+  managers) takes ``defaultSettings.systemManagedComponentsNodeSelector``. Both say "Linux worker".
+
+Windows image choice: the csi-driver-smb Windows node plugin runs as a HostProcess DaemonSet (chart
+values ``windows.useHostProcessContainers``), so one DaemonSet with one image serves win2019 and win2022:
+"HostProcess containers ... do not inherit the same compatibility requirements as Windows server
+containers, meaning that the version of the base images does not need to match that of the host"
+(https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from render.labels import OS_LABEL, WORKER_ROLE_LABEL
+from render.scheduling import windows_toleration
+
+# --- Charts ------------------------------------------------------------------------------------------
+#
+# csi-driver-smb 1.20.3 is the newest release listed in the project README's compatibility table
+# ("v1.20.3 | 1.21+", github.com/kubernetes-csi/csi-driver-smb README) and the newest chart in the
+# repository (charts/v1.20.3/csi-driver-smb/Chart.yaml: version 1.20.3, no "v" prefix since 1.19.0).
+# The chart has no kubeVersion upper bound. Repo URL: charts/README.md (`helm repo add csi-driver-smb
+# https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts`, installed into
+# kube-system).
+CSI_SMB_CHART: dict[str, str] = {
+    "chart": "csi-driver-smb",
+    "repo": "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts",
+    "version": "1.20.3",
+    "namespace": "kube-system",
+}
+
+# csi-driver-nfs 4.13.5: newest chart in kubernetes-csi/csi-driver-nfs (charts/v4.13.5/csi-driver-nfs/
+# Chart.yaml: version 4.13.5). Its csi-provisioner v6.3.0 needs Kubernetes 1.34+ (the reason Longhorn
+# raised its minimum, longhorn/longhorn#13576), which 1.36 satisfies. Repo URL and namespace:
+# charts/README.md (`helm repo add csi-driver-nfs https://raw.githubusercontent.com/kubernetes-csi/
+# csi-driver-nfs/master/charts`, `--namespace kube-system`).
+CSI_NFS_CHART: dict[str, str] = {
+    "chart": "csi-driver-nfs",
+    "repo": "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
+    "version": "4.13.5",
+    "namespace": "kube-system",
+}
+
+# Longhorn 1.13.0: newest release (longhorn/longhorn CHANGELOG/CHANGELOG-1.13.0.md); "Ensure that your
+# cluster is running Kubernetes v1.34 or later before installing Longhorn v1.13.0" (same file,
+# Installation), no upper bound. Chart repo https://charts.longhorn.io and "install the Longhorn chart in
+# the longhorn-system namespace only" (chart/README.md). Chart versions carry no "v" (charts index.yaml).
+LONGHORN_CHART: dict[str, str] = {
+    "chart": "longhorn",
+    "repo": "https://charts.longhorn.io",
+    "version": "1.13.0",
+    "namespace": "longhorn-system",
+}
+
+# --- Names -------------------------------------------------------------------------------------------
+
+SHARED_FILES_CLASS = "shared-files"   # SMB: the one class both operating systems mount
+NFS_FILES_CLASS = "nfs-files"         # NFS: Linux only
+LONGHORN_CLASS = "longhorn"           # Longhorn block: Linux only
+STORAGE_CLASS_NAMES = (SHARED_FILES_CLASS, NFS_FILES_CLASS, LONGHORN_CLASS)
+
+# Provisioner names: driver.name defaults of the two CSI charts (values.yaml `driver.name`) and the
+# Longhorn CSI driver (chart/templates/storageclass.yaml `provisioner: driver.longhorn.io`).
+SMB_PROVISIONER = "smb.csi.k8s.io"
+NFS_PROVISIONER = "nfs.csi.k8s.io"
+LONGHORN_PROVISIONER = "driver.longhorn.io"
+
+# The SMB credentials live next to the driver, in kube-system (CSI_SMB_CHART's namespace): only cluster
+# administrators read Secrets there, application namespaces never see the password, and the chart's RBAC
+# already lets its controller and node service accounts `get` Secrets (ClusterRoles
+# smb-external-provisioner-role and csi-smb-node-secret-role, templates/rbac-csi-smb.yaml). A
+# namespace of our own would add a namespace and nothing else.
+SMB_SECRET_NAME = "smb-credentials"
+SMB_SECRET_NAMESPACE = CSI_SMB_CHART["namespace"]
+# Keys the driver reads from the Secret: `username`, `password`, optional `domain`
+# (docs/driver-parameters.md; matched case-insensitively in NodeStageVolume, pkg/smb/nodeserver.go).
+SMB_SECRET_KEYS = ("username", "password")
+SMB_SECRET_OPTIONAL_KEYS = ("domain",)
+
+# StorageClass parameter keys that hand a Secret to the external-provisioner and to the kubelet's
+# NodeStageVolume call (docs/driver-parameters.md, "Storage Class Usage"). With a provisioner secret the
+# driver creates one sub directory per PV under `source`, i.e. real dynamic provisioning.
+_PROVISIONER_SECRET_NAME = "csi.storage.k8s.io/provisioner-secret-name"
+_PROVISIONER_SECRET_NAMESPACE = "csi.storage.k8s.io/provisioner-secret-namespace"
+_NODE_STAGE_SECRET_NAME = "csi.storage.k8s.io/node-stage-secret-name"
+_NODE_STAGE_SECRET_NAMESPACE = "csi.storage.k8s.io/node-stage-secret-namespace"
+
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+# Every pod-creating part of each chart, keyed by its values path, with the OS it runs on. Tests walk
+# these and require resource requests for each container of each part.
+CSI_SMB_POD_PARTS: dict[str, str] = {
+    "controller": "linux",   # Deployment csi-smb-controller: csi-provisioner, csi-resizer, liveness-probe, smb
+    "linux": "linux",        # DaemonSet csi-smb-node: liveness-probe, node-driver-registrar, smb
+    "windows": "windows",    # DaemonSet csi-smb-node-win (HostProcess): node-driver-registrar, smb
+}
+CSI_SMB_CONTAINERS: dict[str, tuple[str, ...]] = {
+    "controller": ("csiProvisioner", "csiResizer", "livenessProbe", "smb"),
+    "linux": ("livenessProbe", "nodeDriverRegistrar", "smb"),
+    "windows": ("livenessProbe", "nodeDriverRegistrar", "smb"),
+}
+CSI_NFS_POD_PARTS: dict[str, str] = {
+    "controller": "linux",   # Deployment csi-nfs-controller
+    "node": "linux",         # DaemonSet csi-nfs-node
+}
+CSI_NFS_CONTAINERS: dict[str, tuple[str, ...]] = {
+    "controller": ("csiProvisioner", "csiResizer", "csiSnapshotter", "livenessProbe", "nfs"),
+    "node": ("livenessProbe", "nodeDriverRegistrar", "nfs"),
+}
+# User-deployed Longhorn parts (chart/README.md "Longhorn Manager/Driver/UI Settings";
+# longhornGlobalManager: chart/templates/deployment-global-manager.yaml, new in 1.13.0).
+LONGHORN_POD_PARTS: dict[str, str] = {
+    "longhornManager": "linux",        # DaemonSet longhorn-manager
+    "longhornDriver": "linux",         # Deployment longhorn-driver-deployer
+    "longhornUI": "linux",             # Deployment longhorn-ui
+    "longhornGlobalManager": "linux",  # Deployment longhorn-global-manager
+}
+# Parts whose chart exposes `resources` (templates: `with .Values.<part>.resources`). The driver
+# deployer exposes none; see the module report.
+LONGHORN_PARTS_WITH_RESOURCES = ("longhornManager", "longhornUI", "longhornGlobalManager")
+
+
+# --- Input -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StorageParams:
+    smb_source: str                  # config form r"\\10.10.10.20\k8s-share"
+    nfs_server: str                  # "10.10.10.21" or a DNS name
+    nfs_path: str                    # export path, "/export/k8s"
+    smb_dir_mode: str = "0770"       # cifs dir_mode (Linux only: Windows ignores mount options)
+    smb_file_mode: str = "0660"      # cifs file_mode (Linux only)
+    smb_uid: int | None = None       # cifs uid= (Linux only)
+    smb_gid: int | None = None       # cifs gid= (Linux only)
+    reclaim_policy: str = "Retain"   # "Retain" | "Delete", all three classes
+    allow_expansion: bool = True
+    default_class: str | None = "longhorn"   # one of STORAGE_CLASS_NAMES or None
+    longhorn_replicas: int = 2       # one replica per zone (hard zone anti-affinity)
+    zones: tuple[str, ...] = ("hk-1", "hk-2")
+
+
+RECLAIM_POLICIES = ("Retain", "Delete")
+
+_MODE = re.compile(r"^0[0-7]{3}$")
+_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+# An SMB share name: no separators, no characters Windows forbids in share names.
+_SHARE_PART = re.compile(r'^[^\\/:*?"<>|]+$')
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def smb_source(unc: str) -> str:
+    """The csi-driver-smb ``source`` for a UNC path: ``\\\\server\\share[\\dir]`` -> ``//server/share[/dir]``.
+
+    The driver documents sources as ``//smb-server-address/sharename`` (docs/driver-parameters.md). On
+    Linux that string goes to mount.cifs as is; on Windows the node plugin turns every ``/`` back into
+    ``\\`` before New-SmbGlobalMapping (``strings.Replace(source, "/", "\\\\", -1)`` in SMBMount,
+    kubernetes-csi/csi-driver-smb pkg/mounter/safe_mounter_host_process_windows.go), so the slash form
+    serves both OSes.
+    Already-converted ``//server/share`` input is accepted unchanged.
+    """
+    text = unc.strip()
+    _require(text.startswith(("\\\\", "//")),
+             f"SMB source {unc!r} must be a UNC path like \\\\server\\share")
+    parts = [p for p in re.split(r"[\\/]", text[2:]) if p != ""]
+    _require(len(parts) >= 2, f"SMB source {unc!r} names no share (\\\\server\\share)")
+    server, *path = parts
+    _require(bool(_HOST.match(server)), f"SMB source {unc!r}: {server!r} is not a host name or IPv4 address")
+    for part in path:
+        _require(bool(_SHARE_PART.match(part)) and part not in (".", ".."),
+                 f"SMB source {unc!r}: {part!r} is not a valid share or directory name")
+    return "//" + "/".join([server, *path])
+
+
+def _check(p: StorageParams) -> None:
+    smb_source(p.smb_source)
+    _require(bool(_HOST.match(p.nfs_server)), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
+    _require(p.nfs_path.startswith("/") and ".." not in p.nfs_path.split("/"),
+             f"NFS path {p.nfs_path!r} must be an absolute export path")
+    for name, mode in (("smb_dir_mode", p.smb_dir_mode), ("smb_file_mode", p.smb_file_mode)):
+        _require(bool(_MODE.match(mode)), f"{name} {mode!r} must be an octal mode like 0770")
+    for name, ident in (("smb_uid", p.smb_uid), ("smb_gid", p.smb_gid)):
+        _require(ident is None or (isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0),
+                 f"{name} {ident!r} must be a non-negative integer or None")
+    _require(p.reclaim_policy in RECLAIM_POLICIES, f"reclaim policy {p.reclaim_policy!r} is not one of {RECLAIM_POLICIES}")
+    _require(isinstance(p.allow_expansion, bool), "allow_expansion must be a bool")
+    _require(p.default_class is None or p.default_class in STORAGE_CLASS_NAMES,
+             f"default class {p.default_class!r} is not one of {STORAGE_CLASS_NAMES}")
+    _require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
+    for zone in p.zones:
+        _require(bool(zone) and bool(_LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
+    _require(isinstance(p.longhorn_replicas, int) and p.longhorn_replicas >= 1, "longhorn_replicas must be >= 1")
+    # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
+    # than zones could never all be scheduled and every volume would stay degraded.
+    _require(p.longhorn_replicas <= len(p.zones),
+             f"longhorn_replicas {p.longhorn_replicas} exceeds the {len(p.zones)} zones hard zone anti-affinity spreads over")
+
+
+# --- Helm values -------------------------------------------------------------------------------------
+
+def _requests(cpu: str, memory: str, memory_limit: str | None = None) -> dict[str, Any]:
+    resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": memory}}
+    if memory_limit is not None:
+        resources["limits"] = {"memory": memory_limit}
+    return resources
+
+
+def csi_smb_values() -> dict[str, Any]:
+    """Values for CSI_SMB_CHART: controller and node plugin on Linux, HostProcess node plugin on Windows.
+
+    Keys from charts/v1.20.3/csi-driver-smb/values.yaml. Requests and memory limits restate that
+    file's defaults so they stay visible here and survive a default change upstream.
+    """
+    return {
+        "controller": {
+            # Template hardcodes kubernetes.io/os: linux (templates/csi-smb-controller.yaml); our
+            # Windows taint keeps it off Windows as well, since its tolerations cover only the
+            # control-plane taints (values.yaml controller.tolerations).
+            "resources": {
+                "csiProvisioner": _requests("10m", "20Mi", "400Mi"),
+                "csiResizer": _requests("10m", "20Mi", "400Mi"),
+                "livenessProbe": _requests("10m", "20Mi", "100Mi"),
+                "smb": _requests("10m", "20Mi", "200Mi"),
+            },
+        },
+        # node.nodeSelector is merged into BOTH node DaemonSets (templates/csi-smb-node.yaml and
+        # csi-smb-node-windows-hostprocess.yaml), so it must never name an OS: it stays empty.
+        "node": {"nodeSelector": {}},
+        "linux": {
+            # DaemonSet csi-smb-node: template hardcodes kubernetes.io/os: linux. Its default toleration
+            # (operator: Exists) also admits it to tainted Linux nodes such as the control plane.
+            "enabled": True,
+            "resources": {
+                "livenessProbe": _requests("10m", "20Mi", "100Mi"),
+                "nodeDriverRegistrar": _requests("10m", "20Mi", "100Mi"),
+                "smb": _requests("10m", "20Mi", "200Mi"),
+            },
+        },
+        "windows": {
+            # windows.enabled + windows.useHostProcessContainers select the HostProcess DaemonSet
+            # csi-smb-node-win (templates/csi-smb-node-windows-hostprocess.yaml, added in
+            # kubernetes-csi/csi-driver-smb#895): nodeSelector kubernetes.io/os: windows in the
+            # template, hostProcess: true as NT AUTHORITY\SYSTEM, image <smbplugin>:<tag>-windows-hp.
+            "enabled": True,
+            "useHostProcessContainers": True,
+            # The chart's default toleration is for a node.kubernetes.io/os taint we do not use;
+            # without ours the DaemonSet would never schedule on our Windows nodes.
+            "tolerations": [windows_toleration()],
+            # csi-proxy is only "required if windows.enabled is true and useHostProcessContainers is
+            # false" (values.yaml windows.csiproxy.enabled).
+            "csiproxy": {"enabled": False},
+            "resources": {
+                # livenessProbe is not rendered by the HostProcess template; stated anyway so the
+                # non-HostProcess template would be covered too.
+                "livenessProbe": _requests("10m", "40Mi", "150Mi"),
+                "nodeDriverRegistrar": _requests("10m", "40Mi", "150Mi"),
+                "smb": _requests("10m", "40Mi", "600Mi"),
+            },
+        },
+    }
+
+
+def csi_nfs_values() -> dict[str, Any]:
+    """Values for CSI_NFS_CHART: Linux only (controller and node templates hardcode kubernetes.io/os:
+    linux, templates/csi-nfs-controller.yaml and csi-nfs-node.yaml). Keys from
+    charts/v4.13.5/csi-driver-nfs/values.yaml; requests restate its defaults."""
+    return {
+        "controller": {
+            "resources": {
+                "csiProvisioner": _requests("10m", "20Mi", "400Mi"),
+                "csiResizer": _requests("10m", "20Mi", "400Mi"),
+                "csiSnapshotter": _requests("10m", "20Mi", "200Mi"),
+                "livenessProbe": _requests("10m", "20Mi", "100Mi"),
+                "nfs": _requests("10m", "20Mi", "200Mi"),
+            },
+        },
+        "node": {
+            "resources": {
+                "livenessProbe": _requests("10m", "20Mi", "100Mi"),
+                "nodeDriverRegistrar": _requests("10m", "20Mi", "100Mi"),
+                "nfs": _requests("10m", "20Mi", "300Mi"),
+            },
+        },
+        # The snapshot controller would be a fourth pod-creating part (and cluster-wide snapshot CRDs);
+        # no class of ours takes snapshots through NFS, so it stays off (its chart default).
+        "externalSnapshotter": {"enabled": False},
+    }
+
+
+def longhorn_worker_selector() -> dict[str, str]:
+    """Linux workers: the OS label every kubelet sets plus the worker role label our NodePatch sets
+    (render/scheduling.node_labels); control-plane nodes never carry the worker label."""
+    return {OS_LABEL: "linux", WORKER_ROLE_LABEL: ""}
+
+
+def _longhorn_setting_selector(selector: dict[str, str]) -> str:
+    # The setting's syntax is "key1:value1;key2:value2" (UnmarshalNodeSelector in longhorn-manager
+    # types/setting.go splits on ";" then ":"; an empty value after ":" is allowed).
+    return ";".join(f"{key}:{value}" for key, value in selector.items())
+
+
+def longhorn_values(p: StorageParams) -> dict[str, Any]:
+    """Values for LONGHORN_CHART: Longhorn on Linux workers only, replicas spread over zones.
+
+    Key names: chart/README.md tables (global.*, longhornManager/Driver/UI.*, defaultSettings.*,
+    persistence.*, preUpgradeChecker.*) and chart/templates/deployment-global-manager.yaml.
+    """
+    _check(p)
+    workers = longhorn_worker_selector()
+    values: dict[str, Any] = {
+        # global.nodeSelector applies to "user-deployed components such as Longhorn Manager, Longhorn
+        # UI, and Longhorn Driver Deployer"; a component's own nodeSelector replaces it (`default
+        # .Values.global.nodeSelector .Values.<part>.nodeSelector`). Both say the same, so neither the
+        # template generation nor the precedence matters. No tolerations anywhere: Longhorn must
+        # tolerate neither the control-plane nor the Windows taint.
+        "global": {"nodeSelector": dict(workers), "tolerations": []},
+        "longhornManager": {"nodeSelector": dict(workers), "tolerations": [],
+                            "resources": _requests("100m", "256Mi")},
+        "longhornDriver": {"nodeSelector": dict(workers), "tolerations": []},
+        "longhornUI": {"nodeSelector": dict(workers), "tolerations": [],
+                       "resources": _requests("10m", "64Mi")},
+        "longhornGlobalManager": {"nodeSelector": dict(workers), "tolerations": [],
+                                  "resources": _requests("50m", "128Mi")},
+        "defaultSettings": {
+            # Instance managers, engine image, CSI plugin and sidecars, share and backing image
+            # managers are created by longhorn-manager, not by the chart; this setting is their node
+            # selector (chart/README.md "System Default Settings"). The CSI plugin therefore exists only
+            # on Linux workers, which is where Longhorn volumes can be mounted.
+            "systemManagedComponentsNodeSelector": _longhorn_setting_selector(workers),
+            # Empty: system-managed components tolerate no taint, so never the Windows one.
+            "taintToleration": "",
+            # Default disks on every node Longhorn runs on (false = no node.longhorn.io/create-default-disk
+            # label needed); the selectors above already limit that to Linux workers.
+            "createDefaultDiskLabeledNodes": False,
+            "defaultReplicaCount": p.longhorn_replicas,
+            # false = hard: never two replicas of a volume in one zone. Longhorn takes a node's zone from
+            # topology.kubernetes.io/zone (chart/README.md replicaZoneSoftAntiAffinity), the label our
+            # nodes register with (render.labels.ZONE_LABEL).
+            "replicaZoneSoftAntiAffinity": False,
+            # false = hard at node level too (chart default, stated for clarity).
+            "replicaSoftAntiAffinity": False,
+        },
+        "persistence": {
+            # Our storage_classes() owns the `longhorn` StorageClass. Without this the chart ships a
+            # ConfigMap from which longhorn-manager keeps recreating and resetting a StorageClass of
+            # the same name (longhorn/longhorn#2119, #9391). persistence.createStorageClass was added
+            # for 1.12 (longhorn/website#1344, longhorn/longhorn#12906).
+            "createStorageClass": False,
+            # Mirrors of our class, in case createStorageClass is ever turned back on.
+            "defaultClass": p.default_class == LONGHORN_CLASS,
+            "defaultClassReplicaCount": p.longhorn_replicas,
+            "reclaimPolicy": p.reclaim_policy,
+        },
+        # The pre-upgrade checker is a Helm hook Job; chart/README.md: "Disable this setting when
+        # installing Longhorn using Argo CD or other GitOps solutions". We deploy through Pulumi rather than
+        # the helm CLI, the case that advice is about.
+        "preUpgradeChecker": {"jobEnabled": False},
+    }
+    return values
+
+
+# --- Kubernetes objects ------------------------------------------------------------------------------
+
+def _storage_class(name: str, provisioner: str, parameters: dict[str, str], p: StorageParams,
+                   mount_options: list[str] | None) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "parameters": parameters,
+        "reclaimPolicy": p.reclaim_policy,
+        "allowVolumeExpansion": p.allow_expansion,
+        "volumeBindingMode": "Immediate",
+    }
+    if mount_options:
+        obj["mountOptions"] = mount_options
+    if p.default_class == name:
+        # The annotation value is the string "true" (https://kubernetes.io/docs/tasks/administer-cluster/
+        # change-default-storage-class/).
+        obj["metadata"]["annotations"] = {DEFAULT_CLASS_ANNOTATION: "true"}
+    return obj
+
+
+def smb_mount_options(p: StorageParams) -> list[str]:
+    """cifs mount options for shared-files. They apply on Linux only: the Windows node plugin passes just
+    the user name and password to New-SmbGlobalMapping and drops mount flags (NodeStageVolume,
+    ``runtime.GOOS == "windows"`` branch in pkg/smb/nodeserver.go)."""
+    # vers=, dir_mode=, file_mode=, uid=, gid= are mount.cifs(8) options. noserverino: the driver's own
+    # StorageClass example marks it "required to prevent data corruption" (charts/v1.20.3/
+    # csi-driver-smb/values.yaml, storageClasses example).
+    options = ["vers=3.0", f"dir_mode={p.smb_dir_mode}", f"file_mode={p.smb_file_mode}"]
+    if p.smb_uid is not None:
+        options.append(f"uid={p.smb_uid}")
+    if p.smb_gid is not None:
+        options.append(f"gid={p.smb_gid}")
+    options.append("noserverino")
+    return options
+
+
+def storage_classes(p: StorageParams) -> list[dict[str, Any]]:
+    """The three StorageClasses: shared-files (SMB, both OSes), nfs-files (NFS, Linux) and longhorn
+    (Longhorn block, Linux). At most one carries the default-class annotation."""
+    _check(p)
+    shared = _storage_class(
+        SHARED_FILES_CLASS, SMB_PROVISIONER,
+        {
+            "source": smb_source(p.smb_source),
+            _PROVISIONER_SECRET_NAME: SMB_SECRET_NAME,
+            _PROVISIONER_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
+            _NODE_STAGE_SECRET_NAME: SMB_SECRET_NAME,
+            _NODE_STAGE_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
+        },
+        p, smb_mount_options(p),
+    )
+    nfs = _storage_class(
+        NFS_FILES_CLASS, NFS_PROVISIONER,
+        # server/share: csi-driver-nfs docs/driver-parameters.md; nfsvers=4.1 is that page's example.
+        {"server": p.nfs_server, "share": p.nfs_path},
+        p, ["nfsvers=4.1"],
+    )
+    longhorn = _storage_class(
+        LONGHORN_CLASS, LONGHORN_PROVISIONER,
+        # Parameter names from the chart's own class (chart/templates/storageclass.yaml).
+        # dataLocality "disabled" (chart default): best-effort would try to move a replica next to the
+        # pod, which hard zone anti-affinity can refuse when the pod's zone already holds one.
+        {
+            "numberOfReplicas": str(p.longhorn_replicas),
+            "staleReplicaTimeout": "30",
+            "fsType": "ext4",
+            "dataLocality": "disabled",
+        },
+        p, None,
+    )
+    classes = [shared, nfs, longhorn]
+    names = [c["metadata"]["name"] for c in classes]
+    # StorageClass is cluster-scoped: a repeated name would be one object, not two.
+    assert len(set(names)) == len(names), f"StorageClass names repeat: {names}"
+    defaults = [c["metadata"]["name"] for c in classes
+                if c["metadata"].get("annotations", {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
+    assert len(defaults) == (0 if p.default_class is None else 1), f"default classes: {defaults}"
+    return classes
+
+
+def smb_secret_metadata() -> dict[str, Any]:
+    """The SMB credentials Secret without data: the lead adds ``stringData`` (SMB_SECRET_KEYS, plus
+    optional ``domain``) from Pulumi secrets."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": SMB_SECRET_NAME,
+            "namespace": SMB_SECRET_NAMESPACE,
+            "labels": {"app.kubernetes.io/part-of": "csi-driver-smb"},
+        },
+        "type": "Opaque",
+    }
+
+
+# --- README paragraphs -------------------------------------------------------------------------------
+
+SMB_ROTATION_NOTE = f"""\
+Rotating the SMB password is a config change: set the new value in the Pulumi secret and run
+`pulumi up`; the only object that changes is the Secret `{SMB_SECRET_NAMESPACE}/{SMB_SECRET_NAME}`.
+Nothing picks the change up by itself. csi-driver-smb receives the credentials only when a node first
+mounts a volume (NodeStageVolume): "CSI driver only uses the secret during mount, so if secret is
+updated, you need to delete pod to make sure remount happen" (maintainer answer,
+kubernetes-csi/csi-driver-smb#877). That node mount is shared by every pod on the node that uses the
+volume and is unmounted only when the last of them is gone (kubernetes-csi/csi-driver-smb#1194); on
+Windows the SMB global mapping is even kept while any other SMB mount to the same server remains on the
+node (SMBUnmount in pkg/mounter/safe_mounter_host_process_windows.go). Until then the node keeps using the
+session it opened with the old password, and once the server rejects that password the mounted volumes
+fail ("Access is denied" on Windows nodes, kubernetes-csi/csi-driver-smb#551). So, after `pulumi up`:
+
+* Linux: restart every workload that mounts a `{SHARED_FILES_CLASS}` volume, e.g.
+  `kubectl rollout restart deployment/<name> -n <namespace>` (or statefulset/daemonset). A rolling
+  restart is enough only if no other pod using the same volume stays on the node meanwhile; when
+  replicas, a surge pod or another workload share the volume on a node, scale to zero and back
+  (`kubectl scale deployment/<name> -n <namespace> --replicas=0`, wait for the pods to go, restore).
+* Windows: drain and uncordon each Windows node in turn (`kubectl drain <node> --ignore-daemonsets`,
+  then `kubectl uncordon <node>`), so that no SMB mount to the server is left on it and the next pod
+  maps the share with the new password.
+
+Disable the old password on the file server only after these restarts.
+"""
+
+WHY_ONE_SHARED_CLASS = f"""\
+A StorageClass is cluster-scoped: it has no namespace, so each name exists once in the cluster. The design
+notes propose two classes with the same name, one backed by SMB for Windows pods and one backed by
+Longhorn for Linux pods; the second would simply be the first object again (an update, or a conflict),
+never a second class, and a PersistentVolumeClaim names exactly one class either way. A class that pods of
+both operating systems can claim must therefore use a driver with a node plugin on both. Of our three
+drivers only csi-driver-smb runs on Windows (as a HostProcess DaemonSet); csi-driver-nfs and Longhorn are
+Linux-only. So `{SHARED_FILES_CLASS}` is SMB (ReadWriteMany on Linux and Windows), and the Linux-only
+classes are named for what they are: `{NFS_FILES_CLASS}` (NFS, ReadWriteMany) and `{LONGHORN_CLASS}`
+(replicated block storage, ReadWriteOnce).
+"""

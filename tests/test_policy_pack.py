@@ -1,0 +1,447 @@
+"""The policy pack (policy/pack): its pure rules on what the hk-prod program really declares, mutated copies
+that each break one rule, the facts the pack copies from the program, and the pack itself served over the
+analyzer gRPC protocol the Pulumi engine speaks, without an engine.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import json
+import runpy
+import sys
+
+import grpc
+import pytest
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
+
+from tests.conftest import ROOT, hk_prod_values, raw_config
+from tools import mockrun
+from tools.mockrun import placeholder_secrets, run_program
+
+PACK = ROOT / "policy" / "pack"
+if str(PACK) not in sys.path:
+    # The pack imports `rules` as a top-level module (the CLI runs it from its own folder); the tests use
+    # that same module object, so rules.UNKNOWN is one sentinel.
+    sys.path.insert(0, str(PACK))
+
+import rules
+
+# --- the program's resources in the shape the rules take ------------------------------------------------
+
+
+def _as_policy_sees(value):
+    # The SDK unwraps secrets before a validation sees them (deserialize_properties without
+    # proxy_secrets); an unknown stays unknown.
+    if isinstance(value, mockrun.Secret):
+        return _as_policy_sees(value.value)
+    if isinstance(value, mockrun.Unknown):
+        return rules.UNKNOWN
+    if isinstance(value, dict):
+        return {k: _as_policy_sees(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_policy_sees(v) for v in value]
+    return value
+
+
+def declared_resources(recording: mockrun.Recording) -> list[rules.Declared]:
+    return [
+        rules.Declared(type=r.type, name=r.name, urn=r.urn, props=_as_policy_sees(r.inputs), protect=r.protect,
+                       additional_secret_outputs=tuple(r.additional_secret_outputs))
+        for r in recording.resources
+    ]
+
+
+@pytest.fixture(scope="module")
+def recording() -> mockrun.Recording:
+    return run_program(raw_config(hk_prod_values()))
+
+
+@pytest.fixture(scope="module")
+def hk_prod(recording) -> list[rules.Declared]:
+    return declared_resources(recording)
+
+
+SECRET_VALUES = rules.secret_values_from_config(
+    {f"{rules.PROJECT}:{k}": v for k, v in placeholder_secrets().items()})
+
+
+def violated(resources: list[rules.Declared]) -> dict[str, list[rules.Finding]]:
+    return {name: found for name, found in rules.evaluate(resources, SECRET_VALUES).items() if found}
+
+
+def named(resources: list[rules.Declared], name: str) -> rules.Declared:
+    matches = [r for r in resources if r.name == name]
+    assert len(matches) == 1, name
+    return matches[0]
+
+
+def replaced(resources: list[rules.Declared], name: str, **changes) -> list[rules.Declared]:
+    """A copy of `resources` with one resource changed; props are deep-copied so mutations stay local."""
+    out = []
+    for r in resources:
+        if r.name == name:
+            r = dataclasses.replace(r, props=copy.deepcopy(r.props), **changes)
+        out.append(r)
+    return out
+
+
+API_LINUX = "hk-prod-samples-deployment-linux-prod-api-linux"
+API_WIN = "hk-prod-samples-deployment-win-prod-api-win"
+CONTROL_PLANE_VM = "hk-prod-hk-cp-2-vm"
+JOIN_CREDENTIALS = "hk-prod-kubeadm-hk-lnx-1-join-credentials"
+WINDOWS_VM_COMMAND = "hk-prod-hk-win-1-vm"
+
+
+def pod_spec(resource: rules.Declared) -> dict:
+    return resource.props["spec"]["template"]["spec"]
+
+
+# --- the facts the pack copies stay equal to the program's --------------------------------------------------
+
+def test_vocabulary_matches_the_program():
+    from pulumi_command.remote import Logging
+
+    from components import bootstrap
+    from components import scheduling as scheduling_component
+    from config import compat
+    from config.loader import PROJECT, SECRET_KEYS
+    from render import labels
+
+    assert rules.OS_LABEL == labels.OS_LABEL
+    assert rules.WINDOWS_BUILD_LABEL == labels.WINDOWS_BUILD_LABEL
+    assert rules.WINDOWS_TAINT == {"key": labels.WINDOWS_TAINT_KEY, "value": labels.WINDOWS_TAINT_VALUE,
+                                   "effect": labels.WINDOWS_TAINT_EFFECT}
+    for build in compat.WINDOWS.values():
+        assert rules.WINDOWS_BUILD_BY_TAG_MARKER[build.ltsc_tag] == build.build
+    assert rules.PROJECT == PROJECT
+    assert set(rules.SECRET_CONFIG_KEYS) == set(SECRET_KEYS)
+    for params in scheduling_component.APPLICATION_NAMESPACES:
+        prefix = rules.WINDOWS_NAMESPACE_PREFIX if params.os == "windows" else rules.LINUX_NAMESPACE_PREFIX
+        assert params.name.startswith(prefix)
+    assert set(rules.SECRET_STDOUT_SUFFIXES) == set(mockrun.STAND_IN_STDOUT)
+    assert bootstrap.SECRET_STDOUT == ["stdout"]
+    assert rules.STDOUT_FREE_LOGGING <= {member.value for member in Logging}
+    assert rules.STDOUT_FREE_LOGGING.isdisjoint({Logging.STDOUT.value, Logging.STDOUT_AND_STDERR.value})
+
+
+# --- hk-prod passes, and each rule had something to judge ---------------------------------------------------
+
+def test_hk_prod_passes_every_rule(hk_prod):
+    assert violated(hk_prod) == {}
+
+
+def test_every_rule_has_something_to_judge_in_hk_prod(hk_prod):
+    workloads = [w for w in map(rules.workload, hk_prod) if w is not None]
+    rcs = rules.runtime_classes(hk_prod)
+    targets = {w.name: rules.targeted_os(rules.placement(w.pod_spec, rcs)) for w in workloads}
+    # Other layers add workloads over time; these three are the samples and Windows kube-proxy.
+    assert targets.items() >= {"api-linux": "linux", "api-win": "windows", "kube-proxy-windows": "windows"}.items()
+    assert set(rcs) == {"win2019", "win2022"}
+    # api-win reaches Windows, its toleration and its build only through its RuntimeClass.
+    api_win = named(hk_prod, API_WIN)
+    assert "nodeSelector" not in pod_spec(api_win) and "tolerations" not in pod_spec(api_win)
+    assert rules.image_windows_build(pod_spec(api_win)["containers"][0]["image"]) == "10.0.20348"
+    vms = [r for r in hk_prod if r.type == rules.PROXMOX_VM_TYPE and rules.CONTROL_PLANE_TAG in r.props["tags"]]
+    assert len(vms) == 3 and all(vm.protect for vm in vms)
+    credential_commands = [r for r in hk_prod if r.type == rules.COMMAND_TYPE
+                           and r.name.endswith(rules.SECRET_STDOUT_SUFFIXES)]
+    assert len(credential_commands) == 10
+    # The secret rule searched for real values and found them, only in their carriers.
+    assert set(SECRET_VALUES) == set(rules.SECRET_CONFIG_KEYS)
+    assert any(SECRET_VALUES["windowsAdminPassword"] in str(r.props.get("stdin")) for r in hk_prod)
+
+
+# --- mutated copies break exactly the expected rule ------------------------------------------------------------
+
+def test_deployment_without_os_breaks_only_the_os_rule(hk_prod):
+    resources = replaced(hk_prod, API_LINUX)
+    del pod_spec(named(resources, API_LINUX))["nodeSelector"]
+    found = violated(resources)
+    assert set(found) == {"workload-targets-os"}
+    assert [f.urn for f in found["workload-targets-os"]] == [named(hk_prod, API_LINUX).urn]
+    assert "does not target kubernetes.io/os" in found["workload-targets-os"][0].message
+
+
+def test_windows_pod_without_toleration_breaks_only_the_toleration_rule(hk_prod):
+    resources = replaced(hk_prod, API_WIN)
+    spec = pod_spec(named(resources, API_WIN))
+    del spec["runtimeClassName"]
+    # Same OS and build as before, by nodeSelector now: only the toleration the RuntimeClass added is gone.
+    spec["nodeSelector"] = {rules.OS_LABEL: "windows", rules.WINDOWS_BUILD_LABEL: "10.0.20348"}
+    found = violated(resources)
+    assert set(found) == {"windows-workload-tolerates-taint"}
+    assert "node-role.kubernetes.io/windows=true:NoSchedule" in found["windows-workload-tolerates-taint"][0].message
+
+
+def test_windows_pod_on_the_wrong_build_breaks_only_the_image_rule(hk_prod):
+    resources = replaced(hk_prod, API_WIN)
+    pod_spec(named(resources, API_WIN))["runtimeClassName"] = "win2019"
+    found = violated(resources)
+    assert set(found) == {"windows-image-matches-build"}
+    assert "10.0.20348" in found["windows-image-matches-build"][0].message
+    assert "10.0.17763" in found["windows-image-matches-build"][0].message
+
+
+def test_windows_pod_in_a_linux_namespace_breaks_only_the_namespace_rule(hk_prod):
+    resources = replaced(hk_prod, API_WIN)
+    named(resources, API_WIN).props["metadata"]["namespace"] = "linux-prod"
+    found = violated(resources)
+    assert set(found) == {"namespace-matches-os"}
+    assert "linux-prod is for linux pods, but the pod targets windows" in found["namespace-matches-os"][0].message
+
+
+def test_undeclared_runtime_class_is_an_os_finding_and_leaves_the_win_pod_untolerated(hk_prod):
+    resources = replaced(hk_prod, API_WIN)
+    pod_spec(named(resources, API_WIN))["runtimeClassName"] = "win2025"
+    found = violated(resources)
+    assert set(found) == {"workload-targets-os", "windows-workload-tolerates-taint"}
+    assert any("'win2025' names no RuntimeClass" in f.message for f in found["workload-targets-os"])
+
+
+def test_unprotected_control_plane_vm_breaks_only_the_protection_rule(hk_prod):
+    found = violated(replaced(hk_prod, CONTROL_PLANE_VM, protect=False))
+    assert set(found) == {"control-plane-vm-protected"}
+    assert [f.urn for f in found["control-plane-vm-protected"]] == [named(hk_prod, CONTROL_PLANE_VM).urn]
+
+
+def test_unprotected_worker_vm_is_fine(hk_prod):
+    worker = next(r for r in hk_prod if r.type == rules.PROXMOX_VM_TYPE and "worker" in r.props["tags"])
+    assert worker.protect is False
+    assert rules.control_plane_protection_violations(worker) == []
+
+
+def test_join_credentials_logging_stdout_breaks_only_the_stdout_rule(hk_prod):
+    resources = replaced(hk_prod, JOIN_CREDENTIALS)
+    named(resources, JOIN_CREDENTIALS).props["logging"] = "stdoutAndStderr"
+    found = violated(resources)
+    assert set(found) == {"secret-stdout-not-logged"}
+    assert len(found["secret-stdout-not-logged"]) == 1
+
+
+def test_credential_command_without_logging_or_secret_stdout_gets_both_findings(hk_prod):
+    resources = replaced(hk_prod, JOIN_CREDENTIALS, additional_secret_outputs=("connection",))
+    del named(resources, JOIN_CREDENTIALS).props["logging"]
+    messages = [f.message for f in violated(resources)["secret-stdout-not-logged"]]
+    assert len(messages) == 2
+    assert "unset (pulumi-command logs stdout and stderr)" in messages[0]
+    assert "additionalSecretOutputs" in messages[1]
+
+
+def test_secret_pasted_into_a_script_breaks_only_the_secret_rule(hk_prod):
+    password = SECRET_VALUES["windowsAdminPassword"]
+    resources = replaced(hk_prod, WINDOWS_VM_COMMAND)
+    command = named(resources, WINDOWS_VM_COMMAND)
+    command.props["create"] = command.props["create"] + f"\n$password = '{password}'\n"
+    found = violated(resources)
+    assert set(found) == {"secret-config-confined"}
+    [finding] = found["secret-config-confined"]
+    assert "'windowsAdminPassword' appears in create" in finding.message
+    assert password not in finding.message
+
+
+def test_unknown_pod_template_is_left_for_the_update(hk_prod):
+    resources = replaced(hk_prod, API_LINUX)
+    pod_spec(named(resources, API_LINUX))["nodeSelector"] = rules.UNKNOWN
+    assert violated(resources) == {}
+
+
+# --- where the SDK cannot look, the tests do: the program marks its secrets -------------------------------------
+
+def test_every_secret_config_value_reaches_only_secret_marked_carriers(recording):
+    values = placeholder_secrets()
+
+    def carriers(value, path=(), secret=False):
+        if isinstance(value, mockrun.Secret):
+            yield from carriers(value.value, path, True)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield from carriers(item, (*path, key), secret)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                yield from carriers(item, (*path, str(index)), secret)
+        elif isinstance(value, str):
+            for key, secret_value in values.items():
+                if secret_value in value:
+                    yield key, path, secret
+
+    seen = set()
+    for r in recording.resources:
+        for key, path, secret in carriers(r.inputs):
+            assert secret, f"{r.name}: {key} at {'.'.join(path)} is not marked secret"
+            assert any(path[:len(c)] == c for c in rules.SECRET_CARRIERS.get(r.type, ())), (r.name, path)
+            seen.add((r.type, key))
+    assert ("pulumi:providers:proxmoxve", "proxmoxApiToken") in seen
+    assert (rules.COMMAND_TYPE, "windowsAdminPassword") in seen
+
+
+def test_join_commands_take_their_credentials_on_secret_stdin(recording):
+    joins = [r for r in recording.by_type(rules.COMMAND_TYPE) if r.name.endswith("-join")]
+    assert len(joins) == 9
+    assert all(isinstance(r.inputs["stdin"], mockrun.Secret) for r in joins)
+
+
+# --- the pure helpers ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("toleration, expected", [
+    ({"key": "node-role.kubernetes.io/windows", "operator": "Equal", "value": "true", "effect": "NoSchedule"}, True),
+    ({"key": "node-role.kubernetes.io/windows", "value": "true"}, True),           # no operator = Equal, any effect
+    ({"key": "node-role.kubernetes.io/windows", "operator": "Exists", "effect": "NoSchedule"}, True),
+    ({"operator": "Exists"}, True),                                                # empty key + Exists: every taint
+    ({"key": "node-role.kubernetes.io/windows", "operator": "Equal", "value": "false"}, False),
+    ({"key": "node-role.kubernetes.io/windows", "operator": "Exists", "effect": "NoExecute"}, False),
+    ({"key": "CriticalAddonsOnly", "operator": "Exists"}, False),
+])
+def test_toleration_matching(toleration, expected):
+    assert rules.tolerates(toleration, rules.WINDOWS_TAINT) is expected
+
+
+@pytest.mark.parametrize("image, build", [
+    ("mcr.microsoft.com/dotnet/samples:aspnetapp-10.0-nanoserver-ltsc2022", "10.0.20348"),
+    ("mcr.microsoft.com/windows/servercore:ltsc2019", "10.0.17763"),
+    ("mcr.microsoft.com/windows/nanoserver:1809", "10.0.17763"),
+    ("mcr.microsoft.com/windows/servercore:ltsc2025-amd64", "10.0.26100"),
+    ("mcr.microsoft.com/windows/servercore:10.0.20348.2227", "10.0.20348"),
+    ("registry.local:5000/app:LTSC2022@sha256:" + "0" * 64, "10.0.20348"),
+    ("docker.io/sigwindowstools/kube-proxy:v1.36.4-calico-hostprocess", None),
+    ("registry.local:5000/ltsc2022/app", None),                                   # no tag: nothing to tell
+    ("docker.io/library/app:21809", None),
+])
+def test_image_windows_build(image, build):
+    assert rules.image_windows_build(image) == build
+
+
+def _pod(**spec) -> rules.Workload:
+    return rules.Workload(urn="urn:test", kind="Pod", name="p", namespace="default", pod_spec=spec)
+
+
+def _os_terms(*terms) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": list(term)} for term in terms]}}}
+
+
+def test_required_node_affinity_targets_an_os():
+    not_windows = {"key": rules.OS_LABEL, "operator": "NotIn", "values": ["windows"]}
+    assert rules.targeted_os(rules.placement(_pod(affinity=_os_terms([not_windows])).pod_spec, {})) == "linux"
+    # Terms are ORed: one per OS targets neither.
+    either = _os_terms([{"key": rules.OS_LABEL, "operator": "In", "values": ["linux"]}],
+                       [{"key": rules.OS_LABEL, "operator": "In", "values": ["windows"]}])
+    assert "does not target" in rules.os_target_violations(_pod(affinity=either), {})[0]
+    # A term without an OS expression lets the pod land anywhere.
+    loose = _os_terms([not_windows], [{"key": "node.os.distro", "operator": "In", "values": ["rocky9"]}])
+    assert rules.os_target_violations(_pod(affinity=loose), {})
+
+
+def test_contradicting_os_constraints_leave_nothing():
+    rcs = {"win2022": {"nodeSelector": {rules.OS_LABEL: "windows"}}}
+    messages = rules.os_target_violations(_pod(nodeSelector={rules.OS_LABEL: "linux"}, runtimeClassName="win2022"), rcs)
+    assert len(messages) == 1 and "leave no OS" in messages[0]
+    assert rules.os_target_violations(_pod(nodeSelector={rules.OS_LABEL: "Windows"}), {})   # labels are case-sensitive
+
+
+def test_bare_pods_and_jobs_are_workloads_too():
+    pod = rules.Declared(type="kubernetes:core/v1:Pod", name="p", urn="urn:p",
+                         props={"metadata": {"name": "p", "namespace": "win-x"}, "spec": {"containers": []}})
+    job = rules.Declared(type="kubernetes:batch/v1:CronJob", name="j", urn="urn:j",
+                         props={"metadata": {"name": "j"}, "spec": {"jobTemplate": {"spec": {"template": {
+                             "spec": {"nodeSelector": {rules.OS_LABEL: "linux"}}}}}}})
+    found = violated([pod, job])
+    assert set(found) == {"workload-targets-os", "windows-workload-tolerates-taint"}
+    assert {f.urn for fs in found.values() for f in fs} == {"urn:p"}
+
+
+# --- the pack itself ----------------------------------------------------------------------------------------------
+
+def load_pack() -> dict:
+    # Any run_name but "__main__": the module then only declares POLICIES (PolicyPack() never returns).
+    return runpy.run_path(str(PACK), run_name="policy_pack_under_test")
+
+
+def test_pack_declares_every_rule_as_a_mandatory_policy():
+    import pulumi_policy
+
+    pack = load_pack()
+    policies = {p.name: p for p in pack["POLICIES"]}
+    assert set(policies) == {*rules.PLACEMENT_RULES, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
+    assert all(p.enforcement_level == pulumi_policy.EnforcementLevel.MANDATORY for p in policies.values())
+    assert all(isinstance(policies[n], pulumi_policy.StackValidationPolicy) for n in rules.PLACEMENT_RULES)
+    assert all(isinstance(policies[n], pulumi_policy.ResourceValidationPolicy)
+               for n in [*rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE])
+    # Every file the CLI needs is there.
+    assert (PACK / "PulumiPolicy.yaml").is_file() and (PACK / "requirements.txt").is_file()
+
+
+def _wire(value):
+    """A recorded input as the engine marshals it for an analyzer (secrets kept, unknowns as sentinels)."""
+    from pulumi_policy import deserialize, proxy
+
+    if isinstance(value, mockrun.Secret):
+        return {deserialize.SPECIAL_SIG_KEY: deserialize.SPECIAL_SECRET_SIG, "value": _wire(value.value)}
+    if isinstance(value, mockrun.Unknown):
+        return proxy.UNKNOWN_STRING_VALUE
+    if isinstance(value, dict):
+        return {k: _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
+def _struct(props: dict) -> struct_pb2.Struct:
+    s = struct_pb2.Struct()
+    s.update(_wire(props))
+    return s
+
+
+def _options(r: mockrun.Resource, protect: bool | None = None) -> analyzer_pb2.AnalyzerResourceOptions:
+    return analyzer_pb2.AnalyzerResourceOptions(protect=r.protect if protect is None else protect,
+                                                additionalSecretOutputs=r.additional_secret_outputs)
+
+
+def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
+    """PolicyPack() is built for real: it starts its gRPC server on 127.0.0.1 and would sleep forever.
+    Its sleep is where this test talks to it, as the engine would, then interrupts it."""
+    import pulumi_policy.policy as sdk
+
+    pack = load_pack()
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps({f"{rules.PROJECT}:{k}": v for k, v in placeholder_secrets().items()}))
+    stdout = io.TextIOWrapper(io.BytesIO())
+    monkeypatch.setattr(sys, "stdout", stdout)
+    answers: dict = {}
+
+    def engine_calls(_seconds):
+        port = int(stdout.buffer.getvalue().decode().strip())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            analyzer = analyzer_pb2_grpc.AnalyzerStub(channel)
+            answers["info"] = analyzer.GetAnalyzerInfo(empty_pb2.Empty())
+            stack = [analyzer_pb2.AnalyzerResource(type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs),
+                                                   options=_options(r)) for r in recording.resources]
+            answers["stack"] = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=stack))
+            bad_win = copy.deepcopy(recording.named(API_WIN))
+            bad_win.inputs["spec"]["template"]["spec"]["runtimeClassName"] = "win2019"
+            mutated = [analyzer_pb2.AnalyzerResource(type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs))
+                       for r in [*recording.by_type(rules.RUNTIME_CLASS_TYPE), bad_win]]
+            answers["stack_bad"] = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=mutated))
+            answers["each"] = [analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
+                type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs), options=_options(r)))
+                for r in recording.resources]
+            vm = recording.named(CONTROL_PLANE_VM)
+            answers["vm_bad"] = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
+                type=vm.type, name=vm.name, urn=vm.urn, properties=_struct(vm.inputs), options=_options(vm, protect=False)))
+        raise KeyboardInterrupt  # PolicyPack stops its server and returns on this
+
+    monkeypatch.setattr(sdk.time, "sleep", engine_calls)
+    pack["serve"]()
+
+    info = answers["info"]
+    assert info.name == pack["PACK_NAME"]
+    assert {p.name for p in info.policies} == {p.name for p in pack["POLICIES"]}
+    assert list(answers["stack"].diagnostics) == []
+    assert [d.message for r in answers["each"] for d in r.diagnostics] == []
+    # The secret rule ran (config reached it), it was not skipped as not applicable.
+    assert not any(n.policy_name == rules.SECRET_CONFIG_RULE for r in answers["each"] for n in r.not_applicable)
+    [bad] = answers["stack_bad"].diagnostics
+    assert bad.policyName == "windows-image-matches-build" and bad.urn == recording.named(API_WIN).urn
+    assert bad.enforcementLevel == analyzer_pb2.MANDATORY
+    [vm_bad] = answers["vm_bad"].diagnostics
+    assert vm_bad.policyName == "control-plane-vm-protected"
