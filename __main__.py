@@ -7,6 +7,7 @@ from components.network import ClusterNetwork
 from components.observability import Observability
 from components.scheduling import Scheduling
 from components.storage import Storage
+from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
@@ -23,8 +24,10 @@ for warning in stack.warnings:
 spec = stack.spec
 secrets = read_secrets(spec)
 
-machines = Machines(spec.cluster.name, spec, secrets)
-cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines)
+# Refuses a changed Kubernetes version at preview; nothing else is touched before it has accepted the plan.
+version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
+machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin,))
+cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)

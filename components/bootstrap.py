@@ -27,7 +27,6 @@ from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY,
 from render.shell import bash_command
 
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
-from .version_pin import KubernetesVersionPin
 
 LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 WINDOWS_CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
@@ -124,7 +123,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             # A new machine needs a new token: the old one expired long ago.
             triggers=[machine.vm.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, machine.ready, *after],
-                                      additional_secret_outputs=SECRET_STDOUT),
+                                        additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
         )
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node, control_plane))
         self.join = command.remote.Command(
@@ -138,7 +137,8 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             stdin=pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n")),
             logging=command.remote.Logging.STDERR,
             triggers=[machine.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready]),
+            # Same node, same name: the old membership's reset must run before the new join, not after.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready], delete_before_replace=True),
         )
         self.drain = node_drain(name, node.name, access, self.join, self)
         self.node_name = node.name
@@ -165,7 +165,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 stdin=password_line,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 triggers=[machine.vm.id],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True),
             )
             self.prepare.append(previous)
         credentials = command.remote.Command(
@@ -175,7 +175,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             logging=command.remote.Logging.STDERR,
             triggers=[machine.vm.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, previous, *after],
-                                      additional_secret_outputs=SECRET_STDOUT),
+                                        additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
         )
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node))
         self.join = command.remote.Command(
@@ -187,7 +187,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
             logging=command.remote.Logging.STDERR,
             triggers=[machine.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous], delete_before_replace=True),
         )
         self.drain = node_drain(name, node.name, access, self.join, self)
         self.node_name = node.name
@@ -202,7 +202,9 @@ def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: comm
         connection=access.connection,
         create=bash_command(linux_bootstrap.render_wait_for_node(node_name)),
         delete=bash_command(linux_bootstrap.render_drain(node_name)),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[join]),
+        # A new join (a replaced machine) is waited for again; its predecessor is drained first.
+        triggers=[join.id],
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[join], delete_before_replace=True),
     )
 
 
@@ -210,10 +212,9 @@ class KubeadmCluster(pulumi.ComponentResource):
     """kubeadm init, the Linux joins, the admin kubeconfig and the Kubernetes provider. Windows nodes join
     through WindowsJoins, declared once the cluster network they wait for exists."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, version_pin: pulumi.Resource,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
-        self.version = KubernetesVersionPin(f"{name}-kubernetes-version", spec.cluster.kubernetes_version,
-                                            opts=pulumi.ResourceOptions(parent=self))
         first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
         init_config = kubeadm.render_init_config(cluster_params(spec), node_params(first.node, control_plane=True))
         self.init = command.remote.Command(
@@ -223,7 +224,7 @@ class KubeadmCluster(pulumi.ComponentResource):
             delete=bash_command(linux_bootstrap.render_reset()),
             logging=command.remote.Logging.STDERR,
             triggers=[first.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, self.version]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin]),
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init)
 

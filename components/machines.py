@@ -16,7 +16,7 @@ from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from render import hyperv
-from render.cloud_init import LinuxNodeInit, RegistryMirror, render_user_data
+from render.cloud_init import LinuxNodeInit, RegistryMirror, render_prepare_script, render_user_data
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -87,6 +87,8 @@ class LinuxNodeArgs:
     template: TemplateSpec
     connection: command.remote.ConnectionArgs
     provider: proxmoxve.Provider
+    # Resources that must accept the change before any machine is touched (the Kubernetes version pin).
+    guards: tuple[pulumi.Resource, ...] = ()
 
 
 class ProxmoxLinuxNode(pulumi.ComponentResource):
@@ -97,21 +99,24 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         super().__init__("hybrid:machines:ProxmoxLinuxNode", name, None, opts)
         spec, node = args.spec, args.node
         self.node, self.role, self.connection = node, args.role, args.connection
+        init = linux_node_init(spec, node)
         datastores = spec.proxmox.datastores
 
-        # A stable file name, replaced in place: the VM's cicustom keeps pointing at it. The snippet
-        # matters at first boot only (cloud-init runs once per instance), so replacing it never
-        # touches a running VM.
+        # First boot only: cloud-init runs once per instance, and both the snippet's content and the VM's
+        # reference to it force replacement in the provider, so a later change to what the snippet holds
+        # (mirrors, NTP, pins) must not reach existing nodes through it: ignore_changes keeps it as
+        # created. New nodes get the current rendering; existing ones are converged by the layers above.
         self.user_data = proxmoxve.FileLegacy(
             f"{name}-user-data",
             content_type="snippets",
             datastore_id=datastores.snippets,
             node_name=node.proxmox_node,
             source_raw=proxmoxve.FileLegacySourceRawArgs(
-                data=render_user_data(linux_node_init(spec, node)),
+                data=render_user_data(init),
                 file_name=f"{spec.cluster.name}-{node.name}-user-data.yaml",
             ),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True,
+                                        ignore_changes=["sourceRaw"], depends_on=list(args.guards)),
         )
 
         nics = [(spec.network.nodes, node.ip, spec.network.nodes.gateway)]
@@ -125,7 +130,8 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             node_name=node.proxmox_node,
             vm_id=node.vm_id,
             description=f"{spec.cluster.name} Kubernetes {args.role} ({node.distro}), managed by Pulumi",
-            tags=[spec.cluster.name, args.role, node.zone, node.distro],
+            # Proxmox stores tags sorted: sorted here too, or every preview shows a diff.
+            tags=sorted({spec.cluster.name, args.role, node.zone, node.distro}),
             clone=proxmoxve.VmLegacyCloneArgs(
                 vm_id=args.template.vm_id,
                 node_name=args.template.node,
@@ -173,16 +179,32 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 provider=args.provider,
                 # Losing a control-plane VM loses an etcd member: removing one is a deliberate act.
                 protect=args.role == "control-plane",
+                # Its id and name are fixed, so a replacement must remove the old VM first.
+                delete_before_replace=True,
+                # A new template is for new nodes; it must not rebuild existing ones.
+                ignore_changes=["clone"],
+                depends_on=list(args.guards),
             ),
         )
 
-        self.ready = command.remote.Command(
+        first_boot = command.remote.Command(
             f"{name}-cloud-init",
             connection=args.connection,
             create=bash_command(render_wait_for_cloud_init()),
             # A new VM (same name, new id) must be waited for again.
             triggers=[self.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
+        )
+        # The same idempotent preparation script, run again over SSH: a no-op right after first boot, and
+        # the way a later change (mirrors, NTP) reaches this node, and only this node's script re-runs.
+        converge = bash_command(render_prepare_script(init))
+        self.ready = command.remote.Command(
+            f"{name}-prepare",
+            connection=args.connection,
+            create=converge,
+            update=converge,
+            triggers=[self.vm.id],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first_boot], delete_before_replace=True),
         )
 
         self.summary = node_summary(node, args.role)
@@ -195,6 +217,7 @@ class HypervHost(pulumi.ComponentResource):
     def __init__(self, name: str, host: HypervHostSpec, connection: command.remote.ConnectionArgs,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervHost", name, None, opts)
+        self.host_name = host.name
         self.prerequisites: list[pulumi.Resource] = []
         if host.nic_offload.disable_lso:
             offload = hyperv.HostNicOffload(adapter_names=tuple(host.nic_offload.adapters))
@@ -213,7 +236,7 @@ class HypervWindowsNode(pulumi.ComponentResource):
 
     def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
                  connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
-                 opts: pulumi.ResourceOptions | None = None):
+                 guards: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
         # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
@@ -228,8 +251,10 @@ class HypervWindowsNode(pulumi.ComponentResource):
             delete=hyperv.ssh_command(hyperv.render_delete(vm)),
             # The guest password reaches the script on standard input only.
             stdin=admin_password,
-            triggers=[summary["name"], vm.vm_folder, host.urn],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=host.prerequisites),
+            triggers=[summary["name"], vm.vm_folder, host.host_name],
+            # The same VM name and address: the old VM must be gone before its replacement starts.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*host.prerequisites, *guards],
+                                        delete_before_replace=True),
         )
         self.summary = summary
         self.register_outputs({"summary": summary, "converged": self.vm.stdout})
@@ -238,7 +263,8 @@ class HypervWindowsNode(pulumi.ComponentResource):
 class Machines(pulumi.ComponentResource):
     """All machines of the cluster, with the Proxmox provider they are created through."""
 
-    def __init__(self, name: str, spec: StackSpec, secrets: Secrets, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: StackSpec, secrets: Secrets, guards: tuple[pulumi.Resource, ...] = (),
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:Machines", name, None, opts)
         self.provider = proxmoxve.Provider(
             f"{name}-proxmox",
@@ -263,7 +289,7 @@ class Machines(pulumi.ComponentResource):
                     spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
                     connection=ssh_connection(str(node.ip), spec.access.admin_user,
                                               private_key=secrets.node_ssh_private_key, **bastion),
-                    provider=self.provider,
+                    provider=self.provider, guards=guards,
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
@@ -291,6 +317,7 @@ class Machines(pulumi.ComponentResource):
                 self.hyperv_hosts[node.hyperv_host],
                 host_connections[node.hyperv_host],
                 secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist
+                guards=guards,
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for node in spec.nodes.windows

@@ -16,7 +16,8 @@ VERSION_KEY = "kubernetesVersion"
 
 
 class KubernetesVersionPinProvider(ResourceProvider):
-    # Pulumi serialises this class into the state by value (pulumi/pulumi#7755): keep it self-contained.
+    # Pulumi stores this provider in the state (dill); the provider process that runs `check` loads it
+    # from the project directory, so keep this module's path stable and its code self-contained.
     serialize_as_secret_always = False
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -37,7 +38,7 @@ class KubernetesVersionPinProvider(ResourceProvider):
         return CreateResult(id_=f"kubernetes-{props[VERSION_KEY]}", outs=props)
 
 
-class KubernetesVersionPin(Resource):
+class KubernetesVersionPin(Resource, module="hybrid", name="KubernetesVersionPin"):
     kubernetesVersion: pulumi.Output[str]
 
     def __init__(self, name: str, version: str, opts: pulumi.ResourceOptions | None = None):

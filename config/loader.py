@@ -89,6 +89,10 @@ def load(raw: RawConfig) -> LoadedStack:
                 problems.append(Problem(key, f"is a secret: set it with `pulumi config set --secret {key}`"))
         elif key not in aliases:
             problems.append(Problem(key, f"unknown key (known: {', '.join(sorted(aliases))})"))
+        elif key in raw.secure_keys:
+            # Its value would be decrypted into the model and land in plain resource inputs.
+            problems.append(Problem(key, "is not a secret: set it without --secret (secrets are: "
+                                         f"{', '.join(SECRET_KEYS)})"))
 
     sections: dict[str, Any] = {}
     for alias, name in aliases.items():

@@ -101,6 +101,15 @@ def gateways_inside(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule("network", "nodes")
+def proxmox_bridges(spec: StackSpec) -> Iterator[Problem]:
+    # A NIC with no bridge would land on the provider's default bridge, untagged: never what was meant.
+    if spec.network.nodes.proxmox_bridge is None:
+        yield Problem("network.nodes.proxmoxBridge", "Linux nodes need the Proxmox bridge of the node VLAN")
+    if spec.network.management.proxmox_bridge is None and any(n.management_ip for n in spec.linux_nodes):
+        yield Problem("network.management.proxmoxBridge", "nodes with a managementIp need the Proxmox bridge of the management VLAN")
+
+
+@rule("network", "nodes")
 def node_addresses(spec: StackSpec) -> Iterator[Problem]:
     seen: dict[IPv4Address, str] = {}
     for path, node in _node_paths(spec):

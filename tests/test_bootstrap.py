@@ -55,8 +55,8 @@ def test_every_join_depends_on_init_and_its_own_machine(hk):
 
 def test_init_waits_for_the_first_node_and_the_version_pin(hk):
     init = res(hk, "init")
-    assert hk.named("hk-prod-hk-cp-1-cloud-init").urn in init.dependencies
-    assert hk.named("hk-prod-kubeadm-kubernetes-version").urn in init.dependencies
+    assert hk.named("hk-prod-hk-cp-1-prepare").urn in init.dependencies
+    assert hk.named("hk-prod-kubernetes-version").urn in init.dependencies
     assert "--upload-certs" in script(init)
     assert init.inputs.get("delete"), "init has no reset on delete"
 
@@ -132,7 +132,8 @@ def _declare_with_network_prerequisite():
                       windows_admin_password=fake, bastion_ssh_private_key=None)
     machines = Machines("hk-prod", spec, secrets)
     prerequisite = pulumi.CustomResource("test:index:WindowsNetworkReady", "calico-windows-ready", {})
-    cluster = KubeadmCluster("hk-prod-kubeadm", spec, machines)
+    pin = pulumi.CustomResource("test:index:VersionPin", "version-pin", {})
+    cluster = KubeadmCluster("hk-prod-kubeadm", spec, machines, pin)
     WindowsJoins("hk-prod-kubeadm-windows", spec, machines, cluster.access, after=[prerequisite])
     return None
 

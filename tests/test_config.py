@@ -277,3 +277,13 @@ def test_addresses_must_be_text(hk_values, value):
     hk_values["nodes"]["linux"][0]["ip"] = value
     assert_problem(hk_values, "cluster.podCidr", "must be written as text")
     assert_problem(hk_values, "nodes.linux[0].ip", "must be written as text")
+
+
+def test_node_vlan_needs_its_proxmox_bridge(hk_values):
+    del hk_values["network"]["nodes"]["proxmoxBridge"]
+    assert_problem(hk_values, "network.nodes.proxmoxBridge", "Proxmox bridge")
+
+
+def test_a_plain_section_set_as_secret_is_rejected(hk_values):
+    assert problems(hk_values, frozenset({"access"})) == [
+        next(p for p in problems(hk_values, frozenset({"access"})) if p.startswith("access: is not a secret"))]

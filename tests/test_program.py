@@ -52,8 +52,9 @@ def test_every_resource_has_a_component_parent_named_after_it(hk):
     by_urn = hk.by_urn()
     for r in hk.resources:
         if r.parent.endswith("::hybrid-cluster-hk-prod"):
-            # Only the layers hang off the stack, each a component of ours.
-            assert r.type.startswith("hybrid:") and not r.custom, r.name
+            # Only the layers hang off the stack, each a component of ours, and the version pin that
+            # guards them all.
+            assert (r.type.startswith("hybrid:") and not r.custom) or r.type.endswith("/hybrid:KubernetesVersionPin"), r.name
             continue
         parent = by_urn.get(r.parent)
         assert parent is not None, f"{r.name} is not parented to a component"
@@ -170,7 +171,7 @@ def test_one_worker_change_touches_only_that_worker(hk, hk_values):
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
-    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init")}
+    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init", "-prepare")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
     assert changed_resources(hk, record(hk_values)) == machine | membership | labels
@@ -185,3 +186,30 @@ def test_a_secret_change_is_seen_without_being_shown():
     # The VM command and every guest step that signs in with the password, nothing else.
     assert changed and all("hk-win-" in name for name in changed), changed
     assert "hk-prod-hk-win-1-vm" in changed
+
+
+def test_replacements_delete_first_and_nothing_moves_before_the_version_pin(hk):
+    pin = hk.named("hk-prod-kubernetes-version").urn
+    for node in LINUX_NODES:
+        vm, snippet = hk.named(f"hk-prod-{node}-vm"), hk.named(f"hk-prod-{node}-user-data")
+        assert pin in vm.dependencies and pin in snippet.dependencies
+        # Fixed VM id and name: the old VM goes first; a new template or a new snippet does not rebuild it.
+        assert vm.delete_before_replace and vm.ignore_changes == ["clone"]
+        assert snippet.ignore_changes == ["sourceRaw"]
+        assert hk.named(f"hk-prod-{node}-cloud-init").delete_before_replace
+    for node in WINDOWS_NODES:
+        vm = hk.named(f"hk-prod-{node}-vm")
+        assert pin in vm.dependencies and vm.delete_before_replace
+    for r in hk.by_type(COMMAND):
+        if r.name.endswith(("-join", "-join-credentials", "-drain")) or "-prepare-" in r.name:
+            assert r.delete_before_replace, r.name
+    for r in hk.by_type(VM):
+        assert r.inputs["tags"] == sorted(r.inputs["tags"])
+
+
+def test_a_node_setting_change_converges_each_node_and_nothing_else(hk, hk_values):
+    # The first-boot snippets keep what they were created with; each node's own converge step re-runs.
+    hk_values["ntpServers"] = ["10.10.10.6"]
+    assert changed_resources(hk, record(hk_values)) == (
+        {f"hk-prod-{n}-prepare" for n in LINUX_NODES}
+        | {f"hk-prod-kubeadm-windows-{n}-prepare-host-settings" for n in WINDOWS_NODES})

@@ -37,6 +37,7 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("proxmoxve:index/vmLegacy:VmLegacy", "", 90, "full clone of a template and first boot"),
     ("proxmoxve:index/fileLegacy:FileLegacy", "", 3, "snippet upload over SSH"),
     ("command:remote:Command", "-cloud-init", 420, "cloud-init: packages, containerd, kubeadm"),
+    ("command:remote:Command", "-prepare", 20, "node preparation re-run (a no-op after first boot)"),
     ("command:remote:Command", "-nic-offload", 20, "Hyper-V host NIC settings"),
     ("command:remote:Command", "-vm", 600, "Windows VM: copy golden VHDX, create, boot, name, address"),
     ("command:remote:Command", "-prepare-containers-feature", 420, "Containers feature and its reboot"),
@@ -195,11 +196,12 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         v["cluster"]["kubernetesVersion"] = "1.36.3"
 
     def version_dependent(after: Recording) -> set[str]:
-        # What legitimately embeds the version: first-boot package pins, kubeadm's ClusterConfiguration,
-        # the Windows kubelet/kubeadm download step, Windows kube-proxy's image tag, and the pin itself.
-        names = {r.name for r in after.resources if r.type == "proxmoxve:index/fileLegacy:FileLegacy"}
-        names |= {f"{CLUSTER}-kubeadm-init", f"{CLUSTER}-kubeadm-kubernetes-version"}
-        names |= {r.name for r in after.resources if r.name.endswith("-prepare-kubernetes")}
+        # What legitimately embeds the version: kubeadm's ClusterConfiguration, each node's package pins
+        # (Linux prepare, Windows kubelet/kubeadm step), Windows kube-proxy's image tag, and the pin itself
+        # (which refuses the change at preview: see `refused` in the report). First-boot snippets embed it
+        # too but ignore later changes.
+        names = {f"{CLUSTER}-kubeadm-init", f"{CLUSTER}-kubernetes-version"}
+        names |= {r.name for r in after.resources if r.name.endswith(("-prepare-kubernetes", "-prepare"))}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 
@@ -211,6 +213,15 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         ("rotate the SMB password", None, smb_secret_names(base)),  # type: ignore[list-item]
         ("a Kubernetes patch version", patch_version, version_dependent),
     ]
+
+
+def refused_at_preview(before: dict, after: dict) -> str | None:
+    """What the version pin's check says of the change, as a real preview would run it."""
+    from components.version_pin import VERSION_KEY, KubernetesVersionPinProvider
+
+    failures = KubernetesVersionPinProvider().check(
+        {VERSION_KEY: before["cluster"]["kubernetesVersion"]}, {VERSION_KEY: after["cluster"]["kubernetesVersion"]}).failures
+    return failures[0].reason if failures else None
 
 
 def smb_secret_names(recording: Recording) -> set[str]:
@@ -231,7 +242,7 @@ def blast_radius(nodes: int) -> list[dict]:
         touched = changed_resources(base, after)
         expected = minimal(after) if callable(minimal) else minimal
         rows.append({"change": description, "touched": sorted(touched), "minimal": sorted(expected),
-                     "equal": touched == expected})
+                     "equal": touched == expected, "refused": refused_at_preview(values, changed_values)})
     return rows
 
 
@@ -268,9 +279,11 @@ def markdown(report: dict) -> str:
               f"(target ≤ 1.10: {'met' if targets['critical_path_ok'] else 'NOT met'}).", "",
               f"Longest chain at {report['sizes'][-1]['nodes']} nodes: " + " → ".join(report['sizes'][-1]['critical_path']), "",
               f"## Blast radius ({report['blast_radius_nodes']} nodes)", "",
-              "| change | resources touched | minimal set | equal |", "|---|---:|---:|---|"]
+              "| change | resources touched | minimal set | equal | at preview |", "|---|---:|---:|---|---|"]
     for row in report["blast_radius"]:
-        lines.append(f"| {row['change']} | {len(row['touched'])} | {len(row['minimal'])} | {'yes' if row['equal'] else 'NO'} |")
+        verdict = "refused by the version pin" if row["refused"] else "planned"
+        lines.append(f"| {row['change']} | {len(row['touched'])} | {len(row['minimal'])} | "
+                     f"{'yes' if row['equal'] else 'NO'} | {verdict} |")
     lines += ["", "Touched resources per change:", ""]
     for row in report["blast_radius"]:
         lines.append(f"- {row['change']}: {', '.join(row['touched']) or '(none)'}")

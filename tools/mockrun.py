@@ -6,6 +6,7 @@ tool and the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import runpy
@@ -118,10 +119,25 @@ def fingerprint(value: Any) -> str:
     return repr(value)
 
 
+def without_ignored(inputs: dict[str, Any], ignore_changes: list[str]) -> dict[str, Any]:
+    """The inputs a preview compares: those under an `ignore_changes` path are left out, as the engine does."""
+    kept = copy.deepcopy(inputs)
+    for path in ignore_changes:
+        *parents, leaf = path.split(".")
+        node: Any = kept
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(leaf, None)
+    return kept
+
+
 def changed_resources(before: Recording, after: Recording) -> set[str]:
-    """Names of the resources a second program run adds, removes or declares with other inputs."""
+    """Names of the resources a second program run adds, removes or declares with other inputs (inputs under
+    `ignore_changes` excepted, as in a preview)."""
     def fingerprints(recording: Recording) -> dict[str, str]:
-        return {r.urn: json.dumps(r.inputs, default=fingerprint, sort_keys=True) for r in recording.resources}
+        return {r.urn: json.dumps(without_ignored(r.inputs, r.ignore_changes), default=fingerprint, sort_keys=True)
+                for r in recording.resources}
 
     old, new = fingerprints(before), fingerprints(after)
     return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}

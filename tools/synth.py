@@ -175,7 +175,7 @@ def write(recording: Recording, out: Path) -> None:
         {
             "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
             "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
-            "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace,
+            "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace, "ignoreChanges": r.ignore_changes,
         }
         for r in recording.resources
     ]
