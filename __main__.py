@@ -5,6 +5,7 @@ from components.bootstrap import KubeadmCluster, WindowsJoins
 from components.machines import Machines
 from components.network import ClusterNetwork
 from components.observability import Observability
+from components.policy import Policy
 from components.scheduling import Scheduling
 from components.storage import Storage
 from components.version_pin import KubernetesVersionPin
@@ -38,6 +39,8 @@ Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_user
         worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux])
 Observability(f"{spec.cluster.name}-observability", spec, cluster.provider, scheduling,
               secrets.grafana_admin_password, linux_ready)
+Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
+       [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
 if spec.workloads.samples:
     SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
                     windows_networking=network.kube_proxy_windows)

@@ -258,6 +258,13 @@ class ObservabilitySpec(Spec):
     metrics_retention: Annotated[str, Field(pattern=r"^\d+[dhw]$")] = "15d"
 
 
+class PolicySpec(Spec):
+    # What Gatekeeper does with a workload that breaks the placement rules: dryrun (audit only), warn
+    # (admit with a warning) or deny.
+    enforcement_action: Literal["dryrun", "warn", "deny"] = "deny"
+    namespaces: Annotated[list[Label], Field(min_length=1)] = ["win-prod", "linux-prod"]
+
+
 class WorkloadsSpec(Spec):
     # The sample api-win / api-linux applications and their ingress: on by default, to prove a new
     # cluster end to end; switch off for a cluster that only runs real workloads.
@@ -282,6 +289,7 @@ class StackSpec(Spec):
     storage: StorageSpec
     windows: WindowsSpec = WindowsSpec()
     observability: ObservabilitySpec
+    policy: PolicySpec = PolicySpec()
     workloads: WorkloadsSpec = WorkloadsSpec()
 
     @property

@@ -13,11 +13,12 @@ Design decisions, with their sources:
 * Version. Gatekeeper's chart version equals its release version (docs/Release_Management.md in
   open-policy-agent/gatekeeper: "X.Y.Z ... is the version of the Gatekeeper image and the Chart
   version"). The chart index lists 3.23.0 (2026-07-09, https://open-policy-agent.github.io/gatekeeper/
-  charts/index.yaml); v3.23.1 is the newest patch found (images ``openpolicyagent/gatekeeper:v3.23.1``
-  in use from autumn 2026; sighupio/module-policy v1.19.0, 2026-11-26, ships it and states Kubernetes
-  1.33-1.36 compatibility). Kubernetes 1.36: Gatekeeper assumes every supported release compatible with
-  every supported Kubernetes minor (Release_Management.md, "Supported Kubernetes Versions"), and 3.23 is
-  the current minor. 3.24 had only a beta (3.24.0-beta.0, chart index) when last seen.
+  charts/index.yaml); v3.23.1 is the newest patch found: third-party deployment repositories pull
+  ``openpolicyagent/gatekeeper:v3.23.1``, and sighupio/module-policy release v1.19.0 (26 Nov) ships
+  Gatekeeper v3.23.1 stating "compatibility with Kubernetes versions 1.33.x through 1.36.x". Kubernetes
+  1.36: Gatekeeper assumes every supported release compatible with every supported Kubernetes minor
+  (Release_Management.md, "Supported Kubernetes Versions"), and 3.23 is the current minor; 3.24 had only
+  a beta (3.24.0-beta.0, 2026-07-13, chart index) in the newest index seen.
 * Rego v1. Since 3.19 a template may carry Rego v1 at ``spec.targets[].code[{engine: Rego,
   source: {version: "v1", rego}}]`` (website/docs/constrainttemplates.md, "Enable OPA Rego v1 syntax");
   the CRD accepts it (``code[].source`` preserves unknown fields in
@@ -26,7 +27,8 @@ Design decisions, with their sources:
   template, and the Rego reads ``spec.template.spec`` (``spec.jobTemplate.spec.template.spec`` for
   CronJob), so ``kubectl apply`` of a bad Deployment is refused instead of its ReplicaSet silently
   failing to create pods. Gatekeeper's expansion (ExpansionTemplate -> mock Pod, website/docs/
-  expansion.md; "beta", on by default in recent charts) would do the same from a Pod-only constraint,
+  expansion.md; chart value enableGeneratorResourceExpansion, "beta feature", default true in the chart
+  README) would do the same from a Pod-only constraint,
   but it adds a cluster object whose absence silently turns the check off, and the mock pod is only as
   good as the mutators that imitate admission; reading the template directly is exact for what we
   check and is what tests/gatekeeper_eval.py evaluates, rule for rule.
@@ -57,7 +59,12 @@ from pathlib import Path
 
 import yaml
 
-from render.labels import OS_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE
+from render.labels import (
+    OS_LABEL,
+    WINDOWS_TAINT_EFFECT,
+    WINDOWS_TAINT_KEY,
+    WINDOWS_TAINT_VALUE,
+)
 
 GATEKEEPER_NAMESPACE = "gatekeeper-system"
 

@@ -163,9 +163,7 @@ def matches(constraint: dict, obj: dict, namespace: str | None = None) -> bool:
         return False
     if "namespaces" in match and not any(_glob_match(p, ns) for p in match["namespaces"]):
         return False
-    if any(_glob_match(p, ns) for p in match.get("excludedNamespaces", [])):
-        return False
-    return True
+    return not any(_glob_match(p, ns) for p in match.get("excludedNamespaces", []))
 
 
 def evaluate_constraint(constraint: dict, template: dict, obj: dict, inventory: Iterable[dict] = (),

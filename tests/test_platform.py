@@ -11,6 +11,7 @@ from tools.mockrun import changed_resources, Recording, run_program
 from tools.synth import plain
 
 INSTALLATION_SCHEMA = SCHEMA_DIR / "operator.tigera.io_v1_Installation.json"
+CONSTRAINT_TEMPLATE_SCHEMA = SCHEMA_DIR / "templates.gatekeeper.sh_v1_ConstraintTemplate.json"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,8 @@ WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
 # Custom resources with no CRD schema in ../shared: their renderers' tests check their fields against the
 # upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
 UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
-                               "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"}}
+                               "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
+                               "config.gatekeeper.sh/v1alpha1": {"Config"}}
 
 
 def _shape_only(value):
@@ -96,13 +98,18 @@ def test_every_kubernetes_object_passes_the_validators(hk):
     for obj in kubernetes_objects(hk):
         if obj["apiVersion"] == "operator.tigera.io/v1":
             validate_custom_resource(obj, INSTALLATION_SCHEMA)
+        elif obj["apiVersion"] == "templates.gatekeeper.sh/v1":
+            validate_custom_resource(obj, CONSTRAINT_TEMPLATE_SCHEMA)
+        elif obj["apiVersion"] == "constraints.gatekeeper.sh/v1beta1":
+            # A constraint's schema is its template's parameters schema: tests/test_gatekeeper.py.
+            continue
         elif obj["kind"] in UNSCHEMAED_CUSTOM_RESOURCES.get(obj["apiVersion"], ()):
             continue
         else:
             kubernetes_validate.validate(obj, version, strict=True)
         checked.add(obj["kind"])
     assert {"Installation", "DaemonSet", "Deployment", "Service", "Ingress", "RuntimeClass", "Namespace",
-            "ResourceQuota", "LimitRange", "Node", "ConfigMap"} <= checked
+            "ResourceQuota", "LimitRange", "Node", "ConfigMap", "ConstraintTemplate", "StorageClass", "Secret"} <= checked
 
 
 def pod_specs(recording: Recording):
@@ -212,3 +219,27 @@ def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk):
         spec = daemonsets[name]
         assert spec["nodeSelector"]["kubernetes.io/os"] == "windows", name
         assert any(t.get("key") == "node-role.kubernetes.io/windows" for t in spec["tolerations"]), name
+
+
+def test_every_workload_the_program_declares_passes_every_gatekeeper_template(hk):
+    from render import policy
+    from tests.gatekeeper_eval import evaluate
+
+    objects = kubernetes_objects(hk)
+    runtime_classes = [obj for obj in objects if obj["kind"] == "RuntimeClass"]
+    workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
+    assert len(workloads) >= 6
+    for template in policy.templates():
+        for obj in workloads:
+            violations = evaluate(template, obj, runtime_classes, namespace=obj["metadata"].get("namespace"))
+            assert violations == [], (template["metadata"]["name"], obj["metadata"]["name"], violations)
+
+
+def test_constraints_wait_for_their_templates_and_follow_config(hk):
+    for kind in ("K8sRequiredNodeSelector", "K8sWindowsToleration", "K8sWindowsImageBuild"):
+        constraint = next(r for r in hk.resources if r.inputs.get("kind") == kind)
+        template = hk.named(f"hk-prod-policy-constrainttemplate-{kind.lower()}")
+        assert template.urn in constraint.dependencies
+        assert template.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.created}=true"
+        assert constraint.inputs["spec"]["enforcementAction"] == "deny"
+        assert constraint.inputs["spec"]["match"]["namespaces"] == ["win-prod", "linux-prod"]

@@ -1,0 +1,38 @@
+"""The policy layer: OPA Gatekeeper on Linux nodes, the placement ConstraintTemplates written in
+policy/gatekeeper/, and their constraints on the configured namespaces. Each constraint waits until its
+template reports its CRD created (the "no matches for kind" race), RuntimeClasses are synced into
+data.inventory for the Rego that follows runtimeClassName.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+
+from config.model import StackSpec
+from render import policy
+
+from .k8s import kubernetes_object, resource_name
+from .network import helm_release
+
+
+class Policy(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+                 namespaces: Sequence[pulumi.Resource], linux_ready: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Policy", name, None, opts)
+
+        def declare(obj: dict, depends_on: Sequence[pulumi.Resource]) -> pulumi.CustomResource:
+            return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                                     depends_on=list(depends_on))
+
+        gatekeeper = helm_release(f"{name}-gatekeeper", policy.GATEKEEPER_CHART, policy.gatekeeper_values(),
+                                  provider=provider, parent=self, depends_on=list(linux_ready))
+        declare(policy.sync_config(), [gatekeeper])
+        templates = {t["spec"]["crd"]["spec"]["names"]["kind"]: declare(t, [gatekeeper]) for t in policy.templates()}
+        self.constraints = [
+            declare(c, [templates[c["kind"]], *namespaces])
+            for c in policy.constraints(spec.policy.enforcement_action, tuple(spec.policy.namespaces))
+        ]
+        self.register_outputs({"enforcement_action": spec.policy.enforcement_action,
+                               "templates": sorted(templates)})
