@@ -274,6 +274,11 @@ def markdown(report: dict) -> str:
         lines.append(f"| {row['nodes']} | {row['resources']} | {row['wall_seconds']} | {row['cpu_seconds']} | "
                      f"{row['peak_rss_mib']} | {row['critical_path_resources']} | {row['critical_path_seconds'] / 60:.0f} min | "
                      f"{row['serial_seconds'] / 3600:.1f} h |")
+    per_resource = [f"{row['nodes']} nodes: {1000 * row['wall_seconds'] / row['resources']:.1f} ms" for row in report["sizes"]]
+    lines += ["", "Evaluation time per declared resource (flat means no work grows faster than the graph): "
+              + ", ".join(per_resource) + ". Profiled with cProfile at 300 nodes, the time goes to Pulumi's own "
+              "resource registration and to rendering each node's scripts; the per-node YAML is emitted by "
+              "libyaml."]
     targets = report["targets"]
     lines += ["", f"Critical path at the largest size vs the smallest: {targets['critical_path_ratio']:.3f} "
               f"(target ≤ 1.10: {'met' if targets['critical_path_ok'] else 'NOT met'}).", "",
