@@ -115,16 +115,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
                  control_plane: bool, after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
         node = machine.node
-        credentials = command.remote.Command(
-            f"{name}-join-credentials",
-            connection=access.connection,
-            create=bash_command(linux_bootstrap.render_join_credentials(control_plane=control_plane)),
-            logging=command.remote.Logging.STDERR,
-            # A new machine needs a new token: the old one expired long ago.
-            triggers=[machine.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, machine.ready, *after],
-                                        additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
-        )
+        credentials = join_credentials(name, access, control_plane, machine.vm.id, [machine.ready, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node, control_plane))
         self.join = command.remote.Command(
             f"{name}-join",
@@ -168,15 +159,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True),
             )
             self.prepare.append(previous)
-        credentials = command.remote.Command(
-            f"{name}-join-credentials",
-            connection=access.connection,
-            create=bash_command(linux_bootstrap.render_join_credentials(control_plane=False)),
-            logging=command.remote.Logging.STDERR,
-            triggers=[machine.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, previous, *after],
-                                        additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
-        )
+        credentials = join_credentials(name, access, False, machine.vm.id, [previous, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node))
         self.join = command.remote.Command(
             f"{name}-join",
@@ -192,6 +175,21 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         self.drain = node_drain(name, node.name, access, self.join, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
+
+
+def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool, machine_id: pulumi.Output[str],
+                     after: Sequence[pulumi.Resource], parent: pulumi.Resource) -> command.remote.Command:
+    """A fresh join line, minted on the first control-plane node when the node is ready to use it."""
+    return command.remote.Command(
+        f"{name}-join-credentials",
+        connection=access.connection,
+        create=bash_command(linux_bootstrap.render_join_credentials(control_plane=control_plane)),
+        logging=command.remote.Logging.STDERR,
+        # A new machine needs a new token: the old one expired long ago.
+        triggers=[machine_id],
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init, *after],
+                                    additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
+    )
 
 
 def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: command.remote.Command,
