@@ -12,16 +12,19 @@ def ssh_connection(
     user: str,
     *,
     port: int = 22,
+    host_key: str | None = None,
     private_key: pulumi.Output[str] | None = None,
     password: pulumi.Output[str] | None = None,
     bastion: BastionSpec | None = None,
     bastion_private_key: pulumi.Output[str] | None = None,
 ) -> command.remote.ConnectionArgs:
-    """Connection arguments; the bastion, when configured, authenticates with its own key."""
+    """Connection arguments; the bastion, when configured, authenticates with its own key. With a host key
+    given, the connection is refused unless the server presents it (new VMs have no known key yet)."""
     proxy = None
     if bastion is not None:
         proxy = command.remote.ProxyConnectionArgs(
-            host=bastion.host, port=bastion.port, user=bastion.user, private_key=bastion_private_key
+            host=bastion.host, port=bastion.port, user=bastion.user, private_key=bastion_private_key,
+            host_key=bastion.host_key,
         )
     return command.remote.ConnectionArgs(
         host=host,
@@ -29,6 +32,7 @@ def ssh_connection(
         user=user,
         private_key=private_key,
         password=password,
+        host_key=host_key,
         proxy=proxy,
         # A node still booting (or rebooting) refuses connections for minutes: keep dialling, but not
         # forever (pulumi-command's default is 10 attempts).

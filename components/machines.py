@@ -299,7 +299,7 @@ class Machines(pulumi.ComponentResource):
 
         hosts_in_use = {node.hyperv_host for node in spec.nodes.windows}
         host_connections = {
-            host.name: ssh_connection(str(host.address), host.user, port=host.port,
+            host.name: ssh_connection(str(host.address), host.user, port=host.port, host_key=host.host_key,
                                       private_key=secrets.hyperv_ssh_private_key,
                                       password=secrets.hyperv_ssh_password, **bastion)
             for host in spec.hyperv.hosts if host.name in hosts_in_use

@@ -137,12 +137,18 @@ class NicOffloadSpec(Spec):
     adapters: list[str] = []
 
 
+HostKey = Annotated[str, Field(pattern=r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$")]
+
+
 class HypervHostSpec(Spec):
     name: Label
     zone: str
     address: IPv4Addr
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     user: str = "Administrator"
+    # The host's SSH public host key ("ssh-ed25519 AAAA..."): when set, a connection to anything else is
+    # refused, so the guest password and join tokens sent to this host cannot be intercepted.
+    host_key: HostKey | None = None
     switch_name: str
     vm_folder: str
     golden_images: dict[WindowsKey, str]
@@ -160,6 +166,7 @@ class BastionSpec(Spec):
     host: str
     port: Annotated[int, Field(ge=1, le=65535)] = 22
     user: str
+    host_key: HostKey | None = None
 
 
 class AccessSpec(Spec):

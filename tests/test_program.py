@@ -213,3 +213,13 @@ def test_a_node_setting_change_converges_each_node_and_nothing_else(hk, hk_value
     assert changed_resources(hk, record(hk_values)) == (
         {f"hk-prod-{n}-prepare" for n in LINUX_NODES}
         | {f"hk-prod-kubeadm-windows-{n}-prepare-host-settings" for n in WINDOWS_NODES})
+
+
+def test_pinned_host_keys_reach_the_connections(hk_values):
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP"
+    hk_values["hyperv"]["hosts"][0]["hostKey"] = key
+    hk_values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump", "hostKey": key}
+    recording = run_program(raw_config(hk_values), stack="hk-prod")
+    connection = recording.named("hk-prod-hk-win-1-vm").inputs["connection"].value
+    assert connection["hostKey"] == key and connection["proxy"]["hostKey"] == key
+    assert "hostKey" not in recording.named("hk-prod-hk-win-2-vm").inputs["connection"].value
