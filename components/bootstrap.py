@@ -106,6 +106,7 @@ class ControlPlaneAccess:
 
     connection: command.remote.ConnectionArgs
     init: command.remote.Command
+    kubeadm_api: str
 
 
 class LinuxNodeJoin(pulumi.ComponentResource):
@@ -183,7 +184,8 @@ def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool,
     return command.remote.Command(
         f"{name}-join-credentials",
         connection=access.connection,
-        create=bash_command(linux_bootstrap.render_join_credentials(control_plane=control_plane)),
+        create=bash_command(linux_bootstrap.render_join_credentials(control_plane=control_plane,
+                                                                     kubeadm_api=access.kubeadm_api)),
         logging=command.remote.Logging.STDERR,
         # A new machine needs a new token: the old one expired long ago.
         triggers=[machine_id],
@@ -224,7 +226,8 @@ class KubeadmCluster(pulumi.ComponentResource):
             triggers=[first.vm.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin]),
         )
-        self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init)
+        self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
+                                                  kubeadm_api=cluster_params(spec).kubeadm_api)
 
         # When each node is Ready; the first control-plane node has no join, so its wait stands alone
         # (and has no drain: removing it means destroying the cluster).

@@ -860,7 +860,9 @@ main() {
 }
 
 # Sourcing the script (tests do) defines the functions without running anything.
-if [[ "${BASH_SOURCE[0]}" == "${0}" ]]; then
+# Run main when executed, as a file (cloud-init) or as `bash -c` (the converge step over SSH, where
+# BASH_SOURCE is empty: hence the default); not when sourced, as the tests do.
+if [[ "${BASH_SOURCE[0]:-$0}" == "$0" ]]; then
   main "$@"
 fi
 """

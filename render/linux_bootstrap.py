@@ -151,6 +151,20 @@ wait_for_cloud_init() {{
   esac
   command -v kubeadm >/dev/null || die "kubeadm is not installed: {PREPARE_SCRIPT_PATH} did not run"
 }}
+
+# refuse_if_control_plane_state GUARD: the guard file (admin.conf, kubelet.conf) is missing, so this run
+# would init or join; if control-plane state is present all the same, stop before kubeadm fails its
+# preflight and the failure path's reset wipes the PKI and etcd data of a member that still runs.
+refuse_if_control_plane_state() {{
+  local state
+  for state in "$ROOT/etc/kubernetes/pki/ca.crt" "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" \\
+      "$ROOT/var/lib/etcd/member"; do
+    if [[ -e $state ]]; then
+      die "$1 is missing but $state exists: this node holds control-plane state. Nothing was changed. \\
+Restore $1 (e.g. kubeadm init phase kubeconfig) or, if the node is really to be rebuilt, run kubeadm reset by hand."
+    fi
+  done
+}}
 """
 
 
@@ -343,6 +357,9 @@ if [[ -f $ADMIN_CONF ]]; then
 {finish_call}  exit 0
 fi
 
+# Without admin.conf but with a control plane's state, this is a broken or hand-edited node, not a new
+# one: init would fail its preflight and the reset below would then wipe the PKI and etcd data.
+refuse_if_control_plane_state "$ADMIN_CONF"
 wait_for_cloud_init
 put_file "$INIT_CONFIG" 0600 {_heredoc(init_config_yaml, _CONFIG_HEREDOC)}
 """)
@@ -379,7 +396,7 @@ def _check_ttl(ttl: str) -> None:
         raise ValueError(f"ttl {ttl!r} must be between 1s and 24h")
 
 
-def render_join_credentials(control_plane: bool, ttl: str = "30m") -> str:
+def render_join_credentials(control_plane: bool, ttl: str = "30m", kubeadm_api: str = "kubeadm.k8s.io/v1beta4") -> str:
     """On the first control-plane node: print exactly one line, a fresh `kubeadm join` command.
 
     Worker: ``kubeadm token create --ttl TTL --print-join-command``. Control plane: a new key from
@@ -392,10 +409,15 @@ def render_join_credentials(control_plane: bool, ttl: str = "30m") -> str:
     continuations and tabs before Fprintln).
 
     Every step that can fail runs before the single ``printf``; kubeadm's other output goes to a
-    root-only log. The key and token are on kubeadm's command line on this node for a moment (the
-    brief's commands; only root and the admin user, who has sudo, log in here).
+    root-only log. The certificate key never reaches a command line (where /proc/<pid>/cmdline and audit
+    logs would show it): upload-certs reads it from an InitConfiguration file (``certificateKey``,
+    kubeadm v1beta3/v1beta4; ``--config`` may be combined with ``--upload-certs``, ``--kubeconfig`` and
+    ``--skip-*``: isAllowedFlag in cmd/kubeadm/app/apis/kubeadm/validation/validation.go), and the
+    control-plane flags are appended to the worker join line by bash itself.
     """
     _check_ttl(ttl)
+    if not re.fullmatch(r"kubeadm\.k8s\.io/v1beta[34]", kubeadm_api):
+        raise ValueError(f"unknown kubeadm config API {kubeadm_api!r}")
     lines = [
         _PRELUDE,
         f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
@@ -418,11 +440,22 @@ fresh_log "$LOG"
         lines.append(f"""
 certificate_key="$(kubeadm certs certificate-key 2>>"$LOG")" || fail "kubeadm certs certificate-key"
 [[ $certificate_key =~ ^[0-9a-f]{{64}}$ ]] || die "kubeadm certs certificate-key did not print a 64-digit hex key"
-kubeadm init phase upload-certs --kubeconfig "$ADMIN_CONF" --upload-certs \\
-  --certificate-key "$certificate_key" --skip-certificate-key-print >>"$LOG" 2>&1 \\
+mkdir -p "$ROOT/run"
+upload_dir="$(mktemp -d "$ROOT/run/hybrid-cluster-upload-certs.XXXXXX")"
+trap 'rm -rf "$upload_dir"' EXIT
+upload_config="$upload_dir/upload-certs.yaml"
+# printf is a bash builtin: the key goes to the 0600 file (umask 077) and to no process's arguments.
+printf 'apiVersion: {kubeadm_api}\nkind: InitConfiguration\ncertificateKey: "%s"\n' "$certificate_key" >"$upload_config"
+kubeadm init phase upload-certs --kubeconfig "$ADMIN_CONF" --upload-certs --config "$upload_config" \\
+  --skip-certificate-key-print >>"$LOG" 2>&1 \\
   || fail "kubeadm init phase upload-certs"
 join_line="$(kubeadm token create --kubeconfig "$ADMIN_CONF" --ttl {ttl} --description "{description}" \\
-  --print-join-command --certificate-key "$certificate_key" 2>>"$LOG")" || fail "kubeadm token create"
+  --print-join-command 2>>"$LOG")" || fail "kubeadm token create"
+[[ $join_line != *"--control-plane"* ]] || die "kubeadm token create printed a control-plane join command"
+while [[ $join_line == *[[:space:]] ]]; do
+  join_line=${{join_line%?}}
+done
+join_line="$join_line --control-plane --certificate-key $certificate_key"
 """)
     else:
         lines.append(f"""
@@ -617,6 +650,7 @@ if [[ -f $KUBELET_CONF ]]; then
   exit 0
 fi
 
+refuse_if_control_plane_state "$KUBELET_CONF"
 wait_for_cloud_init
 read_join_line
 {role_check}

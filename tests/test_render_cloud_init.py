@@ -398,3 +398,21 @@ def test_rejects_input_that_would_break_or_inject_into_the_script(change, messag
     node = dataclasses.replace(make_node("rocky9", ()), **change)
     with pytest.raises(ValueError, match=message):
         render_prepare_script(node)
+
+
+@DISTROS
+def test_main_runs_when_executed_as_a_file_or_through_bash_c_and_not_when_sourced(distro, tmp_path):
+    """The converge step runs the script as `bash -c SCRIPT NAME` (render.shell), cloud-init as a file."""
+    from render.shell import bash_command
+
+    script = render_prepare_script(make_node(distro, ()))
+    guard = script[script.rindex("\nif [[ "):].strip()
+    probe = f"set -euo pipefail\nmain() {{ echo ran; }}\n{guard}\n"
+    as_file = tmp_path / "probe.sh"
+    as_file.write_text(probe)
+    assert subprocess.run(["bash", str(as_file)], capture_output=True, text=True).stdout == "ran\n"
+    command = bash_command(probe).replace("sudo -n ", "", 1)
+    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout == "ran\n", result.stderr
+    sourced = subprocess.run(["bash", "-c", f"source {as_file}; echo sourced"], capture_output=True, text=True)
+    assert sourced.stdout == "sourced\n"

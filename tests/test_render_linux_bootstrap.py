@@ -79,7 +79,14 @@ case "$1" in
   init)
     if [[ $2 == phase ]]; then
       # Real kubeadm honours --skip-certificate-key-print; the stub prints the key anyway, to show it
-      # ends up in the root-only log only.
+      # ends up in the root-only log only. The key arrives in the --config file, kept for the test.
+      for ((i = 1; i <= $#; i++)); do
+        if [[ ${!i} == --config ]]; then
+          j=$((i + 1))
+          cp "${!j}" "$STUB_DIR/upload-certs.yaml"
+          stat -c %a "${!j}" >"$STUB_DIR/upload-certs.mode"
+        fi
+      done
       printf '[upload-certs] Using certificate key:\n%s\n' "$STUB_CERT_KEY"
       exit 0
     fi
@@ -410,16 +417,20 @@ def test_control_plane_join_credentials_upload_certs_under_a_fresh_key(node):
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
     result = node.run(lb.render_join_credentials(control_plane=True, ttl="15m"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == CONTROL_PLANE_LINE + "\n"
+    assert result.stdout == f"{WORKER_LINE.rstrip()} --control-plane --certificate-key {CERT_KEY}\n"
     assert_no_secret(result.stderr)
     kubeadm = node.calls("kubeadm")
     assert [call[:2] for call in kubeadm] == [["certs", "certificate-key"], ["init", "phase"], ["token", "create"]]
     upload = kubeadm[1]
     assert upload[:3] == ["init", "phase", "upload-certs"]
-    assert "--upload-certs" in upload and "--skip-certificate-key-print" in upload
-    assert upload[upload.index("--certificate-key") + 1] == CERT_KEY
+    assert "--upload-certs" in upload and "--skip-certificate-key-print" in upload and "--config" in upload
+    # The key reaches kubeadm in a 0600 InitConfiguration file, never on a command line.
+    written = yaml.safe_load((node.stubs / "upload-certs.yaml").read_text())
+    assert written == {"apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "InitConfiguration", "certificateKey": CERT_KEY}
+    assert (node.stubs / "upload-certs.mode").read_text().strip() == "600"
+    assert CERT_KEY not in node.calls_text()
     token = kubeadm[2]
-    assert token[token.index("--certificate-key") + 1] == CERT_KEY and token[token.index("--ttl") + 1] == "15m"
+    assert "--certificate-key" not in token and token[token.index("--ttl") + 1] == "15m"
     log = node.path(lb.JOIN_CREDENTIALS_LOG)
     assert mode(log) == 0o600 and "Using certificate key" in log.read_text()
 
@@ -740,3 +751,16 @@ def test_scripts_run_through_the_remote_command_wrapper_with_stdin(node, tmp_pat
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert node.calls("kubeadm")[0][0] == "join"
+
+
+@pytest.mark.parametrize("state", ["etc/kubernetes/pki/ca.crt", "etc/kubernetes/manifests/kube-apiserver.yaml",
+                                   "var/lib/etcd/member"])
+def test_init_and_join_refuse_to_touch_a_node_that_holds_control_plane_state(node, state):
+    path = node.root / state
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.mkdir() if state.endswith("member") else path.write_text("x")
+    init = node.run(lb.render_init(INIT_YAML, None))
+    assert init.returncode == 1 and "holds control-plane state" in init.stderr and "Nothing was changed" in init.stderr
+    join = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
+    assert join.returncode == 1 and "holds control-plane state" in join.stderr
+    assert node.calls("kubeadm") == []
