@@ -1,4 +1,4 @@
-"""Turns the plain Kubernetes objects the renderers return into typed pulumi_kubernetes resources."""
+"""Turns the plain Kubernetes objects and pinned charts the renderers return into pulumi_kubernetes resources."""
 from __future__ import annotations
 
 import re
@@ -49,3 +49,22 @@ def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.Provid
         return kubernetes.apiextensions.CustomResource(
             name, api_version=obj["apiVersion"], kind=obj["kind"], opts=opts, **fields)
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+
+
+def helm_release(name: str, chart: dict[str, str], values: dict, *, provider: pulumi.ProviderResource,
+                 parent: pulumi.Resource, depends_on: list[pulumi.Resource] | None = None) -> kubernetes.helm.v3.Release:
+    """A pinned Helm release of one of the render modules' charts."""
+    return kubernetes.helm.v3.Release(
+        name,
+        name=name,
+        chart=chart["chart"],
+        version=chart["version"],
+        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart["repo"]),
+        namespace=chart["namespace"],
+        create_namespace=True,
+        values=values,
+        # A Release waits until its workloads are ready (skipAwait is off); Jobs such as admission-webhook
+        # setup are awaited too.
+        wait_for_jobs=True,
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
+    )

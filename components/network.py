@@ -9,13 +9,12 @@ adopt an existing object); the operator; the Installation, awaited until the ope
 from __future__ import annotations
 
 import pulumi
-import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import StackSpec
 from render import network, windows_bootstrap
 
-from .k8s import kubernetes_object, resource_name
+from .k8s import helm_release, kubernetes_object, resource_name
 
 
 def calico_params(spec: StackSpec) -> network.CalicoParams:
@@ -35,24 +34,6 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
         windows_cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
         windows_cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
         windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
-    )
-
-
-def helm_release(name: str, chart: dict[str, str], values: dict, *, provider: pulumi.ProviderResource,
-                 parent: pulumi.Resource, depends_on: list[pulumi.Resource] | None = None) -> kubernetes.helm.v3.Release:
-    """A pinned Helm release of one of the render modules' charts."""
-    return kubernetes.helm.v3.Release(
-        name,
-        name=name,
-        chart=chart["chart"],
-        version=chart["version"],
-        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart["repo"]),
-        namespace=chart["namespace"],
-        create_namespace=True,
-        values=values,
-        # Helm's own wait: the release is done when its workloads are ready.
-        wait_for_jobs=True,
-        opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
     )
 
 

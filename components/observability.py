@@ -13,8 +13,7 @@ from config import compat
 from config.model import StackSpec
 from render import logging, metrics
 
-from .k8s import kubernetes_object, resource_name
-from .network import helm_release
+from .k8s import helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling, WINDOWS_SYSTEM_NAMESPACE
 
 GRAFANA_ADMIN_SECRET = "grafana-admin"

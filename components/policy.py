@@ -12,8 +12,7 @@ import pulumi
 from config.model import StackSpec
 from render import policy
 
-from .k8s import kubernetes_object, resource_name
-from .network import helm_release
+from .k8s import helm_release, kubernetes_object, resource_name
 
 
 class Policy(pulumi.ComponentResource):

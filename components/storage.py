@@ -15,8 +15,7 @@ import pulumi_kubernetes as kubernetes
 from config.model import StackSpec
 from render import scheduling, storage
 
-from .k8s import kubernetes_object, resource_name
-from .network import helm_release
+from .k8s import helm_release, kubernetes_object, resource_name
 
 
 def storage_params(spec: StackSpec) -> storage.StorageParams:

@@ -12,8 +12,7 @@ from config import compat
 from config.model import StackSpec
 from render import workloads
 
-from .k8s import kubernetes_object, resource_name
-from .network import helm_release
+from .k8s import helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling
 
 # The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.

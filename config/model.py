@@ -12,9 +12,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-# Kubernetes object names and our VM names share the DNS-1123 label rule (RFC 1123 section 2.1,
-# as Kubernetes applies it: https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+from render.checks import DNS_LABEL
+
+# Kubernetes object names and our VM names share the DNS-1123 label rule (render/checks.py).
+DNS1123_LABEL = DNS_LABEL
 
 
 

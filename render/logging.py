@@ -64,6 +64,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from render.checks import DNS_LABEL, require
 from render.labels import OS_LABEL, WINDOWS_BUILD_LABEL
 from render.scheduling import system_namespace, windows_toleration
 
@@ -113,16 +114,12 @@ _WINDOWS_PARSERS = "C:\\fluent-bit\\etc\\parsers.conf"
 _WINDOWS_SA_DIR = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
 WINDOWS_NAME = "fluent-bit-windows"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
 _LOKI_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")   # Loki/Prometheus label name syntax
 _PLAIN_VALUE = re.compile(r"^[A-Za-z0-9_.:/@-]+$")        # no spaces, commas or newlines: safe in classic config
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 @dataclass(frozen=True)
@@ -139,29 +136,29 @@ class LogOutput:
 
 
 def _validate_output(out: LogOutput) -> None:
-    _require(out.kind in OUTPUT_KINDS, f"log output kind {out.kind!r} is not one of {OUTPUT_KINDS}")
-    _require(isinstance(out.port, int) and 0 < out.port < 65536, f"log output port {out.port!r} is not a TCP port")
+    require(out.kind in OUTPUT_KINDS, f"log output kind {out.kind!r} is not one of {OUTPUT_KINDS}")
+    require(isinstance(out.port, int) and 0 < out.port < 65536, f"log output port {out.port!r} is not a TCP port")
     try:
         ipaddress.ip_address(out.host)
     except ValueError:
-        _require(bool(_HOSTNAME.match(out.host)), f"log output host {out.host!r} is not an IP or DNS name")
+        require(bool(_HOSTNAME.match(out.host)), f"log output host {out.host!r} is not an IP or DNS name")
         # Windows pods treat any dotted name as fully qualified (see module docstring): a partial
         # in-cluster name resolves on Linux only.
         partial = out.host.endswith((".svc", ".svc.cluster")) or (
             ".svc." in out.host and not out.host.endswith(f".svc.{out.cluster_domain}"))
-        _require(not partial, f"log output host {out.host!r} is a partial in-cluster name; Windows pods "
+        require(not partial, f"log output host {out.host!r} is a partial in-cluster name; Windows pods "
                               f"only resolve the FQDN <service>.<namespace>.svc.{out.cluster_domain}")
-    _require(not out.labels or out.kind == "loki", "labels only apply to a loki output")
-    _require(out.tenant is None or out.kind == "loki", "tenant only applies to a loki output")
-    _require(out.kind == "elasticsearch" or out.index_prefix == "kubernetes",
+    require(not out.labels or out.kind == "loki", "labels only apply to a loki output")
+    require(out.tenant is None or out.kind == "loki", "tenant only applies to a loki output")
+    require(out.kind == "elasticsearch" or out.index_prefix == "kubernetes",
              "index_prefix only applies to an elasticsearch output")
     for key, value in out.labels:
-        _require(bool(_LOKI_LABEL.match(key)), f"loki label name {key!r} is not [a-zA-Z_][a-zA-Z0-9_]*")
-        _require(key not in ("job", "namespace"), f"loki label {key!r} is set by this module")
-        _require(bool(_PLAIN_VALUE.match(value)), f"loki label {key}={value!r} must be a plain value")
+        require(bool(_LOKI_LABEL.match(key)), f"loki label name {key!r} is not [a-zA-Z_][a-zA-Z0-9_]*")
+        require(key not in ("job", "namespace"), f"loki label {key!r} is set by this module")
+        require(bool(_PLAIN_VALUE.match(value)), f"loki label {key}={value!r} must be a plain value")
     if out.tenant is not None:
-        _require(bool(_PLAIN_VALUE.match(out.tenant)), f"loki tenant {out.tenant!r} must be a plain value")
-    _require(bool(_PLAIN_VALUE.match(out.index_prefix)), f"index prefix {out.index_prefix!r} must be a plain value")
+        require(bool(_PLAIN_VALUE.match(out.tenant)), f"loki tenant {out.tenant!r} must be a plain value")
+    require(bool(_PLAIN_VALUE.match(out.index_prefix)), f"index prefix {out.index_prefix!r} must be a plain value")
 
 
 # --- Fluent Bit classic configuration -------------------------------------------------------------------------
@@ -172,7 +169,7 @@ def _section(name: str, entries: list[tuple[str, str]]) -> str:
     width = max(len(key) for key, _ in entries)
     lines = [f"[{name}]"]
     for key, value in entries:
-        _require("\n" not in value and value.strip() == value and value != "",
+        require("\n" not in value and value.strip() == value and value != "",
                  f"[{name}] {key}: {value!r} cannot be written as a classic config value")
         lines.append(f"    {key.ljust(width)} {value}")
     return "\n".join(lines) + "\n"
@@ -267,11 +264,11 @@ def _split_image(image: str) -> dict[str, str]:
     """Chart image values from a reference: repository + tag, or repository + digest."""
     if "@" in image:
         repository, digest = image.split("@", 1)
-        _require(digest.startswith("sha256:"), f"image {image!r}: digest must be sha256:...")
+        require(digest.startswith("sha256:"), f"image {image!r}: digest must be sha256:...")
         return {"repository": repository, "digest": digest}
     slash = image.rfind("/")
     colon = image.rfind(":")
-    _require(colon > slash, f"image {image!r} must carry a tag or a digest")
+    require(colon > slash, f"image {image!r} must carry a tag or a digest")
     return {"repository": image[:colon], "tag": image[colon + 1:]}
 
 
@@ -396,13 +393,13 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
     builds: {"win2022": ("10.0.20348", "docker.io/fluent/fluent-bit:windows-2022-5.0.3"), ...}
     (config.compat WINDOWS[key].build / .fluent_bit_image)."""
     _validate_output(out)
-    _require(bool(builds), "no Windows builds: render no Windows logging objects instead")
+    require(bool(builds), "no Windows builds: render no Windows logging objects instead")
     numbers = [build for build, _ in builds.values()]
-    _require(len(set(numbers)) == len(numbers), f"two build keys share one Windows build: {numbers}")
+    require(len(set(numbers)) == len(numbers), f"two build keys share one Windows build: {numbers}")
     for key, (build, image) in builds.items():
-        _require(bool(_DNS_LABEL.match(key)), f"Windows build key {key!r} is not a DNS-1123 label")
-        _require(bool(_WINDOWS_BUILD.match(build)), f"{key}: {build!r} is not a Windows build like 10.0.20348")
-        _require(bool(image) and not image.endswith(":"), f"{key}: no Fluent Bit image")
+        require(bool(DNS_LABEL.match(key)), f"Windows build key {key!r} is not a DNS-1123 label")
+        require(bool(_WINDOWS_BUILD.match(build)), f"{key}: {build!r} is not a Windows build like 10.0.20348")
+        require(bool(image) and not image.endswith(":"), f"{key}: no Fluent Bit image")
     conf = windows_config(out)
     config_hash = hashlib.sha256(conf.encode()).hexdigest()
     objects: list[dict] = [

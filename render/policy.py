@@ -54,11 +54,11 @@ Design decisions, with their sources:
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 import yaml
 
+from render.checks import DNS_LABEL
 from render.labels import (
     OS_LABEL,
     WINDOWS_TAINT_EFFECT,
@@ -125,7 +125,6 @@ CONSTRAINTS: dict[str, tuple[str, str]] = {
 # Constraints are served as constraints.gatekeeper.sh/v1beta1 (website/docs/howto.md, "Constraints").
 CONSTRAINT_API_VERSION = "constraints.gatekeeper.sh/v1beta1"
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 # Requests equal to the chart's own defaults for these two deployments (controllerManager/audit
 # .resources: 100m CPU, 512Mi memory, memory limit 512Mi), stated here so the footprint is visible and
@@ -209,7 +208,7 @@ def constraints(action: str, namespaces: tuple[str, ...]) -> list[dict]:
     if not namespaces:
         raise ValueError("constraints need at least one namespace: an empty list would match every namespace")
     for ns in namespaces:
-        if not _DNS_LABEL.match(ns):
+        if not DNS_LABEL.match(ns):
             raise ValueError(f"namespace {ns!r} is not a DNS-1123 label")
     if len(set(namespaces)) != len(namespaces):
         raise ValueError(f"duplicate namespaces: {namespaces}")

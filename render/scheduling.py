@@ -68,6 +68,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
+from render.checks import DNS_LABEL, require
 from render.labels import (  # noqa: F401  (re-exported: the vocabulary pods schedule by)
     CONTROL_PLANE_ROLE_LABEL,
     DISTRO_LABEL,
@@ -92,7 +93,6 @@ ROLES = ("worker", "control-plane")
 
 # --- syntax checks (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------------
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
@@ -127,9 +127,6 @@ def parse_quantity(text: str) -> Decimal:
     return number
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 # --- RuntimeClass ------------------------------------------------------------------------------------------
@@ -148,8 +145,8 @@ def windows_toleration() -> dict:
 
 def runtime_class(build: WindowsBuildParams) -> dict:
     """node.k8s.io/v1 RuntimeClass named after the build key: process isolation on hosts of that build."""
-    _require(bool(_DNS_LABEL.match(build.key)), f"RuntimeClass name {build.key!r} is not a DNS-1123 label")
-    _require(bool(_WINDOWS_BUILD.match(build.build)),
+    require(bool(DNS_LABEL.match(build.key)), f"RuntimeClass name {build.key!r} is not a DNS-1123 label")
+    require(bool(_WINDOWS_BUILD.match(build.build)),
              f"{build.key}: {build.build!r} is not a Windows build number like 10.0.20348")
     return {
         "apiVersion": "node.k8s.io/v1",
@@ -167,9 +164,9 @@ def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
     """One RuntimeClass per Windows build in the stack, in build-key order; duplicates are refused."""
     builds = sorted(builds, key=lambda b: b.key)
     keys = [b.key for b in builds]
-    _require(len(set(keys)) == len(keys), f"duplicate Windows build keys: {keys}")
+    require(len(set(keys)) == len(keys), f"duplicate Windows build keys: {keys}")
     numbers = [b.build for b in builds]
-    _require(len(set(numbers)) == len(numbers), f"two build keys share one Windows build: {numbers}")
+    require(len(set(numbers)) == len(numbers), f"two build keys share one Windows build: {numbers}")
     return [runtime_class(b) for b in builds]
 
 
@@ -178,15 +175,15 @@ def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
 def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
     """The NodePatch body for one node: the labels its kubelet may not set (role) and the ones that must
     follow config (zone, distro)."""
-    _require(bool(_DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
-    _require(role in ROLES, f"{name}: role {role!r} is not one of {ROLES}")
-    _require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
-    _require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")
+    require(bool(_DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
+    require(role in ROLES, f"{name}: role {role!r} is not one of {ROLES}")
+    require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
+    require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")
     for key, value in ((ZONE_LABEL, zone), (DISTRO_LABEL, distro)):
-        _require(bool(value) and bool(_LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
+        require(bool(value) and bool(_LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
     # Our distro keys name the OS family (win2019/win2022 vs ubuntu22/rocky9/centos7): a mismatch means
     # the caller mixed up two nodes, and would put the node in the wrong distro affinity.
-    _require(distro.startswith("win") == (os == "windows"), f"{name}: distro {distro!r} does not run {os}")
+    require(distro.startswith("win") == (os == "windows"), f"{name}: distro {distro!r} does not run {os}")
     labels = {ZONE_LABEL: zone, DISTRO_LABEL: distro}
     if role == "worker":
         # The role label's value is empty by convention (kubeadm's control-plane label is also "").
@@ -222,8 +219,8 @@ class NamespaceParams:
 
 
 def _psa_labels(level: str, enforce_version: str) -> dict[str, str]:
-    _require(level in PSA_LEVELS, f"pod security level {level!r} is not one of {PSA_LEVELS}")
-    _require(bool(_PSA_VERSION.match(enforce_version)),
+    require(level in PSA_LEVELS, f"pod security level {level!r} is not one of {PSA_LEVELS}")
+    require(bool(_PSA_VERSION.match(enforce_version)),
              f"pod security version {enforce_version!r} is neither 'latest' nor a minor like 'v1.36'")
     labels = {}
     for mode in PSA_MODES:
@@ -233,22 +230,22 @@ def _psa_labels(level: str, enforce_version: str) -> dict[str, str]:
 
 
 def _check_namespace(p: NamespaceParams) -> None:
-    _require(bool(_DNS_LABEL.match(p.name)), f"namespace {p.name!r} is not a DNS-1123 label")
-    _require(p.os in OPERATING_SYSTEMS, f"{p.name}: os {p.os!r} is not one of {OPERATING_SYSTEMS}")
+    require(bool(DNS_LABEL.match(p.name)), f"namespace {p.name!r} is not a DNS-1123 label")
+    require(p.os in OPERATING_SYSTEMS, f"{p.name}: os {p.os!r} is not one of {OPERATING_SYSTEMS}")
     prefix = "win-" if p.os == "windows" else "linux-"
-    _require(p.name.startswith(prefix), f"{p.name}: {p.os} namespaces are named {prefix}*")
-    _require(isinstance(p.pods, int) and p.pods >= 1, f"{p.name}: pods quota must be a positive integer")
+    require(p.name.startswith(prefix), f"{p.name}: {p.os} namespaces are named {prefix}*")
+    require(isinstance(p.pods, int) and p.pods >= 1, f"{p.name}: pods quota must be a positive integer")
     pairs = (
         ("cpu", p.default_cpu_request, p.default_cpu_limit, p.cpu_requests, p.cpu_limits),
         ("memory", p.default_memory_request, p.default_memory_limit, p.memory_requests, p.memory_limits),
     )
     for resource, default_request, default_limit, quota_requests, quota_limits in pairs:
         values = [parse_quantity(q) for q in (default_request, default_limit, quota_requests, quota_limits)]
-        _require(all(v > 0 for v in values), f"{p.name}: {resource} quantities must be positive")
+        require(all(v > 0 for v in values), f"{p.name}: {resource} quantities must be positive")
         # A default request above the default limit makes the API reject every defaulted container.
-        _require(values[0] <= values[1], f"{p.name}: default {resource} request exceeds the default limit")
-        _require(values[2] <= values[3], f"{p.name}: {resource} requests quota exceeds the limits quota")
-        _require(values[1] <= values[3], f"{p.name}: one defaulted container would exceed the {resource} quota")
+        require(values[0] <= values[1], f"{p.name}: default {resource} request exceeds the default limit")
+        require(values[2] <= values[3], f"{p.name}: {resource} requests quota exceeds the limits quota")
+        require(values[1] <= values[3], f"{p.name}: one defaulted container would exceed the {resource} quota")
 
 
 def namespace(p: NamespaceParams) -> list[dict]:
@@ -288,7 +285,7 @@ def namespace(p: NamespaceParams) -> list[dict]:
 
 def system_namespace(name: str) -> dict:
     """The privileged namespace the Windows HostProcess system pods (kube-proxy, Calico) run in."""
-    _require(bool(_DNS_LABEL.match(name)), f"namespace {name!r} is not a DNS-1123 label")
+    require(bool(DNS_LABEL.match(name)), f"namespace {name!r} is not a DNS-1123 label")
     return {
         "apiVersion": "v1",
         "kind": "Namespace",

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from render.checks import require
 from render.labels import OS_LABEL, WORKER_ROLE_LABEL
 from render.scheduling import windows_toleration
 
@@ -169,9 +170,6 @@ _SHARE_PART = re.compile(r'^[^\\/:*?"<>|]+$')
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 def smb_source(unc: str) -> str:
@@ -185,39 +183,39 @@ def smb_source(unc: str) -> str:
     Already-converted ``//server/share`` input is accepted unchanged.
     """
     text = unc.strip()
-    _require(text.startswith(("\\\\", "//")),
+    require(text.startswith(("\\\\", "//")),
              f"SMB source {unc!r} must be a UNC path like \\\\server\\share")
     parts = [p for p in re.split(r"[\\/]", text[2:]) if p != ""]
-    _require(len(parts) >= 2, f"SMB source {unc!r} names no share (\\\\server\\share)")
+    require(len(parts) >= 2, f"SMB source {unc!r} names no share (\\\\server\\share)")
     server, *path = parts
-    _require(bool(_HOST.match(server)), f"SMB source {unc!r}: {server!r} is not a host name or IPv4 address")
+    require(bool(_HOST.match(server)), f"SMB source {unc!r}: {server!r} is not a host name or IPv4 address")
     for part in path:
-        _require(bool(_SHARE_PART.match(part)) and part not in (".", ".."),
+        require(bool(_SHARE_PART.match(part)) and part not in (".", ".."),
                  f"SMB source {unc!r}: {part!r} is not a valid share or directory name")
     return "//" + "/".join([server, *path])
 
 
 def _check(p: StorageParams) -> None:
     smb_source(p.smb_source)
-    _require(bool(_HOST.match(p.nfs_server)), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
-    _require(p.nfs_path.startswith("/") and ".." not in p.nfs_path.split("/"),
+    require(bool(_HOST.match(p.nfs_server)), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
+    require(p.nfs_path.startswith("/") and ".." not in p.nfs_path.split("/"),
              f"NFS path {p.nfs_path!r} must be an absolute export path")
     for name, mode in (("smb_dir_mode", p.smb_dir_mode), ("smb_file_mode", p.smb_file_mode)):
-        _require(bool(_MODE.match(mode)), f"{name} {mode!r} must be an octal mode like 0770")
+        require(bool(_MODE.match(mode)), f"{name} {mode!r} must be an octal mode like 0770")
     for name, ident in (("smb_uid", p.smb_uid), ("smb_gid", p.smb_gid)):
-        _require(ident is None or (isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0),
+        require(ident is None or (isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0),
                  f"{name} {ident!r} must be a non-negative integer or None")
-    _require(p.reclaim_policy in RECLAIM_POLICIES, f"reclaim policy {p.reclaim_policy!r} is not one of {RECLAIM_POLICIES}")
-    _require(isinstance(p.allow_expansion, bool), "allow_expansion must be a bool")
-    _require(p.default_class is None or p.default_class in STORAGE_CLASS_NAMES,
+    require(p.reclaim_policy in RECLAIM_POLICIES, f"reclaim policy {p.reclaim_policy!r} is not one of {RECLAIM_POLICIES}")
+    require(isinstance(p.allow_expansion, bool), "allow_expansion must be a bool")
+    require(p.default_class is None or p.default_class in STORAGE_CLASS_NAMES,
              f"default class {p.default_class!r} is not one of {STORAGE_CLASS_NAMES}")
-    _require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
+    require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
     for zone in p.zones:
-        _require(bool(zone) and bool(_LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
-    _require(isinstance(p.longhorn_replicas, int) and p.longhorn_replicas >= 1, "longhorn_replicas must be >= 1")
+        require(bool(zone) and bool(_LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
+    require(isinstance(p.longhorn_replicas, int) and p.longhorn_replicas >= 1, "longhorn_replicas must be >= 1")
     # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
     # than zones could never all be scheduled and every volume would stay degraded.
-    _require(p.longhorn_replicas <= len(p.zones),
+    require(p.longhorn_replicas <= len(p.zones),
              f"longhorn_replicas {p.longhorn_replicas} exceeds the {len(p.zones)} zones hard zone anti-affinity spreads over")
 
 

@@ -78,6 +78,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from render.checks import DNS_LABEL, require
 from render.scheduling import (
     DISTRO_LABEL,
     OS_LABEL,
@@ -126,7 +127,6 @@ INGRESS_NGINX_NODE_SELECTOR_PATHS = (
     ("defaultBackend", "nodeSelector"),
 )
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _YEAR = re.compile(r"(\d{4})")
 # Tag markers of Windows container images and the Windows Server they run on: Microsoft tags 2019
@@ -150,24 +150,21 @@ class SampleParams:
     host: str | None = None
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ValueError(message)
 
 
 def _check(p: SampleParams) -> None:
     for name in (p.win_namespace, p.linux_namespace, p.win_runtime_class, p.ingress_class):
-        _require(bool(_DNS_LABEL.match(name)), f"{name!r} is not a DNS-1123 label")
-    _require(p.win_namespace.startswith("win-"), f"{p.win_namespace}: Windows namespaces are named win-*")
-    _require(p.linux_namespace.startswith("linux-"), f"{p.linux_namespace}: Linux namespaces are named linux-*")
-    _require(p.win_replicas >= 1 and p.linux_replicas >= 1, "replica counts must be positive")
-    _require(bool(p.linux_distros), "linux_distros must name at least one distro")
-    _require(not any(d.startswith("win") for d in p.linux_distros), f"{p.linux_distros} names a Windows distro")
-    _require(p.host is None or bool(_HOST.match(p.host)), f"host {p.host!r} is not a DNS name")
+        require(bool(DNS_LABEL.match(name)), f"{name!r} is not a DNS-1123 label")
+    require(p.win_namespace.startswith("win-"), f"{p.win_namespace}: Windows namespaces are named win-*")
+    require(p.linux_namespace.startswith("linux-"), f"{p.linux_namespace}: Linux namespaces are named linux-*")
+    require(p.win_replicas >= 1 and p.linux_replicas >= 1, "replica counts must be positive")
+    require(bool(p.linux_distros), "linux_distros must name at least one distro")
+    require(not any(d.startswith("win") for d in p.linux_distros), f"{p.linux_distros} names a Windows distro")
+    require(p.host is None or bool(_HOST.match(p.host)), f"host {p.host!r} is not a DNS name")
     for image in (p.win_image, p.linux_image):
         last = image.rsplit("/", 1)[-1]
         pinned = "@" in image or (":" in last and not last.endswith(":latest"))
-        _require(bool(image) and " " not in image and pinned, f"image {image!r} is not pinned to a tag or digest")
+        require(bool(image) and " " not in image and pinned, f"image {image!r} is not pinned to a tag or digest")
     # Process isolation runs only an image built for the host's kernel: a 2019 image under the win2022
     # RuntimeClass would be scheduled and then fail to start, so catch the mismatch here when both the
     # image tag and the class name say which Windows Server they are for.
@@ -175,7 +172,7 @@ def _check(p: SampleParams) -> None:
     image_years = {year for marker, year in _WINDOWS_TAG_MARKERS.items() if re.search(rf"(^|-){marker}($|-)", tag)}
     class_year = _YEAR.search(p.win_runtime_class)
     if image_years and class_year:
-        _require(image_years == {class_year.group(1)},
+        require(image_years == {class_year.group(1)},
                  f"{p.win_image} is built for Windows Server {sorted(image_years)}, not RuntimeClass {p.win_runtime_class}")
 
 
@@ -356,8 +353,8 @@ def ingress_nginx_values(zone_key: str = ZONE_LABEL, http_node_port: int = INGRE
     """
     low, high = node_port_range
     for port in (http_node_port, https_node_port):
-        _require(low <= port <= high, f"node port {port} is outside the cluster's node port range {low}-{high}")
-    _require(http_node_port != https_node_port, "HTTP and HTTPS need different node ports")
+        require(low <= port <= high, f"node port {port} is outside the cluster's node port range {low}-{high}")
+    require(http_node_port != https_node_port, "HTTP and HTTPS need different node ports")
     linux = {OS_LABEL: "linux"}
     small = {"requests": {"cpu": "10m", "memory": "20Mi"}}
     return {
@@ -402,7 +399,7 @@ def peak_footprint(deployment: dict) -> dict[str, Decimal]:
     ``pods``, ``requests.cpu``, ``requests.memory``, ``limits.cpu``, ``limits.memory``."""
     spec = deployment["spec"]
     surge = spec.get("strategy", {}).get("rollingUpdate", {}).get("maxSurge", 1)
-    _require(isinstance(surge, int), "peak_footprint needs an absolute maxSurge")
+    require(isinstance(surge, int), "peak_footprint needs an absolute maxSurge")
     pods = spec["replicas"] + surge
     totals = {"pods": Decimal(pods)}
     for kind in ("requests", "limits"):
