@@ -13,3 +13,7 @@ CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm se
 WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"
 WINDOWS_TAINT_VALUE = "true"
 WINDOWS_TAINT_EFFECT = "NoSchedule"
+
+# kubeadm taints control-plane nodes with this key (NoSchedule); system components that may run there
+# tolerate it.
+CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"

@@ -65,7 +65,7 @@ import re
 from dataclasses import dataclass, field
 
 from render.checks import DNS_LABEL, require
-from render.labels import OS_LABEL, WINDOWS_BUILD_LABEL
+from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 from render.scheduling import system_namespace, windows_toleration
 
 LOGGING_NAMESPACE = "logging"
@@ -100,7 +100,6 @@ OUTPUT_KINDS = ("loki", "elasticsearch", "forward")
 HTTP_PORT = 2020
 CLUSTER_DOMAIN = "cluster.local"   # kubeadm's default networking.dnsDomain
 
-CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"   # kubeadm's control-plane taint
 
 _LINUX_LOG_DIR = "/var/log"
 _LINUX_POSITIONS_DIR = "/var/lib/fluent-bit"

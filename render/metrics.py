@@ -38,7 +38,7 @@ import json
 import re
 from typing import Any
 
-from render.labels import OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
+from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 from render.scheduling import system_namespace, windows_toleration
 
 MONITORING_NAMESPACE = "monitoring"
@@ -139,7 +139,7 @@ def _linux(requests: dict[str, str]) -> dict[str, Any]:
 # still run there. It must not tolerate the Windows taint, which the chart's default toleration
 # (`- effect: NoSchedule, operator: Exists`, prometheus-node-exporter values.yaml) would.
 _CONTROL_PLANE_TOLERATION = {
-    "key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule",
+    "key": CONTROL_PLANE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule",
 }
 
 # Every key of the chart's values whose templates create pods, as a path into the values dict. Each must

@@ -26,7 +26,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
-from render.labels import OS_LABEL, WINDOWS_TAINT_KEY
+from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_TAINT_KEY
 
 # --- Versions --------------------------------------------------------------------------------------
 #
@@ -150,7 +150,7 @@ def tigera_operator_values(p: CalicoParams) -> dict[str, Any]:
         # control plane may be the only node when Calico is installed.
         "nodeSelector": {OS_LABEL: "linux"},
         "tolerations": [
-            {"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": CONTROL_PLANE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
             {"key": "node.kubernetes.io/network-unavailable", "operator": "Exists", "effect": "NoSchedule"},
