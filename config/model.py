@@ -78,7 +78,7 @@ class ClusterSpec(Spec):
 
 class CalicoSpec(Spec):
     # Field values are those of the Tigera operator's Installation API (calicoNetwork.bgp,
-    # ipPools[].encapsulation): ../shared/schemas/operator.tigera.io_v1_Installation.json.
+    # ipPools[].encapsulation): tests/fixtures/schemas/operator.tigera.io_v1_Installation.json.
     encapsulation: Literal["VXLAN", "VXLANCrossSubnet", "IPIP", "IPIPCrossSubnet", "None"] = "VXLAN"
     bgp: Literal["Enabled", "Disabled"] = "Disabled"
     mtu: Annotated[int, Field(ge=576, le=9000)] = 1450

@@ -81,7 +81,7 @@ PULUMI_WAIT_FOR = "pulumi.com/waitFor"
 # The Installation's status.conditions mirror the operator's TigeraStatus; "Ready" is "identical to
 # Available and used in Status conditions for CRs" (tigera/operator api/v1/tigerastatus_types.go,
 # ComponentReady; conditions added to the Installation by tigera/operator#1954). The CRD's status schema
-# lists conditions of types "Ready, Progressing, Degraded" (../shared/schemas/
+# lists conditions of types "Ready, Progressing, Degraded" (tests/fixtures/schemas/
 # operator.tigera.io_v1_Installation.json, status.conditions).
 INSTALLATION_READY = "condition=Ready"
 

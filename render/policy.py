@@ -22,7 +22,7 @@ Design decisions, with their sources:
 * Rego v1. Since 3.19 a template may carry Rego v1 at ``spec.targets[].code[{engine: Rego,
   source: {version: "v1", rego}}]`` (website/docs/constrainttemplates.md, "Enable OPA Rego v1 syntax");
   the CRD accepts it (``code[].source`` preserves unknown fields in
-  ../shared/schemas/templates.gatekeeper.sh_v1_ConstraintTemplate.json).
+  tests/fixtures/schemas/templates.gatekeeper.sh_v1_ConstraintTemplate.json).
 * Workloads, not only pods. Each constraint matches Pods and the workload kinds that carry a pod
   template, and the Rego reads ``spec.template.spec`` (``spec.jobTemplate.spec.template.spec`` for
   CronJob), so ``kubectl apply`` of a bad Deployment is refused instead of its ReplicaSet silently

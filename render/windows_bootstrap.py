@@ -75,7 +75,7 @@ class WindowsNodeParams:
 # pkg/controller/installation/core_controller.go fillDefaults. They become hostPath volumes of the
 # calico-node-windows HostProcess pods, i.e. C:\opt\cni\bin and C:\etc\cni\net.d on the system drive;
 # the Installation CRD describes both as having to match containerd's CNI bin/conf dirs
-# (shared/schemas/operator.tigera.io_v1_Installation.json, windowsNodes.cniBinDir/cniConfigDir).
+# (tests/fixtures/schemas/operator.tigera.io_v1_Installation.json, windowsNodes.cniBinDir/cniConfigDir).
 # sig-windows-tools hostprocess/Install-Containerd.ps1 defaults to the same "c:/opt/cni/bin" and
 # "c:/etc/cni/net.d".
 DEFAULT_CNI_BIN_DIR = r"C:\opt\cni\bin"

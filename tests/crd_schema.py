@@ -1,6 +1,7 @@
-"""Strict validation of custom resources against the CRD schemas in ../shared/schemas.
+"""Strict validation of custom resources against the CRD schemas vendored in tests/fixtures/schemas.
 
-The schemas there are upstream ``openAPIV3Schema`` documents, unchanged (../shared/schemas/README.md). The
+The schemas there are upstream ``openAPIV3Schema`` documents, unchanged (tests/fixtures/schemas/README.md
+names each one's repository, path and commit). The
 API server prunes unknown fields of a custom resource instead of rejecting them, so a typo such as
 ``calicoNetwork.mut`` would be silently dropped on a real cluster. To catch it here, every object schema that
 lists ``properties`` and does not carry ``x-kubernetes-preserve-unknown-fields`` gets
@@ -19,8 +20,8 @@ from typing import Any
 
 import jsonschema
 
-# tests/ -> repository -> the workspace holding shared/ next to the repository.
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "shared" / "schemas"
+# Vendored in the repository, so that a plain clone runs the tests (nothing is read from outside it).
+SCHEMA_DIR = Path(__file__).resolve().parent / "fixtures" / "schemas"
 
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 
@@ -61,8 +62,7 @@ def load_schema(schema_path: str | Path) -> dict[str, Any]:
     if not path.is_absolute() and path.parent == Path("."):
         path = SCHEMA_DIR / path
     assert path.is_file(), (
-        f"CRD schema {path} is missing: the shared schemas must sit at {SCHEMA_DIR} "
-        "(see shared/schemas/README.md)")
+        f"CRD schema {path} is missing from {SCHEMA_DIR} (see its README.md)")
     return json.loads(path.read_text())
 
 

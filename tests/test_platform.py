@@ -66,7 +66,7 @@ def test_mtu_change_touches_only_calico(hk):
 
 
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
-# Custom resources with no CRD schema in ../shared: their renderers' tests check their fields against the
+# Custom resources with no vendored CRD schema: their renderers' tests check their fields against the
 # upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
 UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
