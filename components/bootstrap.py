@@ -6,8 +6,10 @@ Ordering, in the graph: every join waits for init and for its own machine; worke
 with each other; control-plane joins run one after another (etcd admits one learner member at a time:
 https://etcd.io/docs/v3.5/learning/design-learner/ "etcd limits the number of learners to one");
 Windows joins also wait for the cluster network's Windows prerequisites.
-On destroy Pulumi deletes in reverse: drain (on a control-plane node), then `kubeadm reset` (on the node),
-then the VM.
+On destroy Pulumi deletes in reverse, in upstream's "Remove the node" order: drain (on a control-plane
+node), then `kubeadm reset` (on the node; it removes a control-plane node's stacked etcd member while the
+Node and the kubeadm-config still exist), then the deregistration (on a control-plane node: the etcd member
+by name if reset could not remove it, never below quorum, and the Node object), then the VM.
 """
 from __future__ import annotations
 
@@ -107,6 +109,8 @@ class ControlPlaneAccess:
     connection: command.remote.ConnectionArgs
     init: command.remote.Command
     kubeadm_api: str
+    # The etcd static Pod of that node (kubeadm names it etcd-<node name>): where etcdctl runs.
+    etcd_pod: str
 
 
 class LinuxNodeJoin(pulumi.ComponentResource):
@@ -116,6 +120,8 @@ class LinuxNodeJoin(pulumi.ComponentResource):
                  control_plane: bool, after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
         node = machine.node
+        etcd_pod = access.etcd_pod if control_plane else None
+        registration = node_registration(name, node.name, access, machine.vm.id, etcd_pod, self)
         credentials = join_credentials(name, access, control_plane, machine.vm.id, [machine.ready, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node, control_plane))
         self.join = command.remote.Command(
@@ -130,9 +136,10 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             logging=command.remote.Logging.STDERR,
             triggers=[machine.vm.id],
             # Same node, same name: the old membership's reset must run before the new join, not after.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready, registration],
+                                        delete_before_replace=True),
         )
-        self.drain = node_drain(name, node.name, access, self.join, self)
+        self.drain = node_drain(name, node.name, access, self.join, etcd_pod, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
@@ -160,6 +167,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True),
             )
             self.prepare.append(previous)
+        registration = node_registration(name, node.name, access, machine.vm.id, None, self)
         credentials = join_credentials(name, access, False, machine.vm.id, [previous, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node))
         self.join = command.remote.Command(
@@ -171,9 +179,10 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
             logging=command.remote.Logging.STDERR,
             triggers=[machine.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous], delete_before_replace=True),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous, registration],
+                                        delete_before_replace=True),
         )
-        self.drain = node_drain(name, node.name, access, self.join, self)
+        self.drain = node_drain(name, node.name, access, self.join, None, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
@@ -194,14 +203,29 @@ def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool,
     )
 
 
+def node_registration(name: str, node_name: str, access: ControlPlaneAccess, machine_id: pulumi.Output[str],
+                      etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command:
+    """Nothing on create; on delete, after the node's reset (the join depends on it, so Pulumi deletes the
+    join first), removes what reset leaves in the cluster: the etcd member if it is still there, the Node."""
+    return command.remote.Command(
+        f"{name}-registration",
+        connection=access.connection,
+        delete=bash_command(linux_bootstrap.render_deregister(node_name, etcd_pod=etcd_pod)),
+        # A replaced machine is a new member: the old one is deregistered once its reset has run.
+        triggers=[machine_id],
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init], delete_before_replace=True),
+    )
+
+
 def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: command.remote.Command,
-               parent: pulumi.Resource) -> command.remote.Command:
-    """Waits until the joined node is Ready; on delete drains and deletes it before the reset runs."""
+               etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command:
+    """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a
+    control-plane node) before the reset runs."""
     return command.remote.Command(
         f"{name}-drain",
         connection=access.connection,
         create=bash_command(linux_bootstrap.render_wait_for_node(node_name)),
-        delete=bash_command(linux_bootstrap.render_drain(node_name)),
+        delete=bash_command(linux_bootstrap.render_drain(node_name, etcd_pod=etcd_pod)),
         # A new join (a replaced machine) is waited for again; its predecessor is drained first.
         triggers=[join.id],
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[join], delete_before_replace=True),
@@ -227,7 +251,8 @@ class KubeadmCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin]),
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
-                                                  kubeadm_api=cluster_params(spec).kubeadm_api)
+                                                  kubeadm_api=cluster_params(spec).kubeadm_api,
+                                                  etcd_pod=f"etcd-{first.node.name}")
 
         # When each node is Ready; the first control-plane node has no join, so its wait stands alone
         # (and has no drain: removing it means destroying the cluster).

@@ -9,6 +9,7 @@ script bodies for ``render.shell.bash_command`` (they run as root under ``sudo -
 * ``render_join``: ``kubeadm join`` on a new node from the join line on stdin (guarded by kubelet.conf);
 * ``render_reset``: node cleanup, the delete side of init and join;
 * ``render_wait_for_node`` / ``render_drain``: create / delete of a node's drain resource;
+* ``render_deregister``: delete of a node's registration, after its reset (etcd member left behind, Node);
 * ``render_read_kubeconfig``: print admin.conf (a secret Output).
 
 The kubeadm YAML itself comes from ``render.kubeadm`` as text with ``@@JOIN_*@@`` placeholders; the
@@ -856,16 +857,24 @@ echo "node $NODE is Ready"
     ])
 
 
-def render_drain(node_name: str, timeout_seconds: int = 600) -> str:
-    """On the first control-plane node: cordon, drain and delete the Node ``node_name``, if it exists.
+def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None) -> str:
+    """On the first control-plane node: cordon and drain the Node ``node_name``, if it exists. The delete
+    side of a node's readiness wait, so it runs first when a node is removed: drain, then ``kubeadm reset``
+    on the node, then ``render_deregister`` deletes the Node object. Upstream's "Remove the node" order
+    (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/create-cluster-kubeadm/#remove-the-node:
+    drain, ``kubeadm reset``, then ``kubectl delete node``): reset needs the Node and the kubeadm-config to
+    remove the node's stacked etcd member (its remove-etcd-member phase,
+    https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_reset/kubeadm_reset_phase_remove-etcd-member/).
 
     ``kubectl cordon NAME`` (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_cordon/),
     ``kubectl drain NAME --ignore-daemonsets --delete-emptydir-data --timeout=Ns``
     (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_drain/: --timeout is "the length
-    of time to wait before giving up, zero means infinite"), then
-    ``kubectl delete node NAME --ignore-not-found``
-    (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_delete/). A node already gone,
-    or a control plane already gone (no admin.conf here), is a no-op.
+    of time to wait before giving up, zero means infinite"). A node already gone, or a control plane
+    already gone (no admin.conf here), is a no-op.
+
+    With ``etcd_pod`` (a control-plane node's drain), the etcd quorum is checked first: the removal is
+    refused, before anything is cordoned, unless the members other than this node that stay healthy
+    form a quorum of the cluster that remains (``_ETCD_HELPERS``).
 
     A drain that times out or is refused fails the delete and leaves the node cordoned. There is
     deliberately no fallback to ``--disable-eviction``: it "will bypass checking
@@ -875,13 +884,30 @@ def render_drain(node_name: str, timeout_seconds: int = 600) -> str:
     """
     _check_node_name(node_name)
     _check_timeout(timeout_seconds)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
     return "\n".join([
         _PRELUDE,
         f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
         f'NODE="{node_name}"',
+        _control_plane_gone_or_node_absent("drain"),
+        *([f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, "check_quorum_without \"$NODE\""] if etcd_pod else []),
         f"""
+kubectl cordon "$NODE" --request-timeout=60s
+if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
+  die "draining $NODE did not finish within {timeout_seconds}s or was refused (see above); it stays cordoned. \\
+Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again"
+fi
+echo "node $NODE drained"
+""",
+    ])
+
+
+def _control_plane_gone_or_node_absent(what: str) -> str:
+    """Bash: exit 0 when there is nothing to do for $NODE (no control plane here, or no such Node)."""
+    return f"""
 if [[ ! -f $KUBECONFIG ]]; then
-  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to drain" >&2
+  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to {what}" >&2
   exit 0
 fi
 if ! output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-timeout=30s 2>&1)"; then
@@ -889,16 +915,109 @@ if ! output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-tim
   die "cannot ask the API server whether node $NODE exists"
 fi
 if [[ $output != *"node/$NODE"* ]]; then
-  echo "node $NODE is not in the cluster, nothing to drain"
+  echo "node $NODE is not in the cluster, nothing to {what}"
   exit 0
 fi
-kubectl cordon "$NODE" --request-timeout=60s
-if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
-  die "draining $NODE did not finish within {timeout_seconds}s or was refused (see above); it stays cordoned. \\
-Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again"
+"""
+
+
+# etcdctl runs inside the etcd static Pod of the first control-plane node (kubeadm names it
+# etcd-<node name> and mounts /etc/kubernetes/pki/etcd into it; etcd's image ships etcdctl), with the
+# etcd CA and server certificate kubeadm generates, as upstream's etcd operations show
+# (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/). kubeadm names each
+# stacked member after its node (kubernetes cmd/kubeadm/app/phases/etcd/local.go: "--name" = node name).
+# `member list` prints "ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER", fields separated by
+# ", " and several addresses of one field by "," (etcd etcdctl/ctlv3/command/printer_simple.go); an
+# added but unstarted member has an empty name.
+# Quorum: a cluster of n voting members needs n/2+1 of them (https://etcd.io/docs/v3.5/faq/ "What is
+# failure tolerance?"). Removing a member leaves n-1, so the other members that answer a health check
+# must number at least (n-1)/2+1, or the removal would leave a cluster that cannot commit.
+_ETCD_HELPERS = r"""
+etcd_ctl() {
+  local endpoint=$1
+  shift
+  kubectl -n kube-system exec "$ETCD_POD" --request-timeout=60s -- etcdctl     --endpoints="$endpoint" --cacert=/etc/kubernetes/pki/etcd/ca.crt     --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key "$@"
+}
+
+etcd_members() {
+  etcd_ctl https://127.0.0.1:2379 member list || die "cannot list the etcd members through $ETCD_POD"
+}
+
+# check_quorum_without NAME: fail unless the cluster keeps a healthy quorum once member NAME is gone.
+check_quorum_without() {
+  local target=$1 members others=0 healthy=0 name clients learner endpoint
+  members="$(etcd_members)"
+  while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    IFS=$'\x1f' read -r _ _ name _ clients learner <<<"${line//, /$'\x1f'}"
+    # A learner does not vote (https://etcd.io/docs/v3.5/learning/design-learner/).
+    [[ $learner == true ]] && continue
+    [[ $name == "$target" ]] && continue
+    others=$((others + 1))
+    endpoint=${clients%%,*}
+    if [[ -n $endpoint ]] && etcd_ctl "$endpoint" endpoint health >/dev/null 2>&1; then
+      healthy=$((healthy + 1))
+    fi
+  done <<<"$members"
+  ((others >= 1)) || die "refusing: $target is the last etcd member; removing it destroys the cluster"
+  local needed=$((others / 2 + 1))
+  if ((healthy < needed)); then
+    die "refusing to remove $target: of the $others etcd members that would remain only $healthy answer; \
+quorum needs $needed. Repair the unhealthy members first"
+  fi
+  echo "etcd quorum holds without $target: $healthy of $others remaining members healthy (quorum $needed)"
+}
+
+# member_id NAME: the ID of the etcd member NAME, or nothing.
+member_id() {
+  local target=$1 id name
+  while IFS= read -r line; do
+    IFS=$'\x1f' read -r id _ name _ <<<"${line//, /$'\x1f'}"
+    if [[ $name == "$target" ]]; then
+      echo "$id"
+      return 0
+    fi
+  done <<<"$(etcd_members)"
+}
+"""
+
+
+def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
+    """On the first control-plane node: the last step of removing a node, after ``kubeadm reset`` ran on
+    it. With ``etcd_pod`` (a control-plane node) the node's etcd member is removed by name if reset could
+    not remove it (a node that was already dead, or a reset that failed half-way), never below quorum;
+    then the Node object is deleted (``kubectl delete node NAME --ignore-not-found``,
+    https://kubernetes.io/docs/reference/kubectl/generated/kubectl_delete/). A second run finds neither
+    and does nothing."""
+    _check_node_name(node_name)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    etcd = []
+    if etcd_pod:
+        etcd = [f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, """
+id="$(member_id "$NODE")"
+if [[ -n $id ]]; then
+  check_quorum_without "$NODE"
+  etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $NODE ($id)"
+  echo "removed etcd member $NODE ($id): kubeadm reset had not"
+else
+  echo "etcd member $NODE is already gone"
 fi
+"""]
+    return "\n".join([
+        _PRELUDE,
+        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
+        f'NODE="{node_name}"',
+        """
+if [[ ! -f $KUBECONFIG ]]; then
+  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to deregister" >&2
+  exit 0
+fi
+""",
+        *etcd,
+        """
 kubectl delete node "$NODE" --ignore-not-found --request-timeout=60s
-echo "node $NODE drained and deleted"
+echo "node $NODE deregistered"
 """,
     ])
 

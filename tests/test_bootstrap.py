@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from components.version_pin import KubernetesVersionPinProvider
+from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tools.mockrun import STAND_IN_JOIN_LINE, Recording, Secret, run_declarations, run_program
@@ -100,15 +101,36 @@ def test_kubeconfig_points_at_the_api_endpoint(hk):
     assert kubeconfig["clusters"][0]["cluster"]["server"] == "https://10.30.30.10:6443"
 
 
-def test_every_node_drains_before_its_reset(hk):
+def test_removal_drains_then_resets_then_deregisters(hk):
+    # Pulumi deletes a resource only after every resource that depends on it, so the delete order is
+    # the reverse of the dependencies: drain (depends on join) -> reset (join's delete, depends on the
+    # registration) -> deregistration (etcd member if left, Node object). Upstream's "Remove the node".
     for name in JOINERS:
-        join, drain = res(hk, f"{name}-join"), res(hk, f"{name}-drain")
-        assert join.inputs.get("delete"), f"{name} has no reset"
-        # Pulumi deletes dependents first: the drain (on a control-plane node) before the join's reset.
-        assert join.urn in drain.dependencies
-        drain_script = script(drain, "delete") if not name.startswith("hk-win") else script(drain, "delete")
-        assert "drain" in drain_script and "--ignore-daemonsets" in drain_script and "--delete-emptydir-data" in drain_script
-        assert "delete node" in drain_script
+        join, drain, registration = (res(hk, f"{name}-{part}") for part in ("join", "drain", "registration"))
+        assert join.urn in drain.dependencies, name
+        assert registration.urn in join.dependencies, name
+        assert registration.urn in hk.waits_for(drain.urn), name
+        assert join.urn not in hk.waits_for(registration.urn), f"{name}: the Node would go before the reset"
+        drain_script, deregister = script(drain, "delete"), script(registration, "delete")
+        assert "--ignore-daemonsets" in drain_script and "--delete-emptydir-data" in drain_script
+        assert "delete node" not in drain_script, f"{name}: the Node must outlive the reset"
+        assert 'kubectl delete node "$NODE"' in deregister
+        assert not registration.inputs.get("create"), name
+        reset = (script_from_ssh_command(join.inputs["delete"]) if name.startswith("hk-win")
+                 else script(join, "delete"))
+        assert "kubeadm" in reset and "reset" in reset, name
+        assert join.delete_before_replace and registration.delete_before_replace and drain.delete_before_replace
+
+
+def test_control_plane_removal_checks_quorum_and_removes_a_leftover_etcd_member(hk):
+    for name in CONTROL_PLANE_JOINERS:
+        drain, deregister = script(res(hk, f"{name}-drain"), "delete"), script(res(hk, f"{name}-registration"), "delete")
+        for text in (drain, deregister):
+            assert 'ETCD_POD="etcd-hk-cp-1"' in text and "check_quorum_without" in text
+        assert "member remove" in deregister
+    for name in LINUX_WORKERS + WINDOWS_WORKERS:
+        for part in ("drain", "registration"):
+            assert "etcd" not in script(res(hk, f"{name}-{part}"), "delete"), name
 
 
 def test_windows_nodes_register_with_the_taint(hk):

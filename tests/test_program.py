@@ -172,7 +172,7 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
     machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init", "-prepare")}
-    membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-join-credentials", "-join", "-drain")}
+    membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-registration", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
     assert changed_resources(hk, record(hk_values)) == machine | membership | labels
 
@@ -201,7 +201,7 @@ def test_replacements_delete_first_and_nothing_moves_before_the_version_pin(hk):
         vm = hk.named(f"hk-prod-{node}-vm")
         assert pin in vm.dependencies and vm.delete_before_replace
     for r in hk.by_type(COMMAND):
-        if r.name.endswith(("-join", "-join-credentials", "-drain")) or "-prepare-" in r.name:
+        if r.name.endswith(("-join", "-join-credentials", "-drain", "-registration")) or "-prepare-" in r.name:
             assert r.delete_before_replace, r.name
     for r in hk.by_type(VM):
         assert r.inputs["tags"] == sorted(r.inputs["tags"])

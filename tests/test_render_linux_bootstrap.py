@@ -137,6 +137,24 @@ case "$*" in
   *--raw=/readyz*) [[ -z ${STUB_API_DOWN:-} ]] && echo ok && exit 0; exit 1 ;;
 esac
 nodes="$STUB_DIR/nodes"
+if [[ $1 == -n && $3 == exec ]]; then
+  # kubectl -n kube-system exec POD --request-timeout=60s -- etcdctl --endpoints=E --cacert --cert --key VERB...
+  members="$STUB_DIR/etcd-members"
+  [[ $2 == kube-system && $4 == etcd-hk-cp-1 && $6 == -- && $7 == etcdctl ]] || { echo "unexpected exec" >&2; exit 3; }
+  endpoint=${8#--endpoints=}
+  case "${12} ${13:-}" in
+    "member list") cat "$members" ;;
+    "endpoint health")
+      if grep -qxF "$endpoint" "$STUB_DIR/etcd-unhealthy" 2>/dev/null; then exit 1; fi
+      echo "$endpoint is healthy" ;;
+    "member remove")
+      grep -v "^${14}, " "$members" >"$members.new" || true
+      mv "$members.new" "$members"
+      echo "Member ${14} removed" ;;
+    *) echo "unexpected etcdctl call" >&2; exit 3 ;;
+  esac
+  exit 0
+fi
 case "$1" in
   get)
     [[ -z ${STUB_API_ERROR:-} ]] || { echo "The connection to the server was refused" >&2; exit 1; }
@@ -266,6 +284,9 @@ ALL_SCRIPTS = {
     "reset": lb.render_reset,
     "wait-for-node": lambda: lb.render_wait_for_node("hk-prod-worker-1"),
     "drain": lambda: lb.render_drain("hk-prod-worker-1"),
+    "drain-control-plane": lambda: lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
+    "deregister": lambda: lb.render_deregister("hk-prod-worker-1"),
+    "deregister-control-plane": lambda: lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
     "read-kubeconfig": lb.render_read_kubeconfig,
 }
 
@@ -683,16 +704,91 @@ def control_plane(node) -> Node:
     return node
 
 
-def test_drain_cordons_drains_and_deletes_an_existing_node(control_plane):
+def test_drain_cordons_and_drains_but_leaves_the_node_for_reset(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     result = control_plane.run(lb.render_drain("hk-prod-worker-1", timeout_seconds=300))
     assert result.returncode == 0, result.stderr
     verbs = [call[0] for call in control_plane.calls("kubectl")]
-    assert verbs == ["get", "cordon", "drain", "delete"]
+    assert verbs == ["get", "cordon", "drain"]
     drain = control_plane.calls("kubectl")[2]
     assert drain == ["drain", "hk-prod-worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s"]
-    assert control_plane.calls("kubectl")[3] == ["delete", "node", "hk-prod-worker-1", "--ignore-not-found",
-                                                 "--request-timeout=60s"]
+    # kubeadm reset on the node still needs its Node object: deregistration deletes it afterwards.
+    assert (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
+
+
+ETCD_MEMBERS = (
+    "8e9e05c52164694d, started, hk-cp-1, https://10.30.30.11:2380, https://10.30.30.11:2379, false\n"
+    "91bc3c398fb3c146, started, hk-cp-2, https://10.30.30.12:2380, https://10.30.30.12:2379, false\n"
+    "fd422379fda50e48, started, hk-cp-3, https://10.30.30.13:2380, https://10.30.30.13:2379,https://10.30.30.13:4001, false\n"
+)
+
+
+@pytest.fixture
+def etcd(control_plane) -> Node:
+    (control_plane.stubs / "etcd-members").write_text(ETCD_MEMBERS)
+    (control_plane.stubs / "nodes" / "hk-cp-3").touch()
+    return control_plane
+
+
+def etcd_verbs(node: Node) -> list[str]:
+    return [" ".join(call[11:13]) + (" " + call[7].split("=")[1] if call[11:13] == ["endpoint", "health"] else "")
+            for call in node.calls("kubectl") if call[0] == "-n"]
+
+
+def test_control_plane_drain_checks_quorum_first(etcd):
+    result = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 0, result.stderr
+    assert "2 of 2 remaining members healthy (quorum 2)" in result.stdout
+    assert etcd_verbs(etcd) == ["member list", "endpoint health https://10.30.30.11:2379",
+                                "endpoint health https://10.30.30.12:2379"]
+    assert [c[0] for c in etcd.calls("kubectl") if c[0] != "-n"] == ["get", "cordon", "drain"]
+
+
+def test_control_plane_drain_refuses_when_quorum_would_be_lost(etcd):
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    result = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 1
+    assert "refusing to remove hk-cp-3" in result.stderr and "only 1 answer" in result.stderr
+    assert not any(c[0] in ("cordon", "drain") for c in etcd.calls("kubectl")), "refused before touching the node"
+
+
+def test_deregister_removes_a_member_reset_left_behind_then_the_node_and_is_idempotent(etcd):
+    script = lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1")
+    result = etcd.run(script)
+    assert result.returncode == 0, result.stderr
+    assert "removed etcd member hk-cp-3 (fd422379fda50e48)" in result.stdout
+    assert "hk-cp-3" not in (etcd.stubs / "etcd-members").read_text()
+    assert "member remove" in etcd_verbs(etcd)
+    assert not (etcd.stubs / "nodes" / "hk-cp-3").exists()
+    again = etcd.run(script)
+    assert again.returncode == 0, again.stderr
+    assert "already gone" in again.stdout
+
+
+def test_deregister_after_a_clean_reset_only_deletes_the_node(etcd):
+    # kubeadm reset's remove-etcd-member phase already removed the member.
+    members = etcd.stubs / "etcd-members"
+    members.write_text("".join(line + "\n" for line in members.read_text().splitlines() if "hk-cp-3" not in line))
+    result = etcd.run(lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 0, result.stderr
+    assert "member remove" not in etcd_verbs(etcd)
+    assert etcd.calls("kubectl")[-1][:3] == ["delete", "node", "hk-cp-3"]
+
+
+def test_deregister_refuses_to_remove_a_member_below_quorum(etcd):
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    result = etcd.run(lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 1 and "quorum needs 2" in result.stderr
+    assert "hk-cp-3" in (etcd.stubs / "etcd-members").read_text()
+    assert (etcd.stubs / "nodes" / "hk-cp-3").exists(), "the Node stays while its member does"
+
+
+def test_worker_deregister_deletes_the_node_without_touching_etcd(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    result = control_plane.run(lb.render_deregister("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    assert control_plane.calls("kubectl") == [["delete", "node", "hk-prod-worker-1", "--ignore-not-found",
+                                               "--request-timeout=60s"]]
     assert not (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
 
 

@@ -48,6 +48,7 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-join-credentials", 5, "kubeadm token create"),
     ("command:remote:Command", "-join", 120, "kubeadm join"),
     ("command:remote:Command", "-drain", 180, "node registered and Ready"),
+    ("command:remote:Command", "-registration", 1, "nothing on create (deregisters on delete)"),
     ("command:remote:Command", "-ready", 180, "node Ready"),
     ("command:remote:Command", "-kubeconfig", 2, "read admin.conf"),
     ("kubernetes:helm.sh/v3:Release", "", 150, "Helm release until its workloads are ready"),
