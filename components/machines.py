@@ -246,12 +246,14 @@ class HypervWindowsNode(pulumi.ComponentResource):
             f"{name}-vm",
             connection=connection,
             create=converge,
-            # Size, switch or VLAN changes converge the existing VM; only a new name or host replaces it.
+            # Size, switch or VLAN changes converge the existing VM; a new name, computer name or host replaces it.
             update=converge,
             delete=hyperv.ssh_command(hyperv.render_delete(vm)),
             # The guest password reaches the script on standard input only.
             stdin=admin_password,
-            triggers=[summary["name"], vm.vm_folder, host.host_name],
+            # A new computer name is a new node: renaming a joined Windows node would orphan its Node
+            # object and kubelet identity, so the VM is replaced (drained and reset first) instead.
+            triggers=[summary["name"], vm.vm_folder, host.host_name, vm.computer_name],
             # The same VM name and address: the old VM must be gone before its replacement starts.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*host.prerequisites, *guards],
                                         delete_before_replace=True),

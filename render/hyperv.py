@@ -384,7 +384,8 @@ if ((Get-VM -Name $VmName).State -ne 'Running') {
 Wait-Heartbeat
 Wait-PowerShellDirect
 
-$guest = @(Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock $GuestConverge -ArgumentList $ComputerName, $IpAddress, $PrefixLength, $Gateway, $DnsServers)[-1]
+$macAddress = (Get-VMNetworkAdapter -VMName $VmName).MacAddress
+$guest = @(Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock $GuestConverge -ArgumentList $ComputerName, $IpAddress, $PrefixLength, $Gateway, $DnsServers, $macAddress)[-1]
 foreach ($change in $guest.Changes) { Write-Output "Guest: $change" }
 if ($guest.RenamePending) {
     Stop-VmBounded -Reason "restart to apply computer name $ComputerName"
@@ -402,8 +403,19 @@ Write-Output ('VM {0}: state {1}, computer name {2}, IPv4 {3}/{4}' -f $VmName, (
 #  Get-PartitionSupportedSize -DriveLetter (.SizeMax), Get-Partition -DriveLetter (.Size),
 #    Resize-Partition -DriveLetter -Size:
 #    https://learn.microsoft.com/powershell/module/storage/resize-partition
-#  Get-NetAdapter (.Status, .ifIndex):
+#  Get-NetAdapter (.MacAddress as "00-15-5D-..", .InterfaceDescription, .ifIndex):
 #    https://learn.microsoft.com/powershell/module/netadapter/get-netadapter
+#  Get-VMNetworkAdapter (.MacAddress as 12 hex digits, all zeros for a dynamic address not yet
+#    assigned; read after the VM has started, when Hyper-V has assigned and kept it):
+#    https://learn.microsoft.com/powershell/module/hyper-v/get-vmnetworkadapter
+#  Calico's HNS network puts a vSwitch on the guest NIC; its host vNIC takes the NIC's MAC and IP
+#    (projectcalico/calico#9693: "the virtual ethernet adapter and the original physical ethernet
+#    adapter will have ... same mac address"; Azure/acs-engine#4046 shows "vEthernet (Ethernet 2)",
+#    "Hyper-V Virtual Ethernet Adapter #2", holding the node address). So the guest adapter is the one
+#    with the VM's MAC address (-eq compares strings case-insensitively), and once that vNIC exists
+#    (a joined node) the vNIC is the one to use:
+#    Windows moved the address there. Counting "Up" adapters would find two on every joined node.
+# Comments stay here, not in the script: the encoded command must fit CreateProcess's limit.
 #  Set-NetIPInterface -InterfaceIndex -AddressFamily -Dhcp Disabled; Get-NetIPInterface .Dhcp:
 #    https://learn.microsoft.com/powershell/module/nettcpip/set-netipinterface
 #  New-NetIPAddress -InterfaceIndex -IPAddress -PrefixLength -AddressFamily:
@@ -425,7 +437,7 @@ Write-Output ('VM {0}: state {1}, computer name {2}, IPv4 {3}/{4}' -f $VmName, (
 # PowerShell, but tree-sitter-powershell (used by the tests to validate every script) rejects a
 # suffixed number after a binary operator, which would hide real syntax errors behind it.
 _GUEST_SCRIPTBLOCK = """$GuestConverge = {
-    param([string]$ComputerName, [string]$IpAddress, [int]$PrefixLength, [string]$Gateway, [string[]]$DnsServers)
+    param([string]$ComputerName, [string]$IpAddress, [int]$PrefixLength, [string]$Gateway, [string[]]$DnsServers, [string]$MacAddress)
     $ErrorActionPreference = 'Stop'
     Set-StrictMode -Version Latest
     $changes = @()
@@ -437,9 +449,13 @@ _GUEST_SCRIPTBLOCK = """$GuestConverge = {
         $changes += "extended C: to $maxSize bytes"
     }
 
-    $up = @(Get-NetAdapter | Where-Object { $_.Status -eq 'Up' })
-    if ($up.Count -ne 1) { throw "expected exactly one connected network adapter in the guest, found $($up.Count)" }
-    $ifIndex = $up[0].ifIndex
+    if ($MacAddress -notmatch '^[0-9A-F]{12}$' -or $MacAddress -eq '000000000000') { throw "no MAC address for this VM's adapter: '$MacAddress'" }
+    $matching = @(Get-NetAdapter | Where-Object { ($_.MacAddress -replace '-') -eq $MacAddress })
+    $adapter = @($matching | Where-Object { $_.InterfaceDescription -like 'Hyper-V Virtual Ethernet*' })
+    if ($adapter.Count -eq 0) { $adapter = $matching }
+    if ($adapter.Count -ne 1) { throw "expected one guest adapter with MAC $MacAddress (or one vSwitch vNIC), found $($adapter.Count)" }
+    $adapter = $adapter[0]
+    $ifIndex = $adapter.ifIndex
     if ((Get-NetIPInterface -InterfaceIndex $ifIndex -AddressFamily IPv4).Dhcp -ne 'Disabled') {
         Set-NetIPInterface -InterfaceIndex $ifIndex -AddressFamily IPv4 -Dhcp Disabled
         $changes += 'disabled DHCP'

@@ -223,3 +223,17 @@ def test_pinned_host_keys_reach_the_connections(hk_values):
     connection = recording.named("hk-prod-hk-win-1-vm").inputs["connection"].value
     assert connection["hostKey"] == key and connection["proxy"]["hostKey"] == key
     assert "hostKey" not in recording.named("hk-prod-hk-win-2-vm").inputs["connection"].value
+
+
+def test_a_computer_name_change_replaces_the_windows_vm_instead_of_renaming_a_live_node(hk, hk_values):
+    # pulumi-command replaces a Command whose `triggers` change ("Trigger a resource replacement on
+    # changes to any of these values", Command docs); the replacement deletes first, and the node's
+    # join, drain and registration follow the new VM id: drain, reset and deregister the old node.
+    hk_values["nodes"]["windows"][0]["computerName"] = "HKWIN1NEW"
+    after = record(hk_values)
+    before_vm, after_vm = hk.named("hk-prod-hk-win-1-vm"), after.named("hk-prod-hk-win-1-vm")
+    assert before_vm.inputs["triggers"] != after_vm.inputs["triggers"]
+    assert "HKWIN1NEW" in after_vm.inputs["triggers"] and after_vm.delete_before_replace
+    assert changed_resources(hk, after) == {"hk-prod-hk-win-1-vm"}
+    for part in ("join", "drain", "registration", "join-credentials"):
+        assert after.named("hk-prod-kubeadm-windows-hk-win-1-vm".replace("-vm", f"-{part}")).delete_before_replace

@@ -323,3 +323,19 @@ def test_invalid_adapter_names_are_rejected() -> None:
         render_offload_disable(HostNicOffload(()))
     with pytest.raises(ValueError):
         render_offload_disable(HostNicOffload(("Ethernet*",)))
+
+
+def test_guest_adapter_is_found_by_the_vms_mac_not_by_counting_connected_adapters() -> None:
+    # On a joined node Calico's HNS network adds a vSwitch host vNIC with the same MAC; counting "Up"
+    # adapters would throw on every such node.
+    script = SCRIPTS["create"]
+    assert "Status -eq 'Up'" not in script
+    start = script.index("$macAddress = (Get-VMNetworkAdapter -VMName $VmName).MacAddress")
+    assert start > script.index("Wait-PowerShellDirect\n"), "the MAC is read once the VM has started"
+    assert "-ArgumentList $ComputerName, $IpAddress, $PrefixLength, $Gateway, $DnsServers, $macAddress" in script
+    block = script[script.index("$GuestConverge = {"):]
+    assert "[string]$MacAddress)" in block
+    assert "Where-Object { ($_.MacAddress -replace '-') -eq $MacAddress }" in block
+    # The vNIC, when present, wins: Windows moved the node address onto it.
+    assert block.index("'Hyper-V Virtual Ethernet*'") < block.index("$ifIndex = $adapter.ifIndex")
+    assert "if ($adapter.Count -ne 1) { throw" in block
