@@ -174,6 +174,11 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             ),
             on_boot=True,
             started=True,
+            # Never let the provider reboot a member to apply a change ("If `false`, updates that require
+            # taking the VM offline fail instead of being applied automatically", bpg provider's
+            # reboot_after_update, pulumi_proxmoxve VmLegacy docs; the default is true): several VMs
+            # updated in one `pulumi up` would reboot at once, control-plane nodes included.
+            reboot_after_update=False,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,

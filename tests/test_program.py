@@ -195,6 +195,8 @@ def test_replacements_delete_first_and_nothing_moves_before_the_version_pin(hk):
         assert pin in vm.dependencies and pin in snippet.dependencies
         # Fixed VM id and name: the old VM goes first; a new template or a new snippet does not rebuild it.
         assert vm.delete_before_replace and vm.ignore_changes == ["clone"]
+        # An update never reboots a node behind the cluster's back.
+        assert vm.inputs["rebootAfterUpdate"] is False
         assert snippet.ignore_changes == ["sourceRaw"]
         assert hk.named(f"hk-prod-{node}-cloud-init").delete_before_replace
     for node in WINDOWS_NODES:
