@@ -143,3 +143,34 @@ def test_kubernetes_objects_and_helm_releases_are_rendered_without_secrets():
                                               "repository": "https://example.invalid/charts", "version": "v3.0.0",
                                               "namespace": "tigera-operator", "values": {"a": 1}}
     assert synth.helm_release_of(secret) is None
+
+
+@pytest.mark.parametrize("target", [".", "..", "/", "~", ".git", ".git/objects", "tests"])
+def test_synth_refuses_to_replace_what_it_did_not_write(target, monkeypatch):
+    # `--out .` once removed the whole checkout, .git included.
+    out = Path(target).expanduser() if target.startswith(("/", "~")) else ROOT / target
+    before = sorted(p.name for p in out.iterdir())
+    assert synth.main(["--out", str(out)]) == 2
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert (ROOT / ".git").is_dir() and (ROOT / "README.md").is_file()
+
+
+def test_synth_refuses_a_foreign_non_empty_folder_and_replaces_only_its_own(tmp_path, capsys):
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert synth.main(["--out", str(foreign)]) == 2
+    assert "not written by tools.synth" in capsys.readouterr().err
+    assert (foreign / "notes.txt").read_text() == "mine"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    assert synth.main(["--out", str(a_file)]) == 2 and a_file.read_text() == "x"
+    own = tmp_path / "own"
+    assert synth.main(["--out", str(own)]) == 0
+    assert (own / synth.OUTPUT_MARKER).is_file()
+    (own / "stale.txt").write_text("left by an older synth")
+    assert synth.main(["--out", str(own)]) == 0, "its own output is replaced"
+    assert not (own / "stale.txt").exists() and (own / "resources.json").is_file()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert synth.main(["--out", str(empty)]) == 0

@@ -193,13 +193,36 @@ def write(recording: Recording, out: Path) -> None:
             (out / "helm" / f"{_safe(r.name)}.yaml").write_text(yaml.safe_dump(release, sort_keys=False))
     (out / "graph.mmd").write_text(mermaid(recording))
     (out / "summary.txt").write_text(summary(recording))
+    (out / OUTPUT_MARKER).write_text("Written by python -m tools.synth; the next synth into this folder replaces it.\n")
+
+
+# Written into every output folder. --out replaces only a folder that holds it (or an empty one), so a
+# mistyped --out (".", the checkout, $HOME) can never delete anything the synth did not write.
+OUTPUT_MARKER = ".hybrid-cluster-synth-output"
+
+
+def unsafe_output_reason(out: Path) -> str | None:
+    """Why ``out`` must not be replaced by a synth, or None when it may be."""
+    target = out.resolve()
+    protected = {Path("/"), Path.home().resolve(), ROOT.resolve()}
+    if target in protected or ROOT.resolve().is_relative_to(target):
+        return f"{out} is, or contains, the repository, the home folder or /"
+    if (ROOT / ".git").resolve() in (target, *target.parents):
+        return f"{out} is inside the repository's .git"
+    if not target.exists():
+        return None
+    if not target.is_dir():
+        return f"{out} exists and is not a folder"
+    if any(target.iterdir()) and not (target / OUTPUT_MARKER).is_file():
+        return f"{out} is not empty and was not written by tools.synth (no {OUTPUT_MARKER} in it)"
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.synth", description=__doc__.splitlines()[0])
     parser.add_argument("--stack", default="hk-prod", help="stack name; its file is Pulumi.<stack>.yaml")
     parser.add_argument("--stack-file", type=Path, help="a stack file to use instead of Pulumi.<stack>.yaml")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (replaced)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder: created, or replaced if an earlier synth wrote it")
     parser.add_argument("--secret", action="append", default=[], metavar="KEY=VALUE",
                         help=f"a secret value; others get a fake placeholder. Keys: {', '.join(SECRET_KEYS)}")
     args = parser.parse_args(argv)
@@ -210,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or key not in SECRET_KEYS:
             parser.error(f"--secret {key!r}: expected KEY=VALUE with KEY one of {', '.join(SECRET_KEYS)}")
         secret_values[key] = value
+
+    if (reason := unsafe_output_reason(args.out)) is not None:
+        print(f"refusing --out: {reason}; nothing written or removed", file=sys.stderr)
+        return 2
 
     stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.is_file():
@@ -231,6 +258,10 @@ def main(argv: list[str] | None = None) -> int:
         staging = Path(tmp) / "out"
         write(recording, staging)
         if args.out.exists():
+            # Checked again right before: only ever our own output (or an empty folder) is removed.
+            if (reason := unsafe_output_reason(args.out)) is not None:
+                print(f"refusing --out: {reason}; nothing written or removed", file=sys.stderr)
+                return 2
             shutil.rmtree(args.out)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(staging), args.out)
