@@ -71,6 +71,7 @@ class WindowsBuild:
     build: str                 # "10.0.20348"
     ltsc_tag: str              # "ltsc2022": the image tag suffix that matches this kernel
     upstream_supported: bool   # listed as supported by Kubernetes' Windows docs
+    calico_images: bool        # Calico builds its Windows images (node-windows, cni-windows) for it
     # Every *_image field is None when upstream publishes no image that runs on this build;
     # config.rules turns that into a validation error.
     pause_image: str | None
@@ -262,6 +263,11 @@ _WINDOWS_EXPORTER = "ghcr.io/prometheus-community/windows-exporter:0.31.7"
 # windows-2025-5.0.3 were confirmed published by a maintainer (github.com/fluent/fluent-bit/issues/11707).
 _FLUENT_BIT_VERSION = "5.0.3"
 
+# Calico for Windows: the Windows images of Calico 3.33 (calico/node-windows, calico/cni-windows, run by
+# the operator as HostProcess DaemonSets) are built for "WINDOWS_VERSIONS ?= ltsc2019 ltsc2022" only
+# (projectcalico/calico metadata.mk, "The Windows versions used as base for Calico Windows images").
+# A Windows Server 2025 node therefore has no Calico image to run, whatever Kubernetes supports.
+
 WINDOWS: dict[str, WindowsBuild] = {
     "win2019": WindowsBuild(
         key="win2019",
@@ -269,14 +275,15 @@ WINDOWS: dict[str, WindowsBuild] = {
         build="10.0.17763",
         ltsc_tag="ltsc2019",
         upstream_supported=False,
+        calico_images=True,
         pause_image="registry.k8s.io/pause:3.10.1",
         kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
         windows_exporter_image=_WINDOWS_EXPORTER,
         # Fluent Bit stopped building windows-2019 tags after 4.0 (issue 10137 above); the last line
         # still published is 4.0.x: New Relic's Windows 2019 image is built FROM the official
         # fluent/fluent-bit windows-2019 image at 4.0.3 (github.com/newrelic/newrelic-fluent-bit-output/pull/205,
-        # 2025-10-21). Pinned there; it receives no more fixes, another reason 2019 is only a warning away
-        # from an error.
+        # 2025-10-21). Pinned there; it receives no more fixes, another reason 2019 needs an explicit
+        # override (windows.allowUnsupportedVersions).
         fluent_bit_image="docker.io/fluent/fluent-bit:windows-2019-4.0.3",
     ),
     "win2022": WindowsBuild(
@@ -285,6 +292,7 @@ WINDOWS: dict[str, WindowsBuild] = {
         build="10.0.20348",
         ltsc_tag="ltsc2022",
         upstream_supported=True,
+        calico_images=True,
         pause_image="registry.k8s.io/pause:3.10.2",
         kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
         windows_exporter_image=_WINDOWS_EXPORTER,
@@ -298,6 +306,7 @@ WINDOWS: dict[str, WindowsBuild] = {
         build="10.0.26100",
         ltsc_tag="ltsc2025",
         upstream_supported=True,
+        calico_images=False,
         pause_image="registry.k8s.io/pause:3.10.2",
         kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
         windows_exporter_image=_WINDOWS_EXPORTER,

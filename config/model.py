@@ -248,6 +248,9 @@ class WindowsSpec(Spec):
     # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
     dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 49152
     dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 16384
+    # Windows versions upstream Kubernetes no longer supports, accepted anyway (with a warning) for a
+    # legacy build that cannot move yet. Empty by default: an unsupported version is an error.
+    allow_unsupported_versions: list[WindowsKey] = []
 
 
 class LogOutputSpec(Spec):

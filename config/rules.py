@@ -281,8 +281,21 @@ def versions(spec: StackSpec) -> Iterator[Problem]:
             missing = _missing_images(build)
             if missing:
                 yield Problem(f"{path}.version", f"no {', '.join(missing)} image for {node.version} ({build.build})")
+            elif not build.calico_images:
+                yield Problem(f"{path}.version", f"Calico builds no Windows images for {node.version} ({build.ltsc_tag}); "
+                                                 f"Calico for Windows runs on {', '.join(_calico_windows())}")
             elif not build.upstream_supported:
-                yield Problem(f"{path}.version", f"{node.version} is no longer listed as supported by upstream Kubernetes", "warning")
+                if node.version in spec.windows.allow_unsupported_versions:
+                    yield Problem(f"{path}.version", f"{node.version} is not supported by upstream Kubernetes "
+                                                     "(accepted by windows.allowUnsupportedVersions)", "warning")
+                else:
+                    yield Problem(f"{path}.version", f"{node.version} is not supported by upstream Kubernetes; move the "
+                                                     "node to a supported version, or accept it explicitly in "
+                                                     "windows.allowUnsupportedVersions")
+
+
+def _calico_windows() -> list[str]:
+    return [key for key, build in compat.WINDOWS.items() if build.calico_images and build.upstream_supported]
 
 
 def _missing_images(build: compat.WindowsBuild) -> list[str]:

@@ -24,6 +24,14 @@ def hk_prod_values() -> dict:
     return {k[len(prefix):]: v for k, v in document["config"].items() if k.startswith(prefix)}
 
 
+def with_legacy_windows_build(values: dict) -> dict:
+    """hk-prod with hk-win-3 on Windows Server 2019, accepted through windows.allowUnsupportedVersions:
+    two Windows builds in one cluster, for tests of what differs per build (RuntimeClasses, Fluent Bit)."""
+    values["nodes"]["windows"][2]["version"] = "win2019"
+    values["windows"]["allowUnsupportedVersions"] = ["win2019"]
+    return values
+
+
 def raw_config(values: dict, secure: frozenset[str] = frozenset()) -> RawConfig:
     return RawConfig(values=values, secure_keys=secure)
 

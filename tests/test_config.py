@@ -23,11 +23,9 @@ def assert_problem(values: dict, path: str, fragment: str) -> None:
     assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
 
 
-def test_hk_prod_is_valid_with_one_warning(hk_values):
+def test_hk_prod_is_valid_without_warnings(hk_values):
     loaded = load(raw_config(hk_values))
-    assert [str(w) for w in loaded.warnings] == [
-        "nodes.windows[2].version: win2019 is no longer listed as supported by upstream Kubernetes"
-    ]
+    assert [str(w) for w in loaded.warnings] == []
     assert loaded.spec.cluster.name == "hk-prod"
     assert len(loaded.spec.linux_nodes) == 7
 
@@ -287,3 +285,28 @@ def test_node_vlan_needs_its_proxmox_bridge(hk_values):
 def test_a_plain_section_set_as_secret_is_rejected(hk_values):
     assert problems(hk_values, frozenset({"access"})) == [
         next(p for p in problems(hk_values, frozenset({"access"})) if p.startswith("access: is not a secret"))]
+
+
+def test_windows_server_2019_is_an_error_unless_explicitly_accepted(hk_values):
+    # Kubernetes supports Windows Server 2022 and 2025 only; Calico still builds ltsc2019 images.
+    hk_values["nodes"]["windows"][2]["version"] = "win2019"
+    assert_problem(hk_values, "nodes.windows[2].version", "win2019 is not supported by upstream Kubernetes")
+    assert_problem(hk_values, "nodes.windows[2].version", "windows.allowUnsupportedVersions")
+    hk_values["windows"]["allowUnsupportedVersions"] = ["win2019"]
+    loaded = load(raw_config(hk_values))
+    assert [str(w) for w in loaded.warnings] == [
+        "nodes.windows[2].version: win2019 is not supported by upstream Kubernetes "
+        "(accepted by windows.allowUnsupportedVersions)"]
+
+
+def test_windows_server_2025_is_refused_for_want_of_calico_images_even_with_the_override(hk_values):
+    hk_values["hyperv"]["hosts"][0]["goldenImages"]["win2025"] = "D:\\golden\\ws2025.vhdx"
+    hk_values["nodes"]["windows"][0]["version"] = "win2025"
+    hk_values["windows"]["allowUnsupportedVersions"] = ["win2025"]
+    assert_problem(hk_values, "nodes.windows[0].version", "Calico builds no Windows images for win2025 (ltsc2025)")
+    assert_problem(hk_values, "nodes.windows[0].version", "runs on win2022")
+
+
+def test_the_override_names_known_windows_versions_only(hk_values):
+    hk_values["windows"]["allowUnsupportedVersions"] = ["win2016"]
+    assert_problem(hk_values, "windows.allowUnsupportedVersions[0]", "win2019")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import hk_prod_values, raw_config
+from tests.conftest import hk_prod_values, raw_config, with_legacy_windows_build
 from tests.crd_schema import SCHEMA_DIR, validate_custom_resource
 from tools.mockrun import changed_resources, Recording, run_program
 from tools.synth import plain
@@ -17,6 +17,11 @@ CONSTRAINT_TEMPLATE_SCHEMA = SCHEMA_DIR / "templates.gatekeeper.sh_v1_Constraint
 @pytest.fixture(scope="module")
 def hk() -> Recording:
     return run_program(raw_config(hk_prod_values()))
+
+
+@pytest.fixture(scope="module")
+def hk_two_builds() -> Recording:
+    return run_program(raw_config(with_legacy_windows_build(hk_prod_values())))
 
 
 
@@ -158,15 +163,18 @@ def test_node_labels_follow_config_once_the_node_is_ready(hk):
 
 def test_adding_a_windows_build_adds_only_what_a_build_needs(hk):
     values = hk_prod_values()
-    values["hyperv"]["hosts"][1]["goldenImages"]["win2025"] = "D:\\golden\\ws2025.vhdx"
+    # hk-prod runs win2022 only; a legacy win2019 node is the build that can still be added (Calico has
+    # no win2025 images), with the explicit override.
+    values["hyperv"]["hosts"][1]["goldenImages"]["win2019"] = "D:\\golden\\ws2019.vhdx"
+    values["windows"]["allowUnsupportedVersions"] = ["win2019"]
     values["nodes"]["windows"].append({"name": "hk-win-4", "zone": "hk-2", "hypervHost": "hv-hk2-a",
-                                       "version": "win2025", "cpu": 8, "memoryMb": 16384, "diskGb": 100,
+                                       "version": "win2019", "cpu": 8, "memoryMb": 16384, "diskGb": 100,
                                        "ip": "10.30.30.54"})
     changed = changed_resources(hk, run_program(raw_config(values)))
     new_node = {n for n in changed if "hk-win-4" in n}
     # A new build needs its RuntimeClass and its own Fluent Bit (a process-isolated image per build).
-    assert new_node and changed - new_node == {"hk-prod-scheduling-runtimeclass-win2025",
-                                               "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2025"}
+    assert new_node and changed - new_node == {"hk-prod-scheduling-runtimeclass-win2019",
+                                               "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2019"}
 
 
 def test_samples_can_be_switched_off(hk):
@@ -213,19 +221,19 @@ def test_every_chart_places_its_pods_on_linux(hk):
     assert set(NO_OS_VALUES) <= charts
 
 
-def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk):
-    daemonsets = {name: spec for name, spec in pod_specs(hk)}
+def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk_two_builds):
+    daemonsets = {name: spec for name, spec in pod_specs(hk_two_builds)}
     for name in ("windows-exporter", "kube-proxy-windows", "fluent-bit-windows-win2019", "fluent-bit-windows-win2022"):
         spec = daemonsets[name]
         assert spec["nodeSelector"]["kubernetes.io/os"] == "windows", name
         assert any(t.get("key") == "node-role.kubernetes.io/windows" for t in spec["tolerations"]), name
 
 
-def test_every_workload_the_program_declares_passes_every_gatekeeper_template(hk):
+def test_every_workload_the_program_declares_passes_every_gatekeeper_template(hk_two_builds):
     from render import policy
     from tests.gatekeeper_eval import evaluate
 
-    objects = kubernetes_objects(hk)
+    objects = kubernetes_objects(hk_two_builds)
     runtime_classes = [obj for obj in objects if obj["kind"] == "RuntimeClass"]
     workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
     assert len(workloads) >= 6

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from tests.conftest import ROOT, hk_prod_values, raw_config
+from tests.conftest import ROOT, hk_prod_values, raw_config, with_legacy_windows_build
 from tools import mockrun
 from tools.mockrun import placeholder_secrets, run_program
 
@@ -55,7 +55,8 @@ def declared_resources(recording: mockrun.Recording) -> list[rules.Declared]:
 
 @pytest.fixture(scope="module")
 def recording() -> mockrun.Recording:
-    return run_program(raw_config(hk_prod_values()))
+    # Two Windows builds, so that the build-matching rule has a wrong build to find.
+    return run_program(raw_config(with_legacy_windows_build(hk_prod_values())))
 
 
 @pytest.fixture(scope="module")
