@@ -9,6 +9,7 @@ adopt an existing object); the operator; the Installation, awaited until the ope
 from __future__ import annotations
 
 import pulumi
+import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import StackSpec
@@ -37,12 +38,26 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
     )
 
 
+def retain_on_delete(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
+    """Every object the CRD chart renders survives its removal from the program: deleting a CRD deletes
+    every Calico resource of its kind in the cluster (IP pools, policies, block affinities)."""
+    return pulumi.ResourceTransformResult(
+        props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True)))
+
+
 class ClusterNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
         params = calico_params(spec)
-        crds = helm_release(f"{name}-calico-crds", network.CALICO_CRDS_CHART, {}, provider=provider, parent=self)
+        crds = kubernetes.helm.v4.Chart(
+            f"{name}-calico-crds",
+            chart=network.CALICO_CRDS_CHART["chart"],
+            version=network.CALICO_CRDS_CHART["version"],
+            repository_opts=kubernetes.helm.v4.RepositoryOptsArgs(repo=network.CALICO_CRDS_CHART["repo"]),
+            namespace=network.CALICO_CRDS_CHART["namespace"],
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, transforms=[retain_on_delete]),
+        )
         owned = [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
             for obj in network.calico_settings(params)

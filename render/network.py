@@ -7,7 +7,12 @@ plain dicts and Helm values dicts go out. The components turn them into resource
 Creation order on a fresh cluster (every step waits for the one before it):
 
 1. ``CALICO_CRDS_CHART``: the ``projectcalico.org/v3`` and ``operator.tigera.io/v1`` CRDs. Calico 3.33
-   installs these from their own chart, ahead of the operator chart.
+   installs these from their own chart, ahead of the operator chart, with ``helm template ... | kubectl
+   apply --server-side``: as a Helm release its release Secret would exceed the 1 MiB Secret limit. The
+   network component renders it with pulumi-kubernetes' Chart v4 ("does not use Tiller or create a Helm
+   Release; the semantics are equivalent to running helm template ... and then using Pulumi to deploy
+   the resulting YAML manifests", Chart v4 API docs), and the provider applies each object server-side
+   (pulumi-kubernetes v4 enables server-side apply by default), each retained on delete.
 2. ``felix_vxlan()`` and ``ipam_strict_affinity()``: plain custom resources once step 1 exists. They must
    be created before the operator reconciles the Installation, which creates ``FelixConfiguration
    default`` itself; pulumi-kubernetes since v4.29.0 creates with a client-side create and fails with

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pulumi
 import pytest
 
 from tests.conftest import hk_prod_values, raw_config, with_legacy_windows_build
@@ -206,7 +207,7 @@ def test_rotating_the_smb_password_changes_only_the_secret(hk):
 
 # Charts whose values need no OS selector: CRDs only, or templates that hard-code kubernetes.io/os on
 # every pod (render/storage.py CSI_SMB_POD_PARTS / CSI_NFS_POD_PARTS, with the template sources).
-NO_OS_VALUES = {"projectcalico.org.v3": "CRDs only", "csi-driver-smb": "OS hard-coded per DaemonSet",
+NO_OS_VALUES = {"csi-driver-smb": "OS hard-coded per DaemonSet",
                 "csi-driver-nfs": "OS hard-coded per workload"}
 
 
@@ -251,3 +252,28 @@ def test_constraints_wait_for_their_templates_and_follow_config(hk):
         assert template.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.created}=true"
         assert constraint.inputs["spec"]["enforcementAction"] == "deny"
         assert constraint.inputs["spec"]["match"]["namespaces"] == ["win-prod", "linux-prod"]
+
+
+def test_calico_crds_are_plain_objects_no_helm_release_owns_and_deletion_keeps(hk):
+    # Calico 3.33's CRD chart makes a Helm release Secret over the 1 MiB Secret limit; Chart v4 renders it
+    # client-side into plain objects the provider applies (no release), each kept when removed from the
+    # program: deleting a CRD deletes every Calico object of its kind.
+    releases = {r.inputs["chart"] for r in hk.by_type("kubernetes:helm.sh/v3:Release")}
+    assert "projectcalico.org.v3" not in releases
+    [crds] = hk.by_type("kubernetes:helm.sh/v4:Chart")
+    assert crds.inputs["chart"] == "projectcalico.org.v3" and crds.inputs["version"] == "v3.33.0"
+    assert crds.parent == hk.named("hk-prod-network").urn
+    settings = [r for r in hk.resources if r.type.startswith("kubernetes:crd.projectcalico.org")
+                or r.type.startswith("kubernetes:projectcalico.org")]
+    assert settings and all(crds.urn in r.dependencies for r in settings)
+    operator = next(r for r in hk.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "tigera-operator")
+    assert crds.urn in operator.dependencies
+
+
+def test_the_crd_chart_transform_retains_every_object_it_renders():
+    from components.network import retain_on_delete
+    args = pulumi.ResourceTransformArgs(custom=True, type_="kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
+                                        name="ippools.projectcalico.org", props={"spec": {}},
+                                        opts=pulumi.ResourceOptions(protect=False))
+    result = retain_on_delete(args)
+    assert result.opts.retain_on_delete is True and result.props == {"spec": {}}

@@ -139,7 +139,7 @@ def test_kubernetes_objects_and_helm_releases_are_rendered_without_secrets():
         "chart": "tigera-operator", "version": "v3.0.0", "namespace": "tigera-operator",
         "repositoryOpts": {"repo": "https://example.invalid/charts"}, "values": {"a": 1}})
     assert synth.manifest_of(release) is None
-    assert synth.helm_release_of(release) == {"name": "calico", "chart": "tigera-operator",
+    assert synth.helm_release_of(release) == {"kind": "Release", "name": "calico", "chart": "tigera-operator",
                                               "repository": "https://example.invalid/charts", "version": "v3.0.0",
                                               "namespace": "tigera-operator", "values": {"a": 1}}
     assert synth.helm_release_of(secret) is None

@@ -52,6 +52,7 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-ready", 180, "node Ready"),
     ("command:remote:Command", "-kubeconfig", 2, "read admin.conf"),
     ("kubernetes:helm.sh/v3:Release", "", 150, "Helm release until its workloads are ready"),
+    ("kubernetes:helm.sh/v4:Chart", "", 20, "chart rendered locally, its objects applied (CRDs)"),
     ("kubernetes:operator.tigera.io/v1:Installation", "", 240, "Calico rolled out by the operator"),
     ("kubernetes:apps/v1:DaemonSet", "", 120, "DaemonSet rollout"),
     ("kubernetes:apps/v1:Deployment", "", 180, "Deployment available (Windows image pulls dominate)"),

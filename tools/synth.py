@@ -32,6 +32,8 @@ from tools.mockrun import ROOT, Recording, Resource, Secret, Unknown, run_progra
 COMMAND_TYPE = "command:remote:Command"
 SNIPPET_TYPE = "proxmoxve:index/fileLegacy:FileLegacy"
 HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release"
+# Rendered client-side by the provider into plain objects (no Helm release); synth lists it with the releases.
+HELM_CHART_TYPE = "kubernetes:helm.sh/v4:Chart"
 
 
 def plain(value: Any, secret: Callable[[Secret], str] = lambda _: "[secret]") -> Any:
@@ -105,7 +107,7 @@ def scripts_of(resource: Resource) -> dict[str, str]:
 
 def manifest_of(resource: Resource) -> dict[str, Any] | None:
     """The Kubernetes object a resource declares directly, or None."""
-    if not resource.type.startswith("kubernetes:") or resource.type == HELM_RELEASE_TYPE:
+    if not resource.type.startswith("kubernetes:") or resource.type in (HELM_RELEASE_TYPE, HELM_CHART_TYPE):
         return None
     body = plain(resource.inputs)
     if "apiVersion" not in body or "kind" not in body:
@@ -114,10 +116,11 @@ def manifest_of(resource: Resource) -> dict[str, Any] | None:
 
 
 def helm_release_of(resource: Resource) -> dict[str, Any] | None:
-    if resource.type != HELM_RELEASE_TYPE:
+    if resource.type not in (HELM_RELEASE_TYPE, HELM_CHART_TYPE):
         return None
     inputs = plain(resource.inputs)
     return {
+        "kind": "Release" if resource.type == HELM_RELEASE_TYPE else "Chart (rendered locally, no release)",
         "name": inputs.get("name", resource.name),
         "chart": inputs.get("chart"),
         "repository": (inputs.get("repositoryOpts") or {}).get("repo"),
