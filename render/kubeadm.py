@@ -273,9 +273,14 @@ def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, An
             {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
             for t in node.taints
         ]
+    # The kubelet reports this address as the Node's InternalIP ("--node-ip: IP address (or
+    # comma-separated dual-stack IP addresses) of the node. If unset, kubelet will use the node's default
+    # IPv4 address", kubelet reference). Without it, a control-plane node holding the kube-vip VIP on the
+    # same NIC may report either; Calico detects node addresses from InternalIP (render.network).
+    extra = {"node-ip": node.advertise_address}
     if node.labels:
-        node_labels = ",".join(f"{key}={value}" for key, value in sorted(node.labels.items()))
-        registration["kubeletExtraArgs"] = _args(cluster.kubeadm_api, {"node-labels": node_labels})
+        extra["node-labels"] = ",".join(f"{key}={value}" for key, value in sorted(node.labels.items()))
+    registration["kubeletExtraArgs"] = _args(cluster.kubeadm_api, extra)
     return registration
 
 

@@ -179,6 +179,11 @@ def installation(p: CalicoParams) -> dict[str, Any]:
             "blockSize": p.block_size,
             "nodeSelector": "all()",
         }],
+        # Not firstFound: control-plane nodes carry the kube-vip VIP on the node NIC, which the default
+        # interface matching may pick. The Node's InternalIP is the kubelet's --node-ip, the node's own
+        # address (render.kubeadm). Schema: calicoNetwork.nodeAddressAutodetectionV4.kubernetes, enum
+        # [NodeInternalIP], "detect node addresses based on the Kubernetes API".
+        "nodeAddressAutodetectionV4": {"kubernetes": "NodeInternalIP"},
     }
     spec: dict[str, Any] = {
         "variant": "Calico",

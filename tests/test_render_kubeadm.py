@@ -238,8 +238,19 @@ def test_windows_worker_registers_with_npipe_socket_taint_and_labels(api: str) -
     assert registration["criSocket"] == WINDOWS_SOCKET
     assert registration["taints"] == [{"key": "node-role.kubernetes.io/windows", "value": "true", "effect": "NoSchedule"}]
     assert args_as_dict(api, registration["kubeletExtraArgs"]) == {
+        "node-ip": WINDOWS_WORKER.advertise_address,
         "node-labels": "node.os.distro=win2022,topology.kubernetes.io/zone=hk-1",
     }
+
+
+@APIS
+def test_every_node_pins_its_kubelet_node_ip_to_its_own_address(api: str) -> None:
+    # Calico detects node addresses from the Node's InternalIP (NodeInternalIP), never the kube-vip VIP.
+    for node in (control_plane_node(0), control_plane_node(2), WINDOWS_WORKER):
+        rendered = by_kind(render_join_config(make_cluster(api, 3), node))["JoinConfiguration"]
+        assert args_as_dict(api, rendered["nodeRegistration"]["kubeletExtraArgs"])["node-ip"] == node.advertise_address
+    init = by_kind(render_init_config(make_cluster(api, 3), control_plane_node(0)))["InitConfiguration"]
+    assert args_as_dict(api, init["nodeRegistration"]["kubeletExtraArgs"])["node-ip"] == CP_IPS[0]
 
 
 @APIS
@@ -275,7 +286,7 @@ def test_other_kubernetes_namespace_labels_the_kubelet_refuses_are_rejected(labe
 def test_self_settable_kubernetes_labels_are_accepted() -> None:
     labels = {"node.kubernetes.io/pool": "general", "topology.kubernetes.io/region": "hk", "example.com/team": "infra"}
     rendered = render_join_config(make_cluster(KUBEADM_V1BETA4), dataclasses.replace(LINUX_WORKER, labels=labels))
-    node_labels = by_kind(rendered)["JoinConfiguration"]["nodeRegistration"]["kubeletExtraArgs"][0]["value"]
+    node_labels = args_as_dict(KUBEADM_V1BETA4, by_kind(rendered)["JoinConfiguration"]["nodeRegistration"]["kubeletExtraArgs"])["node-labels"]
     assert node_labels == "example.com/team=infra,node.kubernetes.io/pool=general,topology.kubernetes.io/region=hk"
 
 
