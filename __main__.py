@@ -3,7 +3,7 @@ import pulumi
 
 from components.bootstrap import KubeadmCluster, WindowsJoins
 from components.machines import Machines
-from components.network import ClusterNetwork
+from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
 from components.scheduling import Scheduling
@@ -32,6 +32,8 @@ cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)
+windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
+                                      windows_nodes_ready=list(windows.node_ready.values()))
 node_ready = {**cluster.node_ready, **windows.node_ready}
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
@@ -43,7 +45,7 @@ Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
        [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
 if spec.workloads.samples:
     SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
-                    windows_networking=network.kube_proxy_windows)
+                    windows_networking=windows_kube_proxy.resources)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -34,10 +34,12 @@ def resource_name(obj: dict[str, Any]) -> str:
 
 
 def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.ProviderResource, parent: pulumi.Resource,
-                      depends_on: Sequence[pulumi.Resource] = (), patch: bool = False) -> pulumi.CustomResource:
+                      depends_on: Sequence[pulumi.Resource] = (), patch: bool = False,
+                      aliases: Sequence[pulumi.Alias] = ()) -> pulumi.CustomResource:
     """One object as its typed resource (a `...Patch` resource with patch=True); custom kinds as CustomResource."""
     group, _, version = obj["apiVersion"].rpartition("/")
-    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on),
+                                  aliases=list(aliases) or None)
     module_name = _MODULES.get(group)
     cls = None
     if module_name is not None:

@@ -1,12 +1,14 @@
 """The cluster network layer: Calico through the Tigera operator (VXLAN, with the Windows HNS dataplane when
-the stack has Windows nodes) and kube-proxy for Windows. It exposes `windows_prerequisites`, what a Windows
-node's join must wait for.
+the stack has Windows nodes), and kube-proxy for Windows once the Windows nodes have joined. ClusterNetwork
+exposes `windows_prerequisites`, what a Windows node's join must wait for.
 
 Order, as the operator needs it: Calico's CRDs; the FelixConfiguration and IPAMConfiguration we own (the
 operator creates FelixConfiguration "default" itself if it runs first, and pulumi-kubernetes will not
 adopt an existing object); the operator; the Installation, awaited until the operator reports it Ready.
 """
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_kubernetes as kubernetes
@@ -32,8 +34,8 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
         # The API server by address: Calico must reach it before cluster DNS (which needs Calico) runs.
         api_host=str(spec.cluster.api_vip or spec.nodes.control_plane[0].ip),
         api_port=spec.cluster.api_port,
-        windows_cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
-        windows_cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+        windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
+        windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
         windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
     )
 
@@ -49,6 +51,7 @@ class ClusterNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
+        self.child_prefix = name
         params = calico_params(spec)
         crds = kubernetes.helm.v4.Chart(
             f"{name}-calico-crds",
@@ -71,13 +74,30 @@ class ClusterNetwork(pulumi.ComponentResource):
         # through its pulumi.com/waitFor annotation) with strict affinity and the VXLAN settings in place.
         self.windows_prerequisites: list[pulumi.Resource] = [self.installation, *owned]
 
-        self.kube_proxy_windows: list[pulumi.CustomResource] = []
+        self.register_outputs({"calico": network.CALICO_VERSION, "windows": bool(spec.nodes.windows)})
+
+
+class WindowsKubeProxy(pulumi.ComponentResource):
+    """kube-proxy for Windows (kubeadm's kube-proxy is Linux-only), declared once the Windows nodes it
+    serves have joined: pulumi-kubernetes awaits a DaemonSet's rollout, which only means something when
+    the nodes exist, and the joins themselves need only Calico (`ClusterNetwork.windows_prerequisites`),
+    so waiting here closes no cycle. A stack without Windows nodes gets no DaemonSet at all."""
+
+    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, cluster_network: ClusterNetwork,
+                 windows_nodes_ready: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:WindowsKubeProxy", name, None, opts)
+        self.resources: list[pulumi.CustomResource] = []
         if spec.nodes.windows:
             # One DaemonSet for every build: HostProcess images do not depend on the build (config.compat).
             template = compat.WINDOWS[spec.nodes.windows[0].version].kube_proxy_image
             for obj in network.windows_kube_proxy(spec.cluster.kubernetes_version, template,  # type: ignore[arg-type]
                                                   str(spec.cluster.pod_cidr)):
-                self.kube_proxy_windows.append(kubernetes_object(
-                    f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
-                    depends_on=[self.installation, *self.kube_proxy_windows]))
-        self.register_outputs({"calico": network.CALICO_VERSION, "windows": bool(spec.nodes.windows)})
+                child = f"{name}-{resource_name(obj)}"
+                self.resources.append(kubernetes_object(
+                    child, obj, provider=provider, parent=self,
+                    depends_on=[cluster_network.installation, *windows_nodes_ready, *self.resources],
+                    # Declared under ClusterNetwork before it waited for the Windows nodes: the alias keeps
+                    # the objects in place instead of replacing them.
+                    aliases=[pulumi.Alias(name=f"{cluster_network.child_prefix}-{resource_name(obj)}",
+                                          parent=cluster_network)]))
+        self.register_outputs({"objects": [r.urn for r in self.resources]})

@@ -75,8 +75,8 @@ CALICO_API_VERSION = "projectcalico.org/v3"
 
 # The Windows CNI log directory the operator uses when spec.windowsNodes.cniLogDir is unset
 # (tigera/operator pkg/render, DefaultWindowsCNIDirectories: "/var/log/calico/cni", on the system drive).
-# The bin and conf directories are not defaulted here: they must equal containerd's on the Windows nodes,
-# which render.windows_bootstrap owns (DEFAULT_CNI_BIN_DIR, DEFAULT_CNI_CONF_DIR).
+# The bin and conf directories must equal containerd's on the Windows nodes, so render.windows_bootstrap
+# owns them (CALICO_WINDOWS_CNI_BIN_DIR, CALICO_WINDOWS_CNI_CONF_DIR).
 CALICO_WINDOWS_CNI_LOG_DIR = "/var/log/calico/cni"
 
 # pulumi-kubernetes v4 user-defined readiness: `condition=Type[=Value]` or `jsonpath={expr}[=Value]`

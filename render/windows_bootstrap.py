@@ -73,13 +73,18 @@ class WindowsNodeParams:
 # "/var/log/calico/cni" for every provider but AKS and EKS ("Default locations to match vanilla
 # Kubernetes"): tigera/operator pkg/render/windows.go DefaultWindowsCNIDirectories, called from
 # pkg/controller/installation/core_controller.go fillDefaults. They become hostPath volumes of the
-# calico-node-windows HostProcess pods, i.e. C:\opt\cni\bin and C:\etc\cni\net.d on the system drive;
+# calico-node-windows HostProcess pods, which Windows resolves on the system drive (C:/opt/cni/bin);
 # the Installation CRD describes both as having to match containerd's CNI bin/conf dirs
 # (tests/fixtures/schemas/operator.tigera.io_v1_Installation.json, windowsNodes.cniBinDir/cniConfigDir).
-# sig-windows-tools hostprocess/Install-Containerd.ps1 defaults to the same "c:/opt/cni/bin" and
-# "c:/etc/cni/net.d".
-DEFAULT_CNI_BIN_DIR = r"C:\opt\cni\bin"
-DEFAULT_CNI_CONF_DIR = r"C:\etc\cni\net.d"
+# The Installation carries the operator's own forward-slash defaults (the paths the operator's Windows
+# rendering is written and tested against), and containerd gets the same paths with the drive letter,
+# as sig-windows-tools hostprocess/Install-Containerd.ps1 writes them ("c:/opt/cni/bin",
+# "c:/etc/cni/net.d"). PowerShell and containerd accept '/' as the directory separator.
+CALICO_WINDOWS_CNI_BIN_DIR = "/opt/cni/bin"
+CALICO_WINDOWS_CNI_CONF_DIR = "/etc/cni/net.d"
+WINDOWS_SYSTEM_DRIVE = "C:"
+DEFAULT_CNI_BIN_DIR = WINDOWS_SYSTEM_DRIVE + CALICO_WINDOWS_CNI_BIN_DIR
+DEFAULT_CNI_CONF_DIR = WINDOWS_SYSTEM_DRIVE + CALICO_WINDOWS_CNI_CONF_DIR
 
 # Next to the CNI directories, on the system drive, so containerd's config names no path under
 # %ProgramFiles% (whose value the renderer cannot know). One <upstream>\hosts.toml per mirrored
@@ -186,7 +191,7 @@ _NTP_SERVER = re.compile(r"^[A-Za-z0-9.:-]+$")
 # A directory name under certs.d, so no ":port" (not a valid Windows file name character).
 _REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 _ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
-_WINDOWS_DIR = re.compile(r"^[A-Za-z]:\\[^'\"*?<>|\r\n\t]*$")
+_WINDOWS_DIR = re.compile(r"^[A-Za-z]:[\\/][^'\"*?<>|\r\n\t]*$")
 
 
 def _validate(p: WindowsNodeParams) -> None:

@@ -59,10 +59,26 @@ def test_windows_joins_wait_for_calico_and_linux_joins_do_not(hk):
         assert installation not in hk.waits_for(hk.named(f"hk-prod-kubeadm-{node}-join").urn)
 
 
-def test_windows_kube_proxy_follows_calico(hk):
-    daemonset = hk.named("hk-prod-network-daemonset-kube-system-kube-proxy-windows")
-    assert hk.named("hk-prod-network-installation").urn in hk.waits_for(daemonset.urn)
+def test_windows_kube_proxy_follows_calico_and_the_windows_nodes_it_serves(hk):
+    daemonset = hk.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows")
+    waits_for = hk.waits_for(daemonset.urn)
+    assert hk.named("hk-prod-network-installation").urn in waits_for
+    for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
+        assert hk.named(f"hk-prod-kubeadm-windows-{node}-drain").urn in waits_for
+        # No cycle: a join needs Calico, never kube-proxy.
+        assert daemonset.urn not in hk.waits_for(hk.named(f"hk-prod-kubeadm-windows-{node}-join").urn)
     assert daemonset.inputs["spec"]["template"]["spec"]["nodeSelector"] == {"kubernetes.io/os": "windows"}
+    # Once declared under ClusterNetwork: the alias moves it instead of replacing it.
+    network = hk.named("hk-prod-network").urn
+    assert {"name": "hk-prod-network-daemonset-kube-system-kube-proxy-windows", "parentUrn": network} in [
+        a["spec"] for a in daemonset.aliases]
+
+
+def test_a_linux_only_stack_has_no_windows_kube_proxy():
+    values = hk_prod_values()
+    values["nodes"]["windows"] = []
+    linux_only = run_program(raw_config(values))
+    assert not [r for r in linux_only.resources if "kube-proxy-windows" in r.name]
 
 
 def test_mtu_change_touches_only_calico(hk):
@@ -150,7 +166,7 @@ def test_windows_workloads_start_after_windows_nodes_are_ready(hk):
     waits_for = hk.waits_for(api_win)
     for node in ("hk-win-1", "hk-win-2"):  # the win2022 nodes
         assert hk.named(f"hk-prod-kubeadm-windows-{node}-drain").urn in waits_for
-    assert hk.named("hk-prod-network-daemonset-kube-system-kube-proxy-windows").urn in waits_for
+    assert hk.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn in waits_for
     assert hk.named("hk-prod-scheduling-runtimeclass-win2022").urn in waits_for
 
 

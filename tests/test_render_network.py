@@ -33,8 +33,8 @@ HK_PROD = CalicoParams(
     api_host="10.30.30.10",
     api_port=6443,
     # The Installation's directories must equal containerd's on the Windows nodes.
-    windows_cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
-    windows_cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+    windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
+    windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
     windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
 )
 
@@ -111,9 +111,10 @@ def test_installation_carries_the_configured_network():
     }]
     assert spec["serviceCIDRs"] == ["10.96.0.0/12"]
     assert spec["calicoNetwork"]["windowsDataplane"] == "HNS"
+    # The operator's own defaults (DefaultWindowsCNIDirectories), forward slashes, no drive letter.
     assert spec["windowsNodes"] == {
-        "cniBinDir": windows_bootstrap.DEFAULT_CNI_BIN_DIR,
-        "cniConfigDir": windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+        "cniBinDir": "/opt/cni/bin",
+        "cniConfigDir": "/etc/cni/net.d",
         "cniLogDir": "/var/log/calico/cni",
     }
     assert "kubernetesProvider" not in spec

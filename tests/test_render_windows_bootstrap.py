@@ -17,6 +17,8 @@ import pytest
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
 from render.windows_bootstrap import (
     CRI_SOCKET,
+    CALICO_WINDOWS_CNI_BIN_DIR,
+    CALICO_WINDOWS_CNI_CONF_DIR,
     DEFAULT_CNI_BIN_DIR,
     DEFAULT_CNI_CONF_DIR,
     JOIN_LINE_PATTERN,
@@ -417,7 +419,7 @@ def test_containerd_step_pins_verifies_and_checks_before_it_changes() -> None:
     _before(script, "if (-not (Get-Service -Name containerd -ErrorAction SilentlyContinue)) {", "@('--register-service')")
     assert "if ((Test-Path -LiteralPath $Path) -and ([System.IO.File]::ReadAllText($Path) -ceq $Text)) { return $false }" in script
     assert "if ($configChanged -and $containerd.Status -eq 'Running') {" in script
-    assert "$Directories = @('C:\\opt\\cni\\bin', 'C:\\etc\\cni\\net.d', 'C:\\etc\\containerd\\certs.d')" in script
+    assert "$Directories = @('C:/opt/cni/bin', 'C:/etc/cni/net.d', 'C:\\etc\\containerd\\certs.d')" in script
 
 
 def test_kubernetes_step_pins_binaries_and_registers_a_disabled_kubelet() -> None:
@@ -457,7 +459,7 @@ def test_containerd_config_is_toml_with_calicos_cni_dirs() -> None:
     assert cri_images["pinned_images"]["sandbox"] == "registry.k8s.io/pause:3.10.2"
     assert cri_images["registry"]["config_path"] == REGISTRY_HOSTS_DIR
     cni = config["plugins"]["io.containerd.cri.v1.runtime"]["cni"]
-    assert cni == {"bin_dirs": [r"C:\opt\cni\bin"], "conf_dir": r"C:\etc\cni\net.d"}
+    assert cni == {"bin_dirs": ["C:/opt/cni/bin"], "conf_dir": "C:/etc/cni/net.d"}
     assert tomllib.loads(containerd_config_toml(WIN2019))["plugins"]["io.containerd.cri.v1.images"][
         "pinned_images"]["sandbox"] == "registry.k8s.io/pause:3.10.1"
 
@@ -469,9 +471,11 @@ def test_containerd_config_reaches_the_script_verbatim() -> None:
 
 
 def test_default_cni_dirs_are_the_operators_windows_defaults() -> None:
-    # tigera/operator DefaultWindowsCNIDirectories: "/opt/cni/bin", "/etc/cni/net.d" on the system drive.
-    assert DEFAULT_CNI_BIN_DIR == r"C:\opt\cni\bin"
-    assert DEFAULT_CNI_CONF_DIR == r"C:\etc\cni\net.d"
+    # tigera/operator DefaultWindowsCNIDirectories: "/opt/cni/bin", "/etc/cni/net.d", resolved on the
+    # system drive; containerd gets the same paths with the drive letter.
+    assert (CALICO_WINDOWS_CNI_BIN_DIR, CALICO_WINDOWS_CNI_CONF_DIR) == ("/opt/cni/bin", "/etc/cni/net.d")
+    assert DEFAULT_CNI_BIN_DIR == "C:/opt/cni/bin"
+    assert DEFAULT_CNI_CONF_DIR == "C:/etc/cni/net.d"
     schema = json.loads(INSTALLATION_SCHEMA.read_text())
     windows = schema["properties"]["spec"]["properties"]["windowsNodes"]["properties"]
     assert "bin_dir" in windows["cniBinDir"]["description"]

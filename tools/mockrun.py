@@ -1,7 +1,7 @@
 """Runs __main__.py under Pulumi's mock engine, as the CLI would, and records every resource it declares.
 
 The recording keeps what a real engine would see: type, name, parent, dependencies, inputs with secrets
-marked, options (protect, deleteBeforeReplace, ignoreChanges) and the stack outputs. Both the offline synth
+marked, options (protect, deleteBeforeReplace, ignoreChanges, aliases) and the stack outputs. Both the offline synth
 tool and the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
@@ -76,6 +76,7 @@ class Resource:
     ignore_changes: list[str]
     additional_secret_outputs: list[str]
     provider: str
+    aliases: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -169,6 +170,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 provider=request.provider,
+                aliases=[json_format.MessageToDict(a) for a in request.aliases],
             )
         )
         return response
