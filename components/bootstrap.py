@@ -22,7 +22,7 @@ import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import kubeadm, linux_bootstrap, windows_bootstrap
+from render import kubeadm, linux_bootstrap, network, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
@@ -64,7 +64,7 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
     )
 
 
-def node_params(node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
+def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
     windows = isinstance(node, WindowsNodeSpec)
     return kubeadm.NodeParams(
         name=node.name,
@@ -73,6 +73,8 @@ def node_params(node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = Fal
         labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if windows else node.distro},
         taints=(WINDOWS_TAINT,) if windows else None,
         control_plane=control_plane,
+        # Linux nodes take further blocks when one is full; a Windows node has one (render.network).
+        max_pods=network.windows_max_pods(spec.calico.block_size) if windows else None,
     )
 
 
@@ -123,7 +125,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
         etcd_pod = access.etcd_pod if control_plane else None
         registration = node_registration(name, node.name, access, machine.vm.id, etcd_pod, self)
         credentials = join_credentials(name, access, control_plane, machine.vm.id, [machine.ready, *after], self)
-        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node, control_plane))
+        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node, control_plane))
         self.join = command.remote.Command(
             f"{name}-join",
             connection=machine.connection,
@@ -169,7 +171,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             self.prepare.append(previous)
         registration = node_registration(name, node.name, access, machine.vm.id, None, self)
         credentials = join_credentials(name, access, False, machine.vm.id, [previous, *after], self)
-        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(node))
+        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node))
         self.join = command.remote.Command(
             f"{name}-join",
             connection=machine.host_connection,
@@ -240,7 +242,7 @@ class KubeadmCluster(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
         first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
-        init_config = kubeadm.render_init_config(cluster_params(spec), node_params(first.node, control_plane=True))
+        init_config = kubeadm.render_init_config(cluster_params(spec), node_params(spec, first.node, control_plane=True))
         self.init = command.remote.Command(
             f"{name}-init",
             connection=first.connection,

@@ -11,6 +11,8 @@ from datetime import date
 from ipaddress import IPv4Address, IPv4Network
 from typing import Callable, Iterator, Literal
 
+from render import network
+
 from . import compat
 from .model import DNS1123_LABEL, StackSpec, VlanSpec
 
@@ -200,6 +202,25 @@ def calico_network(spec: StackSpec) -> Iterator[Problem]:
 def calico_block(spec: StackSpec) -> Iterator[Problem]:
     if spec.calico.block_size < spec.cluster.pod_cidr.prefixlen:
         yield Problem("calico.blockSize", f"/{spec.calico.block_size} blocks do not fit in the pod CIDR {spec.cluster.pod_cidr}")
+
+
+# Below a /27 (28 pod addresses) a Windows node fits little more than its own system pods.
+WINDOWS_SMALL_BLOCK = 27
+
+
+@rule("calico", "nodes")
+def windows_pod_capacity(spec: StackSpec) -> Iterator[Problem]:
+    """A Windows node has one block, four addresses short (render.network.windows_pod_capacity); its kubelet
+    gets maxPods to match, so the block size sets how many pods each Windows node runs."""
+    if not spec.nodes.windows:
+        return
+    capacity = network.windows_pod_capacity(spec.calico.block_size)
+    if capacity < 1:
+        yield Problem("calico.blockSize", f"a /{spec.calico.block_size} block leaves no pod address on a Windows node "
+                      f"(Windows reserves {network.CALICO_WINDOWS_RESERVED_IPS_PER_BLOCK} per block): use /29 or larger")
+    elif spec.calico.block_size > WINDOWS_SMALL_BLOCK:
+        yield Problem("calico.blockSize", f"each Windows node can run only {capacity} pods with /{spec.calico.block_size} "
+                      "blocks (one block per Windows node)", severity="warning")
 
 
 @rule("zones", "proxmox", "hyperv", "nodes")

@@ -141,6 +141,7 @@ class NodeParams:
     labels: dict[str, str] = field(default_factory=dict)  # registered by the kubelet itself
     taints: tuple[Taint, ...] | None = None  # None = kubeadm default, () = no taints
     control_plane: bool = False
+    max_pods: int | None = None      # the kubelet's --max-pods for this node; None = the cluster-wide default
 
 
 # --- validation ------------------------------------------------------------------------------------
@@ -247,6 +248,8 @@ def _check_node(node: NodeParams) -> None:
         raise ValueError(f"cri_socket {node.cri_socket!r} must be a unix:// or npipe:// URL")
     if node.control_plane and node.cri_socket.startswith("npipe://"):
         raise ValueError(f"{node.name}: Windows nodes cannot run the control plane")
+    if node.max_pods is not None and not (type(node.max_pods) is int and node.max_pods >= 1):
+        raise ValueError(f"{node.name}: max_pods must be a positive integer")
     _check_labels(node.labels)
     for taint in node.taints or ():
         _check_label_key(taint.key)
@@ -278,6 +281,11 @@ def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, An
     # IPv4 address", kubelet reference). Without it, a control-plane node holding the kube-vip VIP on the
     # same NIC may report either; Calico detects node addresses from InternalIP (render.network).
     extra = {"node-ip": node.advertise_address}
+    # Per node, so a flag: the KubeletConfiguration is cluster-wide (kubelet_config). Flags override the
+    # config file ("--max-pods ... DEPRECATED: This parameter should be set via the config file
+    # specified by the Kubelet's --config flag", kubelet reference; deprecated, not removed).
+    if node.max_pods is not None:
+        extra["max-pods"] = str(node.max_pods)
     if node.labels:
         extra["node-labels"] = ",".join(f"{key}={value}" for key, value in sorted(node.labels.items()))
     registration["kubeletExtraArgs"] = _args(cluster.kubeadm_api, extra)

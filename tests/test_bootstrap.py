@@ -176,3 +176,16 @@ def test_version_change_fails_the_preview_with_a_clear_message():
     failures = provider.check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.37.1"}).failures
     assert [f.property for f in failures] == ["kubernetesVersion"]
     assert "set cluster.kubernetesVersion back to 1.36.4" in failures[0].reason
+
+
+def test_windows_kubelets_get_max_pods_from_the_block_size_and_linux_kubelets_keep_the_default():
+    for block_size, expected in ((26, "60"), (27, "28")):
+        values = hk_prod_values()
+        values["calico"]["blockSize"] = block_size
+        recording = run_program(raw_config(values))
+        for node in ("hk-win-1", "hk-win-3"):
+            join = script_from_ssh_command(recording.named(f"hk-prod-kubeadm-windows-{node}-join").inputs["create"])
+            # The join file is a PowerShell array of its lines, quotes doubled.
+            assert f"'  - name: max-pods', '    value: ''{expected}'''," in join, node
+        linux = script_from_bash_command(recording.named("hk-prod-kubeadm-hk-lnx-1-join").inputs["create"])
+        assert "max-pods" not in linux and "node-ip" in linux

@@ -131,6 +131,19 @@ def test_windows_needs_plain_vxlan(hk_values, key, value, fragment):
     assert_problem(hk_values, f"calico.{key}", fragment)
 
 
+def test_windows_pod_capacity_follows_the_block_size(hk_values):
+    # Four addresses of a Windows node's single block are reserved (Calico for Windows limitations).
+    hk_values["calico"]["blockSize"] = 30
+    assert_problem(hk_values, "calico.blockSize", "leaves no pod address on a Windows node")
+    hk_values["calico"]["blockSize"] = 28
+    loaded = load(raw_config(hk_values))
+    assert [str(w) for w in loaded.warnings] == [
+        "calico.blockSize: each Windows node can run only 12 pods with /28 blocks (one block per Windows node)"]
+    hk_values["nodes"]["windows"] = []
+    hk_values["calico"]["blockSize"] = 30
+    assert problems(hk_values) == []
+
+
 def test_linux_only_cluster_may_use_ipip(hk_values):
     hk_values["nodes"]["windows"] = []
     hk_values["calico"].update(encapsulation="IPIP", bgp="Enabled")

@@ -244,6 +244,19 @@ def test_windows_worker_registers_with_npipe_socket_taint_and_labels(api: str) -
 
 
 @APIS
+def test_a_node_max_pods_becomes_its_kubelet_flag_and_is_validated(api: str) -> None:
+    limited = dataclasses.replace(WINDOWS_WORKER, max_pods=60)
+    join = by_kind(render_join_config(make_cluster(api), limited))["JoinConfiguration"]
+    assert args_as_dict(api, join["nodeRegistration"]["kubeletExtraArgs"])["max-pods"] == "60"
+    validate_documents(render_join_config(make_cluster(api), limited))
+    linux = by_kind(render_join_config(make_cluster(api), LINUX_WORKER))["JoinConfiguration"]
+    assert "max-pods" not in args_as_dict(api, linux["nodeRegistration"]["kubeletExtraArgs"])
+    for bad in (0, -1, True, "60"):
+        with pytest.raises(ValueError, match="max_pods"):
+            render_join_config(make_cluster(api), dataclasses.replace(WINDOWS_WORKER, max_pods=bad))
+
+
+@APIS
 def test_every_node_pins_its_kubelet_node_ip_to_its_own_address(api: str) -> None:
     # Calico detects node addresses from the Node's InternalIP (NodeInternalIP), never the kube-vip VIP.
     for node in (control_plane_node(0), control_plane_node(2), WINDOWS_WORKER):

@@ -263,3 +263,13 @@ def test_a_vni_change_changes_only_the_felix_configuration():
     before = render_all(HK_PROD)
     after = render_all(dataclasses.replace(HK_PROD, vxlan_vni=4097))
     assert {name for name in before if before[name] != after[name]} == {"felix"}
+
+
+@pytest.mark.parametrize("block_size,max_pods", [(26, 60), (27, 28), (29, 4), (24, 110), (20, 110)])
+def test_windows_max_pods_is_the_single_block_minus_the_four_reserved_addresses(block_size, max_pods):
+    assert network.windows_max_pods(block_size) == max_pods
+
+
+def test_a_block_with_no_address_left_for_windows_pods_is_rejected():
+    with pytest.raises(ValueError, match="no pod address"):
+        network.windows_max_pods(30)
