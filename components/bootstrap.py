@@ -61,6 +61,7 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
         service_node_port_range=spec.cluster.node_port_range,
         cert_sans=tuple(sans),
         sandbox_image=release.pause_image,
+        api_server_args=release.api_server_args,
     )
 
 

@@ -137,7 +137,10 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 node_name=args.template.node,
                 datastore_id=datastores.vm_disks,
                 full=True,
-                # Concurrent clones of one template can hit its lock; the provider retries.
+                # Every node of a distro clones the same template at once. The provider re-issues a
+                # clone that Proxmox failed: "Sometimes Proxmox errors with timeout when creating
+                # multiple clones at once" (bpg/terraform-provider-proxmox docs, virtual_environment_vm
+                # clone.retries). That is all it does: no locking or queueing of its own.
                 retries=3,
             ),
             cpu=proxmoxve.VmLegacyCpuArgs(cores=node.cpu, sockets=1, type="host"),

@@ -52,7 +52,7 @@ class KubernetesMinor:
     pause_image: str           # sandbox image kubeadm expects for this minor
     containerd: str            # pinned containerd release used on Linux and Windows nodes
     runc: str                  # runc release installed with that containerd on Linux nodes
-    cni_plugins: str           # pinned CNI plugins release (Linux)
+    api_server_args: tuple[tuple[str, str], ...] = ()  # extra kube-apiserver flags this minor needs
 
 
 @dataclass(frozen=True)
@@ -140,15 +140,25 @@ def kubelet_refuses_cgroup_v1(minor: str) -> bool:
 # (github.com/kubernetes/kops/pull/18683), which 2.3.4+ fixes. The 1.35 row predates 2.3; 2.2 -> 2.3
 # is a supported adjacent upgrade (RELEASES.md "Upgrade path"). No 1.37 row was found: unconfirmed.
 #
-# CNI plugins: v1.9.1, "the latest release in the 1.9.x series"
-# (github.com/kubernetes-sigs/kubespray/issues/13179, 2026-04-16); v1.9.0 fixed
-# GHSA-jv3w-x3r3-g6rm (github.com/siderolabs/pkgs/pull/1398).
+# No CNI plugins pin: Linux nodes take them from the kubernetes-cni package that comes with the pinned
+# kubelet from pkgs.k8s.io (render/cloud_init.py), Windows nodes need none (Calico installs its own).
 _CONTAINERD = "2.3.5"
 # runc 1.5.1: containerd moved to it on main and cherry-picked it to release/2.3 for a Kubernetes bug
 # (github.com/containerd/containerd/pull/13791, 2026-07-14, "/cherry-pick release/2.3"), so 2.3.5 ships
 # it; containerd docs/RUNC.md asks for a runc at least that new.
 _RUNC = "1.5.1"
-_CNI_PLUGINS = "1.9.1"
+
+# Calico's native v3 CRD chart (render/network.py CALICO_CRDS_CHART) ships MutatingAdmissionPolicies.
+# Their API is GA and served by default from 1.36 (KEP-3962 kep.yaml: "beta: v1.34", "stable: v1.36");
+# on 1.35 it is beta and off: "enable the MutatingAdmissionPolicy feature gate (which is off by default)
+# and set --runtime-config=admissionregistration.k8s.io/v1beta1=true on the kube-apiserver"
+# (kubernetes.io/docs/reference/access-authn-authz/mutating-admission-policy, "FEATURE STATE:
+# Kubernetes v1.34 [beta]"). The gate is only read by kube-apiserver (kep.yaml "components:
+# kube-apiserver"), so nothing else changes.
+_MUTATING_ADMISSION_POLICY_BETA = (
+    ("feature-gates", "MutatingAdmissionPolicy=true"),
+    ("runtime-config", "admissionregistration.k8s.io/v1beta1=true"),
+)
 
 KUBERNETES: dict[str, KubernetesMinor] = {
     "1.35": KubernetesMinor(
@@ -160,7 +170,7 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         pause_image="registry.k8s.io/pause:3.10.1",
         containerd=_CONTAINERD,
         runc=_RUNC,
-        cni_plugins=_CNI_PLUGINS,
+        api_server_args=_MUTATING_ADMISSION_POLICY_BETA,
     ),
     "1.36": KubernetesMinor(
         minor="1.36",
@@ -171,7 +181,6 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         pause_image="registry.k8s.io/pause:3.10.2",
         containerd=_CONTAINERD,
         runc=_RUNC,
-        cni_plugins=_CNI_PLUGINS,
     ),
     "1.37": KubernetesMinor(
         minor="1.37",
@@ -182,7 +191,6 @@ KUBERNETES: dict[str, KubernetesMinor] = {
         pause_image="registry.k8s.io/pause:3.10.2",
         containerd=_CONTAINERD,
         runc=_RUNC,
-        cni_plugins=_CNI_PLUGINS,
     ),
 }
 

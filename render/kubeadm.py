@@ -131,6 +131,7 @@ class ClusterParams:
     service_node_port_range: str     # kube-apiserver --service-node-port-range, "30000-32767"
     cert_sans: tuple[str, ...]       # API server certificate SANs: VIP, every control-plane IP and name
     sandbox_image: str               # validated only: no kubeadm/kubelet field exists (module docstring)
+    api_server_args: tuple[tuple[str, str], ...] = ()  # further kube-apiserver flags (config.compat, per minor)
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,9 @@ def _check_cluster(cluster: ClusterParams) -> None:
     low, sep, high = cluster.service_node_port_range.partition("-")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) < int(high) <= 65535):
         raise ValueError(f"service_node_port_range {cluster.service_node_port_range!r} must be LOW-HIGH ports")
+    flags = [name for name, _ in cluster.api_server_args]
+    if len(set(flags)) != len(flags) or "service-node-port-range" in flags:
+        raise ValueError(f"api_server_args {flags} repeat a flag")
     if not cluster.cert_sans:
         raise ValueError("cert_sans must name at least the API endpoint")
     for san in cluster.cert_sans:
@@ -342,7 +346,8 @@ def _cluster_configuration(cluster: ClusterParams) -> dict[str, Any]:
         },
         "apiServer": {
             "certSANs": list(cluster.cert_sans),
-            "extraArgs": _args(api, {"service-node-port-range": cluster.service_node_port_range}),
+            "extraArgs": _args(api, {"service-node-port-range": cluster.service_node_port_range,
+                                     **dict(cluster.api_server_args)}),
         },
         "controllerManager": {
             "extraArgs": _args(api, {"node-cidr-mask-size": str(cluster.node_cidr_mask_size)}),

@@ -59,7 +59,9 @@ TIGERA_OPERATOR_CHART: dict[str, str] = {
 # operator keeps whichever mode the CRDs present select (tigera/operator#4973). On Kubernetes 1.36 the
 # chart must be rendered with the API version admissionregistration.k8s.io/v1/MutatingAdmissionPolicy
 # available, otherwise Helm emits v1beta1 MutatingAdmissionPolicies, which 1.36 does not serve
-# (native-v3-crds.mdx, note under "Install the v3 CRD chart").
+# (native-v3-crds.mdx, note under "Install the v3 CRD chart"). Chart v4 renders like `helm template
+# --dry-run=server`, i.e. against the cluster's own API versions; on 1.35 the v1beta1 API exists because
+# the API servers run with the MutatingAdmissionPolicy gate (config.compat KUBERNETES["1.35"].api_server_args).
 CALICO_CRDS_CHART: dict[str, str] = {
     "chart": "projectcalico.org.v3",
     "repo": _CALICO_CHART_REPO,

@@ -189,3 +189,13 @@ def test_windows_kubelets_get_max_pods_from_the_block_size_and_linux_kubelets_ke
             assert f"'  - name: max-pods', '    value: ''{expected}'''," in join, node
         linux = script_from_bash_command(recording.named("hk-prod-kubeadm-hk-lnx-1-join").inputs["create"])
         assert "max-pods" not in linux and "node-ip" in linux
+
+
+def test_a_1_35_cluster_enables_the_mutating_admission_policy_beta_on_its_api_servers():
+    values = hk_prod_values()
+    values["cluster"]["kubernetesVersion"] = "1.35.9"
+    init = script_from_bash_command(run_program(raw_config(values)).named("hk-prod-kubeadm-init").inputs["create"])
+    assert "  - name: feature-gates\n    value: MutatingAdmissionPolicy=true\n" in init
+    assert "  - name: runtime-config\n    value: admissionregistration.k8s.io/v1beta1=true\n" in init
+    current = script_from_bash_command(run_program(raw_config(hk_prod_values())).named("hk-prod-kubeadm-init").inputs["create"])
+    assert "MutatingAdmissionPolicy" not in current

@@ -59,7 +59,6 @@ def test_release_fields_are_consistent(minor):
     assert compat.kubernetes_minor(release.patch) == minor
     assert SEMVER.match(release.patch), release.patch
     assert SEMVER.match(release.containerd), release.containerd
-    assert SEMVER.match(release.cni_plugins), release.cni_plugins
     assert release.kubeadm_api in compat.accepted_kubeadm_apis(minor)
     assert release.refuses_cgroup_v1 == compat.kubelet_refuses_cgroup_v1(minor)
 
@@ -176,3 +175,12 @@ def test_supported_versions_sorts_numerically(monkeypatch):
 
 def test_supported_versions_lists_the_table():
     assert set(compat.supported_versions()) == set(compat.KUBERNETES)
+
+
+def test_only_1_35_needs_the_mutating_admission_policy_beta_for_calicos_v3_crds():
+    # GA (admissionregistration.k8s.io/v1, served by default) from 1.36; beta and off by default in 1.35.
+    assert dict(compat.KUBERNETES["1.35"].api_server_args) == {
+        "feature-gates": "MutatingAdmissionPolicy=true",
+        "runtime-config": "admissionregistration.k8s.io/v1beta1=true",
+    }
+    assert all(not compat.KUBERNETES[m].api_server_args for m in compat.KUBERNETES if m != "1.35")

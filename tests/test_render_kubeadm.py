@@ -422,3 +422,19 @@ def test_model_rejects_unknown_kinds_duplicates_and_empty_input() -> None:
     with pytest.raises(ValueError, match="no documents"):
         validate_documents("---\n")
     assert set(kubeadm_api.MODELS) >= {(KUBEADM_V1BETA3, "JoinConfiguration"), (KUBEADM_V1BETA4, "JoinConfiguration")}
+
+
+@APIS
+def test_api_server_args_join_the_cluster_configuration_once(api: str) -> None:
+    gate = (("feature-gates", "MutatingAdmissionPolicy=true"),
+            ("runtime-config", "admissionregistration.k8s.io/v1beta1=true"))
+    cluster = dataclasses.replace(make_cluster(api), api_server_args=gate)
+    rendered = render_init_config(cluster, control_plane_node(0))
+    validate_documents(rendered)
+    args = args_as_dict(api, by_kind(rendered)["ClusterConfiguration"]["apiServer"]["extraArgs"])
+    assert args == {"service-node-port-range": "30000-32767", **dict(gate)}
+    # Joins read the ClusterConfiguration from the cluster: a flag change re-renders only the init file.
+    assert render_join_config(cluster, control_plane_node(1)) == render_join_config(make_cluster(api), control_plane_node(1))
+    for repeated in (gate + gate[:1], (("service-node-port-range", "1-2"),)):
+        with pytest.raises(ValueError, match="repeat a flag"):
+            render_init_config(dataclasses.replace(cluster, api_server_args=repeated), control_plane_node(0))
