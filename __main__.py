@@ -7,6 +7,7 @@ from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
 from components.scheduling import Scheduling
+from components.upgrade import KubernetesUpgrade
 from components.storage import Storage
 from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
@@ -25,16 +26,18 @@ for warning in stack.warnings:
 spec = stack.spec
 secrets = read_secrets(spec)
 
-# Refuses a changed Kubernetes version at preview; nothing else is touched before it has accepted the plan.
+# Refuses, at preview, a version change kubeadm cannot follow (downgrades, skipped minors); nothing else is
+# touched before it has accepted the plan.
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
 machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin,))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)
-windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
-                                      windows_nodes_ready=list(windows.node_ready.values()))
 node_ready = {**cluster.node_ready, **windows.node_ready}
+upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
+windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
+                                      windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_username, secrets.smb_password,

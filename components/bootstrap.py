@@ -167,7 +167,10 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 stdin=password_line,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 triggers=[machine.vm.id],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True),
+                # The Kubernetes binaries stay at the version the node was created with; the upgrade
+                # chain moves them (components/upgrade.py), one node at a time behind a drain.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True,
+                                            ignore_changes=["create", "update"] if step == windows_bootstrap.KUBERNETES_STEP else None),
             )
             self.prepare.append(previous)
         registration = node_registration(name, node.name, access, machine.vm.id, None, self)
@@ -251,7 +254,9 @@ class KubeadmCluster(pulumi.ComponentResource):
             delete=bash_command(linux_bootstrap.render_reset()),
             logging=command.remote.Logging.STDERR,
             triggers=[first.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin]),
+            # kubeadm init runs once, at the version of that day; later versions reach the cluster
+            # through `kubeadm upgrade` (components/upgrade.py), never by re-running init.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin], ignore_changes=["create"]),
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
                                                   kubeadm_api=cluster_params(spec).kubeadm_api,

@@ -205,7 +205,9 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         )
         # The same idempotent preparation script, run again over SSH: a no-op right after first boot, and
         # the way a later change (mirrors, NTP) reaches this node, and only this node's script re-runs.
-        converge = bash_command(render_prepare_script(init))
+        # Without the Kubernetes packages: first boot installs the stack's version, the upgrade chain
+        # moves it later, so a version change does not re-run this on every node at once.
+        converge = bash_command(render_prepare_script(init, install_kubernetes=False))
         self.ready = command.remote.Command(
             f"{name}-prepare",
             connection=args.connection,

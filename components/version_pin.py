@@ -1,18 +1,40 @@
-"""Holds the cluster's Kubernetes version and refuses to change it until rolling upgrades exist.
+"""Holds the cluster's Kubernetes version and lets it change only the way kubeadm can follow.
 
-A kubeadm cluster cannot move to another Kubernetes version by re-rendering its configuration: that
-takes `kubeadm upgrade` node by node. Until the program can do that, a changed
-`cluster.kubernetesVersion` must stop `pulumi preview` with a clear message, before anything runs. A
-dynamic provider's `check` sees the previous and the new inputs during preview, which is exactly that.
+A kubeadm cluster moves to another version through `kubeadm upgrade`, node by node (the upgrade chain,
+components/upgrade.py), and only forwards: to a newer patch of the same minor, or to the next minor.
+"Skipping MINOR versions when upgrading is unsupported" and downgrades are not a kubeadm operation
+(https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/, "Before you begin";
+https://kubernetes.io/releases/version-skew-policy/). Any other change must stop `pulumi preview` with
+a clear message before anything runs; a dynamic provider's `check` sees the previous and the new inputs
+during preview, which is exactly that.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider
+from pulumi.dynamic import (CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider,
+                            UpdateResult)
 
 VERSION_KEY = "kubernetesVersion"
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+
+
+def upgrade_refusal(old: str, new: str) -> str | None:
+    """Why the cluster cannot go from `old` to `new`, or None when kubeadm can upgrade it."""
+    old_match, new_match = _VERSION.match(old), _VERSION.match(new)
+    if old_match is None or new_match is None:
+        return f"cannot compare Kubernetes versions {old!r} and {new!r}"
+    (old_major, old_minor, old_patch), (new_major, new_minor, new_patch) = (
+        tuple(int(part) for part in m.groups()) for m in (old_match, new_match))
+    if (new_major, new_minor, new_patch) < (old_major, old_minor, old_patch):
+        return (f"the cluster runs Kubernetes {old}; {new} would be a downgrade, which kubeadm does not do. "
+                f"Set cluster.kubernetesVersion back to {old}.")
+    if new_major != old_major or new_minor > old_minor + 1:
+        return (f"the cluster runs Kubernetes {old}; kubeadm upgrades one minor at a time, so {new} must wait: "
+                f"upgrade to {old_major}.{old_minor + 1} first (a patch release of the next minor).")
+    return None
 
 
 class KubernetesVersionPinProvider(ResourceProvider):
@@ -23,12 +45,9 @@ class KubernetesVersionPinProvider(ResourceProvider):
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         old, new = (olds or {}).get(VERSION_KEY), news.get(VERSION_KEY)
         if old and new and old != new:
-            reason = (
-                f"the cluster runs Kubernetes {old}; changing cluster.kubernetesVersion to {new} would need "
-                f"`kubeadm upgrade` node by node, which this program does not do yet. Nothing was changed: set "
-                f"cluster.kubernetesVersion back to {old}, or upgrade by hand following the kubeadm upgrade guide."
-            )
-            return CheckResult(news, [CheckFailure(VERSION_KEY, reason)])
+            reason = upgrade_refusal(old, new)
+            if reason is not None:
+                return CheckResult(news, [CheckFailure(VERSION_KEY, reason + " Nothing was changed.")])
         return CheckResult(news, [])
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -36,6 +55,9 @@ class KubernetesVersionPinProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(id_=f"kubernetes-{props[VERSION_KEY]}", outs=props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
 
 
 class KubernetesVersionPin(Resource, module="hybrid", name="KubernetesVersionPin"):

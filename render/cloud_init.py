@@ -385,11 +385,43 @@ def _registry_hosts_function(node: LinuxNodeInit) -> str:
     )
 
 
-def render_prepare_script(node: LinuxNodeInit) -> str:
-    """The idempotent node-preparation script (bash, ``set -euo pipefail``), logging to stdout."""
+def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool) -> str:
+    """The node's side of a rolling upgrade to ``node.kubernetes_version`` (bash, idempotent): the
+    preparation's helpers and package syntax, entered at ``upgrade_node``. It names only what an upgrade
+    needs (distro, version, repository), so other node settings never re-run it."""
+    facts = _validate(node)
+    repo_path, repo_content = _kubernetes_repo_file(node, facts)
+    q = shlex.quote
+    header = f"""#!/usr/bin/env bash
+# upgrade-k8s-node.sh - moves this node to Kubernetes {node.kubernetes_version} (kubeadm upgrade).
+# Rendered by render/cloud_init.py for {node.hostname} ({node.distro}); change the renderer, not this copy.
+set -Eeuo pipefail
+umask 022
+
+readonly ENTRY_POINT=upgrade_node
+readonly NODE_HOSTNAME={q(node.hostname)}
+readonly PKG_MANAGER={q(facts.package_manager)}
+readonly K8S_VERSION={q(node.kubernetes_version)}
+readonly KUBERNETES_REPO_FILE={q(repo_path)}
+readonly UPGRADE_FIRST_CONTROL_PLANE={int(first_control_plane)}
+"""
+    body = (_HELPERS + _UPGRADE_BODY + _ENTRY).replace("@@KUBERNETES_REPO@@", _heredoc(repo_content))
+    return header + body
+
+
+def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) -> str:
+    """The idempotent node-preparation script (bash, ``set -euo pipefail``), logging to stdout.
+
+    ``install_kubernetes=False`` renders the converge that later runs over SSH: everything but the
+    kubelet/kubeadm/kubectl installation, and no Kubernetes version in its text. A node keeps the
+    version it was created with until the upgrade chain moves it (components/upgrade.py), so a version
+    change in the stack re-runs nothing on the nodes by itself.
+    """
     facts = _validate(node)
     minor = _kubernetes_minor(node.kubernetes_version)
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
+    if not install_kubernetes:
+        minor, repo_content = "", ""
     q = shlex.quote
     header = f"""#!/usr/bin/env bash
 # prepare-k8s-node.sh - converges this VM into a node ready for `kubeadm init` / `kubeadm join`.
@@ -403,7 +435,9 @@ readonly NODE_HOSTNAME={q(node.hostname)}
 readonly NODE_DISTRO={q(node.distro)}
 readonly OS_FAMILY={q(facts.family)}
 readonly PKG_MANAGER={q(facts.package_manager)}
-readonly K8S_VERSION={q(node.kubernetes_version)}
+readonly ENTRY_POINT=main
+readonly INSTALL_KUBERNETES={int(install_kubernetes)}
+readonly K8S_VERSION={q(node.kubernetes_version if install_kubernetes else "")}
 readonly K8S_MINOR={q(minor)}
 readonly CONTAINERD_VERSION={q(node.containerd_version)}
 readonly RUNC_VERSION={q(node.runc_version)}
@@ -438,7 +472,7 @@ readonly MANAGED_MARK={q(MANAGED_MARKER)}
 
 # The body is plain bash. File contents are spliced in at the @@...@@ markers as quoted heredocs,
 # so nothing in them is expanded by the shell.
-_SCRIPT_BODY = r"""
+_HELPERS = r"""
 log() { printf '%s prepare-k8s-node: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
 die() { log "ERROR: $*"; exit 1; }
 trap 'log "ERROR: exit $? at line ${LINENO}: ${BASH_COMMAND}"' ERR
@@ -492,6 +526,125 @@ package_installed() {
   fi
 }
 
+# kubelet, kubeadm and kubectl pinned to K8S_VERSION from the community repository for its minor
+# (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/install-kubeadm/); the
+# version syntax is the one the kubeadm upgrade guide uses: apt `kubeadm='1.34.x-*'`,
+# yum/dnf `kubeadm-'1.34.x-*' --disableexcludes=kubernetes`
+# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/).
+# installed_kube_version PACKAGE: upstream version ("1.34.2") of an installed package, or nothing.
+installed_kube_version() {
+  if ! package_installed "$1"; then
+    return 0
+  fi
+  if [[ "${PKG_MANAGER}" == apt ]]; then
+    # shellcheck disable=SC2016 # ${Version} is a dpkg-query field, not a shell expansion
+    dpkg-query -W -f='${Version}' "$1" | sed 's/-[^-]*$//'
+  else
+    rpm -q --qf '%{VERSION}' "$1"
+  fi
+}
+"""
+
+# What an upgrade runs after the helpers, entered at upgrade_node (render_upgrade_script).
+_UPGRADE_BODY = r"""
+# The node's side of a rolling upgrade, in the kubeadm upgrade guide's order
+# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/): kubeadm first (the
+# repository of the new minor, unhold, the pinned version, hold again), then `kubeadm upgrade apply
+# vX.Y.Z -y` on the first control-plane node or `kubeadm upgrade node` on every other node, then kubelet
+# and kubectl, `systemctl daemon-reload` and a kubelet restart. The chain around it
+# (components/upgrade.py) drains the node before and uncordons it after, one node at a time.
+# upgrade_kube_packages PACKAGE...: moves the named packages to K8S_VERSION; a package already there is left.
+upgrade_kube_packages() {
+  local package
+  local -a stale=()
+  for package in "$@"; do
+    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] || stale+=("${package}")
+  done
+  ((${#stale[@]} > 0)) || return 0
+  put_file "${KUBERNETES_REPO_FILE}" 0644 @@KUBERNETES_REPO@@
+  if ((CHANGED)); then
+    APT_INDEX_FRESH=0
+  fi
+  log "upgrading ${stale[*]} to ${K8S_VERSION}"
+  case "${PKG_MANAGER}" in
+    apt)
+      # A held package is not changed by `apt-get -y install` ("Held packages were changed and -y was
+      # used without --allow-change-held-packages"): unhold, install, hold again, as the guide does.
+      for package in "${stale[@]}"; do
+        if apt-mark showhold "${package}" | grep -qx "${package}"; then
+          apt-mark unhold "${package}"
+        fi
+      done
+      # Once per run: a new patch is only in an index fetched after its release.
+      if ((APT_INDEX_FRESH == 0)); then
+        apt_get update
+        APT_INDEX_FRESH=1
+      fi
+      apt_get install --no-install-recommends "${stale[@]/%/=${K8S_VERSION}-*}"
+      for package in "${stale[@]}"; do
+        if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
+          apt-mark hold "${package}"
+        fi
+      done
+      ;;
+    dnf | yum)
+      "${PKG_MANAGER}" install -y --disableexcludes=kubernetes "${stale[@]/%/-${K8S_VERSION}-*}"
+      ;;
+  esac
+  for package in "${stale[@]}"; do
+    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] \
+      || die "${package} ${K8S_VERSION} did not install"
+  done
+}
+
+# The version kubeadm last uploaded for the whole cluster (kubeadm-config ClusterConfiguration).
+cluster_kubernetes_version() {
+  kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s -n kube-system \
+    get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' \
+    | sed -n 's/^kubernetesVersion: *//p'
+}
+
+running_kubelet_version() {
+  kubectl --kubeconfig=/etc/kubernetes/kubelet.conf --request-timeout=30s \
+    get node "${NODE_HOSTNAME}" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null || true
+}
+
+upgrade_node() {
+  [[ "${EUID}" -eq 0 ]] || die "run as root"
+  log "upgrading ${NODE_HOSTNAME} to Kubernetes ${K8S_VERSION}"
+  upgrade_kube_packages kubeadm
+  if ((UPGRADE_FIRST_CONTROL_PLANE)); then
+    # Re-running after a failure later in this function must not apply the same upgrade twice.
+    if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
+      log "the cluster configuration is already at v${K8S_VERSION}"
+    else
+      kubeadm upgrade apply "v${K8S_VERSION}" --yes
+    fi
+  else
+    kubeadm upgrade node
+  fi
+  upgrade_kube_packages kubelet kubectl
+  # The kubelet reports the version it runs on its Node (the node's own credentials may read it); a
+  # run that stopped between the package and the restart restarts it here.
+  if [[ "$(running_kubelet_version)" != "v${K8S_VERSION}" ]]; then
+    systemctl daemon-reload
+    systemctl restart kubelet
+  fi
+  log "${NODE_HOSTNAME} runs kubelet ${K8S_VERSION}"
+}
+
+"""
+
+_ENTRY = r"""
+# Sourcing the script (tests do) defines the functions without running anything.
+# Run the entry point (main, or upgrade_node) when executed, as a file (cloud-init) or as `bash -c`
+# (the steps over SSH, where BASH_SOURCE is empty: hence the default); not when sourced.
+if [[ "${BASH_SOURCE[0]:-$0}" == "$0" ]]; then
+  "${ENTRY_POINT}" "$@"
+fi
+"""
+
+_SCRIPT_BODY = _HELPERS + r"""
 # ensure_packages PKG...: installs the packages that are missing, then verifies all of them
 # (yum on EL7 exits 0 when a requested name does not exist, so the result is checked explicitly).
 ensure_packages() {
@@ -757,24 +910,8 @@ configure_containerd() {
   systemctl is-active --quiet containerd || die "containerd is not running"
 }
 
-# kubelet, kubeadm and kubectl pinned to K8S_VERSION from the community repository for its minor
-# (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/install-kubeadm/); the
-# version syntax is the one the kubeadm upgrade guide uses: apt `kubeadm='1.34.x-*'`,
-# yum/dnf `kubeadm-'1.34.x-*' --disableexcludes=kubernetes`
-# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/).
-# installed_kube_version PACKAGE: upstream version ("1.34.2") of an installed package, or nothing.
-installed_kube_version() {
-  if ! package_installed "$1"; then
-    return 0
-  fi
-  if [[ "${PKG_MANAGER}" == apt ]]; then
-    # shellcheck disable=SC2016 # ${Version} is a dpkg-query field, not a shell expansion
-    dpkg-query -W -f='${Version}' "$1" | sed 's/-[^-]*$//'
-  else
-    rpm -q --qf '%{VERSION}' "$1"
-  fi
-}
 
+# (installed_kube_version and the pinning syntax: see _HELPERS)
 install_kubernetes_packages() {
   local package installed workdir
   local -a missing=()
@@ -842,7 +979,7 @@ enable_kubelet() {
 
 main() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
-  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes ${K8S_VERSION} with containerd ${CONTAINERD_VERSION}"
+  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION}"
   install_base_packages
   start_guest_agent
   disable_swap
@@ -854,18 +991,16 @@ main() {
   configure_storage_clients
   install_containerd
   configure_containerd
-  install_kubernetes_packages
+  if ((INSTALL_KUBERNETES)); then
+    install_kubernetes_packages
+  else
+    log "kubelet, kubeadm and kubectl stay at the installed $(installed_kube_version kubelet) (upgrades: the upgrade chain)"
+  fi
   enable_kubelet
   log "node is ready for kubeadm init/join"
 }
 
-# Sourcing the script (tests do) defines the functions without running anything.
-# Run main when executed, as a file (cloud-init) or as `bash -c` (the converge step over SSH, where
-# BASH_SOURCE is empty: hence the default); not when sourced, as the tests do.
-if [[ "${BASH_SOURCE[0]:-$0}" == "$0" ]]; then
-  main "$@"
-fi
-"""
+""" + _ENTRY
 
 
 # libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.

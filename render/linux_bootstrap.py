@@ -903,12 +903,99 @@ echo "node $NODE drained"
     ])
 
 
-def _control_plane_gone_or_node_absent(what: str) -> str:
-    """Bash: exit 0 when there is nothing to do for $NODE (no control plane here, or no such Node)."""
+# The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
+# uncordon step lifts only a cordon the chain set, never one an operator set for reasons of their own.
+UPGRADE_ANNOTATION = "hybrid-cluster.io/upgrading-to"
+# kubectl JSONPath escapes the dots of a key with a backslash (kubectl jsonpath reference).
+_UPGRADE_MARK_JSONPATH = "{.metadata.annotations." + UPGRADE_ANNOTATION.replace(".", "\\.") + "}"
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+def _check_version(version: str) -> None:
+    if not _VERSION.match(version):
+        raise ValueError(f"version {version!r} must be MAJOR.MINOR.PATCH")
+
+
+def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 600,
+                         etcd_pod: str | None = None) -> str:
+    """On the first control-plane node, before a node's upgrade: unless the Node's kubelet already runs
+    ``version`` (and no earlier run of the chain left it cordoned), mark it with UPGRADE_ANNOTATION,
+    cordon and drain it. For a control-plane node the etcd quorum without it is checked first: its
+    etcd member restarts when kubeadm upgrades the static Pods. The drain is render_drain's (same
+    flags, PodDisruptionBudgets respected, no eviction bypass)."""
+    _check_node_name(node_name)
+    _check_version(version)
+    _check_timeout(timeout_seconds)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    return "\n".join([
+        _PRELUDE,
+        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
+        f'NODE="{node_name}"',
+        f'TARGET="v{version}"',
+        _control_plane_gone_or_node_absent("upgrade", control_plane_may_be_gone=False),
+        f"""
+running="$(kubectl get node "$NODE" -o jsonpath='{{.status.nodeInfo.kubeletVersion}}' --request-timeout=30s)"
+marked="$(kubectl get node "$NODE" -o jsonpath='{_UPGRADE_MARK_JSONPATH}' --request-timeout=30s)"
+if [[ $running == "$TARGET" && -z $marked ]]; then
+  echo "node $NODE already runs kubelet $TARGET, nothing to drain"
+  exit 0
+fi""",
+        *([f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, "check_quorum_without \"$NODE\""] if etcd_pod else []),
+        f"""
+kubectl annotate node "$NODE" --overwrite "{UPGRADE_ANNOTATION}=$TARGET" --request-timeout=60s >/dev/null
+kubectl cordon "$NODE" --request-timeout=60s
+if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
+  die "draining $NODE for its upgrade to $TARGET did not finish within {timeout_seconds}s or was refused \\
+(see above); it stays cordoned and nothing was upgraded. Resolve the blocking pod or PodDisruptionBudget and run the update again"
+fi
+echo "node $NODE is drained for its upgrade to $TARGET"
+""",
+    ])
+
+
+def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int = 900) -> str:
+    """On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
+    ``version``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
+    does not come back stops the chain here: no further node is drained."""
+    _check_node_name(node_name)
+    _check_version(version)
+    _check_timeout(timeout_seconds)
+    return "\n".join([
+        _PRELUDE,
+        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
+        f'NODE="{node_name}"',
+        f'TARGET="v{version}"',
+        _control_plane_gone_or_node_absent("uncordon", control_plane_may_be_gone=False),
+        f"""
+for ((attempt = 1; attempt <= {_attempts(timeout_seconds)}; attempt++)); do
+  running="$(kubectl get node "$NODE" -o jsonpath='{{.status.nodeInfo.kubeletVersion}}' --request-timeout=10s || true)"
+  [[ $running == "$TARGET" ]] && break
+  sleep {POLL_SECONDS}
+done
+[[ $running == "$TARGET" ]] || die "node $NODE runs kubelet ${{running:-unknown}}, not $TARGET, {timeout_seconds}s after its upgrade; it stays cordoned"
+kubectl wait --for=condition=Ready "node/$NODE" --timeout={timeout_seconds}s >/dev/null \\
+  || die "node $NODE runs $TARGET but is not Ready; it stays cordoned"
+marked="$(kubectl get node "$NODE" -o jsonpath='{_UPGRADE_MARK_JSONPATH}' --request-timeout=30s)"
+if [[ -n $marked ]]; then
+  kubectl uncordon "$NODE" --request-timeout=60s
+  kubectl annotate node "$NODE" "{UPGRADE_ANNOTATION}-" --request-timeout=60s >/dev/null
+  echo "node $NODE runs kubelet $TARGET and is schedulable again"
+else
+  echo "node $NODE runs kubelet $TARGET; the chain did not cordon it, so its scheduling is left as it is"
+fi
+""",
+    ])
+
+
+def _control_plane_gone_or_node_absent(what: str, control_plane_may_be_gone: bool = True) -> str:
+    """Bash: exit 0 when there is nothing to do for $NODE (no control plane here, or no such Node). A
+    step that needs the control plane (``control_plane_may_be_gone=False``) fails without admin.conf."""
+    gone = (f'  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to {what}" >&2\n  exit 0'
+            if control_plane_may_be_gone else f'  die "$KUBECONFIG is missing: cannot {what} $NODE without the control plane"')
     return f"""
 if [[ ! -f $KUBECONFIG ]]; then
-  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to {what}" >&2
-  exit 0
+{gone}
 fi
 if ! output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-timeout=30s 2>&1)"; then
   echo "$output" >&2

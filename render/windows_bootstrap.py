@@ -692,6 +692,57 @@ def _render_kubernetes(p: WindowsNodeParams) -> str:
     )
 
 
+# The Windows node's side of a rolling upgrade (kubeadm upgrade guide, "Upgrade worker nodes", and its
+# Windows counterpart https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/upgrading-windows-nodes/:
+# new kubeadm.exe, `kubeadm upgrade node`, new kubelet.exe, kubelet restarted): step 4's script at the
+# new version replaces each binary whose SHA-256 differs (stopping the kubelet for its own), then
+# `kubeadm upgrade node` writes the new minor's kubelet configuration and the kubelet is (re)started.
+# The chain drains the node before and uncordons it after (components/upgrade.py).
+# A marker file records the version the last complete upgrade reached, so a re-run for another reason
+# (a rotated guest password changes this step's stdin) leaves a finished node and its kubelet alone.
+UPGRADE_MARKER = r"C:\var\lib\kubelet\hybrid-cluster-upgraded-to"
+_UPGRADE_GUEST = (
+    "$UpgradeStep = {\n"
+    + "    param([string]$BinDir, [string]$Version, [string]$Marker)\n"
+    + _GUEST_START
+    + _GUEST_NATIVE
+    + """    if ((Test-Path -LiteralPath $Marker) -and ((Get-Content -LiteralPath $Marker -Raw).Trim() -ceq $Version)) {
+        return [pscustomobject]@{ Changes = $changes }
+    }
+    $null = Invoke-Checked (Join-Path $BinDir 'kubeadm.exe') @('upgrade', 'node')
+    $changes += 'kubeadm upgrade node'
+    Restart-Service -Name kubelet
+    $changes += 'restarted the kubelet'
+    Set-Content -LiteralPath $Marker -Value $Version -NoNewline
+    [pscustomobject]@{ Changes = $changes }
+}
+"""
+)
+
+
+def render_upgrade(p: WindowsNodeParams) -> str:
+    """The host script that upgrades the joined Windows node in ``p.vm_name`` to ``p.kubernetes_version``.
+    Idempotent: binaries already at the version are kept, and ``kubeadm upgrade node`` re-applies the
+    same configuration. stdin line 1: the guest Administrator password."""
+    _validate(p)
+    script = (
+        _render_kubernetes(p).replace(
+            f"Install Kubernetes {p.kubernetes_version} node binaries in {p.vm_name}.",
+            f"Upgrade the Kubernetes node in {p.vm_name} to {p.kubernetes_version}.", 1)
+        + _UPGRADE_GUEST
+        + "$Step = 'kubeadm upgrade node'\n"
+        + f"$Version = {ps_quote(p.kubernetes_version)}\n"
+        + f"$Marker = {ps_quote(UPGRADE_MARKER)}\n"
+        + "$guest = Invoke-Guest -Step $UpgradeStep -Arguments @($BinDir, $Version, $Marker)\n"
+        + _HOST_REPORT
+    )
+    return _checked(script)
+
+
+# The preparation step that installs the version-bound Kubernetes binaries.
+KUBERNETES_STEP = "kubernetes"
+
+
 def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
     """The guest preparation as [(step_name, host_script)], to run in order; each step is idempotent
     and reads the guest Administrator password from the first line of stdin."""
@@ -700,7 +751,7 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
         ("containers-feature", _checked(_render_containers_feature(p))),
         ("host-settings", _checked(_render_host_settings(p))),
         ("containerd", _checked(_render_containerd(p))),
-        ("kubernetes", _checked(_render_kubernetes(p))),
+        (KUBERNETES_STEP, _checked(_render_kubernetes(p))),
     ]
 
 

@@ -169,13 +169,24 @@ def test_windows_joins_wait_for_the_network_prerequisites():
         assert prerequisite not in recording.waits_for(res(recording, f"{name}-join").urn)
 
 
-def test_version_change_fails_the_preview_with_a_clear_message():
+@pytest.mark.parametrize("old,new", [("1.36.4", "1.36.4"), ("1.36.3", "1.36.4"), ("1.35.9", "1.36.4"),
+                                     ("1.36.4", "1.37.1")])
+def test_the_version_pin_lets_kubeadm_upgrades_through(old, new):
     provider = KubernetesVersionPinProvider()
-    assert provider.check({}, {"kubernetesVersion": "1.36.4"}).failures == []
-    assert provider.check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.36.4"}).failures == []
-    failures = provider.check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.37.1"}).failures
+    assert provider.check({}, {"kubernetesVersion": new}).failures == []
+    assert provider.check({"kubernetesVersion": old}, {"kubernetesVersion": new}).failures == []
+
+
+@pytest.mark.parametrize("old,new,fragment", [
+    ("1.36.4", "1.36.3", "would be a downgrade"),
+    ("1.36.4", "1.35.9", "would be a downgrade"),
+    ("1.35.9", "1.37.1", "upgrade to 1.36 first"),
+    ("1.36.4", "2.0.0", "one minor at a time"),
+])
+def test_a_version_change_kubeadm_cannot_follow_fails_the_preview_with_a_clear_message(old, new, fragment):
+    failures = KubernetesVersionPinProvider().check({"kubernetesVersion": old}, {"kubernetesVersion": new}).failures
     assert [f.property for f in failures] == ["kubernetesVersion"]
-    assert "set cluster.kubernetesVersion back to 1.36.4" in failures[0].reason
+    assert fragment in failures[0].reason and "Nothing was changed." in failures[0].reason
 
 
 def test_windows_kubelets_get_max_pods_from_the_block_size_and_linux_kubelets_keep_the_default():

@@ -174,7 +174,9 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-cloud-init", "-prepare")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-registration", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
-    assert changed_resources(hk, record(hk_values)) == machine | membership | labels
+    # Its place in the upgrade chain: steps with no create, so adding them runs nothing.
+    upgrade = {f"hk-prod-upgrade-hk-lnx-5{suffix}" for suffix in ("-drain-for-upgrade", "-node-upgrade", "-uncordon-after-upgrade")}
+    assert changed_resources(hk, record(hk_values)) == machine | membership | labels | upgrade
 
 
 def test_a_secret_change_is_seen_without_being_shown():

@@ -19,6 +19,7 @@ from render.cloud_init import (
     LinuxNodeInit,
     RegistryMirror,
     render_prepare_script,
+    render_upgrade_script,
     render_user_data,
 )
 
@@ -304,7 +305,7 @@ def test_every_write_and_service_action_is_guarded(distro, mirrors):
             assert "if grep -q" in above, f"unguarded sed -i: {line}"
         # Every service change sits behind a state check just above it (or on the same line).
         if re.search(r"systemctl (enable|disable|start|stop|restart|reload)\b", line):
-            assert re.search(r"is-enabled|is-active|CHANGED|config_changed", above + line), line
+            assert re.search(r"is-enabled|is-active|CHANGED|config_changed|running_kubelet_version", above + line), line
         if re.search(r"\b(setenforce|swapoff|modprobe|apt-mark hold|ufw disable)\b", line):
             assert re.search(r"\bif\b", above), line
 
@@ -407,7 +408,7 @@ def test_main_runs_when_executed_as_a_file_or_through_bash_c_and_not_when_source
 
     script = render_prepare_script(make_node(distro, ()))
     guard = script[script.rindex("\nif [[ "):].strip()
-    probe = f"set -euo pipefail\nmain() {{ echo ran; }}\n{guard}\n"
+    probe = f"set -euo pipefail\nENTRY_POINT=main\nmain() {{ echo ran; }}\n{guard}\n"
     as_file = tmp_path / "probe.sh"
     as_file.write_text(probe)
     assert subprocess.run(["bash", str(as_file)], capture_output=True, text=True).stdout == "ran\n"
@@ -416,3 +417,114 @@ def test_main_runs_when_executed_as_a_file_or_through_bash_c_and_not_when_source
     assert result.returncode == 0 and result.stdout == "ran\n", result.stderr
     sourced = subprocess.run(["bash", "-c", f"source {as_file}; echo sourced"], capture_output=True, text=True)
     assert sourced.stdout == "sourced\n"
+
+
+@DISTROS
+def test_the_ssh_converge_leaves_the_kube_packages_and_names_no_version(distro, tmp_path):
+    node = dataclasses.replace(make_node(distro, HARBOR_MIRRORS), kubernetes_version="1.35.9")
+    converge = render_prepare_script(node, install_kubernetes=False)
+    assert "1.35" not in converge
+    # The same text whatever the version: a version change re-renders nothing here.
+    assert converge == render_prepare_script(dataclasses.replace(node, kubernetes_version="1.36.4"),
+                                             install_kubernetes=False)
+    script_file = tmp_path / "converge.sh"
+    script_file.write_text(converge)
+    shellcheck(script_file)
+    # main() in converge mode: the package step is never reached.
+    steps = ("install_base_packages start_guest_agent disable_swap configure_kernel configure_selinux "
+             "disable_host_firewall configure_networkmanager configure_chrony configure_storage_clients "
+             "install_containerd configure_containerd enable_kubelet").split()
+    stubs = "".join(f'{step}() {{ echo {step} >> "$T/steps"; }}\n' for step in steps)
+    stubs += 'install_kubernetes_packages() { echo install_kubernetes_packages >> "$T/steps"; }\n'
+    # Tests may run unprivileged: only main's root check is waived.
+    stubs += ('installed_kube_version() { echo 1.35.9; }\n'
+              'die() { [[ "$*" == "run as root" ]] || { echo "$*"; exit 1; }; }\nmain\n')
+    result = subprocess.run(["bash", "-c", f'source "$1"\n{stubs}', "bash", str(script_file)],
+                            capture_output=True, text=True, env={**os.environ, "T": str(tmp_path)})
+    assert (tmp_path / "steps").read_text().split() == steps, result.stdout + result.stderr
+    assert "stay at the installed 1.35.9" in result.stdout
+    # First boot still installs the stack's version.
+    assert "readonly K8S_VERSION=1.35.9" in render_prepare_script(node)
+
+
+# --- the node's side of a rolling upgrade ------------------------------------------------------
+
+UPGRADE_STUBS = r"""
+put_file() { cat > "$T/repo-file"; CHANGED=1; }
+record() { printf '%s\n' "$*" >> "$T/calls"; }
+installed_kube_version() { cat "$T/version-$1" 2>/dev/null || echo 1.36.3; }
+record_install() {
+  record "$@"
+  local word
+  for word in "$@"; do
+    case "$word" in kube*=*-\* | kube*-1.*-\*) p="${word%%[=-]1.*}"; v="${word#*[=-]}"; echo "${v%-\*}" > "$T/version-$p" ;; esac
+  done
+}
+apt_get() { record_install apt-get "$@"; }
+dnf() { record_install dnf "$@"; }
+yum() { record_install yum "$@"; }
+apt-mark() {
+  record apt-mark "$@"
+  [[ -f "$T/holds" ]] || printf 'kubeadm\nkubelet\nkubectl\n' > "$T/holds"
+  case "$1" in
+    showhold) grep -x "$2" "$T/holds" || true ;;
+    hold) echo "$2" >> "$T/holds" ;;
+    unhold) grep -vx "$2" "$T/holds" > "$T/holds.new" || true; mv "$T/holds.new" "$T/holds" ;;
+  esac
+}
+kubeadm() { record kubeadm "$@"; }
+systemctl() { record systemctl "$@"; }
+cluster_kubernetes_version() { cat "$T/cluster-version" 2>/dev/null || echo v1.36.3; }
+running_kubelet_version() { echo "v$(installed_kube_version kubelet)-running-is-stale"; }
+die() { [[ "$*" == "run as root" ]] || { echo "$*"; exit 1; }; }
+"""
+
+
+def run_upgrade(distro: str, first_control_plane: bool, tmp_path: Path, extra: str = "") -> list[str]:
+    node = dataclasses.replace(make_node(distro, ()), kubernetes_version="1.36.4")
+    script = render_upgrade_script(node, first_control_plane=first_control_plane)
+    run_sourced(script, tmp_path, UPGRADE_STUBS + extra + "upgrade_node")
+    calls = tmp_path / "calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+@DISTROS
+@pytest.mark.parametrize("first", [True, False], ids=["first-control-plane", "other-node"])
+def test_upgrade_script_passes_shellcheck(distro, first, tmp_path):
+    script_file = tmp_path / "upgrade.sh"
+    script_file.write_text(render_upgrade_script(make_node(distro, ()), first_control_plane=first))
+    shellcheck(script_file)
+
+
+@DISTROS
+def test_upgrade_moves_kubeadm_then_the_cluster_then_kubelet_and_kubectl(distro, tmp_path):
+    calls = run_upgrade(distro, True, tmp_path)
+    installs = [c for c in calls if " install " in f" {c} "]
+    kubeadm_calls = [c for c in calls if c.startswith("kubeadm ")]
+    assert kubeadm_calls == ["kubeadm upgrade apply v1.36.4 --yes"]
+    order = [calls.index(installs[0]), calls.index(kubeadm_calls[0]), calls.index(installs[1]),
+             calls.index("systemctl restart kubelet")]
+    assert order == sorted(order), calls
+    pin = "=1.36.4-*" if distro == "ubuntu22" else "-1.36.4-*"
+    assert installs[0].endswith(f"kubeadm{pin}")
+    assert installs[1].endswith(f"kubelet{pin} kubectl{pin}")
+    if distro == "ubuntu22":
+        assert calls.index("apt-mark unhold kubeadm") < calls.index(installs[0]) < calls.index("apt-mark hold kubeadm")
+        assert sorted((tmp_path / "holds").read_text().split()) == ["kubeadm", "kubectl", "kubelet"]
+    else:
+        assert "--disableexcludes=kubernetes" in installs[0].split()
+    # The new minor's repository is written before the first install.
+    assert "pkgs.k8s.io/core:/stable:/v1.36/" in (tmp_path / "repo-file").read_text()
+
+
+def test_other_nodes_run_kubeadm_upgrade_node(tmp_path):
+    calls = run_upgrade("rocky9", False, tmp_path)
+    assert [c for c in calls if c.startswith("kubeadm ")] == ["kubeadm upgrade node"]
+
+
+def test_a_rerun_on_the_upgraded_first_control_plane_node_changes_nothing(tmp_path):
+    for package in ("kubeadm", "kubelet", "kubectl"):
+        (tmp_path / f"version-{package}").write_text("1.36.4\n")
+    (tmp_path / "cluster-version").write_text("v1.36.4\n")
+    calls = run_upgrade("ubuntu22", True, tmp_path, 'running_kubelet_version() { echo v1.36.4; }\n')
+    assert calls == []

@@ -158,6 +158,10 @@ fi
 case "$1" in
   get)
     [[ -z ${STUB_API_ERROR:-} ]] || { echo "The connection to the server was refused" >&2; exit 1; }
+    case "$*" in
+      *kubeletVersion*) cat "$STUB_DIR/kubelet-version-$3" 2>/dev/null || true; exit 0 ;;
+      *"annotations.hybrid-cluster\.io/upgrading-to"*) cat "$STUB_DIR/upgrade-mark-$3" 2>/dev/null || true; exit 0 ;;
+    esac
     count=$(($(cat "$STUB_DIR/get-count" 2>/dev/null || echo 0) + 1))
     echo "$count" >"$STUB_DIR/get-count"
     if [[ -e $nodes/$3 ]] || ((count >= ${STUB_NODE_APPEARS_AT:-1000000})); then echo "node/$3"; fi
@@ -167,6 +171,16 @@ case "$1" in
     echo "${4:-node} condition met"
     ;;
   cordon) echo "node/$2 cordoned" ;;
+  uncordon) echo "node/$2 uncordoned" ;;
+  annotate)
+    # kubectl annotate node NAME [--overwrite] KEY=VALUE | KEY-
+    for arg in "${@:4}"; do
+      case "$arg" in
+        hybrid-cluster.io/upgrading-to=*) echo "${arg#*=}" >"$STUB_DIR/upgrade-mark-$3" ;;
+        hybrid-cluster.io/upgrading-to-) rm -f "$STUB_DIR/upgrade-mark-$3" ;;
+      esac
+    done
+    ;;
   drain)
     [[ -z ${STUB_DRAIN_FAIL:-} ]] || { echo "error: timed out waiting for the condition" >&2; exit 1; }
     echo "node/$2 drained"
@@ -860,3 +874,94 @@ def test_init_and_join_refuse_to_touch_a_node_that_holds_control_plane_state(nod
     join = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
     assert join.returncode == 1 and "holds control-plane state" in join.stderr
     assert node.calls("kubeadm") == []
+
+
+# --- the rolling upgrade's steps on the first control-plane node ---------------------------------
+
+def test_upgrade_drain_marks_cordons_and_drains_a_node_behind_its_target(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", timeout_seconds=300))
+    assert result.returncode == 0, result.stderr
+    verbs = [call[0] for call in control_plane.calls("kubectl")]
+    assert verbs == ["get", "get", "get", "annotate", "cordon", "drain"]
+    assert (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").read_text().strip() == "v1.36.4"
+    assert control_plane.calls("kubectl")[-1] == [
+        "drain", "hk-prod-worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s"]
+
+
+def test_upgrade_drain_leaves_a_node_already_at_its_target_alone(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"))
+    assert result.returncode == 0, result.stderr
+    assert "already runs kubelet v1.36.4" in result.stdout
+    assert not any(c[0] in ("annotate", "cordon", "drain") for c in control_plane.calls("kubectl"))
+
+
+def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
+    # The node reached the version but the chain's own cordon is still there: drain (a no-op) and let
+    # the uncordon step lift it.
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"))
+    assert result.returncode == 0, result.stderr
+    assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["cordon", "drain"]
+
+
+def test_upgrade_drain_of_a_control_plane_node_refuses_without_quorum(etcd):
+    (etcd.stubs / "kubelet-version-hk-cp-3").write_text("v1.36.3\n")
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    result = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 1
+    assert not any(c[0] in ("annotate", "cordon", "drain") for c in etcd.calls("kubectl"))
+
+
+def test_upgrade_drain_fails_loudly_when_the_drain_is_refused(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"), STUB_DRAIN_FAIL="1")
+    assert result.returncode == 1
+    assert "nothing was upgraded" in result.stderr and "stays cordoned" in result.stderr
+
+
+def test_upgrade_steps_need_the_control_plane(node):
+    for script in (lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"),
+                   lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4")):
+        result = node.run(script)
+        assert result.returncode == 1 and "cannot" in result.stderr
+
+
+def test_upgrade_uncordon_lifts_only_the_chains_own_cordon_once_the_node_runs_the_target(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
+    script = lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4")
+    result = control_plane.run(script)
+    assert result.returncode == 0, result.stderr
+    assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["uncordon", "annotate"]
+    assert not (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").exists()
+    # Again (or on a node an operator cordoned): no mark, no uncordon.
+    again = control_plane.run(script)
+    assert again.returncode == 0 and "did not cordon it" in again.stdout
+    assert [c[0] for c in control_plane.calls("kubectl")].count("uncordon") == 1
+
+
+def test_upgrade_uncordon_stops_the_chain_when_the_node_does_not_come_back_at_the_target(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
+    (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
+    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", timeout_seconds=30))
+    assert result.returncode == 1
+    assert "runs kubelet v1.36.3, not v1.36.4" in result.stderr and "stays cordoned" in result.stderr
+    assert not any(c[0] == "uncordon" for c in control_plane.calls("kubectl"))
+
+
+@pytest.mark.parametrize("render", [lb.render_upgrade_drain, lb.render_upgrade_uncordon])
+def test_upgrade_steps_pass_shellcheck_and_reject_bad_versions(render, tmp_path):
+    script = tmp_path / "step.sh"
+    script.write_text("#!/usr/bin/env bash\n" + render("hk-prod-worker-1", "1.36.4"))
+    shellcheck(script)
+    with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
+        render("hk-prod-worker-1", "1.36")

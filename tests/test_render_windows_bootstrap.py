@@ -29,6 +29,8 @@ from render.windows_bootstrap import (
     registry_hosts_files,
     render_join,
     render_prepare_steps,
+    render_upgrade,
+    UPGRADE_MARKER,
     render_reset,
 )
 from tests.validators import powershell_errors
@@ -88,6 +90,7 @@ def _scripts(p: WindowsNodeParams) -> dict[str, str]:
     scripts = {f"prepare-{name}": script for name, script in render_prepare_steps(p)}
     scripts["join"] = render_join(p, JOIN_CONFIG)
     scripts["reset"] = render_reset(p)
+    scripts["upgrade"] = render_upgrade(p)
     return scripts
 
 
@@ -555,3 +558,19 @@ def test_invalid_inputs_are_rejected(change: dict) -> None:
     for render in (render_prepare_steps, render_reset, lambda p: render_join(p, JOIN_CONFIG)):
         with pytest.raises((ValueError, TypeError)):
             render(params)
+
+
+def test_upgrade_replaces_the_binaries_at_the_target_then_runs_kubeadm_upgrade_node_once() -> None:
+    target = dataclasses.replace(HK_PROD, kubernetes_version="1.37.1")
+    script = render_upgrade(target)
+    assert _ps_literal(script, "BaseUrl") == "https://dl.k8s.io/release/v1.37.1/bin/windows/amd64"
+    assert _ps_literal(script, "Version") == "1.37.1"
+    assert _ps_literal(script, "Marker") == UPGRADE_MARKER
+    # Binaries first (each replaced only when its published SHA-256 differs), then the node's kubeadm step.
+    _before(script, "Invoke-Guest -Step $GuestStep", "Invoke-Guest -Step $UpgradeStep -Arguments @($BinDir, $Version, $Marker)")
+    upgrade = script.split("$UpgradeStep = {", 1)[1]
+    assert "    $ErrorActionPreference = 'Stop'\n" in upgrade
+    _before(upgrade, "-ceq $Version", "@('upgrade', 'node')")
+    _before(upgrade, "@('upgrade', 'node')", "Restart-Service -Name kubelet")
+    _before(upgrade, "Restart-Service -Name kubelet", "Set-Content -LiteralPath $Marker -Value $Version")
+    assert powershell_errors(script) == []

@@ -35,6 +35,10 @@ CLUSTER = "bench"
 # measurements; what matters is that one table prices every graph the same way.
 DURATIONS: list[tuple[str, str, float, str]] = [
     ("proxmoxve:index/vmLegacy:VmLegacy", "", 90, "full clone of a template and first boot"),
+    # The upgrade chain has no create step (components/upgrade.py): nothing runs when it is declared.
+    ("command:remote:Command", "-drain-for-upgrade", 0, "upgrade chain: nothing on create (drains on a version change)"),
+    ("command:remote:Command", "-node-upgrade", 0, "upgrade chain: nothing on create (upgrades on a version change)"),
+    ("command:remote:Command", "-uncordon-after-upgrade", 0, "upgrade chain: nothing on create (uncordons on a version change)"),
     ("proxmoxve:index/fileLegacy:FileLegacy", "", 3, "snippet upload over SSH"),
     ("command:remote:Command", "-cloud-init", 420, "cloud-init: packages, containerd, kubeadm"),
     ("command:remote:Command", "-prepare", 20, "node preparation re-run (a no-op after first boot)"),
@@ -107,6 +111,10 @@ def serial_seconds(recording: Recording) -> float:
     return sum(estimate(r.type, r.name, r.custom) for r in recording.resources)
 
 
+# The patch upgrade the blast-radius scenario makes: from the patch before the reference stack's to it.
+PATCH_UPGRADE = ("1.36.3", "1.36.4")
+
+
 def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     """A valid stack of `nodes` nodes: 3 control-plane (1 below 10 nodes), Linux and Windows workers
     alternating over two zones, addresses in a /16 node network."""
@@ -115,7 +123,7 @@ def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     workers = nodes - control_plane
     windows = max(1, round(workers * windows_share)) if workers > 1 else 0
     linux = workers - windows
-    values["cluster"].update(name=CLUSTER, podCidr="10.128.0.0/14", apiVip="10.30.0.10" if control_plane > 1 else None)
+    values["cluster"].update(name=CLUSTER, kubernetesVersion=PATCH_UPGRADE[0], podCidr="10.128.0.0/14", apiVip="10.30.0.10" if control_plane > 1 else None)
     if control_plane == 1:
         del values["cluster"]["apiVip"]
     values["network"]["nodes"].update(cidr="10.30.0.0/16", gateway="10.30.0.1")
@@ -195,15 +203,16 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         v["nodes"]["linux"].pop()
 
     def patch_version(v: dict) -> None:
-        v["cluster"]["kubernetesVersion"] = "1.36.3"
+        # The generated stack runs the patch before the matrix's pin; this upgrades it to the pin (the
+        # version pin admits only forward moves kubeadm can make).
+        v["cluster"]["kubernetesVersion"] = PATCH_UPGRADE[1]
 
     def version_dependent(after: Recording) -> set[str]:
-        # What legitimately embeds the version: kubeadm's ClusterConfiguration, each node's package pins
-        # (Linux prepare, Windows kubelet/kubeadm step), Windows kube-proxy's image tag, and the pin itself
-        # (which refuses the change at preview: see `refused` in the report). First-boot snippets embed it
-        # too but ignore later changes.
-        names = {f"{CLUSTER}-kubeadm-init", f"{CLUSTER}-kubernetes-version"}
-        names |= {r.name for r in after.resources if r.name.endswith(("-prepare-kubernetes", "-prepare"))}
+        # What legitimately follows the version: the pin, the upgrade chain (each node drained, upgraded
+        # and uncordoned in turn) and Windows kube-proxy's image tag. kubeadm init, first-boot snippets
+        # and the Windows binaries step keep the version they were created with (ignore_changes).
+        names = {f"{CLUSTER}-kubernetes-version"}
+        names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 

@@ -1,0 +1,99 @@
+"""The rolling Kubernetes upgrade chain: every node moved to `cluster.kubernetesVersion`, one at a time.
+
+Order, as the kubeadm upgrade guide and the version-skew policy want it
+(https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/,
+https://kubernetes.io/releases/version-skew-policy/: no kubelet newer than its API servers): the first
+control-plane node (`kubeadm upgrade apply`), the other control-plane nodes (`kubeadm upgrade node`),
+then the Linux workers zone by zone, then the Windows workers zone by zone. Each node is three steps:
+drain (on the first control-plane node; quorum checked for a control-plane node), the node's own
+upgrade (packages or binaries, kubeadm, kubelet restart), uncordon once it is Ready at the new version.
+A node that fails stops the chain with that node cordoned and no other node touched.
+
+The steps have no `create`: a new cluster or a new node is already at the stack's version (first boot
+installs it), so creating the chain runs nothing and costs no time. They run as `update`, whose text
+names the target version and the node's machine: a version change (which the version pin admits only
+forwards, one minor at a time) re-runs the whole chain in dependency order, and a machine replaced
+under an older image re-runs only its own node's steps. Every step is idempotent, so a re-run after a
+failure continues where the chain stopped. Nothing here is created on a node, so there is nothing to
+delete: removing a node removes its steps without running anything.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import pulumi
+import pulumi_command as command
+
+from config.model import StackSpec
+from render import cloud_init, linux_bootstrap, windows_bootstrap
+from render.hyperv import ssh_command
+from render.shell import bash_command
+
+from .bootstrap import ControlPlaneAccess, windows_params
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, linux_node_init
+
+
+def _for_machine(script: str, encode: Callable[[str], str], machine_id: pulumi.Output[str]) -> pulumi.Output[str]:
+    """The step's command, its script ending in a comment naming the machine it was rendered for: a
+    replaced machine changes the text, and so re-runs its own node's steps."""
+    return machine_id.apply(lambda identity: encode(f"{script.rstrip()}\n# machine {identity}\n"))
+
+
+class KubernetesUpgrade(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+                 node_ready: Mapping[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:KubernetesUpgrade", name, None, opts)
+        version = spec.cluster.kubernetes_version
+        zone_order = {zone: index for index, zone in enumerate(spec.zones)}
+
+        def by_zone(machine: ProxmoxLinuxNode | HypervWindowsNode) -> tuple[int, str]:
+            return zone_order[machine.node.zone], machine.node.name
+
+        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
+        linux_workers = sorted((m for m in machines.linux_nodes if m.role == "worker"), key=by_zone)
+        windows_workers = sorted(machines.windows_nodes, key=by_zone)
+
+        # Nothing is upgraded while a node is still joining: the chain starts after every node is Ready.
+        previous: list[pulumi.Resource] = list(node_ready.values())
+        self.steps: list[command.remote.Command] = []
+        for index, machine in enumerate([*control_plane, *linux_workers, *windows_workers]):
+            node = machine.node
+            prefix = f"{name}-{node.name}"
+            etcd_pod = access.etcd_pod if machine in control_plane else None
+            if isinstance(machine, ProxmoxLinuxNode):
+                upgrade_script = cloud_init.render_upgrade_script(
+                    linux_node_init(spec, node), first_control_plane=index == 0)  # type: ignore[arg-type]
+                encode, connection, stdin = bash_command, machine.connection, None
+            else:
+                upgrade_script = windows_bootstrap.render_upgrade(windows_params(spec, node))  # type: ignore[arg-type]
+                encode, connection = ssh_command, machine.host_connection
+                stdin = machine.admin_password.apply(lambda password: f"{password}\n")
+            drain = command.remote.Command(
+                f"{prefix}-drain-for-upgrade",
+                connection=access.connection,
+                update=_for_machine(linux_bootstrap.render_upgrade_drain(node.name, version, etcd_pod=etcd_pod),
+                                    bash_command, machine.vm.id),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
+            )
+            upgrade = command.remote.Command(
+                f"{prefix}-node-upgrade",
+                connection=connection,
+                update=_for_machine(upgrade_script, encode, machine.vm.id),
+                stdin=stdin,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+            )
+            uncordon = command.remote.Command(
+                f"{prefix}-uncordon-after-upgrade",
+                connection=access.connection,
+                update=_for_machine(linux_bootstrap.render_upgrade_uncordon(node.name, version),
+                                    bash_command, machine.vm.id),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
+            )
+            self.steps += [drain, upgrade, uncordon]
+            previous = [uncordon]
+        # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
+        self.done: list[pulumi.Resource] = previous
+        self.register_outputs({"version": version, "order": [s.urn for s in self.steps[1::3]]})

@@ -1,0 +1,98 @@
+"""The rolling upgrade chain as the program declares it (components/upgrade.py): order, the steps'
+commands, what a version change touches, and that creating the chain runs nothing."""
+from __future__ import annotations
+
+import pytest
+
+from render.hyperv import script_from_ssh_command
+from render.shell import script_from_bash_command
+from tests.conftest import hk_prod_values, raw_config
+from tools.mockrun import Recording, Secret, changed_resources, run_program
+
+# Control plane first (the first node runs `kubeadm upgrade apply`), then Linux workers zone by zone,
+# then Windows workers zone by zone (Pulumi.hk-prod.yaml: zones [hk-1, hk-2]).
+ORDER = ["hk-cp-1", "hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-3", "hk-lnx-2", "hk-lnx-4",
+         "hk-win-1", "hk-win-3", "hk-win-2"]
+STEPS = ("drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade")
+
+
+@pytest.fixture(scope="module")
+def hk() -> Recording:
+    return run_program(raw_config(hk_prod_values()))
+
+
+def step(recording: Recording, node: str, name: str):
+    return recording.named(f"hk-prod-upgrade-{node}-{name}")
+
+
+def update_text(resource, node: str) -> str:
+    command = resource.inputs["update"]
+    text = script_from_bash_command(command) or script_from_ssh_command(command)
+    assert text, resource.name
+    # The script ends naming its machine, so a replaced machine re-runs its own node's steps.
+    assert text.rstrip().endswith(f"# machine hk-prod-{node}-vm-id"), (resource.name, text[-80:])
+    return text
+
+
+def test_one_node_at_a_time_in_the_upgrade_guides_order(hk):
+    chain = [step(hk, node, name) for node in ORDER for name in STEPS]
+    chain_urns = {s.urn for s in chain}
+    for earlier, later in zip(chain, chain[1:]):
+        # Each step waits for the one before it, and no other step (its machine id reaches it too).
+        assert chain_urns & set(later.dependencies) == {earlier.urn}, later.name
+    # The chain starts once every node has joined and is Ready.
+    first = chain[0]
+    for node in ORDER:
+        ready = "hk-prod-kubeadm-hk-cp-1-ready" if node == "hk-cp-1" else (
+            f"hk-prod-kubeadm-windows-{node}-drain" if node.startswith("hk-win") else f"hk-prod-kubeadm-{node}-drain")
+        assert hk.named(ready).urn in first.dependencies, node
+
+
+def test_creating_the_chain_runs_nothing_and_a_version_change_runs_it(hk):
+    for node in ORDER:
+        for name in STEPS:
+            inputs = step(hk, node, name).inputs
+            assert "create" not in inputs and "delete" not in inputs, (node, name)
+            assert "1.36.4" in update_text(step(hk, node, name), node), (node, name)
+
+
+def test_drain_and_uncordon_run_on_the_first_control_plane_node_and_the_upgrade_on_the_node(hk):
+    cp1 = hk.named("hk-prod-kubeadm-init").inputs["connection"].value["host"]
+    for node in ORDER:
+        assert step(hk, node, "drain-for-upgrade").inputs["connection"].value["host"] == cp1
+        assert step(hk, node, "uncordon-after-upgrade").inputs["connection"].value["host"] == cp1
+    assert step(hk, "hk-lnx-2", "node-upgrade").inputs["connection"].value["host"] == "10.30.30.22"
+    # Windows nodes are reached through their Hyper-V host, with the guest password on stdin, secret.
+    windows = step(hk, "hk-win-2", "node-upgrade")
+    assert windows.inputs["connection"].value["host"] == hk.named("hk-prod-hk-win-2-vm").inputs["connection"].value["host"]
+    assert isinstance(windows.inputs["stdin"], Secret)
+
+
+def test_the_first_node_applies_the_upgrade_and_the_others_follow_it(hk):
+    assert "readonly UPGRADE_FIRST_CONTROL_PLANE=1" in update_text(step(hk, "hk-cp-1", "node-upgrade"), "hk-cp-1")
+    for node in ("hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-4"):
+        assert "readonly UPGRADE_FIRST_CONTROL_PLANE=0" in update_text(step(hk, node, "node-upgrade"), node), node
+    assert "@('upgrade', 'node')" in update_text(step(hk, "hk-win-1", "node-upgrade"), "hk-win-1")
+    # A control-plane node's drain checks etcd quorum without it; a worker's does not.
+    assert "check_quorum_without" in update_text(step(hk, "hk-cp-2", "drain-for-upgrade"), "hk-cp-2")
+    assert "check_quorum_without" not in update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1")
+
+
+def test_a_patch_upgrade_touches_only_the_pin_the_chain_and_windows_kube_proxy():
+    values = hk_prod_values()
+    values["cluster"]["kubernetesVersion"] = "1.36.3"
+    before, after = run_program(raw_config(values)), run_program(raw_config(hk_prod_values()))
+    chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
+    assert changed_resources(before, after) == chain | {
+        "hk-prod-kubernetes-version", "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows"}
+    # Windows kube-proxy's new image rolls out only after the last node's upgrade.
+    proxy = after.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn
+    assert step(after, ORDER[-1], "uncordon-after-upgrade").urn in after.waits_for(proxy)
+
+
+def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_them(hk):
+    # The SSH converge names no version; kubeadm init and the Windows binaries step ignore later changes.
+    converge = script_from_bash_command(hk.named("hk-prod-hk-lnx-1-prepare").inputs["create"])
+    assert "1.36.4" not in converge and "readonly INSTALL_KUBERNETES=0" in converge
+    assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create"]
+    assert sorted(hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes").ignore_changes) == ["create", "update"]
