@@ -1,7 +1,7 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
 import pulumi
 
-from components.bootstrap import KubeadmCluster, WindowsJoins
+from components.bootstrap import CertificateExpiry, KubeadmCluster, WindowsJoins
 from components.machines import Machines
 from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
@@ -36,6 +36,7 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, c
                        after=network.windows_prerequisites)
 node_ready = {**cluster.node_ready, **windows.node_ready}
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
+certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, cluster.access, after=upgrade.done)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
@@ -53,3 +54,4 @@ if spec.workloads.samples:
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodes", machines.nodes)
+pulumi.export("certificateExpiry", certificates.expiry)

@@ -238,6 +238,48 @@ def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: comm
     )
 
 
+def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[ProxmoxLinuxNode],
+                        node_ready: dict[str, pulumi.Resource], parent: pulumi.Resource) -> list[pulumi.Resource]:
+    """The renewal round `cluster.certificateRenewal` names, on each control-plane node in turn (each
+    restarts its control-plane Pods; etcd keeps quorum). No round configured: nothing. Renewed
+    certificates stay when the round is removed, so there is nothing to undo on delete."""
+    label = spec.cluster.certificate_renewal
+    if label is None:
+        return []
+    previous: list[pulumi.Resource] = [node_ready[m.node.name] for m in control_plane]
+    for machine in control_plane:
+        script = bash_command(linux_bootstrap.render_renew_certificates(
+            machine.node.name, label, etcd_pod=f"etcd-{machine.node.name}" if len(control_plane) > 1 else None))
+        previous = [command.remote.Command(
+            f"{name}-{machine.node.name}-certificate-renewal",
+            connection=machine.connection,
+            create=script,
+            update=script,
+            logging=command.remote.Logging.STDOUT_AND_STDERR,
+            opts=pulumi.ResourceOptions(parent=parent, depends_on=previous),
+        )]
+    return previous
+
+
+class CertificateExpiry(pulumi.ComponentResource):
+    """When each kubeadm certificate expires, read on the first control-plane node after the last change
+    that renews them (init, a renewal round, an upgrade), as the stack output `certificateExpiry`."""
+
+    def __init__(self, name: str, spec: StackSpec, access: ControlPlaneAccess, after: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:CertificateExpiry", name, None, opts)
+        check = command.remote.Command(
+            f"{name}-check",
+            connection=access.connection,
+            create=bash_command(linux_bootstrap.render_certificate_expiry()),
+            logging=command.remote.Logging.STDERR,
+            triggers=[access.init.id, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *after]),
+        )
+        self.expiry = check.stdout.apply(linux_bootstrap.parse_certificate_expiry)
+        self.register_outputs({"expiry": self.expiry})
+
+
 class KubeadmCluster(pulumi.ComponentResource):
     """kubeadm init, the Linux joins, the admin kubeconfig and the Kubernetes provider. Windows nodes join
     through WindowsJoins, declared once the cluster network they wait for exists."""
@@ -285,13 +327,15 @@ class KubeadmCluster(pulumi.ComponentResource):
                                                 control_plane=False, opts=pulumi.ResourceOptions(parent=self)))
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
+        renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_read_kubeconfig()),
             logging=command.remote.Logging.STDERR,
-            triggers=[self.init.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init],
+            # A renewal round renews admin.conf's client certificate: read it again afterwards.
+            triggers=[self.init.id, spec.cluster.certificate_renewal or ""],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],
                                       additional_secret_outputs=SECRET_STDOUT),
         )
         self.api_server = f"https://{api_endpoint(spec)}"

@@ -54,6 +54,9 @@ class ClusterSpec(Spec):
     # control-plane node the API is that node's address.
     api_vip: IPv4Addr | None = None
     api_port: Annotated[int, Field(ge=1, le=65535)] = 6443
+    # A label for a certificate renewal round (e.g. "2027-10"): setting or changing it renews the
+    # kubeadm certificates on every control-plane node, one at a time, and re-reads admin.conf.
+    certificate_renewal: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")] | None = None
 
     @field_validator("name", "dns_domain")
     @classmethod

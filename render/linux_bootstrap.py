@@ -1109,6 +1109,115 @@ echo "node $NODE deregistered"
     ])
 
 
+# --- control-plane certificates -----------------------------------------------------------------
+#
+# kubeadm's client certificates last one year; `kubeadm certs check-expiration` lists them ("Checks
+# expiration for the certificates in the local PKI managed by kubeadm") and `kubeadm certs renew all`
+# renews them, after which "you should restart the control plane Pods ... temporarily remove its
+# manifest file from /etc/kubernetes/manifests/ and wait for 20 seconds (see the fileCheckFrequency
+# value in KubeletConfiguration struct)" (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/
+# kubeadm-certs/, "Manual certificate renewal"; kubeadm_certs_check-expiration reference). `kubeadm
+# upgrade apply/node` renews them too (same page, "Automatic certificate renewal").
+
+# Where a finished renewal round leaves its label, so a re-run of the same round does nothing.
+RENEWAL_MARKER = "/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
+_STATIC_POD_MANIFESTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+# The kubelet's fileCheckFrequency default (KubeletConfiguration: "Default: 20s"), plus margin.
+_STATIC_POD_RESCAN_SECONDS = 30
+_RENEWAL_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+
+
+def render_certificate_expiry() -> str:
+    """On the first control-plane node: one line per kubeadm-managed certificate and CA, ``NAME<TAB>EXPIRES``
+    (EXPIRES as check-expiration prints it, e.g. ``Apr 09, 2027 09:17 UTC``), from the text output
+    (its column layout: CERTIFICATE, EXPIRES in five words, RESIDUAL TIME, ...), which every supported
+    kubeadm prints; the structured output's flag was renamed between releases (``--output`` in the
+    1.31 reference, ``--experimental-output`` later)."""
+    return "\n".join([
+        _PRELUDE,
+        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
+        """
+[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
+if ! report="$(kubeadm certs check-expiration 2>&1)"; then
+  echo "$report" >&2
+  die "kubeadm certs check-expiration failed"
+fi
+lines="$(printf '%s\\n' "$report" | awk '
+  $1 == "CERTIFICATE" { table = 1; next }
+  table && NF >= 7 && $3 ~ /^[0-9]+,$/ { printf "%s\\t%s %s %s %s %s\\n", $1, $2, $3, $4, $5, $6 }
+  NF == 0 { table = 0 }')"
+[[ -n $lines ]] || { echo "$report" >&2; die "no certificate found in the check-expiration report"; }
+printf '%s\\n' "$lines"
+""",
+    ])
+
+
+def parse_certificate_expiry(stdout: str) -> dict[str, str]:
+    """render_certificate_expiry's lines as {certificate: expiry}."""
+    result = {}
+    for line in stdout.splitlines():
+        name, sep, expires = line.partition("\t")
+        if sep:
+            result[name] = expires
+    return result
+
+
+def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None) -> str:
+    """On one control-plane node, as root: renewal round ``label`` of its kubeadm certificates, then its
+    control-plane static Pods restarted one at a time (manifest moved out, the kubelet stops the Pod,
+    moved back), each awaited before the next. With ``etcd_pod`` (several control-plane nodes) nothing
+    starts unless the other etcd members keep quorum while this one restarts; a single control-plane
+    node has no quorum to keep and its API is down for the restarts. The round's label is recorded when
+    everything is back, so the same round never runs twice here."""
+    _check_node_name(node_name)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    if not _RENEWAL_LABEL.match(label):
+        raise ValueError(f"renewal label {label!r} must be 1-63 letters, digits, '.', '_' or '-'")
+    manifests = " ".join(_STATIC_POD_MANIFESTS)
+    quorum = f'ETCD_POD="{etcd_pod}"\n{_ETCD_HELPERS}\ncheck_quorum_without "$NODE"' if etcd_pod else ""
+    return "\n".join([
+        _PRELUDE,
+        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
+        f'NODE="{node_name}"',
+        f'LABEL="{label}"',
+        f'MARKER="$ROOT{RENEWAL_MARKER}"',
+        f'MANIFESTS="$ROOT/etc/kubernetes/manifests"',
+        f'PARKED="$ROOT/etc/kubernetes/manifests-parked"',
+        f"""
+[[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"
+if [[ -f $MARKER && "$(cat "$MARKER")" == "$LABEL" ]]; then
+  echo "certificates of $NODE already renewed in round $LABEL"
+  exit 0
+fi
+{quorum}
+kubeadm certs renew all >/dev/null
+echo "renewed the kubeadm certificates of $NODE"
+mkdir -p "$PARKED"
+for component in {manifests}; do
+  manifest="$MANIFESTS/$component.yaml"
+  [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
+  [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
+  sleep {_STATIC_POD_RESCAN_SECONDS}
+  mv "$PARKED/$component.yaml" "$manifest"
+  for ((attempt = 1; attempt <= {_attempts(API_READY_TIMEOUT_SECONDS)}; attempt++)); do
+    if kubectl -n kube-system get pod "$component-$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
+        --request-timeout=10s 2>/dev/null | grep -qx True; then
+      break
+    fi
+    sleep {POLL_SECONDS}
+  done
+  kubectl -n kube-system get pod "$component-$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
+    --request-timeout=10s | grep -qx True || die "$component on $NODE is not Ready {API_READY_TIMEOUT_SECONDS}s after its restart"
+  echo "restarted $component on $NODE with its renewed certificate"
+done
+rm -d "$PARKED"
+printf '%s' "$LABEL" >"$MARKER"
+echo "certificates of $NODE renewed in round $LABEL"
+""",
+    ])
+
+
 def render_read_kubeconfig() -> str:
     """Print /etc/kubernetes/admin.conf and nothing else (the command's stdout is a secret Output)."""
     return "\n".join([

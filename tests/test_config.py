@@ -323,3 +323,10 @@ def test_windows_server_2025_is_refused_for_want_of_calico_images_even_with_the_
 def test_the_override_names_known_windows_versions_only(hk_values):
     hk_values["windows"]["allowUnsupportedVersions"] = ["win2016"]
     assert_problem(hk_values, "windows.allowUnsupportedVersions[0]", "win2019")
+
+
+def test_a_certificate_renewal_round_is_a_plain_label(hk_values):
+    hk_values["cluster"]["certificateRenewal"] = "2027-10"
+    assert problems(hk_values) == []
+    hk_values["cluster"]["certificateRenewal"] = "2027 10; reboot"
+    assert any(p.startswith("cluster.certificateRenewal: ") for p in problems(hk_values))

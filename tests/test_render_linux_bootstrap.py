@@ -113,7 +113,24 @@ case "$1" in
       exit 1
     fi
     ;;
-  certs) echo "$STUB_CERT_KEY" ;;
+  certs)
+    case "$2" in
+      check-expiration)
+        # The layout kubeadm prints (kubernetes/kubeadm#2866 shows it), shortened.
+        echo "[check-expiration] Reading configuration from the cluster..."
+        echo ""
+        echo "CERTIFICATE                EXPIRES                  RESIDUAL TIME   CERTIFICATE AUTHORITY   EXTERNALLY MANAGED"
+        echo "admin.conf                 Dec 03, 2027 09:17 UTC   364d            ca                      no"
+        echo "apiserver                  Dec 03, 2027 09:16 UTC   364d            ca                      no"
+        echo "etcd-server                Dec 02, 2027 09:16 UTC   363d            etcd-ca                 no"
+        echo ""
+        echo "CERTIFICATE AUTHORITY   EXPIRES                  RESIDUAL TIME   EXTERNALLY MANAGED"
+        echo "ca                      Nov 30, 2036 14:13 UTC   9y              no"
+        ;;
+      renew) echo "certificates renewed" ;;
+      *) echo "$STUB_CERT_KEY" ;;
+    esac
+    ;;
   token)
     [[ -z ${STUB_TOKEN_FAIL:-} ]] || { echo "error: etcdserver: request timed out" >&2; exit 1; }
     line="kubeadm join 10.30.30.10:6443 --token $STUB_TOKEN     --discovery-token-ca-cert-hash $STUB_HASH "
@@ -135,6 +152,7 @@ esac
     "kubectl": r"""
 case "$*" in
   *--raw=/readyz*) [[ -z ${STUB_API_DOWN:-} ]] && echo ok && exit 0; exit 1 ;;
+  "-n kube-system get pod "*) [[ -n ${STUB_POD_NOT_READY:-} ]] && echo False || echo True; exit 0 ;;
 esac
 nodes="$STUB_DIR/nodes"
 if [[ $1 == -n && $3 == exec ]]; then
@@ -216,7 +234,7 @@ printf '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0
 
 # The only real programs the scripts may reach, each behind a recording wrapper (bash itself runs
 # the scripts and the wrappers, so it is linked directly).
-_REAL_TOOLS = ("cat", "chmod", "cmp", "cp", "dirname", "grep", "install", "ls", "mkdir", "mktemp",
+_REAL_TOOLS = ("awk", "cat", "chmod", "cmp", "cp", "dirname", "grep", "install", "ls", "mkdir", "mktemp",
                "mv", "rm", "sed", "stat", "tail", "timeout")
 
 
@@ -965,3 +983,75 @@ def test_upgrade_steps_pass_shellcheck_and_reject_bad_versions(render, tmp_path)
     shellcheck(script)
     with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
         render("hk-prod-worker-1", "1.36")
+
+
+# --- control-plane certificates ----------------------------------------------------------------
+
+def test_certificate_expiry_lists_every_certificate_and_authority(control_plane):
+    result = control_plane.run(lb.render_certificate_expiry())
+    assert result.returncode == 0, result.stderr
+    assert lb.parse_certificate_expiry(result.stdout) == {
+        "admin.conf": "Dec 03, 2027 09:17 UTC", "apiserver": "Dec 03, 2027 09:16 UTC",
+        "etcd-server": "Dec 02, 2027 09:16 UTC", "ca": "Nov 30, 2036 14:13 UTC"}
+
+
+def test_certificate_expiry_needs_the_control_plane(node):
+    result = node.run(lb.render_certificate_expiry())
+    assert result.returncode == 1 and "kubeadm init has not completed" in result.stderr
+
+
+@pytest.fixture
+def static_pods(etcd) -> Node:
+    manifests = etcd.path("/etc/kubernetes/manifests")
+    manifests.mkdir(parents=True)
+    for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"):
+        (manifests / f"{component}.yaml").write_text(f"# {component}\n")
+    etcd.path("/etc/kubernetes/pki").mkdir(parents=True)
+    return etcd
+
+
+def test_renewal_checks_quorum_renews_and_restarts_each_static_pod_once_per_round(static_pods):
+    script = lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod="etcd-hk-cp-1")
+    result = static_pods.run(script)
+    assert result.returncode == 0, result.stderr
+    text = static_pods.calls_text()
+    assert text.index("member") < text.index("renew")
+    moved = [call[0].rsplit("/", 1)[1] for call in static_pods.calls("mv")]
+    assert moved == ["kube-apiserver.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml",
+                     "kube-controller-manager.yaml", "kube-scheduler.yaml", "kube-scheduler.yaml", "etcd.yaml", "etcd.yaml"]
+    assert sorted(p.name for p in static_pods.path("/etc/kubernetes/manifests").iterdir()) == [
+        "etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"]
+    assert static_pods.path(lb.RENEWAL_MARKER).read_text() == "2027-10"
+    again = static_pods.run(script)
+    assert again.returncode == 0 and "already renewed in round 2027-10" in again.stdout
+    assert len(static_pods.calls("mv")) == 8
+
+
+def test_renewal_refuses_to_start_without_quorum(static_pods):
+    (static_pods.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    result = static_pods.run(lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 1
+    assert not [c for c in static_pods.calls("kubeadm") if c[:2] == ["certs", "renew"]]
+    assert not static_pods.path(lb.RENEWAL_MARKER).exists()
+
+
+def test_renewal_stops_at_a_component_that_does_not_come_back(static_pods):
+    result = static_pods.run(lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod=None), STUB_POD_NOT_READY="1")
+    assert result.returncode == 1 and "kube-apiserver on hk-cp-3 is not Ready" in result.stderr
+    # Its manifest is back in place (the kubelet runs it again); the round is not recorded.
+    assert static_pods.path("/etc/kubernetes/manifests/kube-apiserver.yaml").exists()
+    assert not static_pods.path(lb.RENEWAL_MARKER).exists()
+
+
+@pytest.mark.parametrize("script", [lb.render_certificate_expiry(),
+                                    lb.render_renew_certificates("hk-cp-2", "2027-10", "etcd-hk-cp-2"),
+                                    lb.render_renew_certificates("hk-cp-1", "r1", None)])
+def test_certificate_scripts_pass_shellcheck(script, tmp_path):
+    path = tmp_path / "step.sh"
+    path.write_text("#!/usr/bin/env bash\n" + script)
+    shellcheck(path)
+
+
+def test_renewal_labels_are_checked():
+    with pytest.raises(ValueError, match="renewal label"):
+        lb.render_renew_certificates("hk-cp-1", "2027 10; rm -rf /", None)

@@ -78,13 +78,15 @@ def test_the_first_node_applies_the_upgrade_and_the_others_follow_it(hk):
     assert "check_quorum_without" not in update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1")
 
 
-def test_a_patch_upgrade_touches_only_the_pin_the_chain_and_windows_kube_proxy():
+def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_the_expiry_report():
     values = hk_prod_values()
     values["cluster"]["kubernetesVersion"] = "1.36.3"
     before, after = run_program(raw_config(values)), run_program(raw_config(hk_prod_values()))
     chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
+    # Plus the certificate expiry report, read again after the upgrade renewed the certificates.
     assert changed_resources(before, after) == chain | {
-        "hk-prod-kubernetes-version", "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows"}
+        "hk-prod-kubernetes-version", "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
+        "hk-prod-certificates-check"}
     # Windows kube-proxy's new image rolls out only after the last node's upgrade.
     proxy = after.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn
     assert step(after, ORDER[-1], "uncordon-after-upgrade").urn in after.waits_for(proxy)
@@ -96,3 +98,33 @@ def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_the
     assert "1.36.4" not in converge and "readonly INSTALL_KUBERNETES=0" in converge
     assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create"]
     assert sorted(hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes").ignore_changes) == ["create", "update"]
+
+
+# --- certificates ---------------------------------------------------------------------------------
+
+def test_without_a_renewal_round_nothing_renews_and_the_expiry_is_reported_after_the_upgrades(hk):
+    assert not [r for r in hk.resources if r.name.endswith("-certificate-renewal")]
+    check = hk.named("hk-prod-certificates-check")
+    assert step(hk, ORDER[-1], "uncordon-after-upgrade").urn in hk.waits_for(check.urn)
+    assert check.inputs["triggers"][-1] == "1.36.4"
+    assert "kubeadm certs check-expiration" in script_from_bash_command(check.inputs["create"])
+    assert "certificateExpiry" in hk.outputs
+
+
+def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin_conf_again():
+    values = hk_prod_values()
+    values["cluster"]["certificateRenewal"] = "2027-10"
+    renewed = run_program(raw_config(values))
+    rounds = [renewed.named(f"hk-prod-kubeadm-{node}-certificate-renewal") for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    for earlier, later in zip(rounds, rounds[1:]):
+        assert earlier.urn in later.dependencies
+    for node, renewal in zip(("hk-cp-1", "hk-cp-2", "hk-cp-3"), rounds):
+        script = script_from_bash_command(renewal.inputs["create"])
+        assert f'NODE="{node}"' in script and 'LABEL="2027-10"' in script
+        assert f'ETCD_POD="etcd-{node}"' in script and "check_quorum_without" in script
+    read = renewed.named("hk-prod-kubeadm-kubeconfig")
+    assert rounds[-1].urn in read.dependencies and "2027-10" in read.inputs["triggers"]
+    # Only the renewal, the kubeconfig read (and the provider and what reads through it) and the report change.
+    touched = changed_resources(run_program(raw_config(hk_prod_values())), renewed)
+    assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-check"} <= touched
+    assert not [name for name in touched if "-join" in name or name.endswith(("-vm", "-prepare", "-init"))]
