@@ -1,7 +1,7 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
 import pulumi
 
-from components.bootstrap import CertificateExpiry, KubeadmCluster, WindowsJoins
+from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.machines import Machines
 from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
@@ -31,6 +31,7 @@ secrets = read_secrets(spec)
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
 machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin,))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
+EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready)
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)

@@ -22,7 +22,7 @@ import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import kubeadm, linux_bootstrap, network, windows_bootstrap
+from render import etcd_backup, kubeadm, linux_bootstrap, network, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
@@ -259,6 +259,36 @@ def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[Prox
             opts=pulumi.ResourceOptions(parent=parent, depends_on=previous),
         )]
     return previous
+
+
+class EtcdBackups(pulumi.ComponentResource):
+    """Scheduled etcd snapshots on every control-plane node (`etcdBackup`), installed once the node is
+    Ready, removed with the node or the setting; the stored snapshots outlive both."""
+
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, node_ready: dict[str, pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:EtcdBackups", name, None, opts)
+        backup = spec.etcd_backup
+        self.schedules: list[command.remote.Command] = []
+        if backup is not None:
+            for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
+                params = etcd_backup.EtcdBackupParams(
+                    node_name=machine.node.name, nfs_server=str(backup.nfs_server), nfs_path=backup.nfs_path,
+                    schedule=backup.schedule, keep=backup.keep)
+                install = bash_command(etcd_backup.render_install(params))
+                self.schedules.append(command.remote.Command(
+                    f"{name}-{machine.node.name}",
+                    connection=machine.connection,
+                    create=install,
+                    update=install,
+                    delete=bash_command(etcd_backup.render_remove()),
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    # A replaced machine gets its schedule again.
+                    triggers=[machine.vm.id],
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[node_ready[machine.node.name]],
+                                                delete_before_replace=True),
+                ))
+        self.register_outputs({"nodes": [s.urn for s in self.schedules]})
 
 
 class CertificateExpiry(pulumi.ComponentResource):

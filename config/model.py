@@ -287,6 +287,17 @@ class WorkloadsSpec(Spec):
     sample_host: str | None = None
 
 
+class EtcdBackupSpec(Spec):
+    # Where every control-plane node writes its etcd snapshots: an NFS export (each node in its own
+    # sub-directory), mounted only while a snapshot is copied.
+    nfs_server: IPv4Addr | Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    nfs_path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+    # A systemd OnCalendar expression (systemd.time(7)), e.g. "*-*-* 00/6:00:00" for every six hours.
+    schedule: Annotated[str, Field(pattern=r"^[A-Za-z0-9*:/,.~ -]{1,64}$")] = "*-*-* 00/6:00:00"
+    # Snapshots kept per node; older ones are deleted after each new one is stored.
+    keep: Annotated[int, Field(ge=1, le=1000)] = 28
+
+
 class StackSpec(Spec):
     """The whole stack: each field is one `hybrid-cluster:<key>` entry of the stack file."""
 
@@ -305,6 +316,8 @@ class StackSpec(Spec):
     observability: ObservabilitySpec
     policy: PolicySpec = PolicySpec()
     workloads: WorkloadsSpec = WorkloadsSpec()
+    # Scheduled etcd snapshots (None: none are taken, which a production stack should not do).
+    etcd_backup: EtcdBackupSpec | None = None
 
     @property
     def linux_nodes(self) -> list[LinuxNodeSpec]:

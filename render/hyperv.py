@@ -300,7 +300,12 @@ function Wait-PowerShellDirect([string]$ExpectedName = '') {
 #    (TurnOff|Save|ShutDown) -AutomaticCheckpointsEnabled -CheckpointType Disabled ("Block
 #    creation of checkpoints"):
 #    https://learn.microsoft.com/powershell/module/hyper-v/set-vm?view=windowsserver2022-ps
-#    These, like processor count and static memory, are only changed with the VM off.
+#    These, like processor count and static memory, are only changed with the VM off; a new VM
+#    (Off after New-VM) gets them from the same block that converges an existing one.
+# A VM whose guest has joined the cluster (C:\etc\kubernetes\kubelet.conf, written by kubeadm join)
+# is never stopped by the converge: with it running, such a change stops with instructions instead
+# (drain, stop, update, uncordon: one node at a time, by the operator), so no Pulumi run can take
+# down several Windows nodes at once or one that still carries workloads.
 #  Get-VHD -Path (.Size) and Resize-VHD -Path -SizeBytes: a VHDX on the SCSI chain of a running
 #    VM (every Generation 2 disk) can be resized online:
 #    https://learn.microsoft.com/powershell/module/hyper-v/resize-vhd?view=windowsserver2022-ps
@@ -325,10 +330,6 @@ if (-not $vm) {
     }
     Write-Output "Creating VM $VmName"
     $vm = New-VM -Name $VmName -Generation 2 -MemoryStartupBytes $MemoryBytes -VHDPath $VhdPath -Path $VmRoot -SwitchName $SwitchName
-    Set-VMMemory -VMName $VmName -DynamicMemoryEnabled $false -StartupBytes $MemoryBytes
-    Set-VMProcessor -VMName $VmName -Count $CpuCount
-    Set-VMFirmware -VMName $VmName -EnableSecureBoot On -SecureBootTemplate 'MicrosoftWindows'
-    Set-VM -Name $VmName -AutomaticStartAction Start -AutomaticStopAction ShutDown -AutomaticCheckpointsEnabled $false -CheckpointType Disabled
 } elseif (-not (Get-VMHardDiskDrive -VMName $VmName | Where-Object { $_.Path -eq $VhdPath })) {
     throw "VM $VmName exists but is not attached to $VhdPath; refusing to converge a VM this script did not create"
 }
@@ -344,7 +345,12 @@ if ($vm.AutomaticStartAction -ne 'Start' -or $vm.AutomaticStopAction -ne 'ShutDo
     $offChanges += 'automatic start/stop actions and checkpoints'
 }
 if ($offChanges.Count -gt 0) {
-    if ($vm.State -ne 'Off') { Stop-VmBounded -Reason ('these settings need the VM off: ' + ($offChanges -join '; ')) }
+    if ($vm.State -ne 'Off') {
+        if (Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock { Test-Path 'C:\\etc\\kubernetes\\kubelet.conf' }) {
+            throw "$VmName is a joined node and needs to be off for: $($offChanges -join '; '). Drain it, stop the VM, run the update again, uncordon it (README: Day-2 operations)"
+        }
+        Stop-VmBounded -Reason ('these settings need the VM off: ' + ($offChanges -join '; '))
+    }
     Set-VMProcessor -VMName $VmName -Count $CpuCount
     Set-VMMemory -VMName $VmName -DynamicMemoryEnabled $false -StartupBytes $MemoryBytes
     Set-VMFirmware -VMName $VmName -EnableSecureBoot On -SecureBootTemplate 'MicrosoftWindows'

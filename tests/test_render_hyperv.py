@@ -193,12 +193,19 @@ def test_create_checks_existing_vm_and_vhdx_before_creating() -> None:
     assert "-AutomaticStartAction Start -AutomaticStopAction ShutDown" in script
 
 
-def test_create_only_stops_the_vm_for_changes_that_need_it_off() -> None:
+def test_create_stops_only_an_unjoined_vm_and_only_for_changes_that_need_it_off() -> None:
     script = SCRIPTS["create"]
     stop_call = script.index("Stop-VmBounded -Reason ('these settings need the VM off: '")
     guarded = script.rindex("if ($offChanges.Count -gt 0) {", 0, stop_call)
     assert script.index("$offChanges = @()") < guarded < stop_call
-    assert "if ($vm.State -ne 'Off') { Stop-VmBounded" in script
+    running = script.index("if ($vm.State -ne 'Off') {", guarded)
+    # A running VM whose guest joined the cluster is never stopped: the change stops with instructions.
+    joined = script.index("Test-Path 'C:\\etc\\kubernetes\\kubelet.conf'", running)
+    refusal = script.index('throw "$VmName is a joined node and needs to be off for:', joined)
+    assert running < joined < refusal < stop_call
+    assert "Drain it, stop the VM, run the update again, uncordon it" in script
+    # A new VM (Off after New-VM) gets its settings from the same block: they appear once.
+    assert script.count("Set-VMProcessor -VMName $VmName -Count $CpuCount") == 1
     # Disk growth and network changes happen online; shrinking is refused.
     assert "if ($vhd.Size -lt $DiskBytes) {" in script
     assert "disks are never shrunk" in script

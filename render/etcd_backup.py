@@ -1,0 +1,171 @@
+"""Renders the scheduled etcd snapshots of a control-plane node: the snapshot program, its systemd
+service and timer, and the scripts that install and remove them. Pure: no Pulumi, no config imports.
+
+How a snapshot is taken, with its sources:
+  * ``etcdctl snapshot save`` against the local member, with the CA, certificate and key kubeadm
+    generates under /etc/kubernetes/pki/etcd, as upstream's backup section does
+    (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/#backing-up-an-etcd-cluster).
+    etcdctl runs inside the node's etcd container, whose image ships it (render/linux_bootstrap.py
+    uses it the same way), through ``crictl exec``: the snapshot needs no API server, only etcd, so it
+    also works while the API is down. crictl comes with kubeadm (cri-tools). The container's
+    /var/lib/etcd is the host's (kubeadm's etcd static Pod mounts it as ``etcd-data``), so the file
+    written there appears on the host and is moved off at once.
+  * The target is an NFS export, mounted only for the copy; each node writes under its own name, files
+    are ``etcd-<node>-<UTC timestamp>.db`` (sortable), copied under a temporary name and renamed, and
+    only the newest ``keep`` are left.
+  * A systemd timer (``OnCalendar=`` from the stack, ``Persistent=true`` so a missed run happens at the
+    next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
+    target fails the deployment instead of the first night.
+
+Restoring is a manual, documented procedure (README, "Restore etcd from a snapshot").
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from render.linux_bootstrap import _PRELUDE, _PUT_FILE
+
+SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
+SERVICE = "hybrid-cluster-etcd-snapshot.service"
+TIMER = "hybrid-cluster-etcd-snapshot.timer"
+SYSTEMD_DIR = "/etc/systemd/system"
+MOUNT_POINT = "/run/hybrid-cluster-etcd-snapshot-target"
+CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
+
+_HOST = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
+_SCHEDULE = re.compile(r"^[A-Za-z0-9*:/,.~ -]{1,64}$")
+_NODE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_HEREDOC = "__HYBRID_CLUSTER_ETCD_BACKUP_FILE__"
+
+
+@dataclass(frozen=True)
+class EtcdBackupParams:
+    node_name: str
+    nfs_server: str        # host name or IPv4 address
+    nfs_path: str          # export path
+    schedule: str          # systemd OnCalendar expression
+    keep: int              # snapshots kept for this node
+
+
+def _validate(p: EtcdBackupParams) -> None:
+    if not _NODE.match(p.node_name):
+        raise ValueError(f"node name {p.node_name!r} is not a DNS label")
+    if not _HOST.match(p.nfs_server):
+        raise ValueError(f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
+    if not _EXPORT.match(p.nfs_path) or ".." in p.nfs_path.split("/"):
+        raise ValueError(f"NFS path {p.nfs_path!r} must be an absolute export path")
+    if not _SCHEDULE.match(p.schedule):
+        raise ValueError(f"schedule {p.schedule!r} is not a systemd OnCalendar expression")
+    if type(p.keep) is not int or p.keep < 1:
+        raise ValueError("keep must be a positive integer")
+
+
+def snapshot_program(p: EtcdBackupParams) -> str:
+    """The program the timer runs: one snapshot, stored on the NFS target, older ones pruned."""
+    _validate(p)
+    return f"""#!/usr/bin/env bash
+# Rendered by render/etcd_backup.py for {p.node_name}: one etcd snapshot to {p.nfs_server}:{p.nfs_path}.
+set -euo pipefail
+umask 077
+NODE='{p.node_name}'
+TARGET='{p.nfs_server}:{p.nfs_path}'
+KEEP={p.keep}
+MOUNT='{MOUNT_POINT}'
+
+id="$(crictl --runtime-endpoint {CONTAINERD_SOCKET} ps --name '^etcd$' --state running -q | head -n 1)"
+[[ -n $id ]] || {{ echo "no running etcd container on $NODE" >&2; exit 1; }}
+name="etcd-$NODE-$(date -u +%Y%m%dT%H%M%SZ).db"
+crictl --runtime-endpoint {CONTAINERD_SOCKET} exec "$id" etcdctl --endpoints=https://127.0.0.1:2379 \\
+  --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt \\
+  --key=/etc/kubernetes/pki/etcd/server.key snapshot save "/var/lib/etcd/$name" >/dev/null
+trap 'rm -f "/var/lib/etcd/$name"; if mountpoint -q "$MOUNT"; then umount "$MOUNT"; fi' EXIT
+[[ -s /var/lib/etcd/$name ]] || {{ echo "etcdctl wrote no snapshot" >&2; exit 1; }}
+mkdir -p "$MOUNT"
+if ! mountpoint -q "$MOUNT"; then
+  mount -t nfs "$TARGET" "$MOUNT"
+fi
+mkdir -p "$MOUNT/$NODE"
+install -m 0600 "/var/lib/etcd/$name" "$MOUNT/$NODE/.$name.partial"
+mv -f "$MOUNT/$NODE/.$name.partial" "$MOUNT/$NODE/$name"
+echo "stored $name on $TARGET"
+mapfile -t old < <(find "$MOUNT/$NODE" -maxdepth 1 -name "etcd-$NODE-*.db" -printf '%f\\n' | sort | head -n "-$KEEP")
+for file in "${{old[@]}}"; do
+  rm -f "$MOUNT/$NODE/$file"
+  echo "pruned $file"
+done
+"""
+
+
+def service_unit(p: EtcdBackupParams) -> str:
+    _validate(p)
+    return f"""# Rendered by render/etcd_backup.py.
+[Unit]
+Description=etcd snapshot of {p.node_name} to {p.nfs_server}:{p.nfs_path}
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart={SNAPSHOT_PROGRAM}
+"""
+
+
+def timer_unit(p: EtcdBackupParams) -> str:
+    _validate(p)
+    return f"""# Rendered by render/etcd_backup.py.
+[Unit]
+Description=Scheduled etcd snapshots of {p.node_name}
+
+[Timer]
+OnCalendar={p.schedule}
+Persistent=true
+RandomizedDelaySec=300
+
+[Install]
+WantedBy=timers.target
+"""
+
+
+def _heredoc(text: str) -> str:
+    if _HEREDOC in text:
+        raise ValueError("file content collides with the heredoc delimiter")
+    return f"<<'{_HEREDOC}'\n{text.rstrip()}\n{_HEREDOC}"
+
+
+def render_install(p: EtcdBackupParams) -> str:
+    """As root on the control-plane node: the program and units in place (rewritten only when they
+    differ), the timer enabled, and one snapshot taken now to prove the target. Idempotent."""
+    _validate(p)
+    return "\n".join([
+        _PRELUDE,
+        'STAGING_DIR="$ROOT/etc/hybrid-cluster/.staging"',
+        _PUT_FILE,
+        f'put_file "$ROOT{SNAPSHOT_PROGRAM}" 0700 {_heredoc(snapshot_program(p))}',
+        f'put_file "$ROOT{SYSTEMD_DIR}/{SERVICE}" 0644 {_heredoc(service_unit(p))}',
+        f'put_file "$ROOT{SYSTEMD_DIR}/{TIMER}" 0644 {_heredoc(timer_unit(p))}',
+        f"""systemctl daemon-reload
+systemctl enable --now {TIMER}
+if ! systemctl start {SERVICE}; then
+  journalctl -u {SERVICE} -n 30 --no-pager >&2 || true
+  die "the first etcd snapshot of {p.node_name} to {p.nfs_server}:{p.nfs_path} failed (see above)"
+fi
+echo "etcd snapshots of {p.node_name}: {p.schedule} to {p.nfs_server}:{p.nfs_path}, {p.keep} kept"
+""",
+    ])
+
+
+def render_remove() -> str:
+    """As root on the control-plane node: timer stopped and disabled, program and units removed. The
+    snapshots already stored stay on the target: they are the data this exists for."""
+    return "\n".join([
+        _PRELUDE,
+        f"""if systemctl cat {TIMER} >/dev/null 2>&1; then
+  systemctl disable --now {TIMER}
+fi
+rm -f "$ROOT{SYSTEMD_DIR}/{TIMER}" "$ROOT{SYSTEMD_DIR}/{SERVICE}" "$ROOT{SNAPSHOT_PROGRAM}"
+systemctl daemon-reload
+echo "etcd snapshot schedule removed; stored snapshots are kept"
+""",
+    ])
