@@ -11,25 +11,12 @@ import pulumi
 
 from config import compat
 from config.model import StackSpec
+from config.rules import namespace_params
 from render import scheduling
 
 from .k8s import kubernetes_object, resource_name
 
 WINDOWS_SYSTEM_NAMESPACE = "windows-system"
-
-# Sized for the sample workloads at the peak of a rollout (replicas + 1 pods, render.workloads.peak_footprint)
-# with room to spare; real workloads bring their own numbers.
-APPLICATION_NAMESPACES = (
-    scheduling.NamespaceParams(
-        name="win-prod", os="windows", cpu_requests="4", memory_requests="8Gi", cpu_limits="12",
-        memory_limits="16Gi", pods=20, default_cpu_request="250m", default_memory_request="256Mi",
-        default_cpu_limit="1", default_memory_limit="1Gi", pod_security="restricted"),
-    scheduling.NamespaceParams(
-        name="linux-prod", os="linux", cpu_requests="4", memory_requests="8Gi", cpu_limits="12",
-        memory_limits="16Gi", pods=30, default_cpu_request="100m", default_memory_request="128Mi",
-        default_cpu_limit="1", default_memory_limit="512Mi", pod_security="restricted"),
-)
-
 
 class Scheduling(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
@@ -47,7 +34,7 @@ class Scheduling(pulumi.ComponentResource):
         }
 
         self.namespaces: dict[str, pulumi.Resource] = {}
-        for params in APPLICATION_NAMESPACES:
+        for params in (namespace_params(n) for n in spec.namespaces):
             namespace, *policies = scheduling.namespace(params)
             self.namespaces[params.name] = declare(namespace)
             for obj in policies:

@@ -25,7 +25,8 @@ class SampleWorkloads(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = workloads.SampleParams(
-            win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class=SAMPLE_WINDOWS_VERSION,
+            win_namespace=spec.workloads.windows_namespace, linux_namespace=spec.workloads.linux_namespace,
+            win_runtime_class=SAMPLE_WINDOWS_VERSION,
             win_image=workloads.DEFAULT_WIN_IMAGE, linux_image=workloads.DEFAULT_LINUX_IMAGE,
             linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
         )
@@ -39,11 +40,11 @@ class SampleWorkloads(pulumi.ComponentResource):
             f"{name}-ingress-nginx", workloads.INGRESS_NGINX_CHART,
             workloads.ingress_nginx_values(node_port_range=spec.cluster.node_ports),
             provider=provider, parent=self, depends_on=linux_ready)
-        services = declare(workloads.api_linux(params), [scheduling.namespaces["linux-prod"], *linux_ready])
+        services = declare(workloads.api_linux(params), [scheduling.namespaces[params.linux_namespace], *linux_ready])
         windows_nodes = [n for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION]
         if windows_nodes:
             services += declare(workloads.api_win(params), [
-                scheduling.namespaces["win-prod"], scheduling.runtime_classes[SAMPLE_WINDOWS_VERSION],
+                scheduling.namespaces[params.win_namespace], scheduling.runtime_classes[SAMPLE_WINDOWS_VERSION],
                 *[node_ready[n.name] for n in windows_nodes], *windows_networking])
         ingresses = [obj for obj in workloads.ingress(params)
                      if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]

@@ -279,12 +279,46 @@ class PolicySpec(Spec):
     namespaces: Annotated[list[Label], Field(min_length=1)] = ["win-prod", "linux-prod"]
 
 
+# A Kubernetes quantity such as "4", "250m", "8Gi" (k8s.io/apimachinery resource.Quantity, decimal and
+# binary suffixes); render.scheduling checks how the quantities relate.
+Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")]
+
+
+class NamespaceSpec(Spec):
+    """One application namespace: its name says the OS its pods run on (win-* or linux-*), its quota
+    and container defaults bound what runs there, its Pod Security level what may."""
+    name: Label
+    os: Literal["windows", "linux"]
+    cpu_requests: Quantity = "4"
+    memory_requests: Quantity = "8Gi"
+    cpu_limits: Quantity = "12"
+    memory_limits: Quantity = "16Gi"
+    pods: Annotated[int, Field(ge=1, le=10000)] = 20
+    default_cpu_request: Quantity = "100m"
+    default_memory_request: Quantity = "128Mi"
+    default_cpu_limit: Quantity = "1"
+    default_memory_limit: Quantity = "512Mi"
+    pod_security: Literal["restricted", "baseline", "privileged"] = "restricted"
+
+
+# Sized for the sample workloads at the peak of a rollout (replicas + 1 pods, render.workloads.peak_footprint)
+# with room to spare; real workloads bring their own numbers.
+DEFAULT_NAMESPACES = [
+    NamespaceSpec(name="win-prod", os="windows", pods=20, default_cpu_request="250m", default_memory_request="256Mi",
+                  default_cpu_limit="1", default_memory_limit="1Gi"),
+    NamespaceSpec(name="linux-prod", os="linux", pods=30),
+]
+
+
 class WorkloadsSpec(Spec):
     # The sample api-win / api-linux applications and their ingress: on by default, to prove a new
     # cluster end to end; switch off for a cluster that only runs real workloads.
     samples: bool = True
     # Host name the sample Ingresses answer to; None answers any host.
     sample_host: str | None = None
+    # The application namespaces (from `namespaces`) the samples run in.
+    windows_namespace: Label = "win-prod"
+    linux_namespace: Label = "linux-prod"
 
 
 class EtcdBackupSpec(Spec):
@@ -316,6 +350,8 @@ class StackSpec(Spec):
     observability: ObservabilitySpec
     policy: PolicySpec = PolicySpec()
     workloads: WorkloadsSpec = WorkloadsSpec()
+    # The application namespaces, with their quotas, container defaults and Pod Security levels.
+    namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
     # Scheduled etcd snapshots (None: none are taken, which a production stack should not do).
     etcd_backup: EtcdBackupSpec | None = None
 

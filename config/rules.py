@@ -11,7 +11,7 @@ from datetime import date
 from ipaddress import IPv4Address, IPv4Network
 from typing import Callable, Iterator, Literal
 
-from render import network
+from render import network, scheduling
 
 from . import compat
 from .model import DNS1123_LABEL, StackSpec, VlanSpec
@@ -355,3 +355,36 @@ def longhorn_replicas(spec: StackSpec) -> Iterator[Problem]:
 def check(spec: StackSpec, parsed: set[str]) -> list[Problem]:
     """Every problem found by the rules whose sections all parsed."""
     return [problem for sections, fn in RULES if sections <= parsed for problem in fn(spec)]
+
+
+def namespace_params(namespace) -> scheduling.NamespaceParams:
+    """The renderer's input for one configured application namespace (components/scheduling.py uses it too)."""
+    return scheduling.NamespaceParams(
+        name=namespace.name, os=namespace.os, cpu_requests=namespace.cpu_requests,
+        memory_requests=namespace.memory_requests, cpu_limits=namespace.cpu_limits,
+        memory_limits=namespace.memory_limits, pods=namespace.pods,
+        default_cpu_request=namespace.default_cpu_request, default_memory_request=namespace.default_memory_request,
+        default_cpu_limit=namespace.default_cpu_limit, default_memory_limit=namespace.default_memory_limit,
+        pod_security=namespace.pod_security)
+
+
+@rule("namespaces", "workloads", "policy")
+def namespaces(spec: StackSpec) -> Iterator[Problem]:
+    """The renderer's own namespace checks (name prefix per OS, quantities that relate), at the key path,
+    and every reference to a namespace names one that is declared, for the right OS."""
+    declared = {}
+    for index, namespace in enumerate(spec.namespaces):
+        if namespace.name in declared:
+            yield Problem(f"namespaces[{index}].name", f"namespace {namespace.name!r} is declared twice")
+        declared[namespace.name] = namespace
+        try:
+            scheduling.namespace(namespace_params(namespace))
+        except ValueError as error:
+            yield Problem(f"namespaces[{index}]", str(error))
+    for key, os_name in (("windowsNamespace", "windows"), ("linuxNamespace", "linux")):
+        name = getattr(spec.workloads, "windows_namespace" if os_name == "windows" else "linux_namespace")
+        if spec.workloads.samples and (name not in declared or declared[name].os != os_name):
+            yield Problem(f"workloads.{key}", f"{name!r} is not a declared {os_name} namespace (namespaces)")
+    for index, name in enumerate(spec.policy.namespaces):
+        if name not in declared:
+            yield Problem(f"policy.namespaces[{index}]", f"{name!r} is not a declared namespace (namespaces)")

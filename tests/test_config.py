@@ -330,3 +330,20 @@ def test_a_certificate_renewal_round_is_a_plain_label(hk_values):
     assert problems(hk_values) == []
     hk_values["cluster"]["certificateRenewal"] = "2027 10; reboot"
     assert any(p.startswith("cluster.certificateRenewal: ") for p in problems(hk_values))
+
+
+def test_namespaces_come_from_config_and_references_must_name_them(hk_values):
+    hk_values["namespaces"] = [{"name": "win-apps", "os": "windows"}, {"name": "linux-apps", "os": "linux", "pods": 40}]
+    hk_values["workloads"] = {"windowsNamespace": "win-apps", "linuxNamespace": "linux-apps"}
+    hk_values["policy"]["namespaces"] = ["win-apps", "linux-apps"]
+    assert problems(hk_values) == []
+    hk_values["policy"]["namespaces"] = ["win-prod"]
+    assert_problem(hk_values, "policy.namespaces[0]", "not a declared namespace")
+    hk_values["policy"]["namespaces"] = ["win-apps"]
+    hk_values["workloads"]["linuxNamespace"] = "win-apps"
+    assert_problem(hk_values, "workloads.linuxNamespace", "not a declared linux namespace")
+    hk_values["workloads"]["linuxNamespace"] = "linux-apps"
+    hk_values["namespaces"][1] = {"name": "apps", "os": "linux"}
+    assert_problem(hk_values, "namespaces[1]", "linux namespaces are named linux-*")
+    hk_values["namespaces"][1] = {"name": "linux-apps", "os": "linux", "defaultCpuLimit": "20"}
+    assert_problem(hk_values, "namespaces[1]", "would exceed the cpu quota")

@@ -105,7 +105,6 @@ def test_vocabulary_matches_the_program():
     from pulumi_command.remote import Logging
 
     from components import bootstrap
-    from components import scheduling as scheduling_component
     from config import compat
     from config.loader import PROJECT, SECRET_KEYS
     from render import labels
@@ -118,7 +117,8 @@ def test_vocabulary_matches_the_program():
         assert rules.WINDOWS_BUILD_BY_TAG_MARKER[build.ltsc_tag] == build.build
     assert rules.PROJECT == PROJECT
     assert set(rules.SECRET_CONFIG_KEYS) == set(SECRET_KEYS)
-    for params in scheduling_component.APPLICATION_NAMESPACES:
+    from config.model import DEFAULT_NAMESPACES
+    for params in DEFAULT_NAMESPACES:
         prefix = rules.WINDOWS_NAMESPACE_PREFIX if params.os == "windows" else rules.LINUX_NAMESPACE_PREFIX
         assert params.name.startswith(prefix)
     assert set(rules.SECRET_STDOUT_SUFFIXES) == set(mockrun.STAND_IN_STDOUT)
