@@ -14,7 +14,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from crd_schema import strict_schema, validate_custom_resource
+from crd_schema import SCHEMA_DIR, strict_schema, validate_custom_resource
 from gatekeeper_eval import (
     TemplateError,
     evaluate,
@@ -380,8 +380,7 @@ def test_templates_are_the_files_with_a_readiness_wait():
         del annotations[policy.PULUMI_WAIT_FOR]
         assert template == on_disk
     # status.created is what the wait reads; it must exist in the CRD's status schema.
-    status = strict_schema(json.loads((Path(__file__).resolve().parents[2] / "shared" / "schemas" /
-                                       TEMPLATE_SCHEMA).read_text()))["properties"]["status"]
+    status = strict_schema(json.loads((SCHEMA_DIR / TEMPLATE_SCHEMA).read_text()))["properties"]["status"]
     assert status["properties"]["created"]["type"] == "boolean"
 
 

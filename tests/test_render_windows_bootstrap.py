@@ -36,7 +36,7 @@ from render.windows_bootstrap import (
 from tests.validators import powershell_errors
 
 ROOT = Path(__file__).resolve().parent.parent
-INSTALLATION_SCHEMA = ROOT.parent / "shared" / "schemas" / "operator.tigera.io_v1_Installation.json"
+INSTALLATION_SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "operator.tigera.io_v1_Installation.json"
 
 # Shaped like hk-prod's hk-win-1 (Pulumi.hk-prod.yaml): Harbor proxy-cache mirrors, two NTP servers,
 # dynamic ports 10000 + 20000 below the NodePort range.
