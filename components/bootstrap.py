@@ -156,7 +156,8 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         node = machine.node
         params = windows_params(spec, node)
         password_line = machine.admin_password.apply(lambda p: f"{p}\n")
-        previous: pulumi.Resource = machine.vm
+        # After the VM converge and, with windows.activation, the guest's activation.
+        previous: pulumi.Resource = machine.ready
         self.prepare: list[command.remote.Command] = []
         for step, script in windows_bootstrap.render_prepare_steps(params):
             previous = command.remote.Command(

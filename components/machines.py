@@ -15,7 +15,7 @@ import pulumi_proxmoxve as proxmoxve
 from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
-from render import hyperv
+from render import hyperv, windows_activation
 from render.cloud_init import LinuxNodeInit, RegistryMirror, render_prepare_script, render_user_data
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
@@ -76,6 +76,16 @@ def hyperv_vm(spec: StackSpec, node: WindowsNodeSpec, host: HypervHostSpec) -> h
         prefix_length=spec.network.nodes.cidr.prefixlen,
         gateway=str(spec.network.nodes.gateway),
         dns_servers=tuple(str(s) for s in spec.network.dns_servers),
+    )
+
+
+def guest_activation(spec: StackSpec, node: WindowsNodeSpec) -> windows_activation.WindowsActivation | None:
+    activation = spec.windows.activation
+    if activation.mode == "none":
+        return None
+    return windows_activation.WindowsActivation(
+        vm_name=node.name, windows_version=node.version, mode=activation.mode,
+        kms_host=activation.kms_host or "", kms_port=activation.kms_port,
     )
 
 
@@ -246,7 +256,9 @@ class HypervWindowsNode(pulumi.ComponentResource):
 
     def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
                  connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
-                 guards: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
+                 guards: tuple[pulumi.Resource, ...] = (),
+                 activation: windows_activation.WindowsActivation | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
         # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
@@ -268,8 +280,22 @@ class HypervWindowsNode(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*host.prerequisites, *guards],
                                         delete_before_replace=True),
         )
+        # Activation (windows.activation) is its own step after the VM converge: changing it re-runs only
+        # this step, and a replaced VM (new id) is activated again.
+        self.ready: pulumi.Resource = self.vm
+        if activation is not None:
+            activate = hyperv.ssh_command(windows_activation.render_activation(activation))
+            self.ready = command.remote.Command(
+                f"{name}-activation",
+                connection=connection,
+                create=activate,
+                update=activate,
+                stdin=admin_password,
+                triggers=[self.vm.id],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
+            )
         self.summary = summary
-        self.register_outputs({"summary": summary, "converged": self.vm.stdout})
+        self.register_outputs({"summary": summary, "converged": self.vm.stdout, "ready": self.ready.id})
 
 
 class Machines(pulumi.ComponentResource):
@@ -330,6 +356,7 @@ class Machines(pulumi.ComponentResource):
                 host_connections[node.hyperv_host],
                 secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist
                 guards=guards,
+                activation=guest_activation(spec, node),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             for node in spec.nodes.windows

@@ -9,7 +9,7 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from render.checks import DNS_LABEL
@@ -246,6 +246,30 @@ class StorageSpec(Spec):
     longhorn_replicas: Annotated[int, Field(ge=1, le=3)] = 2
 
 
+class WindowsActivationSpec(Spec):
+    """How each Windows guest is activated, applied by its converge step (render/hyperv.py).
+
+    kms: the edition's public KMS client key (GVLK) and this KMS host; avma: the edition's public AVMA
+    key, activated by the Hyper-V host itself (Datacenter hosts only); none: the guest keeps whatever
+    its golden image carries. Neither key is a secret (Microsoft publishes both); a MAK would be, and
+    is not supported here.
+    """
+
+    mode: Literal["kms", "avma", "none"] = "none"
+    # A DNS name or an IPv4 address, as slmgr /skms takes it.
+    kms_host: Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")] | None = None
+    # 1688 is the KMS default port (https://learn.microsoft.com/windows-server/get-started/kms-create-host).
+    kms_port: Annotated[int, Field(ge=1, le=65535)] = 1688
+
+    @model_validator(mode="after")
+    def _kms_host_with_kms_only(self) -> "WindowsActivationSpec":
+        if self.mode == "kms" and self.kms_host is None:
+            raise ValueError("kmsHost is required with mode: kms")
+        if self.mode != "kms" and self.kms_host is not None:
+            raise ValueError(f"kmsHost is only used with mode: kms (mode is {self.mode})")
+        return self
+
+
 class WindowsSpec(Spec):
     # netsh int ipv4 set dynamicport: start at least 1025, at least 255 ports
     # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
@@ -254,6 +278,7 @@ class WindowsSpec(Spec):
     # Windows versions upstream Kubernetes no longer supports, accepted anyway (with a warning) for a
     # legacy build that cannot move yet. Empty by default: an unsupported version is an error.
     allow_unsupported_versions: list[WindowsKey] = []
+    activation: WindowsActivationSpec = WindowsActivationSpec()
 
 
 class LogOutputSpec(Spec):
