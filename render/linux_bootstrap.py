@@ -891,16 +891,27 @@ def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | Non
         f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
         f'NODE="{node_name}"',
         _control_plane_gone_or_node_absent("drain"),
-        *([f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, "check_quorum_without \"$NODE\""] if etcd_pod else []),
-        f"""
+        *_quorum_check(etcd_pod),
+        _cordon_and_drain(timeout_seconds, "",
+                          "it stays cordoned. Eviction is not bypassed: resolve the blocking pod or "
+                          "PodDisruptionBudget and run the delete again"),
+        'echo "node $NODE drained"',
+    ])
+
+
+def _quorum_check(etcd_pod: str | None) -> list[str]:
+    """Bash: stop unless the etcd members other than $NODE keep quorum (nothing without ``etcd_pod``)."""
+    return [f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, 'check_quorum_without "$NODE"'] if etcd_pod else []
+
+
+def _cordon_and_drain(timeout_seconds: int, purpose: str, afterwards: str) -> str:
+    """Bash: cordon and drain $NODE the one way this program drains (PodDisruptionBudgets respected, no
+    eviction bypass), failing with what happens next."""
+    return f"""
 kubectl cordon "$NODE" --request-timeout=60s
 if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
-  die "draining $NODE did not finish within {timeout_seconds}s or was refused (see above); it stays cordoned. \\
-Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again"
-fi
-echo "node $NODE drained"
-""",
-    ])
+  die "draining $NODE{purpose} did not finish within {timeout_seconds}s or was refused (see above); {afterwards}"
+fi"""
 
 
 # The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
@@ -941,16 +952,12 @@ if [[ $running == "$TARGET" && -z $marked ]]; then
   echo "node $NODE already runs kubelet $TARGET, nothing to drain"
   exit 0
 fi""",
-        *([f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, "check_quorum_without \"$NODE\""] if etcd_pod else []),
-        f"""
-kubectl annotate node "$NODE" --overwrite "{UPGRADE_ANNOTATION}=$TARGET" --request-timeout=60s >/dev/null
-kubectl cordon "$NODE" --request-timeout=60s
-if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
-  die "draining $NODE for its upgrade to $TARGET did not finish within {timeout_seconds}s or was refused \\
-(see above); it stays cordoned and nothing was upgraded. Resolve the blocking pod or PodDisruptionBudget and run the update again"
-fi
-echo "node $NODE is drained for its upgrade to $TARGET"
-""",
+        *_quorum_check(etcd_pod),
+        f'kubectl annotate node "$NODE" --overwrite "{UPGRADE_ANNOTATION}=$TARGET" --request-timeout=60s >/dev/null',
+        _cordon_and_drain(timeout_seconds, " for its upgrade to $TARGET",
+                          "it stays cordoned and nothing was upgraded. Resolve the blocking pod or "
+                          "PodDisruptionBudget and run the update again"),
+        'echo "node $NODE is drained for its upgrade to $TARGET"',
     ])
 
 
@@ -1175,7 +1182,7 @@ def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None) 
     if not _RENEWAL_LABEL.match(label):
         raise ValueError(f"renewal label {label!r} must be 1-63 letters, digits, '.', '_' or '-'")
     manifests = " ".join(_STATIC_POD_MANIFESTS)
-    quorum = f'ETCD_POD="{etcd_pod}"\n{_ETCD_HELPERS}\ncheck_quorum_without "$NODE"' if etcd_pod else ""
+    quorum = "\n".join(_quorum_check(etcd_pod))
     return "\n".join([
         _PRELUDE,
         f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
