@@ -44,7 +44,9 @@ variable "output_directory" {
 }
 
 locals {
-  answer_values = { admin_password = var.admin_password, image_name = var.image_name }
+  # The answer files are XML: the password is escaped (& first) so any character is safe in them.
+  xml_password  = replace(replace(replace(var.admin_password, "&", "&amp;"), "<", "&lt;"), ">", "&gt;")
+  answer_values = { admin_password = local.xml_password, image_name = var.image_name }
 }
 
 source "hyperv-iso" "windows" {

@@ -1,0 +1,127 @@
+"""images/: the Packer templates parse as HCL2 (python-hcl2) and carry what the program relies on (scsi0 on
+virtio-scsi-single, a cloud-init drive, the QEMU agent, the template ids of the stack; Generation 2 with
+Secure Boot, sysprep, the Containers feature); the scripts pass shellcheck / tree-sitter-powershell, and the
+answer files are well-formed XML with the partition layout and password the Hyper-V converge expects."""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import hcl2
+import pytest
+import yaml
+from hcl2.utils import SerializationOptions
+
+from tests.conftest import ROOT, hk_prod_values
+from tests.validators import powershell_errors, shellcheck
+
+IMAGES = ROOT / "images"
+UNATTEND = "{urn:schemas-microsoft-com:unattend}"
+
+
+def _hcl(path: Path) -> dict:
+    return hcl2.loads(path.read_text(), serialization_options=SerializationOptions(
+        strip_string_quotes=True, explicit_blocks=False, with_comments=False))
+
+
+def _source(doc: dict, kind: str, name: str) -> dict:
+    for block in doc["source"]:
+        if kind in block and name in block[kind]:
+            return block[kind][name]
+    raise KeyError(f"{kind}.{name}")
+
+
+def _template(path: Path, **values: str) -> str:
+    return re.sub(r"\$\{(\w+)\}", lambda m: values[m.group(1)], path.read_text())
+
+
+@pytest.mark.parametrize("distro", ["ubuntu22", "rocky9"])
+def test_proxmox_templates_have_the_shape_machines_clones(distro):
+    doc = _hcl(IMAGES / "proxmox" / "linux.pkr.hcl")
+    source = _source(doc, "proxmox-iso", distro)
+    # components/machines.py: scsi_hardware virtio-scsi-single, disk interface scsi0, agent enabled,
+    # initialization on a cloud-init drive.
+    assert source["scsi_controller"] == "virtio-scsi-single"
+    disks = source["disks"]
+    assert len(disks) == 1 and disks[0]["type"] == "scsi"  # the first scsi disk is scsi0
+    assert source["qemu_agent"] is True
+    assert source["cloud_init"] is True and source["cloud_init_storage_pool"] == "${var.cloud_init_storage}"
+    assert source["insecure_skip_tls_verify"] is False
+    assert source["vm_id"] == f"${{var.{distro}_vm_id}}"
+    assert source["boot_iso"][0]["unmount"] is True
+    build = doc["build"][0]
+    assert f"source.proxmox-iso.{distro}" in build["sources"]
+    assert build["provisioner"][0]["shell"]["script"].endswith("/seal.sh")
+
+
+def test_proxmox_plugin_is_pinned_and_secrets_are_sensitive():
+    doc = _hcl(IMAGES / "proxmox" / "linux.pkr.hcl")
+    plugin = doc["packer"][0]["required_plugins"][0]["proxmox"]
+    assert plugin == {"version": "= 1.2.1", "source": "github.com/hashicorp/proxmox"}
+    variables = {name: body for block in doc["variable"] for name, body in block.items()}
+    for secret in ("proxmox_token", "build_password", "build_password_hash"):
+        assert variables[secret]["sensitive"] is True
+    # Every distro the stack has a template for has a source here.
+    distros = {t["distro"] for t in hk_prod_values()["proxmox"]["templates"]}
+    assert {f"{d}_vm_id" for d in distros} <= set(variables)
+
+
+def test_seal_script_passes_shellcheck_and_installs_the_guest_agent():
+    script = IMAGES / "proxmox" / "seal.sh"
+    shellcheck(script)
+    text = script.read_text()
+    assert "set -euo pipefail" in text
+    assert "install -y -q qemu-guest-agent cloud-init" in text
+    assert "systemctl enable qemu-guest-agent" in text
+    assert "cloud-init clean --logs --seed" in text
+    assert "truncate -s 0 /etc/machine-id" in text
+
+
+def test_installer_answers_install_the_agent_and_cloud_init():
+    user_data = yaml.safe_load(_template(IMAGES / "proxmox/http/ubuntu22/user-data.pkrtpl", build_password_hash="$6$x$y"))
+    install = user_data["autoinstall"]
+    assert {"qemu-guest-agent", "cloud-init"} <= set(install["packages"])
+    assert install["identity"]["password"] == "$6$x$y"
+    kickstart = _template(IMAGES / "proxmox/http/rocky9/ks.cfg.pkrtpl", build_password_hash="$6$x$y")
+    assert "services --enabled=sshd,qemu-guest-agent,cloud-init" in kickstart
+    assert "--noswap" in kickstart and "--iscrypted --password=$6$x$y" in kickstart
+
+
+def test_windows_golden_image_is_generation_2_secure_boot_and_sysprepped():
+    doc = _hcl(IMAGES / "windows" / "windows.pkr.hcl")
+    source = _source(doc, "hyperv-iso", "windows")
+    # render/hyperv.py: New-VM -Generation 2, Secure Boot with the MicrosoftWindows template.
+    assert source["generation"] == 2
+    assert source["enable_secure_boot"] is True and source["secure_boot_template"] == "MicrosoftWindows"
+    assert source["skip_export"] is True
+    assert "sysprep.exe /generalize /oobe /shutdown" in source["shutdown_command"]
+    assert r"/unattend:C:\Windows\Panther\unattend.xml" in source["shutdown_command"]
+    plugin = doc["packer"][0]["required_plugins"][0]["hyperv"]
+    assert plugin == {"version": "= 1.1.4", "source": "github.com/hashicorp/hyperv"}
+    variables = {name: body for block in doc["variable"] for name, body in block.items()}
+    assert variables["admin_password"]["sensitive"] is True
+    provisioners = doc["build"][0]["provisioner"]
+    assert provisioners[0]["powershell"]["script"].endswith("/prepare.ps1")
+    assert provisioners[2]["file"]["destination"] == r"C:\Windows\Panther\unattend.xml"
+
+
+def test_windows_prepare_script_parses_and_installs_containers():
+    text = (IMAGES / "windows" / "prepare.ps1").read_text()
+    assert powershell_errors(text) == []
+    assert text.startswith("#") and "$ErrorActionPreference = 'Stop'" in text
+    assert "Install-WindowsFeature -Name Containers" in text
+    assert "SetupComplete.cmd" in text
+
+
+def test_answer_files_keep_c_last_and_set_the_administrator_password():
+    setup = ET.fromstring(_template(IMAGES / "windows/autounattend.pkrtpl.xml",
+                                    admin_password="p&amp;ss", image_name="Windows Server 2022 SERVERDATACENTERCORE"))
+    partitions = setup.findall(f".//{UNATTEND}CreatePartition")
+    assert [p.find(f"{UNATTEND}Type").text for p in partitions] == ["EFI", "MSR", "Primary"]
+    assert partitions[-1].find(f"{UNATTEND}Extend").text == "true"
+    assert setup.find(f".//{UNATTEND}InstallTo/{UNATTEND}PartitionID").text == "3"
+    generalize = ET.fromstring(_template(IMAGES / "windows/unattend.pkrtpl.xml", admin_password="p&amp;ss"))
+    password = generalize.find(f".//{UNATTEND}AdministratorPassword/{UNATTEND}Value")
+    assert password.text == "p&ss"
+    assert [s.get("pass") for s in generalize.findall(f"{UNATTEND}settings")] == ["oobeSystem"]
