@@ -543,6 +543,29 @@ installed_kube_version() {
     rpm -q --qf '%{VERSION}' "$1"
   fi
 }
+
+# install_kube_version PACKAGE...: installs the packages at K8S_VERSION from the kubernetes repository
+# (apt refreshes its index once per run: a new patch is only in an index fetched after its release)
+# and verifies each, since the package managers do not fail on every version they could not install.
+install_kube_version() {
+  local package
+  case "${PKG_MANAGER}" in
+    apt)
+      if ((APT_INDEX_FRESH == 0)); then
+        apt_get update
+        APT_INDEX_FRESH=1
+      fi
+      apt_get install --no-install-recommends "${@/%/=${K8S_VERSION}-*}"
+      ;;
+    dnf | yum)
+      "${PKG_MANAGER}" install -y --disableexcludes=kubernetes "${@/%/-${K8S_VERSION}-*}"
+      ;;
+  esac
+  for package in "$@"; do
+    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] \
+      || die "${package} ${K8S_VERSION} did not install"
+  done
+}
 """
 
 # What an upgrade runs after the helpers, entered at upgrade_node (render_upgrade_script).
@@ -575,26 +598,15 @@ upgrade_kube_packages() {
           apt-mark unhold "${package}"
         fi
       done
-      # Once per run: a new patch is only in an index fetched after its release.
-      if ((APT_INDEX_FRESH == 0)); then
-        apt_get update
-        APT_INDEX_FRESH=1
-      fi
-      apt_get install --no-install-recommends "${stale[@]/%/=${K8S_VERSION}-*}"
+      install_kube_version "${stale[@]}"
       for package in "${stale[@]}"; do
         if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
           apt-mark hold "${package}"
         fi
       done
       ;;
-    dnf | yum)
-      "${PKG_MANAGER}" install -y --disableexcludes=kubernetes "${stale[@]/%/-${K8S_VERSION}-*}"
-      ;;
+    *) install_kube_version "${stale[@]}" ;;
   esac
-  for package in "${stale[@]}"; do
-    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] \
-      || die "${package} ${K8S_VERSION} did not install"
-  done
 }
 
 # The version kubeadm last uploaded for the whole cluster (kubeadm-config ClusterConfiguration).
@@ -942,22 +954,7 @@ install_kubernetes_packages() {
   done
   if ((${#missing[@]} > 0)); then
     log "installing ${missing[*]} ${K8S_VERSION}"
-    case "${PKG_MANAGER}" in
-      apt)
-        if ((APT_INDEX_FRESH == 0)); then
-          apt_get update
-          APT_INDEX_FRESH=1
-        fi
-        apt_get install --no-install-recommends "${missing[@]/%/=${K8S_VERSION}-*}"
-        ;;
-      dnf | yum)
-        "${PKG_MANAGER}" install -y --disableexcludes=kubernetes "${missing[@]/%/-${K8S_VERSION}-*}"
-        ;;
-    esac
-    for package in "${missing[@]}"; do
-      [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] \
-        || die "${package} ${K8S_VERSION} did not install"
-    done
+    install_kube_version "${missing[@]}"
   fi
   if [[ "${PKG_MANAGER}" == apt ]]; then
     for package in kubelet kubeadm kubectl; do
