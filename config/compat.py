@@ -93,6 +93,14 @@ def kubernetes_minor(version: str) -> str:
     return f"{major}.{minor}"
 
 
+def patch_number(version: str) -> int:
+    """The patch of a full version: "1.36.4" gives 4."""
+    match = _MINOR.match(version.strip())
+    if match is None or match.group(3) is None:
+        raise ValueError(f"not a full Kubernetes version: {version!r}")
+    return int(match.group(3))
+
+
 def supported_versions() -> list[str]:
     """The minors in KUBERNETES, oldest first (numeric order, so 1.9 sorts before 1.10)."""
     return sorted(KUBERNETES, key=_minor_tuple)

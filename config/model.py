@@ -9,29 +9,85 @@ import re
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from render import checks
 from render.checks import DNS_LABEL
 
 # Kubernetes object names and our VM names share the DNS-1123 label rule (render/checks.py).
 DNS1123_LABEL = DNS_LABEL
 
 
+# Values are validated strictly (config.loader): `cpu: true` is not 1 and `insecure: "yes"` is not
+# true. Addresses are the exception: stack files write them as text, and these read the text.
+def _address(value: object) -> object:
+    if isinstance(value, IPv4Address):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be written as text, e.g. 10.30.30.11")
+    try:
+        return IPv4Address(value)
+    except ValueError:
+        raise ValueError("is not an IPv4 address") from None
 
-def _text(value: object) -> object:
-    # pydantic's lax mode would read `podCidr: 1` or `ip: true` as an integer address.
-    if not isinstance(value, (str, IPv4Address, IPv4Network)):
-        raise ValueError("must be written as text, e.g. 10.30.30.0/24 or 10.30.30.11")
-    return value
+
+def _network(value: object) -> object:
+    if isinstance(value, IPv4Network):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be written as text, e.g. 10.30.30.0/24")
+    try:
+        return IPv4Network(value)
+    except ValueError:
+        raise ValueError("is not an IPv4 network address/prefix (host bits must be zero)") from None
 
 
-IPv4Net = Annotated[IPv4Network, BeforeValidator(_text)]
-IPv4Addr = Annotated[IPv4Address, BeforeValidator(_text)]
+IPv4Net = Annotated[IPv4Network, BeforeValidator(_network)]
+IPv4Addr = Annotated[IPv4Address, BeforeValidator(_address)]
+
+
+def _text_type(accepts, description: str, max_length: int | None = None):
+    """A string the renderers accept (`accepts`, from render.checks). The message says what is expected and
+    never repeats the value: it could be a credential typed into the wrong key."""
+    def check(value: str) -> str:
+        if not accepts(value):
+            raise ValueError(f"must be {description}")
+        return value
+    return Annotated[str, Field(max_length=max_length), AfterValidator(check)]
+
+
+def _matches(pattern):
+    return lambda value: bool(pattern.match(value))
+
+
+# Names the stack gives its own things (cluster, zones, nodes, hosts, namespaces) are DNS-1123 labels:
+# they become Kubernetes names, label values and resource names. Problem messages may name a value
+# only once it has passed a type like this one, never free text.
+Label = _text_type(_matches(DNS1123_LABEL), "a DNS-1123 label: 1-63 lower-case letters, digits or '-'")
+# An IPv4 address or a host name, as NTP, log, NFS and KMS servers are written.
+Host = _text_type(checks.is_host, "an IPv4 address or an ASCII host name")
+DnsSubdomain = _text_type(_matches(checks.DNS_SUBDOMAIN), "a lower-case DNS name (letters, digits, '-', '.')")
+PosixUser = _text_type(_matches(checks.POSIX_USER), "a user name of lower-case letters, digits, '_' or '-' (at most 32)")
+WindowsUser = _text_type(lambda v: bool(re.match(r'^[^"/\\\[\]:;|=,+*?<>@\x00-\x1f]{1,20}$', v)) and v == v.strip(),
+                         "a Windows user name (at most 20 characters, none of \" / \\ [ ] : ; | = , + * ? < > @)")
+WindowsPath = _text_type(_matches(checks.WINDOWS_PATH), "an absolute Windows path (C:\\... or \\\\server\\share)")
+# Hyper-V switch and adapter names reach -Name parameters, which treat some characters as wildcards.
+HypervName = _text_type(lambda v: checks.is_plain_text(v) and not checks.WILDCARD_CHARS & set(v),
+                        "a name without surrounding spaces, control or wildcard characters (* ? [ ] `)", 256)
+NetbiosName = _text_type(_matches(checks.NETBIOS_NAME), "a NetBIOS name: 1-15 letters, digits or '-', not only digits")
+RegistryHost = _text_type(_matches(checks.REGISTRY_HOST), "a registry host as image names write it, e.g. docker.io (no port)")
+HttpEndpoint = _text_type(_matches(checks.HTTP_ENDPOINT),
+                          "an http(s) URL of a host, optional port and path, without user:password@ or query")
+HttpsEndpoint = _text_type(lambda v: v.startswith("https://") and bool(checks.HTTP_ENDPOINT.match(v)),
+                           "an https URL of a host, optional port and path, without user:password@ or query")
+LokiTenant = _text_type(_matches(checks.LOKI_TENANT), "a Loki tenant ID (up to 150 of letters, digits and ! - _ . * ' ( ))")
+# Proxmox storage IDs (pve-storage-id in PVE::JSONSchema: a letter, then letters, digits, '-', '_', '.').
+ProxmoxId = _text_type(_matches(re.compile(r"^[a-z][a-z0-9_.-]*[a-z0-9]$")),
+                       "a Proxmox ID (lower-case letters, digits, '-', '_', '.'; starting with a letter)")
 
 DistroKey = Literal["ubuntu22", "rocky9", "centos7"]
 WindowsKey = Literal["win2019", "win2022", "win2025"]
-Label = Annotated[str, Field(min_length=1, max_length=63)]
 
 
 class Spec(BaseModel):
@@ -47,7 +103,7 @@ class ClusterSpec(Spec):
     kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d+\.\d+$")]
     pod_cidr: IPv4Net
     service_cidr: IPv4Net
-    dns_domain: str = "cluster.local"
+    dns_domain: DnsSubdomain = "cluster.local"
     node_cidr_mask_size: Annotated[int, Field(ge=16, le=28)] = 24
     node_port_range: Annotated[str, Field(pattern=r"^\d{1,5}-\d{1,5}$")] = "30000-32767"
     # The API server's virtual IP (kube-vip) for a highly available control plane; with a single
@@ -57,13 +113,6 @@ class ClusterSpec(Spec):
     # A label for a certificate renewal round (e.g. "2027-10"): setting or changing it renews the
     # kubeadm certificates on every control-plane node, one at a time, and re-reads admin.conf.
     certificate_renewal: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")] | None = None
-
-    @field_validator("name", "dns_domain")
-    @classmethod
-    def _dns_name(cls, value: str) -> str:
-        if not all(DNS1123_LABEL.match(part) for part in value.split(".")):
-            raise ValueError(f"{value!r} is not a DNS-1123 name (lower-case letters, digits, '-')")
-        return value
 
     @property
     def node_ports(self) -> tuple[int, int]:
@@ -75,7 +124,7 @@ class ClusterSpec(Spec):
     def _ordered_range(cls, value: str) -> str:
         low, high = (int(part) for part in value.split("-"))
         if not 1 <= low <= high <= 65535:
-            raise ValueError(f"{value!r} is not a port range low-high within 1-65535")
+            raise ValueError("is not a port range low-high within 1-65535")
         return value
 
 
@@ -96,7 +145,7 @@ class VlanSpec(Spec):
     gateway: IPv4Addr | None = None
     # The Proxmox Linux bridge already bound to this VLAN (e.g. vmbr30 on eno1.30), so VM NICs on it
     # carry no tag of their own.
-    proxmox_bridge: str | None = None
+    proxmox_bridge: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")] | None = None
 
 
 class NetworkSpec(Spec):
@@ -105,31 +154,31 @@ class NetworkSpec(Spec):
     nodes: VlanSpec
     storage: VlanSpec | None = None
     dns_servers: Annotated[list[IPv4Addr], Field(min_length=1)]
-    search_domain: str | None = None
+    search_domain: DnsSubdomain | None = None
 
 
 class ProxmoxNodeSpec(Spec):
-    name: Label
-    zone: str
+    name: DnsSubdomain
+    zone: Label
     address: IPv4Addr  # where the provider's SSH session uploads snippets
 
 
 class TemplateSpec(Spec):
     distro: DistroKey
     vm_id: Annotated[int, Field(ge=100, le=999999999)]
-    node: str  # the Proxmox node holding the template: cloning from local storage stays on that node
+    node: DnsSubdomain  # the Proxmox node holding the template: cloning from local storage stays on that node
 
 
 class DatastoreSpec(Spec):
-    vm_disks: str = "local-zfs"
-    cloud_init: str = "local-zfs"
-    snippets: str = "local"  # must have the "snippets" content type enabled
+    vm_disks: ProxmoxId = "local-zfs"
+    cloud_init: ProxmoxId = "local-zfs"
+    snippets: ProxmoxId = "local"  # must have the "snippets" content type enabled
 
 
 class ProxmoxSpec(Spec):
-    endpoint: Annotated[str, Field(pattern=r"^https://")]
+    endpoint: HttpsEndpoint
     insecure: bool = False
-    ssh_user: str = "root"
+    ssh_user: PosixUser = "root"
     nodes: Annotated[list[ProxmoxNodeSpec], Field(min_length=1)]
     templates: Annotated[list[TemplateSpec], Field(min_length=1)]
     datastores: DatastoreSpec = DatastoreSpec()
@@ -138,7 +187,7 @@ class ProxmoxSpec(Spec):
 class NicOffloadSpec(Spec):
     # Our design notes saw packet loss with Large Send Offload on the vSwitch uplink under VXLAN.
     disable_lso: bool = False
-    adapters: list[str] = []
+    adapters: list[HypervName] = []
 
 
 HostKey = Annotated[str, Field(pattern=r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$")]
@@ -146,16 +195,16 @@ HostKey = Annotated[str, Field(pattern=r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(25
 
 class HypervHostSpec(Spec):
     name: Label
-    zone: str
+    zone: Label
     address: IPv4Addr
     port: Annotated[int, Field(ge=1, le=65535)] = 22
-    user: str = "Administrator"
+    user: WindowsUser = "Administrator"
     # The host's SSH public host key ("ssh-ed25519 AAAA..."): when set, a connection to anything else is
     # refused, so the guest password and join tokens sent to this host cannot be intercepted.
     host_key: HostKey | None = None
-    switch_name: str
-    vm_folder: str
-    golden_images: dict[WindowsKey, str]
+    switch_name: HypervName
+    vm_folder: WindowsPath
+    golden_images: dict[WindowsKey, WindowsPath]
     nic_offload: NicOffloadSpec = NicOffloadSpec()
 
 
@@ -167,46 +216,68 @@ class HypervSpec(Spec):
 
 
 class BastionSpec(Spec):
-    host: str
+    host: Host
     port: Annotated[int, Field(ge=1, le=65535)] = 22
-    user: str
+    user: PosixUser
     host_key: HostKey | None = None
 
 
+def _not_root(user: str) -> str:
+    if user == "root":
+        raise ValueError("must not be root (cloud-init creates this user; root logins stay disabled)")
+    return user
+
+
+# One line of an authorized_keys file: type, base64 key, optional comment.
+PublicKey = _text_type(_matches(re.compile(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( [^\r\n]*)?$")),
+                       "an OpenSSH public key line (ssh-ed25519 AAAA... comment)")
+
+
 class AccessSpec(Spec):
-    admin_user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "ops"
-    ssh_public_keys: Annotated[list[str], Field(min_length=1)]
+    # Not root: cloud-init creates this user, with sudo, and root logins stay disabled.
+    admin_user: Annotated[PosixUser, AfterValidator(_not_root)] = "ops"
+    ssh_public_keys: Annotated[list[PublicKey], Field(min_length=1)]
     bastion: BastionSpec | None = None
 
-    @field_validator("ssh_public_keys")
-    @classmethod
-    def _public_keys(cls, keys: list[str]) -> list[str]:
-        for key in keys:
-            if not re.match(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( .*)?$", key):
-                raise ValueError(f"not an OpenSSH public key: {key[:24]!r}...")
-        return keys
+
+
+# Upper bounds catch a typo (an extra digit, GB written as MB), not a platform limit: 1 TiB of memory and
+# 64 TiB of disk (the VHDX format's maximum) are far above any node this program builds.
+MAX_MEMORY_MB = 1024 * 1024
+MAX_DISK_GB = 64 * 1024
 
 
 class NodeSpec(Spec):
     name: Label
-    zone: str
+    zone: Label
     cpu: Annotated[int, Field(ge=1, le=256)]
-    memory_mb: Annotated[int, Field(ge=1024)]
-    disk_gb: Annotated[int, Field(ge=20)]
+    memory_mb: Annotated[int, Field(ge=1024, le=MAX_MEMORY_MB)]
+    disk_gb: Annotated[int, Field(ge=20, le=MAX_DISK_GB)]
     ip: IPv4Addr
 
 
 class LinuxNodeSpec(NodeSpec):
-    proxmox_node: str
+    proxmox_node: DnsSubdomain
     vm_id: Annotated[int, Field(ge=100, le=999999999)]
     distro: DistroKey = "ubuntu22"
     management_ip: IPv4Addr | None = None
 
 
 class WindowsNodeSpec(NodeSpec):
-    hyperv_host: str
+    hyperv_host: Label
     version: WindowsKey
-    computer_name: str | None = None  # defaults to the node name; NetBIOS allows 15 characters
+    computer_name: NetbiosName | None = None  # defaults to the node name; NetBIOS allows 15 characters
+    # Generation 2 VMs take at most 240 virtual processors on Windows Server 2016-2022 hosts (Hyper-V's
+    # supported guest table, "64 for Generation 1 VMs and 240 for Generation 2 VMs").
+    cpu: Annotated[int, Field(ge=1, le=240)]
+
+    @field_validator("memory_mb")
+    @classmethod
+    def _hyperv_memory_unit(cls, value: int) -> int:
+        # Hyper-V assigns startup memory in 2 MB units (render/hyperv.py refuses an odd size).
+        if value % 2:
+            raise ValueError("must be an even number of MB (Hyper-V assigns memory in 2 MB units)")
+        return value
 
     @property
     def netbios_name(self) -> str:
@@ -220,8 +291,8 @@ class NodesSpec(Spec):
 
 
 class RegistryMirrorSpec(Spec):
-    upstream: str  # registry host as images name it: docker.io, registry.k8s.io, ...
-    endpoint: Annotated[str, Field(pattern=r"^https?://")]
+    upstream: RegistryHost  # registry host as images name it: docker.io, registry.k8s.io, ...
+    endpoint: HttpEndpoint
     # Harbor proxy-cache projects serve under /v2/<project>/, so containerd must not append /v2.
     override_path: bool = False
 
@@ -232,8 +303,8 @@ class RegistrySpec(Spec):
 
 class StorageSpec(Spec):
     smb_source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
-    nfs_server: IPv4Addr | str
-    nfs_path: Annotated[str, Field(pattern=r"^/")]
+    nfs_server: Host
+    nfs_path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
     # cifs mount modes and owner on Linux nodes (Windows nodes ignore mount options).
     smb_dir_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0770"
     smb_file_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0660"
@@ -257,7 +328,7 @@ class WindowsActivationSpec(Spec):
 
     mode: Literal["kms", "avma", "none"] = "none"
     # A DNS name or an IPv4 address, as slmgr /skms takes it.
-    kms_host: Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")] | None = None
+    kms_host: Host | None = None
     # 1688 is the KMS default port (https://learn.microsoft.com/windows-server/get-started/kms-create-host).
     kms_port: Annotated[int, Field(ge=1, le=65535)] = 1688
 
@@ -285,11 +356,12 @@ class LogOutputSpec(Spec):
     # The one place both Linux and Windows Fluent Bit ship to. A full DNS name or an address: Windows
     # pods treat any dotted name as fully qualified, so a partial in-cluster name would not resolve there.
     kind: Literal["loki", "elasticsearch", "forward"]
-    host: str
+    host: Host
     port: Annotated[int, Field(ge=1, le=65535)]
     tls: bool = False
-    tenant: str | None = None          # loki only
-    index_prefix: str = "kubernetes"   # elasticsearch only
+    tenant: LokiTenant | None = None   # loki only
+    # elasticsearch only; Elasticsearch index names are lower case (docs "Create index API": "Lowercase only").
+    index_prefix: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")] = "kubernetes"
 
 
 class ObservabilitySpec(Spec):
@@ -340,7 +412,7 @@ class WorkloadsSpec(Spec):
     # cluster end to end; switch off for a cluster that only runs real workloads.
     samples: bool = True
     # Host name the sample Ingresses answer to; None answers any host.
-    sample_host: str | None = None
+    sample_host: _text_type(_matches(checks.ROUTE_HOST), "a fully qualified lower-case DNS name, optionally *.-prefixed") | None = None
     # The application namespaces (from `namespaces`) the samples run in.
     windows_namespace: Label = "win-prod"
     linux_namespace: Label = "linux-prod"
@@ -349,7 +421,7 @@ class WorkloadsSpec(Spec):
 class EtcdBackupSpec(Spec):
     # Where every control-plane node writes its etcd snapshots: an NFS export (each node in its own
     # sub-directory), mounted only while a snapshot is copied.
-    nfs_server: IPv4Addr | Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")]
+    nfs_server: Host
     nfs_path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
     # A systemd OnCalendar expression (systemd.time(7)), e.g. "*-*-* 00/6:00:00" for every six hours.
     schedule: Annotated[str, Field(pattern=r"^[A-Za-z0-9*:/,.~ -]{1,64}$")] = "*-*-* 00/6:00:00"
@@ -369,7 +441,7 @@ class StackSpec(Spec):
     access: AccessSpec
     nodes: NodesSpec
     registry: RegistrySpec = RegistrySpec()
-    ntp_servers: Annotated[list[str], Field(min_length=1)]
+    ntp_servers: Annotated[list[Host], Field(min_length=1)]
     storage: StorageSpec
     windows: WindowsSpec = WindowsSpec()
     observability: ObservabilitySpec

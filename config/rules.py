@@ -12,9 +12,10 @@ from ipaddress import IPv4Address, IPv4Network
 from typing import Callable, Iterator, Literal
 
 from render import network, scheduling
+from render.checks import NETBIOS_NAME
 
 from . import compat
-from .model import DNS1123_LABEL, StackSpec, VlanSpec
+from .model import StackSpec, VlanSpec
 
 Severity = Literal["error", "warning"]
 
@@ -125,6 +126,29 @@ def node_addresses(spec: StackSpec) -> Iterator[Problem]:
             seen.setdefault(address, address_path)
 
 
+@rule("cluster", "network", "nodes", "proxmox", "hyperv")
+def infrastructure_addresses(spec: StackSpec) -> Iterator[Problem]:
+    """A node or the API VIP on the address of a Proxmox node, a Hyper-V host or a DNS server would take
+    that machine's traffic (ARP answers from two hosts): every address the cluster claims is its own."""
+    taken: dict[IPv4Address, str] = {}
+    for index, node in enumerate(spec.proxmox.nodes):
+        taken.setdefault(node.address, f"proxmox.nodes[{index}].address")
+    for index, host in enumerate(spec.hyperv.hosts):
+        if host.address in taken:
+            yield Problem(f"hyperv.hosts[{index}].address", f"{host.address} is also {taken[host.address]}")
+        taken.setdefault(host.address, f"hyperv.hosts[{index}].address")
+    for index, server in enumerate(spec.network.dns_servers):
+        taken.setdefault(server, f"network.dnsServers[{index}]")
+    claimed = [(f"{path}.ip", node.ip) for path, node in _node_paths(spec)]
+    claimed += [(f"{path}.managementIp", node.management_ip) for path, node in _node_paths(spec)
+                if getattr(node, "management_ip", None) is not None]
+    if spec.cluster.api_vip is not None:
+        claimed.append(("cluster.apiVip", spec.cluster.api_vip))
+    for path, address in claimed:
+        if address in taken:
+            yield Problem(path, f"{address} is already {taken[address]}")
+
+
 @rule("cluster", "network", "nodes")
 def api_endpoint(spec: StackSpec) -> Iterator[Problem]:
     vip = spec.cluster.api_vip
@@ -143,8 +167,6 @@ def node_names(spec: StackSpec) -> Iterator[Problem]:
     names = Counter(node.name for _, node in _node_paths(spec))
     netbios = Counter(node.netbios_name.upper() for node in spec.nodes.windows)
     for path, node in _node_paths(spec):
-        if not DNS1123_LABEL.match(node.name):
-            yield Problem(f"{path}.name", f"{node.name!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
         if names[node.name] > 1:
             yield Problem(f"{path}.name", f"node name {node.name!r} is used more than once")
     for index, node in enumerate(spec.nodes.windows):
@@ -152,7 +174,11 @@ def node_names(spec: StackSpec) -> Iterator[Problem]:
         # NetBIOS computer names are limited to 15 characters:
         # https://learn.microsoft.com/en-us/troubleshoot/windows-server/active-directory/naming-conventions-for-computer-domain-site-ou
         if len(node.netbios_name) > 15:
-            yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is longer than 15 characters")
+            yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is longer than "
+                                                           "15 characters; set computerName")
+        elif not NETBIOS_NAME.match(node.netbios_name):
+            yield Problem(f"nodes.windows[{index}].{key}", f"{node.netbios_name!r} is not a Windows computer name (NetBIOS: "
+                                                           "1-15 letters, digits or '-', not only digits); set computerName")
         elif netbios[node.netbios_name.upper()] > 1:
             yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is used more than once")
 
@@ -290,6 +316,10 @@ def versions(spec: StackSpec) -> Iterator[Problem]:
     if release is None:
         yield Problem("cluster.kubernetesVersion", f"Kubernetes {minor} is not supported; supported: {', '.join(compat.supported_versions())}")
         return
+    if compat.patch_number(version) > compat.patch_number(release.patch):
+        # Newer than any release the matrix knows: the packages and images would not exist.
+        yield Problem("cluster.kubernetesVersion", f"{version} is not a known {minor} release; the newest in "
+                                                   f"config/compat.py is {release.patch}")
     for path, node in _node_paths(spec):
         if hasattr(node, "distro"):
             distro = compat.DISTROS[node.distro]

@@ -1,14 +1,60 @@
-"""Input checks the renderers share: a rendered object or script is refused before it is built wrong."""
+"""Input checks the renderers share: a rendered object or script is refused before it is built wrong.
+
+The patterns here are also the config layer's field types (config/model.py), so a value the stack file
+accepts is a value every renderer accepts: one definition for both.
+"""
 from __future__ import annotations
 
+import ipaddress
 import re
 
 # Kubernetes DNS-1123 label: namespaces, RuntimeClasses, most object names
 # (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names).
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# DNS-1123 subdomain: lower-case labels joined by dots, 253 characters at most (same page): node
+# names, cluster domains, the search domain cloud-init writes (its FQDN check is lower-case).
+DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
+# A host name as resolvers take it (RFC 1123 section 2.1: letters, digits, hyphens; any case), ASCII only.
+HOST_NAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?)*$")
+# A host name routes match: a lower-case FQDN of two labels or more, optionally a *. wildcard
+# (Ingress spec.rules[].host and Gateway API HTTPRoute spec.hostnames take the same form).
+ROUTE_HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+# A registry host as image references name it (docker.io, registry.k8s.io): containerd's hosts
+# directory is named after it, on Windows too, where a ':port' would not be a valid folder name.
+REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+# An http(s) URL with a host, an optional port and a plain path: no user:password@ part, no query.
+HTTP_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+# A POSIX login name as useradd takes it by default (shadow-utils NAME_REGEX).
+POSIX_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+# NetBIOS computer names: at most 15 characters; Windows also rejects names made only of digits.
+# Letters, digits and hyphens keep it DNS-safe as well.
+# https://learn.microsoft.com/troubleshoot/windows-server/active-directory/naming-conventions-for-computer-domain-site-ou
+NETBIOS_NAME = re.compile(r"^(?!-)(?![0-9]+$)[A-Za-z0-9-]{1,15}(?<!-)$")
+# An absolute Windows path (drive or UNC) without control characters or the characters Windows file
+# names cannot hold (" * ? < > |; https://learn.microsoft.com/windows/win32/fileio/naming-a-file).
+WINDOWS_PATH = re.compile(r"^([A-Za-z]:\\|\\\\)[^\x00-\x1f\x7f\"*?<>|]*$")
+# Characters that are wildcards to Hyper-V's -Name parameters and Get-NetAdapter -Name.
+WILDCARD_CHARS = frozenset("*?[]`")
+# Loki tenant IDs: up to 150 of letters, digits and ! - _ . * ' ( ), and not "." or ".."
+# (https://grafana.com/docs/enterprise-logs/latest/operations/multi-tenancy/ and its Restrictions list).
+LOKI_TENANT = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9!_.*'()-]{1,150}$")
 
 
 def require(condition: bool, message: str) -> None:
     """Raise ValueError(message) unless condition holds."""
     if not condition:
         raise ValueError(message)
+
+
+def is_host(value: str) -> bool:
+    """An IPv4 address or a host name (HOST_NAME)."""
+    try:
+        ipaddress.IPv4Address(value)
+        return True
+    except ValueError:
+        return bool(HOST_NAME.match(value)) and not value.replace(".", "").isdigit()
+
+
+def is_plain_text(value: str) -> bool:
+    """Non-empty, no surrounding spaces, no control characters: safe as a quoted script value."""
+    return bool(value) and value == value.strip() and not re.search(r"[\x00-\x1f\x7f]", value)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import yaml
+from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, is_host
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
 CONTAINERD_CONFIG_PATH = "/etc/containerd/config.toml"
@@ -124,12 +125,7 @@ _DISTROS: dict[str, _DistroFacts] = {
 }
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _FQDN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$")
-_REGISTRY_HOST = re.compile(r"^[a-z0-9.-]+(:\d{1,5})?$")
-_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
-_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
-_NTP_SERVER = re.compile(r"^[A-Za-z0-9.:-]+$")
 _IMAGE = re.compile(r"^[A-Za-z0-9./:_@-]+$")
 
 
@@ -140,7 +136,7 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
         raise ValueError(f"unsupported distro {node.distro!r}; expected one of {sorted(_DISTROS)}")
     if node.package_manager != facts.package_manager:
         raise ValueError(f"{node.distro} uses {facts.package_manager}, not {node.package_manager!r}")
-    if not _HOSTNAME.match(node.hostname):
+    if not DNS_LABEL.match(node.hostname):
         raise ValueError(f"hostname {node.hostname!r} is not a lowercase DNS label")
     if node.fqdn is not None and not (_FQDN.match(node.fqdn) and node.fqdn.split(".")[0] == node.hostname):
         raise ValueError(f"fqdn {node.fqdn!r} must be a lowercase FQDN starting with {node.hostname!r}")
@@ -152,7 +148,7 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
     _containerd_major(node.containerd_version)
     if not _IMAGE.match(node.sandbox_image):
         raise ValueError(f"sandbox_image {node.sandbox_image!r} is not an image reference")
-    if not _USER.match(node.admin_user) or node.admin_user == "root":
+    if not POSIX_USER.match(node.admin_user) or node.admin_user == "root":
         raise ValueError(f"admin_user {node.admin_user!r} is not a valid non-root user name")
     if not node.ssh_authorized_keys:
         raise ValueError("at least one ssh_authorized_key is required: password SSH is disabled")
@@ -162,14 +158,14 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
     if not node.ntp_servers:
         raise ValueError("at least one ntp_server is required")
     for server in node.ntp_servers:
-        if not _NTP_SERVER.match(server):
+        if not is_host(server):
             raise ValueError(f"ntp server {server!r} is not a host name or address")
     if "/" not in node.timezone and node.timezone != "UTC":
         raise ValueError(f"timezone {node.timezone!r} is not an IANA zone name")
     for mirror in node.registry_mirrors:
-        if not _REGISTRY_HOST.match(mirror.upstream):
+        if not REGISTRY_HOST.match(mirror.upstream):
             raise ValueError(f"registry upstream {mirror.upstream!r} is not a registry host")
-        if not _ENDPOINT.match(mirror.endpoint):
+        if not HTTP_ENDPOINT.match(mirror.endpoint):
             raise ValueError(f"mirror endpoint {mirror.endpoint!r} is not an http(s) URL")
     return facts
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from render.checks import DNS_LABEL
+from render.checks import DNS_LABEL, is_host
 from render.linux_bootstrap import _PRELUDE, _PUT_FILE
 
 SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
@@ -34,7 +34,6 @@ SYSTEMD_DIR = "/etc/systemd/system"
 MOUNT_POINT = "/run/hybrid-cluster-etcd-snapshot-target"
 CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
 
-_HOST = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
 _SCHEDULE = re.compile(r"^[A-Za-z0-9*:/,.~ -]{1,64}$")
 _HEREDOC = "__HYBRID_CLUSTER_ETCD_BACKUP_FILE__"
@@ -52,7 +51,7 @@ class EtcdBackupParams:
 def _validate(p: EtcdBackupParams) -> None:
     if not DNS_LABEL.match(p.node_name):
         raise ValueError(f"node name {p.node_name!r} is not a DNS label")
-    if not _HOST.match(p.nfs_server):
+    if not is_host(p.nfs_server):
         raise ValueError(f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
     if not _EXPORT.match(p.nfs_path) or ".." in p.nfs_path.split("/"):
         raise ValueError(f"NFS path {p.nfs_path!r} must be an absolute export path")

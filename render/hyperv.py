@@ -21,6 +21,7 @@ import base64
 import ipaddress
 import re
 from dataclasses import dataclass
+from render.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -159,11 +160,6 @@ def _ps_array(values: tuple[str, ...]) -> str:
 # to characters that can never be a wildcard (or a path separator: the VM folder is derived
 # from the VM name and deleted recursively).
 _VM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_WILDCARD_CHARS = set("*?[]`")
-# NetBIOS computer names: at most 15 characters; Windows also rejects names made only of
-# digits. Letters, digits and hyphens keep it DNS-safe as well.
-# Source: https://learn.microsoft.com/troubleshoot/windows-server/active-directory/naming-conventions-for-computer-domain-site-ou
-_COMPUTER_NAME = re.compile(r"^(?!-)(?![0-9]+$)[A-Za-z0-9-]{1,15}(?<!-)$")
 
 
 def _ipv4(value: str, what: str) -> ipaddress.IPv4Address:
@@ -174,21 +170,21 @@ def _ipv4(value: str, what: str) -> ipaddress.IPv4Address:
 
 
 def _require_text(value: str, what: str) -> None:
-    if not value or value != value.strip():
+    if not is_plain_text(value):
         raise ValueError(f"{what} must be non-empty without surrounding spaces: {value!r}")
 
 
 def _validate_vm(vm: HypervVm) -> None:
     if not _VM_NAME.match(vm.vm_name):
         raise ValueError(f"vm_name {vm.vm_name!r} must match {_VM_NAME.pattern}")
-    if not _COMPUTER_NAME.match(vm.computer_name):
+    if not NETBIOS_NAME.match(vm.computer_name):
         raise ValueError(
             f"computer_name {vm.computer_name!r} must be a NetBIOS name: 1-15 letters, "
             "digits or hyphens, not only digits"
         )
     for what, path in (("vm_folder", vm.vm_folder), ("golden_vhdx", vm.golden_vhdx)):
         _require_text(path, what)
-        if not re.match(r"^[A-Za-z]:\\|^\\\\", path):
+        if not WINDOWS_PATH.match(path):
             raise ValueError(f"{what} {path!r} must be an absolute Windows path")
     _require_text(vm.switch_name, "switch_name")
     if vm.vlan_id is not None and not 1 <= vm.vlan_id <= 4094:
@@ -634,7 +630,7 @@ def _validate_offload(o: HostNicOffload) -> None:
         raise ValueError("adapter_names must not be empty")
     for name in o.adapter_names:
         _require_text(name, "adapter name")
-        if _WILDCARD_CHARS & set(name):
+        if WILDCARD_CHARS & set(name):
             raise ValueError(f"adapter name {name!r} contains a wildcard character")
 
 
@@ -684,7 +680,7 @@ def check_vm_name(vm_name: str) -> None:
 
 def check_computer_name(computer_name: str) -> None:
     """Raise ValueError unless ``computer_name`` is a NetBIOS name render_create accepts."""
-    if not _COMPUTER_NAME.match(computer_name):
+    if not NETBIOS_NAME.match(computer_name):
         raise ValueError(
             f"computer_name {computer_name!r} must be a NetBIOS name: 1-15 letters, "
             "digits or hyphens, not only digits"

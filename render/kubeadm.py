@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+from render.checks import DNS_SUBDOMAIN
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
@@ -103,9 +104,7 @@ _NODE_ROLE_PREFIX = "node-role.kubernetes.io"
 # Label syntax: qualified name (optional DNS-subdomain prefix, name of at most 63 characters) and label
 # value (at most 63 characters), as k8s.io/apimachinery/pkg/util/validation IsQualifiedName / IsValidLabelValue.
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
-_DNS_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 _IMAGE = re.compile(r"^[A-Za-z0-9./:_@-]+$")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -161,7 +160,7 @@ def _split_host_port(endpoint: str) -> tuple[str, int]:
         raise ValueError(f"endpoint {endpoint!r} must be host:port")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if not (_is_ip(host) or _DNS_NAME.match(host)):
+    if not (_is_ip(host) or DNS_SUBDOMAIN.match(host)):
         raise ValueError(f"endpoint {endpoint!r}: {host!r} is neither an IP address nor a DNS name")
     return host, int(port)
 
@@ -196,7 +195,7 @@ def _check_cluster(cluster: ClusterParams) -> None:
             f"node_cidr_mask_size {cluster.node_cidr_mask_size} must be longer than the pod subnet's "
             f"/{pods.prefixlen} and at most /{pods.max_prefixlen}"
         )
-    if not _DNS_NAME.match(cluster.dns_domain):
+    if not DNS_SUBDOMAIN.match(cluster.dns_domain):
         raise ValueError(f"dns_domain {cluster.dns_domain!r} is not a DNS name")
     low, sep, high = cluster.service_node_port_range.partition("-")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) < int(high) <= 65535):
@@ -207,7 +206,7 @@ def _check_cluster(cluster: ClusterParams) -> None:
     if not cluster.cert_sans:
         raise ValueError("cert_sans must name at least the API endpoint")
     for san in cluster.cert_sans:
-        if not (_is_ip(san) or _DNS_NAME.match(san)):
+        if not (_is_ip(san) or DNS_SUBDOMAIN.match(san)):
             raise ValueError(f"cert SAN {san!r} is neither an IP address nor a DNS name")
     if len(set(cluster.cert_sans)) != len(cluster.cert_sans):
         raise ValueError(f"cert_sans has duplicates: {cluster.cert_sans}")
@@ -217,7 +216,7 @@ def _check_cluster(cluster: ClusterParams) -> None:
 
 def _check_label_key(key: str) -> None:
     prefix, sep, name = key.rpartition("/")
-    if not _LABEL_NAME.match(name) or (sep and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix))):
+    if not _LABEL_NAME.match(name) or (sep and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix))):
         raise ValueError(f"{key!r} is not a qualified label/taint key")
 
 
@@ -244,7 +243,7 @@ def _check_labels(labels: dict[str, str]) -> None:
 
 
 def _check_node(node: NodeParams) -> None:
-    if not _DNS_NAME.match(node.name):
+    if not DNS_SUBDOMAIN.match(node.name):
         raise ValueError(f"node name {node.name!r} is not a lowercase DNS name")
     if not _is_ip(node.advertise_address):
         raise ValueError(f"advertise_address {node.advertise_address!r} is not an IP address")

@@ -31,6 +31,7 @@ import re
 import yaml
 
 from render.cloud_init import PREPARE_SCRIPT_PATH
+from render.checks import DNS_SUBDOMAIN
 
 
 TEST_ROOT_VARIABLE = "HYBRID_CLUSTER_TEST_ROOT"
@@ -66,7 +67,6 @@ POLL_SECONDS = 5
 API_READY_TIMEOUT_SECONDS = 300
 CLOUD_INIT_TIMEOUT_SECONDS = 1800
 
-_NODE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 _IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 # Go time.ParseDuration units kubeadm's --ttl accepts (kubeadm token create docs: "e.g. 1s, 2m, 3h").
@@ -189,7 +189,7 @@ def _check_yaml(text: str, what: str) -> None:
 
 
 def _check_node_name(node_name: str) -> None:
-    if len(node_name) > 253 or not _NODE_NAME.match(node_name):
+    if len(node_name) > 253 or not DNS_SUBDOMAIN.match(node_name):
         raise ValueError(f"node name {node_name!r} is not a lowercase DNS subdomain")
 
 

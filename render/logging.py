@@ -64,7 +64,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from render.checks import DNS_LABEL, require
+from render.checks import DNS_LABEL, HOST_NAME, LOKI_TENANT, require
 from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 from render.scheduling import system_namespace, windows_toleration
 
@@ -113,7 +113,6 @@ _WINDOWS_PARSERS = "C:\\fluent-bit\\etc\\parsers.conf"
 _WINDOWS_SA_DIR = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
 WINDOWS_NAME = "fluent-bit-windows"
 
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$")
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
 _LOKI_LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")   # Loki/Prometheus label name syntax
 _PLAIN_VALUE = re.compile(r"^[A-Za-z0-9_.:/@-]+$")        # no spaces, commas or newlines: safe in classic config
@@ -140,7 +139,7 @@ def _validate_output(out: LogOutput) -> None:
     try:
         ipaddress.ip_address(out.host)
     except ValueError:
-        require(bool(_HOSTNAME.match(out.host)), f"log output host {out.host!r} is not an IP or DNS name")
+        require(bool(HOST_NAME.match(out.host)), f"log output host {out.host!r} is not an IP or DNS name")
         # Windows pods treat any dotted name as fully qualified (see module docstring): a partial
         # in-cluster name resolves on Linux only.
         partial = out.host.endswith((".svc", ".svc.cluster")) or (
@@ -156,7 +155,7 @@ def _validate_output(out: LogOutput) -> None:
         require(key not in ("job", "namespace"), f"loki label {key!r} is set by this module")
         require(bool(_PLAIN_VALUE.match(value)), f"loki label {key}={value!r} must be a plain value")
     if out.tenant is not None:
-        require(bool(_PLAIN_VALUE.match(out.tenant)), f"loki tenant {out.tenant!r} must be a plain value")
+        require(bool(LOKI_TENANT.match(out.tenant)), "the loki tenant is not a Loki tenant ID")
     require(bool(_PLAIN_VALUE.match(out.index_prefix)), f"index prefix {out.index_prefix!r} must be a plain value")
 
 

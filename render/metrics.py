@@ -40,6 +40,7 @@ from typing import Any
 
 from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 from render.scheduling import system_namespace, windows_toleration
+from render.checks import DNS_SUBDOMAIN
 
 MONITORING_NAMESPACE = "monitoring"
 
@@ -121,7 +122,6 @@ _OS_NODE_LABEL = prometheus_label_name(OS_LABEL)
 
 # The Prometheus CRD's pattern for `retention` (monitoring.coreos.com_prometheuses, spec.retention).
 _RETENTION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$")
-_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def monitoring_namespace() -> dict[str, Any]:
@@ -171,7 +171,7 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
     # The CRD pattern also admits "" and "0"; neither is a retention anyone means to configure.
     if retention in ("", "0") or not _RETENTION.match(retention):
         raise ValueError(f"retention {retention!r} is not a Prometheus duration like 15d")
-    if not _DNS_SUBDOMAIN.match(grafana_admin_secret):
+    if not DNS_SUBDOMAIN.match(grafana_admin_secret):
         raise ValueError(f"grafana_admin_secret {grafana_admin_secret!r} is not a Secret name")
     values: dict[str, Any] = {
         # The chart's CRD upgrade Job is off by default (values.yaml `crds.upgradeJob.enabled: false`);

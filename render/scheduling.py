@@ -68,7 +68,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from render.checks import DNS_LABEL, require
+from render.checks import DNS_LABEL, DNS_SUBDOMAIN, require
 from render.labels import (  # noqa: F401  (re-exported: the vocabulary pods schedule by)
     CONTROL_PLANE_ROLE_LABEL,
     DISTRO_LABEL,
@@ -93,7 +93,6 @@ ROLES = ("worker", "control-plane")
 
 # --- syntax checks (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------------
 
-_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
 _PSA_VERSION = re.compile(r"^(latest|v1\.\d{1,2})$")
@@ -175,7 +174,7 @@ def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
 def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
     """The NodePatch body for one node: the labels its kubelet may not set (role) and the ones that must
     follow config (zone, distro)."""
-    require(bool(_DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
+    require(bool(DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
     require(role in ROLES, f"{name}: role {role!r} is not one of {ROLES}")
     require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
     require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from render.checks import require
+from render.checks import is_host, require
 from render.labels import OS_LABEL, WORKER_ROLE_LABEL
 from render.scheduling import windows_toleration
 
@@ -164,7 +164,6 @@ class StorageParams:
 RECLAIM_POLICIES = ("Retain", "Delete")
 
 _MODE = re.compile(r"^0[0-7]{3}$")
-_HOST = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 # An SMB share name: no separators, no characters Windows forbids in share names.
 _SHARE_PART = re.compile(r'^[^\\/:*?"<>|]+$')
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
@@ -188,7 +187,7 @@ def smb_source(unc: str) -> str:
     parts = [p for p in re.split(r"[\\/]", text[2:]) if p != ""]
     require(len(parts) >= 2, f"SMB source {unc!r} names no share (\\\\server\\share)")
     server, *path = parts
-    require(bool(_HOST.match(server)), f"SMB source {unc!r}: {server!r} is not a host name or IPv4 address")
+    require(is_host(server), f"SMB source {unc!r}: {server!r} is not a host name or IPv4 address")
     for part in path:
         require(bool(_SHARE_PART.match(part)) and part not in (".", ".."),
                  f"SMB source {unc!r}: {part!r} is not a valid share or directory name")
@@ -197,7 +196,7 @@ def smb_source(unc: str) -> str:
 
 def _check(p: StorageParams) -> None:
     smb_source(p.smb_source)
-    require(bool(_HOST.match(p.nfs_server)), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
+    require(is_host(p.nfs_server), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
     require(p.nfs_path.startswith("/") and ".." not in p.nfs_path.split("/"),
              f"NFS path {p.nfs_path!r} must be an absolute export path")
     for name, mode in (("smb_dir_mode", p.smb_dir_mode), ("smb_file_mode", p.smb_file_mode)):

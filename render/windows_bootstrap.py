@@ -37,6 +37,7 @@ import re
 from dataclasses import dataclass
 
 from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
+from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, is_host
 from render.hyperv import (
     GUEST_WAIT_FUNCTIONS,
     HEARTBEAT_TIMEOUT_SECONDS,
@@ -186,11 +187,6 @@ RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS = 300
 
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
-# Space-free: w32tm's /manualpeerlist is a space-delimited list.
-_NTP_SERVER = re.compile(r"^[A-Za-z0-9.:-]+$")
-# A directory name under certs.d, so no ":port" (not a valid Windows file name character).
-_REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
-_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
 _WINDOWS_DIR = re.compile(r"^[A-Za-z]:[\\/][^'\"*?<>|\r\n\t]*$")
 
 
@@ -209,16 +205,16 @@ def _validate(p: WindowsNodeParams) -> None:
     if not p.ntp_servers:
         raise ValueError("at least one ntp server is required")
     for server in p.ntp_servers:
-        if not _NTP_SERVER.match(server):
+        if not is_host(server):
             raise ValueError(f"ntp server {server!r} is not a host name or address")
     if not 1025 <= p.dynamic_port_start <= 65535 - 254:
         raise ValueError("dynamic_port_start must be 1025-65281")
     if p.dynamic_port_count < 255 or p.dynamic_port_start + p.dynamic_port_count - 1 > 65535:
         raise ValueError("dynamic_port_count must be at least 255 and end at or below port 65535")
     for upstream, endpoint, override_path in p.registry_mirrors:
-        if not _REGISTRY_HOST.match(upstream):
+        if not REGISTRY_HOST.match(upstream):
             raise ValueError(f"registry upstream {upstream!r} must be a host name without port")
-        if not _ENDPOINT.match(endpoint):
+        if not HTTP_ENDPOINT.match(endpoint):
             raise ValueError(f"mirror endpoint {endpoint!r} is not an http(s) URL")
         if not isinstance(override_path, bool):
             raise TypeError("override_path must be a bool")

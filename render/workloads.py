@@ -78,7 +78,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from render.checks import DNS_LABEL, require
+from render.checks import DNS_LABEL, ROUTE_HOST, require
 from render.scheduling import (
     DISTRO_LABEL,
     OS_LABEL,
@@ -127,7 +127,6 @@ INGRESS_NGINX_NODE_SELECTOR_PATHS = (
     ("defaultBackend", "nodeSelector"),
 )
 
-_HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
 _YEAR = re.compile(r"(\d{4})")
 # Tag markers of Windows container images and the Windows Server they run on: Microsoft tags 2019
 # images "1809" or "ltsc2019" (dotnet/dotnet-docker README.samples.md "Nano Server, version 1809"
@@ -160,7 +159,7 @@ def _check(p: SampleParams) -> None:
     require(p.win_replicas >= 1 and p.linux_replicas >= 1, "replica counts must be positive")
     require(bool(p.linux_distros), "linux_distros must name at least one distro")
     require(not any(d.startswith("win") for d in p.linux_distros), f"{p.linux_distros} names a Windows distro")
-    require(p.host is None or bool(_HOST.match(p.host)), f"host {p.host!r} is not a DNS name")
+    require(p.host is None or bool(ROUTE_HOST.match(p.host)), f"host {p.host!r} is not a DNS name")
     for image in (p.win_image, p.linux_image):
         last = image.rsplit("/", 1)[-1]
         pinned = "@" in image or (":" in last and not last.endswith(":latest"))

@@ -84,7 +84,7 @@ def _problems(values):
     ({"mode": "kms"}, "kmsHost is required with mode: kms"),
     ({"mode": "avma", "kmsHost": "kms.example"}, "kmsHost is only used with mode: kms"),
     ({"mode": "mak"}, "Input should be 'kms', 'avma' or 'none'"),
-    ({"mode": "kms", "kmsHost": "kms example"}, "String should match pattern"),
+    ({"mode": "kms", "kmsHost": "kms example"}, "must be an IPv4 address or an ASCII host name"),
     ({"mode": "kms", "kmsHost": "kms.example", "kmsPort": 0}, "greater than or equal to 1"),
     ({"mode": "none", "productKey": "XXXXX"}, "Extra inputs are not permitted"),
 ])

@@ -244,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.is_file():
         parser.error(f"no stack file {stack_file}")
-    raw = from_stack_file(stack_file)
     try:
+        raw = from_stack_file(stack_file)
         loaded = load(raw)
     except SpecError as error:
         print(f"{stack_file}: invalid configuration, nothing written:", file=sys.stderr)
