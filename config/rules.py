@@ -418,3 +418,5 @@ def namespaces(spec: StackSpec) -> Iterator[Problem]:
     for index, name in enumerate(spec.policy.namespaces):
         if name not in declared:
             yield Problem(f"policy.namespaces[{index}]", f"{name!r} is not a declared namespace (namespaces)")
+        elif name in spec.policy.namespaces[:index]:
+            yield Problem(f"policy.namespaces[{index}]", f"{name!r} is listed twice")

@@ -63,6 +63,7 @@ RENDERER_REFUSALS = [
     ("workloads.sampleHost", _set(("workloads",), {"sampleHost": "Api Host"}), "DNS name"),
     ("storage.nfsServer", _set(("storage", "nfsServer"), "nfs server"), "host name"),
     ("proxmox.datastores.snippets", _set(("proxmox", "datastores", "snippets"), "Local Snippets"), "Proxmox ID"),
+    ("policy.namespaces[2]", _set(("policy", "namespaces"), ["win-prod", "linux-prod", "linux-prod"]), "listed twice"),
     ("network.nodes.proxmoxBridge", _set(("network", "nodes", "proxmoxBridge"), "vmbr30; reboot"), "should match pattern"),
 ]
 
