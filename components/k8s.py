@@ -7,6 +7,9 @@ from typing import Any, Sequence
 import pulumi
 import pulumi_kubernetes as kubernetes
 
+from config.compat import HelmChart
+from render.labels import OS_LABEL
+
 # apiVersion group -> pulumi_kubernetes module
 _MODULES = {
     "": "core",
@@ -33,13 +36,34 @@ def resource_name(obj: dict[str, Any]) -> str:
     return "-".join(p for p in parts if p)
 
 
+# How long a rollout onto Windows nodes may take. Windows images are large (Fluent Bit's is built on
+# Server Core, fluent/fluent-bit dockerfiles/Dockerfile.windows), and a node's first pull of one goes
+# through the Harbor proxy cache while it fills from across the border; pulumi-kubernetes' default await
+# would give up on a rollout that is only slow. The provider takes customTimeouts over its defaults
+# (pulumi/pulumi-kubernetes#672: "1. Use CustomTimeouts passes in ResourceOpts 2. Use the annotations
+# 3. Use the defaults"). Helm releases that carry Windows DaemonSets get the same budget.
+WINDOWS_ROLLOUT_MINUTES = 45
+
+
+def runs_on_windows(obj: dict[str, Any]) -> bool:
+    """A DaemonSet whose pods run on Windows nodes (spec.os.name or the OS node selector says so)."""
+    if obj.get("kind") != "DaemonSet":
+        return False
+    pod = obj.get("spec", {}).get("template", {}).get("spec", {})
+    return pod.get("os", {}).get("name") == "windows" or pod.get("nodeSelector", {}).get(OS_LABEL) == "windows"
+
+
 def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.ProviderResource, parent: pulumi.Resource,
                       depends_on: Sequence[pulumi.Resource] = (), patch: bool = False,
                       aliases: Sequence[pulumi.Alias] = ()) -> pulumi.CustomResource:
-    """One object as its typed resource (a `...Patch` resource with patch=True); custom kinds as CustomResource."""
+    """One object as its typed resource (a `...Patch` resource with patch=True); custom kinds as CustomResource.
+    A Windows DaemonSet is awaited for WINDOWS_ROLLOUT_MINUTES."""
     group, _, version = obj["apiVersion"].rpartition("/")
+    timeout = f"{WINDOWS_ROLLOUT_MINUTES}m"
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on),
-                                  aliases=list(aliases) or None)
+                                  aliases=list(aliases) or None,
+                                  custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)
+                                  if runs_on_windows(obj) else None)
     module_name = _MODULES.get(group)
     cls = None
     if module_name is not None:
@@ -53,20 +77,24 @@ def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.Provid
     return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
 
 
-def helm_release(name: str, chart: dict[str, str], values: dict, *, provider: pulumi.ProviderResource,
-                 parent: pulumi.Resource, depends_on: list[pulumi.Resource] | None = None) -> kubernetes.helm.v3.Release:
-    """A pinned Helm release of one of the render modules' charts."""
+def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, provider: pulumi.ProviderResource,
+                 parent: pulumi.Resource, depends_on: list[pulumi.Resource] | None = None,
+                 windows_workloads: bool = False) -> kubernetes.helm.v3.Release:
+    """A Helm release of one of the charts pinned in config.compat.CHARTS, in the render module's namespace.
+    `windows_workloads`: the release deploys pods onto Windows nodes, so Helm waits WINDOWS_ROLLOUT_MINUTES."""
     return kubernetes.helm.v3.Release(
         name,
         name=name,
-        chart=chart["chart"],
-        version=chart["version"],
-        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart["repo"]),
-        namespace=chart["namespace"],
+        chart=chart.chart,
+        version=chart.version,
+        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        namespace=namespace,
         create_namespace=True,
         values=values,
         # A Release waits until its workloads are ready (skipAwait is off); Jobs such as admission-webhook
         # setup are awaited too.
         wait_for_jobs=True,
+        # Seconds Helm waits for the release's workloads (Release `timeout`, default 300).
+        **({"timeout": WINDOWS_ROLLOUT_MINUTES * 60} if windows_workloads else {}),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
     )

@@ -55,17 +55,17 @@ class ClusterNetwork(pulumi.ComponentResource):
         params = calico_params(spec)
         crds = kubernetes.helm.v4.Chart(
             f"{name}-calico-crds",
-            chart=network.CALICO_CRDS_CHART["chart"],
-            version=network.CALICO_CRDS_CHART["version"],
-            repository_opts=kubernetes.helm.v4.RepositoryOptsArgs(repo=network.CALICO_CRDS_CHART["repo"]),
-            namespace=network.CALICO_CRDS_CHART["namespace"],
+            chart=compat.CHARTS["calico-crds"].chart,
+            version=compat.CHARTS["calico-crds"].version,
+            repository_opts=kubernetes.helm.v4.RepositoryOptsArgs(repo=compat.CHARTS["calico-crds"].repo),
+            namespace=network.CALICO_NAMESPACE,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, transforms=[retain_on_delete]),
         )
         owned = [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
             for obj in network.calico_settings(params)
         ]
-        operator = helm_release(f"{name}-tigera-operator", network.TIGERA_OPERATOR_CHART,
+        operator = helm_release(f"{name}-tigera-operator", compat.CHARTS["tigera-operator"], network.CALICO_NAMESPACE,
                                 network.tigera_operator_values(params), provider=provider, parent=self,
                                 depends_on=[crds, *owned])
         self.installation = kubernetes_object(f"{name}-installation", network.installation(params),
@@ -74,7 +74,7 @@ class ClusterNetwork(pulumi.ComponentResource):
         # through its pulumi.com/waitFor annotation) with strict affinity and the VXLAN settings in place.
         self.windows_prerequisites: list[pulumi.Resource] = [self.installation, *owned]
 
-        self.register_outputs({"calico": network.CALICO_VERSION, "windows": bool(spec.nodes.windows)})
+        self.register_outputs({"calico": compat.CALICO_VERSION, "windows": bool(spec.nodes.windows)})
 
 
 class WindowsKubeProxy(pulumi.ComponentResource):

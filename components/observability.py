@@ -45,23 +45,27 @@ class Observability(pulumi.ComponentResource):
                 lambda password: {metrics.GRAFANA_ADMIN_USER_KEY: "admin", metrics.GRAFANA_ADMIN_PASSWORD_KEY: password})),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[monitoring]),
         )
+        # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
+        windows_exporter_image = (compat.WINDOWS[spec.nodes.windows[0].version].windows_exporter_image
+                                  if spec.nodes.windows else None)
         stack = helm_release(
-            f"{name}-kube-prometheus-stack", metrics.KUBE_PROMETHEUS_STACK_CHART,
+            f"{name}-kube-prometheus-stack", compat.CHARTS["kube-prometheus-stack"], metrics.MONITORING_NAMESPACE,
             metrics.kube_prometheus_stack_values(retention=spec.observability.metrics_retention,
-                                                 grafana_admin_secret=GRAFANA_ADMIN_SECRET),
-            provider=provider, parent=self, depends_on=[monitoring, grafana_admin, *linux_ready])
-        # PrometheusRule and PodMonitor are the chart's CRDs: after the chart.
+                                                 grafana_admin_secret=GRAFANA_ADMIN_SECRET,
+                                                 windows_exporter_image=windows_exporter_image),
+            provider=provider, parent=self,
+            # The windows-exporter subchart deploys into the privileged windows-system namespace.
+            depends_on=[monitoring, grafana_admin, *linux_ready,
+                        *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if spec.nodes.windows else [])],
+            windows_workloads=bool(spec.nodes.windows))
+        # PrometheusRule is the chart's CRD: after the chart.
         declare(metrics.alert_rules(), [stack])
         declare(metrics.windows_dashboard(), [monitoring])
-        if spec.nodes.windows:
-            image = compat.WINDOWS[spec.nodes.windows[0].version].windows_exporter_image
-            for obj in metrics.windows_exporter(image):  # type: ignore[arg-type]  # validated present
-                declare(obj, [stack, scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]])
 
         # Logs.
         output = log_output(spec)
         logging_ns = declare(logging.logging_namespace())
-        helm_release(f"{name}-fluent-bit", logging.FLUENT_BIT_CHART, logging.fluent_bit_linux_values(output),
+        helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE, logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE),
                      provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
         if spec.nodes.windows:
             # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
@@ -72,5 +76,5 @@ class Observability(pulumi.ComponentResource):
                 declared = declare(obj, previous)
                 if obj["kind"] != "DaemonSet":
                     previous = [*previous, declared]
-        self.register_outputs({"metrics": metrics.KUBE_PROMETHEUS_STACK_CHART["version"],
+        self.register_outputs({"metrics": compat.CHARTS["kube-prometheus-stack"].version,
                                "logs": f"{output.kind}://{output.host}:{output.port}"})

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pulumi
 
+from config.compat import CHARTS
 from config.model import StackSpec
 from render import policy
 
@@ -25,7 +26,7 @@ class Policy(pulumi.ComponentResource):
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                      depends_on=list(depends_on))
 
-        gatekeeper = helm_release(f"{name}-gatekeeper", policy.GATEKEEPER_CHART, policy.gatekeeper_values(),
+        gatekeeper = helm_release(f"{name}-gatekeeper", CHARTS["gatekeeper"], policy.GATEKEEPER_NAMESPACE, policy.gatekeeper_values(),
                                   provider=provider, parent=self, depends_on=list(linux_ready))
         declare(policy.sync_config(), [gatekeeper])
         templates = {t["spec"]["crd"]["spec"]["names"]["kind"]: declare(t, [gatekeeper]) for t in policy.templates()}

@@ -12,6 +12,7 @@ from typing import Sequence
 import pulumi
 import pulumi_kubernetes as kubernetes
 
+from config.compat import CHARTS
 from config.model import StackSpec
 from render import scheduling, storage
 
@@ -44,15 +45,17 @@ class Storage(pulumi.ComponentResource):
                 lambda creds: {"username": creds[0], "password": creds[1]})),
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
-        smb = helm_release(f"{name}-csi-driver-smb", storage.CSI_SMB_CHART, storage.csi_smb_values(),
-                           provider=provider, parent=self)
-        nfs = helm_release(f"{name}-csi-driver-nfs", storage.CSI_NFS_CHART, storage.csi_nfs_values(),
+        smb = helm_release(f"{name}-csi-driver-smb", CHARTS["csi-driver-smb"], storage.CSI_NAMESPACE, storage.csi_smb_values(),
+                           provider=provider, parent=self,
+                           # Its node plugin runs on every Windows node too (csi-smb-node-win).
+                           windows_workloads=bool(spec.nodes.windows))
+        nfs = helm_release(f"{name}-csi-driver-nfs", CHARTS["csi-driver-nfs"], storage.CSI_NAMESPACE, storage.csi_nfs_values(),
                            provider=provider, parent=self)
         # Longhorn's pods must run privileged, and it places them by the worker role label.
         longhorn_namespace = kubernetes_object(
-            f"{name}-namespace-{storage.LONGHORN_CHART['namespace']}",
-            scheduling.system_namespace(storage.LONGHORN_CHART["namespace"]), provider=provider, parent=self)
-        longhorn = helm_release(f"{name}-longhorn", storage.LONGHORN_CHART, storage.longhorn_values(params),
+            f"{name}-namespace-{storage.LONGHORN_NAMESPACE}",
+            scheduling.system_namespace(storage.LONGHORN_NAMESPACE), provider=provider, parent=self)
+        longhorn = helm_release(f"{name}-longhorn", CHARTS["longhorn"], storage.LONGHORN_NAMESPACE, storage.longhorn_values(params),
                                 provider=provider, parent=self, depends_on=[longhorn_namespace, *worker_labels])
         drivers = {storage.SHARED_FILES_CLASS: [smb, self.smb_secret], storage.NFS_FILES_CLASS: [nfs],
                    storage.LONGHORN_CLASS: [longhorn]}

@@ -27,7 +27,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         params = workloads.SampleParams(
             win_namespace=spec.workloads.windows_namespace, linux_namespace=spec.workloads.linux_namespace,
             win_runtime_class=SAMPLE_WINDOWS_VERSION,
-            win_image=workloads.DEFAULT_WIN_IMAGE, linux_image=workloads.DEFAULT_LINUX_IMAGE,
+            win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
             linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
         )
 
@@ -37,7 +37,7 @@ class SampleWorkloads(pulumi.ComponentResource):
 
         linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
         ingress_nginx = helm_release(
-            f"{name}-ingress-nginx", workloads.INGRESS_NGINX_CHART,
+            f"{name}-ingress-nginx", compat.CHARTS["ingress-nginx"], workloads.INGRESS_NAMESPACE,
             workloads.ingress_nginx_values(node_port_range=spec.cluster.node_ports),
             provider=provider, parent=self, depends_on=linux_ready)
         services = declare(workloads.api_linux(params), [scheduling.namespaces[params.linux_namespace], *linux_ready])

@@ -267,17 +267,26 @@ DISTROS: dict[str, LinuxDistro] = {
 _KUBE_PROXY_HOSTPROCESS = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
 
 # windows_exporter: "One image works on every Windows version that supports HostProcess containers"
-# (prometheus-community/windows_exporter docs/kubernetes/kubernetes.md). 0.31.7 is the newest tag seen
-# published as an image (github.com/Siemens-Healthineers/K2s/pull/2436:
-# ghcr.io/prometheus-community/windows-exporter:0.31.7); 0.31.8 was released 2026-07-28
-# (github.com/antmelekhin/ansible-role-windows-exporter/pull/53) but its image was not seen.
-_WINDOWS_EXPORTER = "ghcr.io/prometheus-community/windows-exporter:0.31.7"
+# (prometheus-community/windows_exporter docs/kubernetes/kubernetes.md). 0.31.8 is the newest patch of
+# the 0.31 line: prometheus-community/helm-charts release prometheus-windows-exporter-0.12.8 "Update
+# dependency prometheus-community/windows_exporter to v0.31.8 (#7129)", and kube-prometheus-stack 91.x
+# pins that subchart line (Chart.yaml `prometheus-windows-exporter ... version: "0.12.*"`), whose rules
+# and dashboards read 0.31's metric names. 0.32.0 renames metrics and removes collectors
+# (github.com/prometheus-community/windows_exporter/releases/tag/v0.32.0, "Breaking Changes"), so it waits
+# for a kube-prometheus-stack that moves to it. Image tags carry no "v" (the chart's appVersion, e.g. 0.30.8).
+_WINDOWS_EXPORTER = "ghcr.io/prometheus-community/windows-exporter:0.31.8"
 
-# Fluent Bit publishes one tag per Windows Server release, windows-<year>-<version>. Windows Server 2019
-# builds were dropped (github.com/fluent/fluent-bit/issues/10137; github.com/fluent/fluent-bit-docs/pull/2665
-# "Drop the Windows Server 2019 claim, deprecated upstream ... and no longer built"). windows-2022-5.0.3 and
-# windows-2025-5.0.3 were confirmed published by a maintainer (github.com/fluent/fluent-bit/issues/11707).
-_FLUENT_BIT_VERSION = "5.0.3"
+# Fluent Bit, one version on both operating systems: 5.2.1, the image of the pinned fluent-bit chart
+# 0.59.0 (CHARTS below). The chart's default image is cr.fluentbit.io/fluent/fluent-bit:<appVersion>; the
+# same images are on Docker Hub (org.opencontainers.image.url "https://hub.docker.com/r/fluent/fluent-bit"
+# in fluent/fluent-bit dockerfiles), which our Harbor mirror proxies. On Windows Fluent Bit publishes one
+# tag per Windows Server release, windows-<year>-<version>, for 2022 and 2025 from 5.1 on
+# (github.com/fluent/fluent-bit-docs/pull/2665, 2026-08-06: "a tag table covering windows-2022,
+# windows-2025"; Windows Server 2019 builds were dropped, fluent/fluent-bit#10137). windows-2022-5.0.3 was
+# confirmed published by a maintainer (fluent/fluent-bit#11707); windows-2022-5.2.1 itself was not seen,
+# so check it with `docker manifest inspect` before a first deploy (README, "What cannot be verified").
+FLUENT_BIT_VERSION = "5.2.1"
+FLUENT_BIT_LINUX_IMAGE = f"docker.io/fluent/fluent-bit:{FLUENT_BIT_VERSION}"
 
 # Calico for Windows: the Windows images of Calico 3.33 (calico/node-windows, calico/cni-windows, run by
 # the operator as HostProcess DaemonSets) are built for "WINDOWS_VERSIONS ?= ltsc2019 ltsc2022" only
@@ -312,7 +321,7 @@ WINDOWS: dict[str, WindowsBuild] = {
         pause_image="registry.k8s.io/pause:3.10.2",
         kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
         windows_exporter_image=_WINDOWS_EXPORTER,
-        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2022-{_FLUENT_BIT_VERSION}",
+        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2022-{FLUENT_BIT_VERSION}",
     ),
     "win2025": WindowsBuild(
         key="win2025",
@@ -326,7 +335,7 @@ WINDOWS: dict[str, WindowsBuild] = {
         pause_image="registry.k8s.io/pause:3.10.2",
         kube_proxy_image=_KUBE_PROXY_HOSTPROCESS,
         windows_exporter_image=_WINDOWS_EXPORTER,
-        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2025-{_FLUENT_BIT_VERSION}",
+        fluent_bit_image=f"docker.io/fluent/fluent-bit:windows-2025-{FLUENT_BIT_VERSION}",
     ),
 }
 
@@ -337,3 +346,98 @@ WINDOWS: dict[str, WindowsBuild] = {
 # v1.2.3 is the chart's current appVersion (helm-charts PR #112, merged 2026-08-24). Image repository
 # ghcr.io/kube-vip/kube-vip from kube-vip's manifest generator (pkg/kubevip/config_generator.go).
 KUBE_VIP_IMAGE = "ghcr.io/kube-vip/kube-vip:v1.2.4"
+
+
+# --- Sample workloads --------------------------------------------------------------------------------
+#
+# Why these two images, and what they serve: render/workloads.py module docstring ("Images").
+SAMPLE_WINDOWS_IMAGE = "mcr.microsoft.com/dotnet/samples:aspnetapp-10.0-nanoserver-ltsc2022"
+SAMPLE_LINUX_IMAGE = "docker.io/springcommunity/spring-petclinic-rest:3.2.1"
+
+
+# --- Helm charts -----------------------------------------------------------------------------------
+#
+# Every chart the program installs, pinned. `evidence` says where the version was seen to exist (a chart
+# index entry or a release tag of the chart's own repository; "third-party" where only downstream users of
+# the release were found), `values_source` which file's keys the values renderer (render/<module>.py) uses.
+# Chart versions are spelled as each chart index spells them ("v3.33.0" for Calico, "4.13.5" elsewhere).
+
+
+@dataclass(frozen=True)
+class HelmChart:
+    chart: str
+    repo: str
+    version: str
+    evidence: str
+    values_source: str
+
+
+# Calico 3.33 is tested against Kubernetes 1.35, 1.36 and 1.37 (tigera/docs
+# calico_versioned_docs/version-3.33/_includes/partials/_system-requirements.mdx, "Supported versions");
+# 3.32 stops at 1.36. The chart repository and the "v"-prefixed chart version come from the install guide
+# (calico_versioned_docs/version-3.33/getting-started/kubernetes/helm.mdx: `helm repo add projectcalico
+# https://docs.tigera.io/calico/charts`, `--version $[releaseTitle]`). v3.33.1 (2026-11-16) exists; the
+# vendored Installation schema (tests/fixtures/schemas) is 3.33.0's, so the bump waits for its schema.
+CALICO_VERSION = "v3.33.0"
+_CALICO_EVIDENCE = ("github.com/projectcalico/calico/releases/tag/v3.33.0 (2026-10-01): assets "
+                    "tigera-operator-v3.33.0.tgz and projectcalico.org.v3-v3.33.0.tgz")
+
+CHARTS: dict[str, HelmChart] = {
+    "calico-crds": HelmChart(
+        chart="projectcalico.org.v3", repo="https://docs.tigera.io/calico/charts", version=CALICO_VERSION,
+        evidence=_CALICO_EVIDENCE, values_source="none: the CRD chart is rendered with its defaults"),
+    "tigera-operator": HelmChart(
+        chart="tigera-operator", repo="https://docs.tigera.io/calico/charts", version=CALICO_VERSION,
+        evidence=_CALICO_EVIDENCE,
+        values_source="projectcalico/calico charts/tigera-operator/values.yaml (release-v3.33)"),
+    # kubeVersion: ">=1.19.0-0" only (charts/kube-prometheus-stack/Chart.yaml); no compatibility matrix
+    # is published (prometheus-community/helm-charts#4520). Newer 91.x releases (91.9.0, 2026-10-06) were
+    # seen deployed downstream only.
+    "kube-prometheus-stack": HelmChart(
+        chart="kube-prometheus-stack", repo="https://prometheus-community.github.io/helm-charts", version="91.5.0",
+        evidence="third-party: release page github.com/prometheus-community/helm-charts/releases/tag/"
+                 "kube-prometheus-stack-91.5.0 (2026-09-22) as linked by changelog digests; not seen first-hand",
+        values_source="prometheus-community/helm-charts charts/kube-prometheus-stack/values.yaml "
+                      "(windowsMonitoring, prometheus-windows-exporter: commit 6e3607554b0e)"),
+    # Fluent Bit v5.2.1; the chart announces its deprecation once Fluent Bit 5.3.0 ships, in favour of the
+    # fluent-bit-collector/-aggregator charts.
+    "fluent-bit": HelmChart(
+        chart="fluent-bit", repo="https://fluent.github.io/helm-charts", version="0.59.0",
+        evidence='github.com/fluent/helm-charts/releases/tag/fluent-bit-0.59.0: "Update Fluent Bit OCI image to v5.2.1"',
+        values_source="fluent/helm-charts charts/fluent-bit/values.yaml (keys documented inline) and README values table"),
+    # 3.23.1 is reported downstream (sighupio/module-policy#140, 2026-09-15) but is not in any first-party
+    # copy found; 3.23.0 is. Bump when the chart index shows 3.23.1.
+    "gatekeeper": HelmChart(
+        chart="gatekeeper", repo="https://open-policy-agent.github.io/gatekeeper/charts", version="3.23.0",
+        evidence='open-policy-agent.github.io/gatekeeper/charts/index.yaml: "version: 3.23.0", appVersion v3.23.0, '
+                 "created 2026-07-09",
+        values_source="open-policy-agent/gatekeeper charts/gatekeeper/values.yaml and README parameters table"),
+    # README compatibility table: "v1.20.3 | 1.21+"; no kubeVersion upper bound.
+    "csi-driver-smb": HelmChart(
+        chart="csi-driver-smb", repo="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts",
+        version="1.20.3",
+        evidence='kubernetes-csi/csi-driver-smb charts/index.yaml @59dce96e11522a46354d6970393b00b1c2a57351: '
+                 '"version: 1.20.3" (charts/v1.20.3/csi-driver-smb-1.20.3.tgz)',
+        values_source="kubernetes-csi/csi-driver-smb charts/v1.20.3/csi-driver-smb/values.yaml and charts/README.md"),
+    # Its csi-provisioner v6.3.0 needs Kubernetes 1.34+ (longhorn/longhorn#13576), which every supported
+    # minor satisfies.
+    "csi-driver-nfs": HelmChart(
+        chart="csi-driver-nfs", repo="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
+        version="4.13.5",
+        evidence='kubernetes-csi/csi-driver-nfs charts/index.yaml @66f8c2a2a1e115b4a81126865dacfd23c9b2e9c4: '
+                 '"version: 4.13.5", created 2026-10-08 (charts/v4.13.5/csi-driver-nfs-4.13.5.tgz)',
+        values_source="kubernetes-csi/csi-driver-nfs charts/v4.13.5/csi-driver-nfs/values.yaml and charts/README.md"),
+    # "Ensure that your cluster is running Kubernetes v1.34 or later before installing Longhorn v1.13.0"
+    # (same file, Installation); no upper bound. "install the Longhorn chart in the longhorn-system
+    # namespace only" (chart/README.md).
+    "longhorn": HelmChart(
+        chart="longhorn", repo="https://charts.longhorn.io", version="1.13.0",
+        evidence="longhorn/longhorn CHANGELOG/CHANGELOG-1.13.0.md (release v1.13.0, 2026-09-29)",
+        values_source="longhorn/longhorn chart/values.yaml @347f5ba38a2a (longhornUI has no resources key)"),
+    # The last upstream ingress-nginx chart: render/workloads.py explains why it is still the pin.
+    "ingress-nginx": HelmChart(
+        chart="ingress-nginx", repo="https://kubernetes.github.io/ingress-nginx", version="4.15.0",
+        evidence="controller v1.15.0 release, 2026-03-10 (kubernetes/ingress-nginx#14428)",
+        values_source="kubernetes/ingress-nginx charts/ingress-nginx/values.yaml (README Values table)"),
+}
+

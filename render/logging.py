@@ -5,7 +5,7 @@ build, all shipping to one configured output.
 This module owns the ``logging`` namespace, the Fluent Bit pipeline both OSes run (classic-format config
 text), the pinned chart, the Windows ServiceAccount/RBAC/ConfigMap/DaemonSets and the input dataclass. It
 is pure: no Pulumi, no ``config`` imports; dataclasses and plain values in, dicts out. The lead's component
-installs ``FLUENT_BIT_CHART`` with ``fluent_bit_linux_values()`` and creates every object of
+installs the ``fluent-bit`` chart (config.compat.CHARTS) with ``fluent_bit_linux_values()`` and creates every object of
 ``logging_namespace()`` and ``fluent_bit_windows()``. No object carries a ``pulumi.com/waitFor``
 annotation: nothing waits on logging, and DaemonSets are awaited by pulumi-kubernetes itself.
 
@@ -69,26 +69,6 @@ from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 from render.scheduling import system_namespace, windows_toleration
 
 LOGGING_NAMESPACE = "logging"
-
-# fluent/fluent-bit chart 0.59.0 ships Fluent Bit v5.2.1 and is the newest release found as of 2026-12-02
-# (https://github.com/fluent/helm-charts/releases/tag/fluent-bit-0.59.0: "Update Fluent Bit OCI image to
-# v5.2.1"; it also announces the chart's deprecation once Fluent Bit 5.3.0 ships, in favour of the
-# fluent-bit-collector/-aggregator charts). The chart sets no kubeVersion (charts/fluent-bit/Chart.yaml has
-# none) and its workload templates use apps/v1, rbac.authorization.k8s.io/v1 and v1, all served by 1.36;
-# its only removed API (policy/v1beta1 PodSecurityPolicy) is gated on KubeVersion <=1.25 (templates/psp.yaml).
-# Values keys are those of the 0.58.2 README values table; 0.59.0's release notes change only the image
-# and add the deprecation notice.
-FLUENT_BIT_CHART: dict[str, str] = {
-    "chart": "fluent-bit",
-    "repo": "https://fluent.github.io/helm-charts",
-    "version": "0.59.0",
-    "namespace": LOGGING_NAMESPACE,
-}
-
-# The chart's default image is cr.fluentbit.io/fluent/fluent-bit:<appVersion>; the same images are on
-# Docker Hub (org.opencontainers.image.url "https://hub.docker.com/r/fluent/fluent-bit" in
-# fluent/fluent-bit dockerfiles), which our Harbor mirror proxies. Tag = the chart's appVersion.
-FLUENT_BIT_LINUX_IMAGE = "docker.io/fluent/fluent-bit:5.2.1"
 
 # Values keys of the chart that create a pod or a container (see the module docstring).
 LINUX_POD_CREATING_VALUES = ("kind", "testFramework.enabled", "hotReload.enabled", "initContainers",
@@ -256,7 +236,7 @@ def output_section(out: LogOutput) -> str:
     return _section("OUTPUT", entries)
 
 
-# --- Linux: Helm values for FLUENT_BIT_CHART ------------------------------------------------------------------
+# --- Linux: Helm values for the fluent-bit chart ------------------------------------------------------------------
 
 def _split_image(image: str) -> dict[str, str]:
     """Chart image values from a reference: repository + tag, or repository + digest."""
@@ -282,12 +262,13 @@ def linux_config(out: LogOutput) -> dict[str, str]:
     }
 
 
-def fluent_bit_linux_values(out: LogOutput, linux_image: str | None = None) -> dict:
-    """Helm values for FLUENT_BIT_CHART: a DaemonSet on every Linux node, never on a Windows one."""
+def fluent_bit_linux_values(out: LogOutput, linux_image: str) -> dict:
+    """Helm values for the fluent-bit chart: a DaemonSet on every Linux node, never on a Windows one.
+    ``linux_image`` is config.compat.FLUENT_BIT_LINUX_IMAGE (the chart's appVersion, from Docker Hub)."""
     _validate_output(out)
     return {
         "kind": "DaemonSet",
-        "image": {**_split_image(linux_image or FLUENT_BIT_LINUX_IMAGE), "pullPolicy": "IfNotPresent"},
+        "image": {**_split_image(linux_image), "pullPolicy": "IfNotPresent"},
         "testFramework": {"enabled": False},
         "hotReload": {"enabled": False},
         "initContainers": [],
@@ -430,8 +411,6 @@ def logging_namespace() -> dict:
 
 __all__ = [
     "CONTROL_PLANE_TAINT_KEY",
-    "FLUENT_BIT_CHART",
-    "FLUENT_BIT_LINUX_IMAGE",
     "LINUX_POD_CREATING_VALUES",
     "LOGGING_NAMESPACE",
     "OUTPUT_KINDS",

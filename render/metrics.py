@@ -1,20 +1,26 @@
-"""Renders metrics and alerting for both operating systems: the kube-prometheus-stack Helm values (Linux
-only), windows_exporter on the Windows nodes with the PodMonitor that scrapes it, the cluster's own
+"""Renders metrics and alerting for both operating systems: the kube-prometheus-stack Helm values (its
+Linux parts, and with Windows nodes its Windows rules, dashboards and windows_exporter), the cluster's own
 PrometheusRule and a Grafana dashboard for Windows nodes.
 
-This module owns the monitoring namespace name, the pinned chart, the windows_exporter collector set and
-the render functions below. It is pure: no Pulumi and no ``config`` imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The
+This module owns the monitoring namespace name, the windows_exporter collector set and the render
+functions below (the chart pin lives in config.compat.CHARTS). It is pure: no Pulumi and no ``config`` imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The
 lead's component creates the Grafana admin Secret from a Pulumi secret, installs the chart and turns each
 dict into a resource.
 
 Design decisions, with their sources:
 
-* windows_exporter is rendered as our own objects, not through a chart (``WINDOWS_EXPORTER_CHART`` is
-  None). The image comes from config.compat, the DaemonSet validates with kubernetes-validate like every
-  other built-in object here, and kube-prometheus-stack's own switch (``windowsMonitoring.enabled``) would
-  install the prometheus-windows-exporter subchart with its own image and defaults (kube-prometheus-stack
-  values.yaml, ``windowsMonitoring`` / ``prometheus-windows-exporter``).
-* It runs as a HostProcess container: one DaemonSet serves every Windows build, because a HostProcess
+* Windows monitoring is kube-prometheus-stack's own: ``windowsMonitoring.enabled`` "Deploys the
+  windows-exporter and Windows-specific dashboards and rules (job name must be 'windows-exporter')"
+  (kube-prometheus-stack values.yaml @6e3607554b0e). One switch turns on the prometheus-windows-exporter
+  subchart (Chart.yaml ``condition: windowsMonitoring.enabled``, the only condition, so the rules cannot be
+  had without it), the windows.node/windows.pod recording rules (also gated on
+  ``defaultRules.rules.windows``) and the five Kubernetes/Windows dashboards. Every one of them selects
+  ``job="windows-exporter"``, which the subchart's ServiceMonitor produces from the pod label
+  ``jobLabel: windows-exporter`` (``prometheus.monitor.jobLabel: jobLabel``); our alerts and dashboard read
+  the same job. ``windows_exporter_values()`` configures that subchart (keys from
+  charts/prometheus-windows-exporter/values.yaml): our pinned image, our collectors (a superset of the
+  ``memory`` and ``container`` ones the chart's rules need), our namespace, the Windows taint only.
+* It runs as a HostProcess container (the subchart's default ``securityContext.windowsOptions.hostProcess``): one DaemonSet serves every Windows build, because a HostProcess
   image need not match the host build ("One image works on every Windows version that supports HostProcess
   containers", prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, quoted in
   config/compat.py; the exporter's Dockerfile: "this image doesn't really matter for hostprocess"). The
@@ -43,23 +49,6 @@ from render.scheduling import system_namespace, windows_toleration
 from render.checks import DNS_SUBDOMAIN
 
 MONITORING_NAMESPACE = "monitoring"
-
-# kube-prometheus-stack 91.5.0, the newest release found as of 2026-12-02 (release notes quoted in
-# github.com/ocf/kubernetes/pull/166, 2026-09-13, "kube-prometheus-stack-91.5.0"); the 88.x line moved to
-# prometheus-operator v0.93.0 (prometheus-community/helm-charts#7152). Kubernetes 1.36: the chart declares
-# only a lower bound, `kubeVersion: ">=1.19.0-0"` (charts/kube-prometheus-stack/Chart.yaml; "versions
-# starting from 50.0.0 are now greater than or equal to 1.19", prometheus-community/helm-charts#6347), and
-# publishes no compatibility matrix (helm-charts#4520); 91.x was released five months after Kubernetes 1.36.
-# Repository URL: Chart.yaml `dependencies[].repository` of the chart itself.
-KUBE_PROMETHEUS_STACK_CHART: dict[str, str] = {
-    "chart": "kube-prometheus-stack",
-    "repo": "https://prometheus-community.github.io/helm-charts",
-    "version": "91.5.0",
-    "namespace": MONITORING_NAMESPACE,
-}
-
-# Rendered as objects instead: see the module docstring.
-WINDOWS_EXPORTER_CHART: dict[str, str] | None = None
 
 WINDOWS_EXPORTER = "windows-exporter"
 # The privileged namespace of render.scheduling.system_namespace, created by components/scheduling.py
@@ -162,8 +151,10 @@ POD_CREATING_KEYS: tuple[tuple[str, ...], ...] = (
 )
 
 
-def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: str = "grafana-admin") -> dict[str, Any]:
-    """Helm values for KUBE_PROMETHEUS_STACK_CHART.
+def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: str = "grafana-admin",
+                                 windows_exporter_image: str | None = None) -> dict[str, Any]:
+    """Helm values for the kube-prometheus-stack chart; with ``windows_exporter_image`` (a stack with
+    Windows nodes) its Windows monitoring too (module docstring).
 
     ``grafana_admin_secret`` names a Secret in MONITORING_NAMESPACE holding GRAFANA_ADMIN_USER_KEY and
     GRAFANA_ADMIN_PASSWORD_KEY; the lead creates it from a Pulumi secret, so no password is in the values.
@@ -177,8 +168,7 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
         # The chart's CRD upgrade Job is off by default (values.yaml `crds.upgradeJob.enabled: false`);
         # placed anyway, so turning it on cannot schedule a pod onto Windows.
         "crds": {"upgradeJob": {"enabled": False, **_linux({"cpu": "10m", "memory": "64Mi"})}},
-        # Our windows-exporter replaces the subchart this switch would install (module docstring).
-        "windowsMonitoring": {"enabled": False},
+        "windowsMonitoring": {"enabled": windows_exporter_image is not None},
         "prometheusOperator": {
             **_linux({"cpu": "100m", "memory": "128Mi"}),
             # The webhook cert Job runs at install and upgrade (admissionWebhooks.patch, a Helm hook Job).
@@ -251,79 +241,48 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
             "kubeSchedulerAlerting": False,
             "kubeSchedulerRecording": False,
             "kubeProxy": False,
+            # The chart's Windows recording rules: also need windowsMonitoring.enabled.
+            "windows": windows_exporter_image is not None,
         }},
     }
+    if windows_exporter_image is not None:
+        values["prometheus-windows-exporter"] = windows_exporter_values(windows_exporter_image)
     return values
 
 
-def windows_exporter(image: str) -> list[dict[str, Any]]:
-    """windows_exporter as a HostProcess DaemonSet in WINDOWS_EXPORTER_NAMESPACE on every Windows node, and
-    the PodMonitor that has Prometheus scrape it. ``image`` is config.compat WINDOWS[...].windows_exporter_image:
-    one image serves every build (HostProcess), so adding a build to the stack leaves this DaemonSet as it is.
-    The node's firewall rule for the port is the node's own (render/windows_bootstrap.py NODE_FIREWALL_RULES)."""
-    if not image or any(c.isspace() for c in image):
-        raise ValueError(f"windows_exporter image {image!r} is not an image reference")
-    labels = {"app.kubernetes.io/name": WINDOWS_EXPORTER, "app.kubernetes.io/component": "metrics"}
-    host_process = {"hostProcess": True, "runAsUserName": "NT AUTHORITY\\system"}
-    daemonset = {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": WINDOWS_EXPORTER, "namespace": WINDOWS_EXPORTER_NAMESPACE, "labels": labels},
-        "spec": {
-            "selector": {"matchLabels": labels},
-            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "os": {"name": "windows"},
-                    # HostProcess pods must use the host network and run as a host account
-                    # (https://kubernetes.io/docs/tasks/configure-pod-container/create-hostprocess-pod/);
-                    # SYSTEM as in windows_exporter's kubernetes/windows-exporter-daemonset.yaml.
-                    "hostNetwork": True,
-                    "securityContext": {"windowsOptions": host_process},
-                    "nodeSelector": {OS_LABEL: "windows"},
-                    # Without it the pod never lands: every Windows node carries this taint.
-                    "tolerations": [windows_toleration()],
-                    "containers": [{
-                        "name": WINDOWS_EXPORTER,
-                        "image": image,
-                        # The image's ENTRYPOINT is windows_exporter.exe (windows_exporter Dockerfile); only
-                        # flags are given, as in the upstream DaemonSet.
-                        "args": [f"--collectors.enabled={','.join(WINDOWS_EXPORTER_COLLECTORS)}"],
-                        "ports": [{"name": WINDOWS_EXPORTER_PORT_NAME, "containerPort": WINDOWS_EXPORTER_PORT,
-                                   "protocol": "TCP"}],
-                        # Our sizing; requests only, so the node reserves room without throttling scrapes.
-                        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
-                    }],
-                },
-            },
-        },
+def windows_exporter_values(image: str) -> dict[str, Any]:
+    """Values for kube-prometheus-stack's prometheus-windows-exporter subchart: windows_exporter as a
+    HostProcess DaemonSet in WINDOWS_EXPORTER_NAMESPACE on every Windows node, scraped as job
+    "windows-exporter" with a `node` label. ``image`` is config.compat WINDOWS[...].windows_exporter_image
+    (registry/repository:tag): one image serves every build (HostProcess), so adding a build changes nothing
+    here. The node's firewall rule for the port is the node's own (render/windows_bootstrap.py
+    NODE_FIREWALL_RULES); the chart's configure-firewall init container adds the same rule again."""
+    match = re.fullmatch(r"([a-z0-9.-]+)/([a-z0-9._/-]+):([A-Za-z0-9._-]+)", image or "")
+    if match is None:
+        raise ValueError(f"windows_exporter image {image!r} is not a registry/repository:tag reference")
+    registry, repository, tag = match.groups()
+    return {
+        "image": {"registry": registry, "repository": repository, "tag": tag},
+        # windows_exporter's YAML config file (the chart mounts `config` as config.yml, --config.file).
+        "config": "collectors:\n  enabled: " + ",".join(WINDOWS_EXPORTER_COLLECTORS) + "\n",
+        # privileged (render/scheduling.py system_namespace): HostProcess pods are refused by baseline.
+        "namespaceOverride": WINDOWS_EXPORTER_NAMESPACE,
+        "nodeSelector": {OS_LABEL: "windows"},
+        # The chart's default tolerates every NoSchedule taint; only the Windows one is wanted.
+        "tolerations": [windows_toleration()],
+        "service": {"port": WINDOWS_EXPORTER_PORT, "portName": WINDOWS_EXPORTER_PORT_NAME},
+        "podLabels": {"jobLabel": WINDOWS_EXPORTER_JOB},
+        "prometheus": {"monitor": {
+            "enabled": True,
+            "jobLabel": "jobLabel",
+            # hostNetwork makes instance the node's IP; the node name is what dashboards and alerts
+            # group by (__meta_kubernetes_pod_node_name: Prometheus kubernetes_sd_config, role endpoints).
+            "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node",
+                             "action": "replace"}],
+        }},
+        # Our sizing; requests only, so the node reserves room without throttling scrapes.
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
     }
-    pod_monitor = {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
-        "metadata": {"name": WINDOWS_EXPORTER, "namespace": WINDOWS_EXPORTER_NAMESPACE, "labels": labels},
-        "spec": {
-            # The pod label whose value becomes the job name (PodMonitorSpec.jobLabel, prometheus-operator
-            # Documentation/api-reference/api.md): job="windows-exporter".
-            "jobLabel": "app.kubernetes.io/name",
-            "namespaceSelector": {"matchNames": [WINDOWS_EXPORTER_NAMESPACE]},
-            "selector": {"matchLabels": labels},
-            "podMetricsEndpoints": [{
-                "port": WINDOWS_EXPORTER_PORT_NAME,
-                "path": "/metrics",
-                "interval": "30s",
-                # hostNetwork makes instance the node's IP; the node name is what dashboards and alerts
-                # group by (__meta_kubernetes_pod_node_name: Prometheus kubernetes_sd_config, role pod).
-                "relabelings": [{
-                    "sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                    "targetLabel": "node",
-                    "action": "replace",
-                }],
-            }],
-        },
-    }
-    return [daemonset, pod_monitor]
 
 
 # --- alerts ------------------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """Renders the cluster network: Calico through the Tigera operator, and kube-proxy on Windows nodes.
 
-This module owns CalicoParams, the pinned Calico Helm charts and the render functions below. It is pure:
+This module owns CalicoParams, the Calico namespace and the render functions below (the chart pins live in
+config.compat.CHARTS). It is pure:
 no Pulumi and no ``config`` imports; frozen dataclasses (or plain values) come in, Kubernetes objects as
 plain dicts and Helm values dicts go out. The components turn them into resources.
 
 Creation order on a fresh cluster (every step waits for the one before it):
 
-1. ``CALICO_CRDS_CHART``: the ``projectcalico.org/v3`` and ``operator.tigera.io/v1`` CRDs. Calico 3.33
+1. The ``calico-crds`` chart (config.compat.CHARTS): the ``projectcalico.org/v3`` and ``operator.tigera.io/v1`` CRDs. Calico 3.33
    installs these from their own chart, ahead of the operator chart, with ``helm template ... | kubectl
    apply --server-side``: as a Helm release its release Secret would exceed the 1 MiB Secret limit. The
    network component renders it with pulumi-kubernetes' Chart v4 ("does not use Tiller or create a Helm
@@ -17,7 +18,7 @@ Creation order on a fresh cluster (every step waits for the one before it):
    be created before the operator reconciles the Installation, which creates ``FelixConfiguration
    default`` itself; pulumi-kubernetes since v4.29.0 creates with a client-side create and fails with
    AlreadyExists on an object it did not create (pulumi/pulumi-kubernetes v4.29.0 release notes, #2926).
-3. ``TIGERA_OPERATOR_CHART`` with ``tigera_operator_values()``: the operator and the
+3. The ``tigera-operator`` chart with ``tigera_operator_values()``: the operator and the
    ``kubernetes-services-endpoint`` ConfigMap, but no Installation.
 4. ``installation()``: carries ``pulumi.com/waitFor: condition=Ready``, so everything that depends on it
    starts only once the operator reports Calico ready.
@@ -33,28 +34,14 @@ from typing import Any
 
 from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_TAINT_KEY
 
-# --- Versions --------------------------------------------------------------------------------------
+# --- Charts ----------------------------------------------------------------------------------------
 #
-# Calico 3.33 is tested against Kubernetes 1.35, 1.36 and 1.37 (tigera/docs
-# calico_versioned_docs/version-3.33/_includes/partials/_system-requirements.mdx, "Supported versions");
-# 3.32 stops at 1.36 (same file under version-3.32). v3.33.0 is the newest release found: tigera/docs
-# calico_versioned_docs/version-3.33/releases.json lists v3.33.0 with quay.io/tigera/operator v1.44.0, and
-# a Calico 3.33.0 install was validated on 2026-10-22 (github.com/Rusty-Gopher/kupre/releases/tag/v0.5.0).
-# No 3.33.1 was found. The chart repository and the "v"-prefixed chart version come from the install
-# guide (calico_versioned_docs/version-3.33/getting-started/kubernetes/helm.mdx:
-# `helm repo add projectcalico https://docs.tigera.io/calico/charts`, `--version $[releaseTitle]`).
-CALICO_VERSION = "v3.33.0"
-_CALICO_CHART_REPO = "https://docs.tigera.io/calico/charts"
-
-TIGERA_OPERATOR_CHART: dict[str, str] = {
-    "chart": "tigera-operator",
-    "repo": _CALICO_CHART_REPO,
-    "version": CALICO_VERSION,
-    "namespace": "tigera-operator",
-}
+# Both Calico charts (config.compat.CHARTS "calico-crds" and "tigera-operator", one Calico version) go into
+# this namespace.
+CALICO_NAMESPACE = "tigera-operator"
 
 # New 3.33 installs use native projectcalico.org/v3 CRDs with no aggregated API server; the CRDs come
-# from the projectcalico.org.v3 chart, installed before the operator chart and never together with the
+# from the projectcalico.org.v3 chart ("calico-crds"), installed before the operator chart and never together with the
 # crd.projectcalico.org.v1 chart (helm.mdx and operations/native-v3-crds.mdx, version-3.33). The
 # operator keeps whichever mode the CRDs present select (tigera/operator#4973). On Kubernetes 1.36 the
 # chart must be rendered with the API version admissionregistration.k8s.io/v1/MutatingAdmissionPolicy
@@ -62,14 +49,8 @@ TIGERA_OPERATOR_CHART: dict[str, str] = {
 # (native-v3-crds.mdx, note under "Install the v3 CRD chart"). Chart v4 renders like `helm template
 # --dry-run=server`, i.e. against the cluster's own API versions; on 1.35 the v1beta1 API exists because
 # the API servers run with the MutatingAdmissionPolicy gate (config.compat KUBERNETES["1.35"].api_server_args).
-CALICO_CRDS_CHART: dict[str, str] = {
-    "chart": "projectcalico.org.v3",
-    "repo": _CALICO_CHART_REPO,
-    "version": CALICO_VERSION,
-    "namespace": "tigera-operator",
-}
-
-# With the v3 CRDs of CALICO_CRDS_CHART installed, projectcalico.org/v3 objects are plain custom
+#
+# With the v3 CRDs of the calico-crds chart installed, projectcalico.org/v3 objects are plain custom
 # resources: they can be created as soon as the CRDs exist, with no Calico API server running, while
 # crd.projectcalico.org/v1 CRDs do not exist at all in that mode (native-v3-crds.mdx, "How native
 # projectcalico.org/v3 CRDs work").
@@ -160,7 +141,7 @@ class CalicoParams:
 
 
 def tigera_operator_values(p: CalicoParams) -> dict[str, Any]:
-    """Helm values for TIGERA_OPERATOR_CHART.
+    """Helm values for the tigera-operator chart.
 
     Keys are those of projectcalico/calico charts/tigera-operator/values.yaml.
     """
@@ -247,7 +228,7 @@ def ipam_strict_affinity() -> dict[str, Any]:
     ipamconfigurations default ... strictAffinity: true`).
 
     projectcalico.org/v3 is used because with the v3 CRDs it is an ordinary CRD, usable right after
-    CALICO_CRDS_CHART (module docstring, step 2); crd.projectcalico.org/v1 would need the v1 CRDs that a
+    the calico-crds chart (module docstring, step 2); crd.projectcalico.org/v1 would need the v1 CRDs that a
     v3-mode install does not have. The CRD requires both spec fields (projectcalico/calico
     api/config/crd/projectcalico.org_ipamconfigurations.yaml: required autoAllocateBlocks, strictAffinity).
     """

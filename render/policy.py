@@ -68,14 +68,6 @@ from render.labels import (
 
 GATEKEEPER_NAMESPACE = "gatekeeper-system"
 
-GATEKEEPER_CHART: dict[str, str] = {
-    "chart": "gatekeeper",
-    # `helm repo add gatekeeper https://open-policy-agent.github.io/gatekeeper/charts` (chart README).
-    "repo": "https://open-policy-agent.github.io/gatekeeper/charts",
-    "version": "3.23.1",
-    "namespace": GATEKEEPER_NAMESPACE,
-}
-
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "policy" / "gatekeeper"
 
 # pulumi-kubernetes v4 user-defined readiness (pulumi/pulumi-kubernetes#3134, same key as render.network).
@@ -137,7 +129,7 @@ def _linux() -> dict[str, str]:
 
 
 def gatekeeper_values() -> dict:
-    """Helm values for GATEKEEPER_CHART: every Gatekeeper pod on Linux nodes, explicit resources, audit
+    """Helm values for the gatekeeper chart: every Gatekeeper pod on Linux nodes, explicit resources, audit
     limited to the kinds constraints match."""
     return {
         "controllerManager": {"nodeSelector": _linux(), "resources": copy.deepcopy(_COMPONENT_RESOURCES)},

@@ -37,43 +37,14 @@ from render.checks import is_host, require
 from render.labels import OS_LABEL, WORKER_ROLE_LABEL
 from render.scheduling import windows_toleration
 
-# --- Charts ------------------------------------------------------------------------------------------
+# --- Namespaces --------------------------------------------------------------------------------------
 #
-# csi-driver-smb 1.20.3 is the newest release listed in the project README's compatibility table
-# ("v1.20.3 | 1.21+", github.com/kubernetes-csi/csi-driver-smb README) and the newest chart in the
-# repository (charts/v1.20.3/csi-driver-smb/Chart.yaml: version 1.20.3, no "v" prefix since 1.19.0).
-# The chart has no kubeVersion upper bound. Repo URL: charts/README.md (`helm repo add csi-driver-smb
-# https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts`, installed into
-# kube-system).
-CSI_SMB_CHART: dict[str, str] = {
-    "chart": "csi-driver-smb",
-    "repo": "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts",
-    "version": "1.20.3",
-    "namespace": "kube-system",
-}
-
-# csi-driver-nfs 4.13.5: newest chart in kubernetes-csi/csi-driver-nfs (charts/v4.13.5/csi-driver-nfs/
-# Chart.yaml: version 4.13.5). Its csi-provisioner v6.3.0 needs Kubernetes 1.34+ (the reason Longhorn
-# raised its minimum, longhorn/longhorn#13576), which 1.36 satisfies. Repo URL and namespace:
-# charts/README.md (`helm repo add csi-driver-nfs https://raw.githubusercontent.com/kubernetes-csi/
-# csi-driver-nfs/master/charts`, `--namespace kube-system`).
-CSI_NFS_CHART: dict[str, str] = {
-    "chart": "csi-driver-nfs",
-    "repo": "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
-    "version": "4.13.5",
-    "namespace": "kube-system",
-}
-
-# Longhorn 1.13.0: newest release (longhorn/longhorn CHANGELOG/CHANGELOG-1.13.0.md); "Ensure that your
-# cluster is running Kubernetes v1.34 or later before installing Longhorn v1.13.0" (same file,
-# Installation), no upper bound. Chart repo https://charts.longhorn.io and "install the Longhorn chart in
-# the longhorn-system namespace only" (chart/README.md). Chart versions carry no "v" (charts index.yaml).
-LONGHORN_CHART: dict[str, str] = {
-    "chart": "longhorn",
-    "repo": "https://charts.longhorn.io",
-    "version": "1.13.0",
-    "namespace": "longhorn-system",
-}
+# The charts (config.compat.CHARTS "csi-driver-smb", "csi-driver-nfs", "longhorn") and their namespaces:
+# both CSI drivers install into kube-system (charts/README.md of each: `--namespace kube-system`), and
+# Longhorn only into longhorn-system ("install the Longhorn chart in the longhorn-system namespace only",
+# chart/README.md).
+CSI_NAMESPACE = "kube-system"
+LONGHORN_NAMESPACE = "longhorn-system"
 
 # --- Names -------------------------------------------------------------------------------------------
 
@@ -88,13 +59,13 @@ SMB_PROVISIONER = "smb.csi.k8s.io"
 NFS_PROVISIONER = "nfs.csi.k8s.io"
 LONGHORN_PROVISIONER = "driver.longhorn.io"
 
-# The SMB credentials live next to the driver, in kube-system (CSI_SMB_CHART's namespace): only cluster
+# The SMB credentials live next to the driver, in kube-system (the csi-driver-smb chart's namespace): only cluster
 # administrators read Secrets there, application namespaces never see the password, and the chart's RBAC
 # already lets its controller and node service accounts `get` Secrets (ClusterRoles
 # smb-external-provisioner-role and csi-smb-node-secret-role, templates/rbac-csi-smb.yaml). A
 # namespace of our own would add a namespace and nothing else.
 SMB_SECRET_NAME = "smb-credentials"
-SMB_SECRET_NAMESPACE = CSI_SMB_CHART["namespace"]
+SMB_SECRET_NAMESPACE = CSI_NAMESPACE
 # Keys the driver reads from the Secret: `username`, `password`, optional `domain`
 # (docs/driver-parameters.md; matched case-insensitively in NodeStageVolume, pkg/smb/nodeserver.go).
 SMB_SECRET_KEYS = ("username", "password")
@@ -138,9 +109,12 @@ LONGHORN_POD_PARTS: dict[str, str] = {
     "longhornUI": "linux",             # Deployment longhorn-ui
     "longhornGlobalManager": "linux",  # Deployment longhorn-global-manager
 }
-# Parts whose chart exposes `resources` (templates: `with .Values.<part>.resources`). The driver
-# deployer exposes none; see the module report.
-LONGHORN_PARTS_WITH_RESOURCES = ("longhornManager", "longhornUI", "longhornGlobalManager")
+# Parts whose chart values have a `resources` key: longhornManager.resources and
+# longhornGlobalManager.resources (chart/values.yaml @347f5ba38a2a, "Resource requests and limits for
+# Longhorn Manager pods"). longhornUI has none (its keys are replicas, priorityClass, affinity,
+# tolerations, nodeSelector, podDisruptionBudget), and neither has longhornDriver: requests set there
+# would be dropped silently (longhorn/longhorn#3186).
+LONGHORN_PARTS_WITH_RESOURCES = ("longhornManager", "longhornGlobalManager")
 
 
 # --- Input -------------------------------------------------------------------------------------------
@@ -228,7 +202,7 @@ def _requests(cpu: str, memory: str, memory_limit: str | None = None) -> dict[st
 
 
 def csi_smb_values() -> dict[str, Any]:
-    """Values for CSI_SMB_CHART: controller and node plugin on Linux, HostProcess node plugin on Windows.
+    """Values for the csi-driver-smb chart: controller and node plugin on Linux, HostProcess node plugin on Windows.
 
     Keys from charts/v1.20.3/csi-driver-smb/values.yaml. Requests and memory limits restate that
     file's defaults so they stay visible here and survive a default change upstream.
@@ -283,7 +257,7 @@ def csi_smb_values() -> dict[str, Any]:
 
 
 def csi_nfs_values() -> dict[str, Any]:
-    """Values for CSI_NFS_CHART: Linux only (controller and node templates hardcode kubernetes.io/os:
+    """Values for the csi-driver-nfs chart: Linux only (controller and node templates hardcode kubernetes.io/os:
     linux, templates/csi-nfs-controller.yaml and csi-nfs-node.yaml). Keys from
     charts/v4.13.5/csi-driver-nfs/values.yaml; requests restate its defaults."""
     return {
@@ -322,7 +296,7 @@ def _longhorn_setting_selector(selector: dict[str, str]) -> str:
 
 
 def longhorn_values(p: StorageParams) -> dict[str, Any]:
-    """Values for LONGHORN_CHART: Longhorn on Linux workers only, replicas spread over zones.
+    """Values for the longhorn chart: Longhorn on Linux workers only, replicas spread over zones.
 
     Key names: chart/README.md tables (global.*, longhornManager/Driver/UI.*, defaultSettings.*,
     persistence.*, preUpgradeChecker.*) and chart/templates/deployment-global-manager.yaml.
@@ -339,8 +313,7 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
         "longhornManager": {"nodeSelector": dict(workers), "tolerations": [],
                             "resources": _requests("100m", "256Mi")},
         "longhornDriver": {"nodeSelector": dict(workers), "tolerations": []},
-        "longhornUI": {"nodeSelector": dict(workers), "tolerations": [],
-                       "resources": _requests("10m", "64Mi")},
+        "longhornUI": {"nodeSelector": dict(workers), "tolerations": []},
         "longhornGlobalManager": {"nodeSelector": dict(workers), "tolerations": [],
                                   "resources": _requests("50m", "128Mi")},
         "defaultSettings": {

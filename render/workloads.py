@@ -3,13 +3,13 @@ Windows Server 2022 nodes), ``api-linux`` (a Java 17 Spring Boot API on the Linu
 namespace routing ``/win`` and ``/linux`` to them, and the values for the ingress-nginx Helm chart that
 serves those Ingresses from Linux nodes.
 
-This module owns ``SampleParams``, the default sample images, the pinned ingress-nginx chart and the render
+This module owns ``SampleParams``, the ingress-nginx values and the render
 functions. It is pure: no Pulumi, no ``config`` imports; plain Kubernetes objects / Helm values out.
 Whether the samples are deployed at all is the caller's switch.
 
 Design decisions, with their sources:
 
-* Images. ``DEFAULT_WIN_IMAGE`` is the ASP.NET Core sample from dotnet/dotnet-docker
+* Images (pinned in config.compat as SAMPLE_WINDOWS_IMAGE and SAMPLE_LINUX_IMAGE). The Windows one is the ASP.NET Core sample from dotnet/dotnet-docker
   (samples/aspnetapp: Kestrel on port 8080, ``/healthz`` mapped with ``MapHealthChecks`` in
   samples/aspnetapp/aspnetapp/Program.cs) built on ``aspnet:10.0-nanoserver-ltsc2022``
   (samples/aspnetapp/Dockerfile.nanoserver), which runs as ``ContainerUser`` (``USER ContainerUser`` in
@@ -17,7 +17,7 @@ Design decisions, with their sources:
   as ``aspnetapp-<major>-nanoserver-ltsc2022`` (README.samples.md: ``aspnetapp-9.0-nanoserver-ltsc2022``,
   ``aspnetapp-8.0-nanoserver-ltsc2022``); .NET 8 and 9 both left support on 2026-11-10
   (https://devblogs.microsoft.com/dotnet/dotnet-sts-releases-supported-for-24-months), so the default is
-  the .NET 10 tag of that same scheme. ``DEFAULT_LINUX_IMAGE`` is spring-petclinic-rest
+  the .NET 10 tag of that same scheme. The Linux one is spring-petclinic-rest
   (github.com/spring-petclinic/spring-petclinic-rest: a Spring Boot REST API with
   spring-boot-starter-actuator, in-memory database, port 9966, published to Docker Hub with Jib as
   ``springcommunity/spring-petclinic-rest:<version>``, readme "With Docker"; the 3.x line is built on
@@ -86,16 +86,8 @@ from render.scheduling import (
     parse_quantity,
 )
 
-DEFAULT_WIN_IMAGE = "mcr.microsoft.com/dotnet/samples:aspnetapp-10.0-nanoserver-ltsc2022"
-DEFAULT_LINUX_IMAGE = "docker.io/springcommunity/spring-petclinic-rest:3.2.1"
 
-# The last upstream ingress-nginx chart (see module docstring for why it is the pin and what it lacks).
-INGRESS_NGINX_CHART: dict = {
-    "chart": "ingress-nginx",
-    "repo": "https://kubernetes.github.io/ingress-nginx",   # chart README, "Get Repo Info"
-    "version": "4.15.0",                                     # controller v1.15.0, 2026-03-10
-    "namespace": "ingress-nginx",
-}
+INGRESS_NAMESPACE = "ingress-nginx"
 
 WIN_APP = "api-win"
 LINUX_APP = "api-linux"

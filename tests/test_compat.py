@@ -184,3 +184,40 @@ def test_only_1_35_needs_the_mutating_admission_policy_beta_for_calicos_v3_crds(
         "runtime-config": "admissionregistration.k8s.io/v1beta1=true",
     }
     assert all(not compat.KUBERNETES[m].api_server_args for m in compat.KUBERNETES if m != "1.35")
+
+
+# --- Helm charts: one home, each pin with its evidence --------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", sorted(compat.CHARTS))
+def test_every_chart_pin_records_where_it_was_seen_and_where_its_values_keys_come_from(key):
+    chart = compat.CHARTS[key]
+    assert chart.repo.startswith("https://")
+    # Calico spells its chart versions with a "v" (its install guide's --version $[releaseTitle]); the
+    # others as their chart index does, bare.
+    pattern = r"v\d+\.\d+\.\d+" if chart.repo == "https://docs.tigera.io/calico/charts" else r"\d+\.\d+\.\d+"
+    assert re.fullmatch(pattern, chart.version), chart.version
+    assert chart.evidence.strip() and chart.values_source.strip()
+
+
+def test_both_calico_charts_are_one_calico_release():
+    assert compat.CHARTS["calico-crds"].version == compat.CHARTS["tigera-operator"].version == compat.CALICO_VERSION
+
+
+def test_gatekeeper_is_recent_enough_for_rego_v1_templates():
+    # Rego v1 in templates needs Gatekeeper 3.19 or later.
+    major, minor, _ = (int(x) for x in compat.CHARTS["gatekeeper"].version.split("."))
+    assert (major, minor) >= (3, 19)
+
+
+def test_no_renderer_pins_a_chart_or_an_image_tag_of_its_own():
+    """Versions live in config/compat.py only: the render modules hold no chart dict with a version and no
+    component image tag, so a bump is one edit in one file."""
+    import render
+    offenders = []
+    for path in sorted(Path(render.__file__).parent.glob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(r'"version":\s*"v?\d+\.\d+', code) or re.search(r"_VERSION\s*=\s*\"v?\d", code):
+                offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert offenders == []

@@ -426,16 +426,7 @@ def test_constraints_refuse_bad_input(action, namespaces):
         policy.constraints(action, namespaces)
 
 
-def test_gatekeeper_chart_pin():
-    assert policy.GATEKEEPER_CHART == {
-        "chart": "gatekeeper",
-        "repo": "https://open-policy-agent.github.io/gatekeeper/charts",
-        "version": "3.23.1",
-        "namespace": "gatekeeper-system",
-    }
-    # Rego v1 in templates needs Gatekeeper 3.19 or later.
-    major, minor, _ = (int(x) for x in policy.GATEKEEPER_CHART["version"].split("."))
-    assert (major, minor) >= (3, 19)
+
 
 
 def test_gatekeeper_values_keep_every_pod_on_linux():
@@ -456,7 +447,7 @@ def test_sync_config_syncs_runtime_classes_into_the_inventory():
     config = policy.sync_config()
     assert config["apiVersion"] == "config.gatekeeper.sh/v1alpha1" and config["kind"] == "Config"
     # Gatekeeper reconciles only a Config named "config" in its own namespace (website/docs/sync.md).
-    assert config["metadata"] == {"name": "config", "namespace": policy.GATEKEEPER_CHART["namespace"]}
+    assert config["metadata"] == {"name": "config", "namespace": policy.GATEKEEPER_NAMESPACE}
     assert config["spec"]["sync"]["syncOnly"] == [{"group": "node.k8s.io", "version": "v1", "kind": "RuntimeClass"}]
 
 
@@ -464,7 +455,7 @@ def test_sync_config_syncs_runtime_classes_into_the_inventory():
 
 SAMPLES = workloads.SampleParams(
     win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class="win2022",
-    win_image=workloads.DEFAULT_WIN_IMAGE, linux_image=workloads.DEFAULT_LINUX_IMAGE,
+    win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
 )
 
 

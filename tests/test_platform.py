@@ -240,10 +240,34 @@ def test_every_chart_places_its_pods_on_linux(hk):
 
 def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk_two_builds):
     daemonsets = {name: spec for name, spec in pod_specs(hk_two_builds)}
-    for name in ("windows-exporter", "kube-proxy-windows", "fluent-bit-windows-win2019", "fluent-bit-windows-win2022"):
+    for name in ("kube-proxy-windows", "fluent-bit-windows-win2019", "fluent-bit-windows-win2022"):
         spec = daemonsets[name]
         assert spec["nodeSelector"]["kubernetes.io/os"] == "windows", name
         assert any(t.get("key") == "node-role.kubernetes.io/windows" for t in spec["tolerations"]), name
+    # windows-exporter is kube-prometheus-stack's subchart: placed through its values.
+    (stack,) = [r for r in hk_two_builds.by_type("kubernetes:helm.sh/v3:Release")
+                if r.inputs["chart"] == "kube-prometheus-stack"]
+    exporter = stack.inputs["values"]["prometheus-windows-exporter"]
+    assert exporter["nodeSelector"] == {"kubernetes.io/os": "windows"}
+    assert [t["key"] for t in exporter["tolerations"]] == ["node-role.kubernetes.io/windows"]
+
+
+def test_every_rollout_onto_windows_nodes_may_take_a_first_servercore_pull(hk_two_builds):
+    """Windows DaemonSets and the Helm releases that carry Windows pods wait 45 minutes, not the default."""
+    from components.k8s import WINDOWS_ROLLOUT_MINUTES, runs_on_windows
+    windows_daemonsets = [r for r in hk_two_builds.by_type("kubernetes:apps/v1:DaemonSet")
+                          if runs_on_windows({"kind": "DaemonSet", **r.inputs})]
+    assert {r.inputs["metadata"]["name"] for r in windows_daemonsets} >= {
+        "kube-proxy-windows", "fluent-bit-windows-win2019", "fluent-bit-windows-win2022"}
+    for daemonset in windows_daemonsets:
+        assert daemonset.custom_timeouts == {"create": f"{WINDOWS_ROLLOUT_MINUTES}m",
+                                             "update": f"{WINDOWS_ROLLOUT_MINUTES}m"}, daemonset.name
+    linux = [r for r in hk_two_builds.by_type("kubernetes:apps/v1:DaemonSet") if r not in windows_daemonsets]
+    assert all(r.custom_timeouts == {} for r in linux)
+    releases = {r.inputs["chart"]: r for r in hk_two_builds.by_type("kubernetes:helm.sh/v3:Release")}
+    for chart in ("kube-prometheus-stack", "csi-driver-smb"):
+        assert releases[chart].inputs["timeout"] == WINDOWS_ROLLOUT_MINUTES * 60, chart
+    assert "timeout" not in releases["longhorn"].inputs
 
 
 def test_every_workload_the_program_declares_passes_every_gatekeeper_template(hk_two_builds):
@@ -253,7 +277,8 @@ def test_every_workload_the_program_declares_passes_every_gatekeeper_template(hk
     objects = kubernetes_objects(hk_two_builds)
     runtime_classes = [obj for obj in objects if obj["kind"] == "RuntimeClass"]
     workloads = [obj for obj in objects if obj["kind"] in WORKLOAD_KINDS]
-    assert len(workloads) >= 6
+    # The two samples and the three Windows DaemonSets of our own (kube-proxy, Fluent Bit per build).
+    assert len(workloads) >= 5
     for template in policy.templates():
         for obj in workloads:
             violations = evaluate(template, obj, runtime_classes, namespace=obj["metadata"].get("namespace"))

