@@ -46,11 +46,12 @@ Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_user
         worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux])
 Observability(f"{spec.cluster.name}-observability", spec, cluster.provider, scheduling,
               secrets.grafana_admin_password, linux_ready)
-Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
-       [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
+policy = Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
+                [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
 if spec.workloads.samples:
     SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
-                    windows_networking=windows_kube_proxy.resources)
+                    windows_networking=windows_kube_proxy.resources, access=cluster.access,
+                    policy_declared=policy.declared)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -28,11 +28,14 @@ class Policy(pulumi.ComponentResource):
 
         gatekeeper = helm_release(f"{name}-gatekeeper", CHARTS["gatekeeper"], policy.GATEKEEPER_NAMESPACE, policy.gatekeeper_values(),
                                   provider=provider, parent=self, depends_on=list(linux_ready))
-        declare(policy.sync_config(), [gatekeeper])
+        sync = declare(policy.sync_config(), [gatekeeper])
         templates = {t["spec"]["crd"]["spec"]["names"]["kind"]: declare(t, [gatekeeper]) for t in policy.templates()}
         self.constraints = [
             declare(c, [templates[c["kind"]], *namespaces])
             for c in policy.constraints(spec.policy.enforcement_action, tuple(spec.policy.namespaces))
         ]
+        # What a workload waits for before its first pod is checked (it still probes admission itself:
+        # data.inventory fills asynchronously, render/policy.py render_admission_probe).
+        self.declared = [sync, *templates.values(), *self.constraints]
         self.register_outputs({"enforcement_action": spec.policy.enforcement_action,
                                "templates": sorted(templates)})

@@ -8,10 +8,14 @@ from typing import Mapping, Sequence
 
 import pulumi
 
+import pulumi_command as command
+
 from config import compat
 from config.model import StackSpec
-from render import workloads
+from render import policy, workloads
+from render.shell import bash_command
 
+from .bootstrap import ControlPlaneAccess
 from .k8s import helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling
 
@@ -22,6 +26,7 @@ SAMPLE_WINDOWS_VERSION = "win2022"
 class SampleWorkloads(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
+                 access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = workloads.SampleParams(
@@ -40,12 +45,27 @@ class SampleWorkloads(pulumi.ComponentResource):
             f"{name}-ingress-nginx", compat.CHARTS["ingress-nginx"], workloads.INGRESS_NAMESPACE,
             workloads.ingress_nginx_values(node_port_range=spec.cluster.node_ports),
             provider=provider, parent=self, depends_on=linux_ready)
-        services = declare(workloads.api_linux(params), [scheduling.namespaces[params.linux_namespace], *linux_ready])
         windows_nodes = [n for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION]
+        linux_objects = workloads.api_linux(params)
+        windows_objects = workloads.api_win(params) if windows_nodes else []
+        # The placement constraints deny a Windows pod whose RuntimeClass Gatekeeper has not synced yet:
+        # the samples start once a dry run of each of their pods is admitted.
+        namespaces = [scheduling.namespaces[params.linux_namespace]]
         if windows_nodes:
-            services += declare(workloads.api_win(params), [
-                scheduling.namespaces[params.win_namespace], scheduling.runtime_classes[SAMPLE_WINDOWS_VERSION],
-                *[node_ready[n.name] for n in windows_nodes], *windows_networking])
+            namespaces += [scheduling.namespaces[params.win_namespace], scheduling.runtime_classes[SAMPLE_WINDOWS_VERSION]]
+        probe_script = policy.render_admission_probe(policy.probe_pods([*linux_objects, *windows_objects]))
+        admitted = command.remote.Command(
+            f"{name}-admission-probe",
+            connection=access.connection,
+            create=bash_command(probe_script),
+            update=bash_command(probe_script),
+            logging=command.remote.Logging.STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *policy_declared, *namespaces]),
+        )
+        services = declare(linux_objects, [*namespaces[:1], *linux_ready, admitted])
+        if windows_nodes:
+            services += declare(windows_objects, [
+                *namespaces[1:], *[node_ready[n.name] for n in windows_nodes], *windows_networking, admitted])
         ingresses = [obj for obj in workloads.ingress(params)
                      if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         # The controller's admission webhook rejects Ingresses until it runs (failurePolicy: Fail).

@@ -54,11 +54,14 @@ Design decisions, with their sources:
 from __future__ import annotations
 
 import copy
+import json
+import shlex
 from pathlib import Path
 
 import yaml
 
 from render.checks import DNS_LABEL
+from render.linux_bootstrap import _PRELUDE, ADMIN_CONF
 from render.labels import (
     OS_LABEL,
     WINDOWS_TAINT_EFFECT,
@@ -153,6 +156,65 @@ def sync_config() -> dict:
         "metadata": {"name": "config", "namespace": GATEKEEPER_NAMESPACE},
         "spec": {"sync": {"syncOnly": [{"group": "node.k8s.io", "version": "v1", "kind": "RuntimeClass"}]}},
     }
+
+
+# --- waiting for the policy to be in force -----------------------------------------------------------------
+#
+# A constraint that follows runtimeClassName reads the RuntimeClass from data.inventory, which Gatekeeper
+# fills asynchronously once the Config exists (website/docs/sync.md); a pod checked before that is denied
+# for a RuntimeClass that "does not exist". Workloads therefore wait until a pod exactly like theirs is
+# admitted: a server-side dry run goes through every admission webhook (Gatekeeper's is `sideEffects: None`,
+# so it receives dry-run requests) and persists nothing.
+ADMISSION_PROBE_TIMEOUT_SECONDS = 600
+
+
+def probe_pods(workloads: list[dict]) -> list[dict]:
+    """One Pod per Deployment/DaemonSet/StatefulSet in ``workloads``: its pod template as the pod it creates."""
+    pods = []
+    for obj in workloads:
+        if obj.get("kind") not in ("Deployment", "DaemonSet", "StatefulSet"):
+            continue
+        template = obj["spec"]["template"]
+        pods.append({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": f"{obj['metadata']['name']}-admission-probe",
+                                  "namespace": obj["metadata"]["namespace"],
+                                  "labels": dict(template.get("metadata", {}).get("labels", {}))},
+                     "spec": copy.deepcopy(template["spec"])})
+    return pods
+
+
+def render_admission_probe(pods: list[dict], timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
+    """On the first control-plane node: submit each pod as a server-side dry run until the API server admits
+    it (policy synced and in force), or fail after ``timeout_seconds`` with the last refusal. Creates
+    nothing, so it has no delete; running it twice checks twice."""
+    if not pods:
+        raise ValueError("an admission probe needs at least one pod")
+    if not isinstance(timeout_seconds, int) or timeout_seconds < 1:
+        raise ValueError(f"timeout {timeout_seconds!r} must be a positive number of seconds")
+    for pod in pods:
+        if pod.get("kind") != "Pod" or not DNS_LABEL.match(pod["metadata"].get("namespace", "")):
+            raise ValueError("admission probes are namespaced Pods")
+    documents = " ".join(shlex.quote(json.dumps(pod, sort_keys=True)) for pod in pods)
+    return "\n".join([
+        _PRELUDE,
+        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
+        f"TIMEOUT_SECONDS={timeout_seconds}",
+        f"PODS=({documents})",
+        r"""
+[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
+deadline=$((SECONDS + TIMEOUT_SECONDS))
+for pod in "${PODS[@]}"; do
+  until answer="$(printf '%s\n' "$pod" | kubectl --kubeconfig "$ADMIN_CONF" create --dry-run=server -o name -f - 2>&1)"; do
+    if (( SECONDS >= deadline )); then
+      echo "$answer" >&2
+      die "a pod like the workload's is still refused after ${TIMEOUT_SECONDS}s (policy not in force, or it denies the workload)"
+    fi
+    sleep 10
+  done
+  echo "admitted (dry run): $answer"
+done
+""",
+    ])
 
 
 def _load_template(folder: str) -> dict:

@@ -518,3 +518,81 @@ def test_program_workloads_are_refused_once_broken():
     linux_in_win = copy.deepcopy(linux)
     linux_in_win["metadata"]["namespace"] = SAMPLES.win_namespace
     assert any("which holds Windows workloads" in m for m in evaluate(templates[TOLERATION], linux_in_win))
+
+
+# --- the samples wait until the policy admits pods like theirs ---------------------------------------------
+
+def _sample_pods():
+    params = workloads.SampleParams(
+        win_namespace="win-prod", linux_namespace="linux-prod", win_runtime_class="win2022",
+        win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
+        linux_distros=("ubuntu22", "rocky9"), host=None)
+    return policy.probe_pods([*workloads.api_win(params), *workloads.api_linux(params)])
+
+
+def test_probe_pods_are_the_sample_pod_templates_and_pass_strict_validation():
+    import kubernetes_validate
+    pods = _sample_pods()
+    assert [(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods] == [
+        ("win-prod", "api-win-admission-probe"), ("linux-prod", "api-linux-admission-probe")]
+    for pod in pods:
+        kubernetes_validate.validate(copy.deepcopy(pod), "1.36.0", strict=True)
+    assert pods[0]["spec"]["runtimeClassName"] == "win2022"
+
+
+def _run_probe(tmp_path, script: str, refusals: int):
+    import shutil
+    import subprocess
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (tmp_path / "etc" / "kubernetes").mkdir(parents=True)
+    (tmp_path / "etc" / "kubernetes" / "admin.conf").write_text("apiVersion: v1\n")
+    (stubs / "kubectl").write_text(f"""#!/usr/bin/env bash
+set -euo pipefail
+count=$(( $(cat "$STUBS/count" 2>/dev/null || echo 0) + 1 ))
+echo "$count" >"$STUBS/count"
+printf '%s\\n' "$*" >>"$STUBS/calls"
+cat >>"$STUBS/stdin"
+if (( count <= {refusals} )); then
+  echo 'admission webhook "validation.gatekeeper.sh" denied the request: RuntimeClass win2022 does not exist' >&2
+  exit 1
+fi
+echo "pod/probe created (server dry run)"
+""")
+    (stubs / "sleep").write_text("#!/usr/bin/env bash\n/bin/sleep 0.3\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    from render.linux_bootstrap import TEST_ROOT_VARIABLE
+    env = {"PATH": f"{stubs}:/usr/bin:/bin", "STUBS": str(stubs), TEST_ROOT_VARIABLE: str(tmp_path)}
+    result = subprocess.run([shutil.which("bash"), "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    calls = (stubs / "calls").read_text().splitlines() if (stubs / "calls").exists() else []
+    return result, calls, stubs
+
+
+def test_the_probe_retries_refusals_until_every_pod_is_admitted_and_creates_nothing(tmp_path):
+    from tests.validators import shellcheck
+    script = policy.render_admission_probe(_sample_pods())
+    (tmp_path / "probe.sh").write_text(script)
+    shellcheck(tmp_path / "probe.sh")
+    result, calls, stubs = _run_probe(tmp_path, script, refusals=2)
+    assert result.returncode == 0, result.stderr
+    assert len(calls) == 4  # two refusals, then each of the two pods once
+    assert all("create --dry-run=server -o name -f -" in call for call in calls)
+    assert result.stdout.count("admitted (dry run)") == 2
+    assert '"runtimeClassName": "win2022"' in (stubs / "stdin").read_text()
+
+
+def test_the_probe_fails_loudly_with_the_last_refusal_when_the_policy_never_admits(tmp_path):
+    script = policy.render_admission_probe(_sample_pods(), timeout_seconds=1)
+    result, calls, _ = _run_probe(tmp_path, script, refusals=1000)
+    assert result.returncode != 0
+    assert "RuntimeClass win2022 does not exist" in result.stderr
+    assert "still refused after 1s" in result.stderr
+    assert 2 <= len(calls) < 20
+
+
+def test_the_probe_refuses_what_it_cannot_probe():
+    with pytest.raises(ValueError):
+        policy.render_admission_probe([])
+    with pytest.raises(ValueError):
+        policy.render_admission_probe(_sample_pods(), timeout_seconds=0)

@@ -318,3 +318,17 @@ def test_the_crd_chart_transform_retains_every_object_it_renders():
                                         opts=pulumi.ResourceOptions(protect=False))
     result = retain_on_delete(args)
     assert result.opts.retain_on_delete is True and result.props == {"spec": {}}
+
+
+def test_samples_start_only_once_a_dry_run_of_their_pods_passes_the_synced_policy(hk):
+    by_urn = hk.by_urn()
+    (probe,) = [r for r in hk.by_type("command:remote:Command") if r.name.endswith("-samples-admission-probe")]
+    waits = {by_urn[u].name for u in hk.waits_for(probe.urn) if u in by_urn}
+    assert "hk-prod-policy-config-gatekeeper-system-config" in waits          # RuntimeClasses synced
+    assert any(name.startswith("hk-prod-policy-k8s") for name in waits)         # the constraints
+    assert "hk-prod-scheduling-runtimeclass-win2022" in waits
+    for deployment in hk.by_type("kubernetes:apps/v1:Deployment"):
+        if deployment.inputs["metadata"]["name"] in ("api-win", "api-linux"):
+            assert probe.urn in deployment.dependencies, deployment.name
+    # Read-only: it creates nothing, so there is nothing to delete.
+    assert "delete" not in probe.inputs
