@@ -23,6 +23,7 @@ from gatekeeper_eval import (
     matches,
     package,
     rego_code,
+    rego_libs,
     rego_source,
     review,
 )
@@ -40,8 +41,7 @@ TEMPLATE_SCHEMA = "templates.gatekeeper.sh_v1_ConstraintTemplate.json"
 KUBERNETES_VERSION = "1.36.0"
 POLICY_DIR = policy.TEMPLATE_DIR
 TEMPLATE_FOLDERS = sorted(folder for _, folder in policy.CONSTRAINTS.values())
-SHARED_BEGIN = "# --- shared placement helpers"
-SHARED_END = "# --- end of shared placement helpers"
+LIB = POLICY_DIR / "lib" / "placement.rego"
 SYNC_ANNOTATION = "metadata.gatekeeper.sh/requires-sync-data"
 
 
@@ -99,7 +99,7 @@ def test_template_uses_rego_v1_in_the_code_field_only(folder):
     assert [c["engine"] for c in target["code"]] == ["Rego"]
     source = rego_code(template)
     assert source["version"] == "v1"
-    assert set(source) == {"version", "rego"}
+    assert set(source) == {"version", "rego", "libs"}
 
 
 @pytest.mark.parametrize("folder", TEMPLATE_FOLDERS)
@@ -114,13 +114,14 @@ def test_template_names_follow_gatekeeper_conventions(folder):
 
 
 @pytest.mark.parametrize("folder", TEMPLATE_FOLDERS)
-def test_rego_references_no_data_but_the_inventory(folder):
-    # A template sees only input and data.inventory (and data.lib for libs, which we do not use).
-    source = rego_source(_template(folder))
-    code = "\n".join(line.split("#", 1)[0] for line in source.splitlines())
-    refs = re.findall(r"\bdata\.[A-Za-z_]+", code)
-    assert refs and set(refs) == {"data.inventory"}
-    assert "http.send" not in code  # disabled in the chart's default disabledBuiltins
+def test_rego_references_no_data_but_the_inventory_and_its_library(folder):
+    # A template sees only input, data.inventory and its libs (data.lib.<name>).
+    template = _template(folder)
+    code = "\n".join(line.split("#", 1)[0] for line in rego_source(template).splitlines())
+    assert set(re.findall(r"\bdata\.[A-Za-z_.]+", code)) == {"data.lib.placement"}
+    lib_code = "\n".join(line.split("#", 1)[0] for line in rego_libs(template)[0].splitlines())
+    assert set(re.findall(r"\bdata\.[A-Za-z_]+", lib_code)) == {"data.inventory"}
+    assert "http.send" not in code + lib_code  # disabled in the chart's default disabledBuiltins
 
 
 @pytest.mark.parametrize("folder", TEMPLATE_FOLDERS)
@@ -129,18 +130,36 @@ def test_rego_produces_violations_with_msg(folder):
     assert re.search(r'^\s*violation contains \{"msg": msg\} if \{', source, re.MULTILINE)
 
 
-def _shared_block(source: str) -> str:
-    start = source.index(SHARED_BEGIN)
-    end = source.index(SHARED_END, start)
-    return source[start:end]
+def test_every_template_carries_the_one_placement_library_verbatim():
+    """policy/gatekeeper/lib/placement.rego is the source; each template's libs is that file, byte for byte
+    (`python -m tools.rego_libs` copies it), and no template re-declares a helper of its own."""
+    from tools import rego_libs as sync
+    lib = LIB.read_text()
+    assert lib.startswith("package lib.placement\n")
+    for folder in TEMPLATE_FOLDERS:
+        template = _template(folder)
+        assert rego_libs(template) == [lib], f"{folder}: stale copy of lib/placement.rego: run python -m tools.rego_libs"
+        assert "import data.lib.placement" in rego_source(template)
+        for helper in ("template_kinds :=", "runtime_class :=  data", "term_values(", "expression_allows("):
+            assert helper not in rego_source(template), (folder, helper)
+    assert sync.stale_templates() == []
 
 
-def test_shared_helpers_are_identical_in_every_template():
-    blocks = {folder: _shared_block(rego_source(_template(folder))) for folder in TEMPLATE_FOLDERS}
-    reference = blocks[TEMPLATE_FOLDERS[0]]
-    assert "pod_spec :=" in reference and "os_selections contains" in reference
-    for folder, block in blocks.items():
-        assert block == reference, f"{folder} carries a different copy of the shared helpers"
+def test_the_sync_tool_rewrites_a_stale_copy_and_nothing_else(tmp_path):
+    import shutil
+    from tools import rego_libs as sync
+    root = tmp_path / "gatekeeper"
+    shutil.copytree(POLICY_DIR, root)
+    target = root / TEMPLATE_FOLDERS[0] / "template.yaml"
+    original = target.read_text()
+    (root / "lib" / "placement.rego").write_text(LIB.read_text() + "\n# a new line\n")
+    assert sync.stale_templates(root) == sorted(root / folder / "template.yaml" for folder in TEMPLATE_FOLDERS)
+    assert sync.main(["--root", str(root), "--check"]) == 1
+    assert sync.main(["--root", str(root)]) == 0
+    assert sync.stale_templates(root) == []
+    updated = target.read_text()
+    assert updated.startswith(original[: original.index("            libs:")])
+    assert rego_libs(yaml.safe_load(updated)) == [LIB.read_text() + "\n# a new line\n"]
 
 
 def _structural(schema: dict, path: str = "parameters") -> list[str]:
@@ -179,7 +198,7 @@ def test_declared_sync_data_is_what_the_config_syncs(folder):
         options = {(g, v, k) for clause in requirement
                    for g in clause["groups"] for v in clause["versions"] for k in clause["kinds"]}
         assert options & synced, f"{folder} requires one of {options}, none of which is synced"
-    source = rego_source(_template(folder))
+    source = rego_libs(_template(folder))[0]
     assert 'data.inventory.cluster["node.k8s.io/v1"].RuntimeClass' in source
 
 

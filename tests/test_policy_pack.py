@@ -101,30 +101,22 @@ def pod_spec(resource: rules.Declared) -> dict:
 
 # --- the facts the pack copies stay equal to the program's --------------------------------------------------
 
-def test_vocabulary_matches_the_program():
+def test_vocabulary_matches_the_program(recording):
     from pulumi_command.remote import Logging
 
     from components import bootstrap
-    from config import compat
     from config.loader import PROJECT, SECRET_KEYS
-    from render import labels
 
-    assert rules.OS_LABEL == labels.OS_LABEL
-    assert rules.WINDOWS_BUILD_LABEL == labels.WINDOWS_BUILD_LABEL
-    assert rules.WINDOWS_TAINT == {"key": labels.WINDOWS_TAINT_KEY, "value": labels.WINDOWS_TAINT_VALUE,
-                                   "effect": labels.WINDOWS_TAINT_EFFECT}
-    for build in compat.WINDOWS.values():
-        assert rules.WINDOWS_BUILD_BY_TAG_MARKER[build.ltsc_tag] == build.build
     assert rules.PROJECT == PROJECT
     assert set(rules.SECRET_CONFIG_KEYS) == set(SECRET_KEYS)
-    from config.model import DEFAULT_NAMESPACES
-    for params in DEFAULT_NAMESPACES:
-        prefix = rules.WINDOWS_NAMESPACE_PREFIX if params.os == "windows" else rules.LINUX_NAMESPACE_PREFIX
-        assert params.name.startswith(prefix)
     assert set(rules.SECRET_STDOUT_SUFFIXES) == set(mockrun.STAND_IN_STDOUT)
     assert bootstrap.SECRET_STDOUT == ["stdout"]
     assert rules.STDOUT_FREE_LOGGING <= {member.value for member in Logging}
     assert rules.STDOUT_FREE_LOGGING.isdisjoint({Logging.STDOUT.value, Logging.STDOUT_AND_STDERR.value})
+    # The type tokens the pack looks for are the ones the program declares.
+    types = {r.type for r in recording.resources}
+    assert {rules.TEMPLATE_TYPE, rules.RUNTIME_CLASS_TYPE} <= types
+    assert len({t for t in types if t.startswith(rules.CONSTRAINT_TYPE_PREFIX)}) == 3
 
 
 # --- hk-prod passes, and each rule had something to judge ---------------------------------------------------
@@ -133,17 +125,29 @@ def test_hk_prod_passes_every_rule(hk_prod):
     assert violated(hk_prod) == {}
 
 
+def _constraint_name(kind: str) -> str:
+    from render import policy
+    return policy.CONSTRAINTS[kind][0]
+
+
 def test_every_rule_has_something_to_judge_in_hk_prod(hk_prod):
-    workloads = [w for w in map(rules.workload, hk_prod) if w is not None]
-    rcs = rules.runtime_classes(hk_prod)
-    targets = {w.name: rules.targeted_os(rules.placement(w.pod_spec, rcs)) for w in workloads}
-    # Other layers add workloads over time; these three are the samples and Windows kube-proxy.
-    assert targets.items() >= {"api-linux": "linux", "api-win": "windows", "kube-proxy-windows": "windows"}.items()
-    assert set(rcs) == {"win2019", "win2022"}
-    # api-win reaches Windows, its toleration and its build only through its RuntimeClass.
+    templates = [r for r in hk_prod if r.type == rules.TEMPLATE_TYPE]
+    constraints = [r for r in hk_prod if r.type.startswith(rules.CONSTRAINT_TYPE_PREFIX)]
+    assert len(templates) == len(constraints) == 3
+    assert all(c.props["spec"]["enforcementAction"] == "deny" for c in constraints)
+    assert {r.props["metadata"]["name"] for r in hk_prod if r.type == rules.RUNTIME_CLASS_TYPE} == {"win2019", "win2022"}
+    # The samples live in the constrained namespaces; api-win reaches Windows, its toleration and its build
+    # only through its RuntimeClass, so the inventory is what admits it.
     api_win = named(hk_prod, API_WIN)
     assert "nodeSelector" not in pod_spec(api_win) and "tolerations" not in pod_spec(api_win)
-    assert rules.image_windows_build(pod_spec(api_win)["containers"][0]["image"]) == "10.0.20348"
+    from render import policy as rendered
+    namespaces = set(constraints[0].props["spec"]["match"]["namespaces"])
+    assert {named(hk_prod, API_LINUX).props["metadata"]["namespace"], api_win.props["metadata"]["namespace"]} <= namespaces
+    without_inventory = [r for r in hk_prod if r.type != rules.RUNTIME_CLASS_TYPE]
+    found = violated(without_inventory)[rules.GATEKEEPER_RULE]
+    assert {f.urn for f in found} == {api_win.urn}
+    assert any("is not in Gatekeeper's inventory" in f.message for f in found)
+    assert rendered.CONSTRAINTS  # the constraint names the findings carry come from here
     vms = [r for r in hk_prod if r.type == rules.PROXMOX_VM_TYPE and rules.CONTROL_PLANE_TAG in r.props["tags"]]
     assert len(vms) == 3 and all(vm.protect for vm in vms)
     credential_commands = [r for r in hk_prod if r.type == rules.COMMAND_TYPE
@@ -154,51 +158,97 @@ def test_every_rule_has_something_to_judge_in_hk_prod(hk_prod):
     assert any(SECRET_VALUES["windowsAdminPassword"] in str(r.props.get("stdin")) for r in hk_prod)
 
 
-# --- mutated copies break exactly the expected rule ------------------------------------------------------------
+# --- mutated copies break exactly the expected constraint ------------------------------------------------------
 
-def test_deployment_without_os_breaks_only_the_os_rule(hk_prod):
+def _findings_by_constraint(resources) -> dict[str, list[rules.Finding]]:
+    found = violated(resources)
+    assert set(found) <= {rules.GATEKEEPER_RULE}, found
+    by_constraint: dict[str, list[rules.Finding]] = {}
+    for finding in found.get(rules.GATEKEEPER_RULE, []):
+        by_constraint.setdefault(finding.message.split(":", 1)[0], []).append(finding)
+    return by_constraint
+
+
+def test_deployment_without_os_breaks_only_the_required_os_constraint(hk_prod):
     resources = replaced(hk_prod, API_LINUX)
     del pod_spec(named(resources, API_LINUX))["nodeSelector"]
-    found = violated(resources)
-    assert set(found) == {"workload-targets-os"}
-    assert [f.urn for f in found["workload-targets-os"]] == [named(hk_prod, API_LINUX).urn]
-    assert "does not target kubernetes.io/os" in found["workload-targets-os"][0].message
+    found = _findings_by_constraint(resources)
+    assert set(found) == {_constraint_name("K8sRequiredNodeSelector"), _constraint_name("K8sWindowsToleration")}
+    assert [f.urn for f in found[_constraint_name("K8sRequiredNodeSelector")]] == [named(hk_prod, API_LINUX).urn]
+    assert "does not choose an operating system" in found[_constraint_name("K8sRequiredNodeSelector")][0].message
+    # linux-prod holds Linux workloads: a pod that chooses no OS is also in the wrong place there.
+    assert "which holds Linux workloads" in found[_constraint_name("K8sWindowsToleration")][0].message
 
 
-def test_windows_pod_without_toleration_breaks_only_the_toleration_rule(hk_prod):
+def test_windows_pod_without_toleration_breaks_only_the_toleration_constraint(hk_prod):
     resources = replaced(hk_prod, API_WIN)
     spec = pod_spec(named(resources, API_WIN))
     del spec["runtimeClassName"]
     # Same OS and build as before, by nodeSelector now: only the toleration the RuntimeClass added is gone.
-    spec["nodeSelector"] = {rules.OS_LABEL: "windows", rules.WINDOWS_BUILD_LABEL: "10.0.20348"}
-    found = violated(resources)
-    assert set(found) == {"windows-workload-tolerates-taint"}
-    assert "node-role.kubernetes.io/windows=true:NoSchedule" in found["windows-workload-tolerates-taint"][0].message
+    spec["nodeSelector"] = {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}
+    found = _findings_by_constraint(resources)
+    assert set(found) == {_constraint_name("K8sWindowsToleration")}
+    assert "node-role.kubernetes.io/windows=true:NoSchedule" in found[_constraint_name("K8sWindowsToleration")][0].message
 
 
-def test_windows_pod_on_the_wrong_build_breaks_only_the_image_rule(hk_prod):
+def test_windows_pod_on_the_wrong_build_breaks_only_the_image_build_constraint(hk_prod):
     resources = replaced(hk_prod, API_WIN)
     pod_spec(named(resources, API_WIN))["runtimeClassName"] = "win2019"
-    found = violated(resources)
-    assert set(found) == {"windows-image-matches-build"}
-    assert "10.0.20348" in found["windows-image-matches-build"][0].message
-    assert "10.0.17763" in found["windows-image-matches-build"][0].message
+    found = _findings_by_constraint(resources)
+    assert set(found) == {_constraint_name("K8sWindowsImageBuild")}
+    message = found[_constraint_name("K8sWindowsImageBuild")][0].message
+    assert "10.0.20348" in message and "10.0.17763" in message
 
 
 def test_windows_pod_in_a_linux_namespace_breaks_only_the_namespace_rule(hk_prod):
     resources = replaced(hk_prod, API_WIN)
     named(resources, API_WIN).props["metadata"]["namespace"] = "linux-prod"
-    found = violated(resources)
-    assert set(found) == {"namespace-matches-os"}
-    assert "linux-prod is for linux pods, but the pod targets windows" in found["namespace-matches-os"][0].message
+    found = _findings_by_constraint(resources)
+    assert set(found) == {_constraint_name("K8sWindowsToleration")}
+    assert "linux-prod, which holds Linux workloads" in found[_constraint_name("K8sWindowsToleration")][0].message
 
 
-def test_undeclared_runtime_class_is_an_os_finding_and_leaves_the_win_pod_untolerated(hk_prod):
+def test_node_affinity_operators_are_read_the_same_at_preview_and_admission(hk_prod):
+    """The cases the pack and the Rego once disagreed on now come out of one Rego: NotIn [windows] is a Linux
+    choice, In [linux, windows] is no choice, and a build pinned by required node affinity is a pin."""
+    def with_affinity(name, expressions, drop=("nodeSelector",)):
+        resources = replaced(hk_prod, name)
+        spec = pod_spec(named(resources, name))
+        for key in drop:
+            spec.pop(key, None)
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": expressions}]}}}
+        return resources
+
+    os_key = "kubernetes.io/os"
+    assert violated(with_affinity(API_LINUX, [{"key": os_key, "operator": "NotIn", "values": ["windows"]}])) == {}
+    either = _findings_by_constraint(with_affinity(API_LINUX, [{"key": os_key, "operator": "In", "values": ["linux", "windows"]}]))
+    assert "does not choose an operating system" in either[_constraint_name("K8sRequiredNodeSelector")][0].message
+    pinned = with_affinity(API_WIN, [{"key": os_key, "operator": "In", "values": ["windows"]},
+                                     {"key": "node.kubernetes.io/windows-build", "operator": "In", "values": ["10.0.20348"]}],
+                           drop=("runtimeClassName",))
+    pod_spec(named(pinned, API_WIN))["tolerations"] = [{"key": "node-role.kubernetes.io/windows", "operator": "Exists"}]
+    assert violated(pinned) == {}
+
+
+def test_undeclared_runtime_class_is_found_by_the_constraints_that_follow_it(hk_prod):
     resources = replaced(hk_prod, API_WIN)
     pod_spec(named(resources, API_WIN))["runtimeClassName"] = "win2025"
-    found = violated(resources)
-    assert set(found) == {"workload-targets-os", "windows-workload-tolerates-taint"}
-    assert any("'win2025' names no RuntimeClass" in f.message for f in found["workload-targets-os"])
+    found = _findings_by_constraint(resources)
+    assert _constraint_name("K8sRequiredNodeSelector") in found
+    assert any("RuntimeClass \"win2025\" is not in Gatekeeper's inventory" in f.message for fs in found.values() for f in fs)
+
+
+def test_constraints_that_only_warn_or_audit_refuse_nothing_at_preview(hk_prod):
+    resources = replaced(hk_prod, API_LINUX)
+    del pod_spec(named(resources, API_LINUX))["nodeSelector"]
+    relaxed = []
+    for r in resources:
+        if r.type.startswith(rules.CONSTRAINT_TYPE_PREFIX):
+            r = dataclasses.replace(r, props=copy.deepcopy(r.props))
+            r.props["spec"]["enforcementAction"] = "warn"
+        relaxed.append(r)
+    assert violated(relaxed) == {}
 
 
 def test_unprotected_control_plane_vm_breaks_only_the_protection_rule(hk_prod):
@@ -283,73 +333,47 @@ def test_join_commands_take_their_credentials_on_secret_stdin(recording):
     assert all(isinstance(r.inputs["stdin"], mockrun.Secret) for r in joins)
 
 
-# --- the pure helpers ----------------------------------------------------------------------------------------------
+# --- every suite sample, through the gator-style evaluation and through the pack ---------------------------
 
-@pytest.mark.parametrize("toleration, expected", [
-    ({"key": "node-role.kubernetes.io/windows", "operator": "Equal", "value": "true", "effect": "NoSchedule"}, True),
-    ({"key": "node-role.kubernetes.io/windows", "value": "true"}, True),           # no operator = Equal, any effect
-    ({"key": "node-role.kubernetes.io/windows", "operator": "Exists", "effect": "NoSchedule"}, True),
-    ({"operator": "Exists"}, True),                                                # empty key + Exists: every taint
-    ({"key": "node-role.kubernetes.io/windows", "operator": "Equal", "value": "false"}, False),
-    ({"key": "node-role.kubernetes.io/windows", "operator": "Exists", "effect": "NoExecute"}, False),
-    ({"key": "CriticalAddonsOnly", "operator": "Exists"}, False),
-])
-def test_toleration_matching(toleration, expected):
-    assert rules.tolerates(toleration, rules.WINDOWS_TAINT) is expected
+def _declared(obj: dict, name: str) -> rules.Declared:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    props = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+    return rules.Declared(type=f"kubernetes:{group or 'core'}/{version}:{obj['kind']}", name=name, urn=f"urn:{name}",
+                          props=props)
 
 
-@pytest.mark.parametrize("image, build", [
-    ("mcr.microsoft.com/dotnet/samples:aspnetapp-10.0-nanoserver-ltsc2022", "10.0.20348"),
-    ("mcr.microsoft.com/windows/servercore:ltsc2019", "10.0.17763"),
-    ("mcr.microsoft.com/windows/nanoserver:1809", "10.0.17763"),
-    ("mcr.microsoft.com/windows/servercore:ltsc2025-amd64", "10.0.26100"),
-    ("mcr.microsoft.com/windows/servercore:10.0.20348.2227", "10.0.20348"),
-    ("registry.local:5000/app:LTSC2022@sha256:" + "0" * 64, "10.0.20348"),
-    ("docker.io/sigwindowstools/kube-proxy:v1.36.4-calico-hostprocess", None),
-    ("registry.local:5000/ltsc2022/app", None),                                   # no tag: nothing to tell
-    ("docker.io/library/app:21809", None),
-])
-def test_image_windows_build(image, build):
-    assert rules.image_windows_build(image) == build
+def _suite_cases():
+    import yaml
+    from render import policy
+    cases = []
+    for folder in sorted(f for _, f in policy.CONSTRAINTS.values()):
+        base = policy.TEMPLATE_DIR / folder
+        suite = yaml.safe_load((base / "suite.yaml").read_text())
+        for test in suite["tests"]:
+            for case in test["cases"]:
+                cases.append((base, test, case))
+    return cases
 
 
-def _pod(**spec) -> rules.Workload:
-    return rules.Workload(urn="urn:test", kind="Pod", name="p", namespace="default", pod_spec=spec)
+SUITE = _suite_cases()
 
 
-def _os_terms(*terms) -> dict:
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": list(term)} for term in terms]}}}
-
-
-def test_required_node_affinity_targets_an_os():
-    not_windows = {"key": rules.OS_LABEL, "operator": "NotIn", "values": ["windows"]}
-    assert rules.targeted_os(rules.placement(_pod(affinity=_os_terms([not_windows])).pod_spec, {})) == "linux"
-    # Terms are ORed: one per OS targets neither.
-    either = _os_terms([{"key": rules.OS_LABEL, "operator": "In", "values": ["linux"]}],
-                       [{"key": rules.OS_LABEL, "operator": "In", "values": ["windows"]}])
-    assert "does not target" in rules.os_target_violations(_pod(affinity=either), {})[0]
-    # A term without an OS expression lets the pod land anywhere.
-    loose = _os_terms([not_windows], [{"key": "node.os.distro", "operator": "In", "values": ["rocky9"]}])
-    assert rules.os_target_violations(_pod(affinity=loose), {})
-
-
-def test_contradicting_os_constraints_leave_nothing():
-    rcs = {"win2022": {"nodeSelector": {rules.OS_LABEL: "windows"}}}
-    messages = rules.os_target_violations(_pod(nodeSelector={rules.OS_LABEL: "linux"}, runtimeClassName="win2022"), rcs)
-    assert len(messages) == 1 and "leave no OS" in messages[0]
-    assert rules.os_target_violations(_pod(nodeSelector={rules.OS_LABEL: "Windows"}), {})   # labels are case-sensitive
-
-
-def test_bare_pods_and_jobs_are_workloads_too():
-    pod = rules.Declared(type="kubernetes:core/v1:Pod", name="p", urn="urn:p",
-                         props={"metadata": {"name": "p", "namespace": "win-x"}, "spec": {"containers": []}})
-    job = rules.Declared(type="kubernetes:batch/v1:CronJob", name="j", urn="urn:j",
-                         props={"metadata": {"name": "j"}, "spec": {"jobTemplate": {"spec": {"template": {
-                             "spec": {"nodeSelector": {rules.OS_LABEL: "linux"}}}}}}})
-    found = violated([pod, job])
-    assert set(found) == {"workload-targets-os", "windows-workload-tolerates-taint"}
-    assert {f.urn for fs in found.values() for f in fs} == {"urn:p"}
+@pytest.mark.parametrize("base, test, case", SUITE, ids=[f"{b.name}/{c['name']}" for b, _, c in SUITE])
+def test_every_suite_sample_gets_the_same_verdict_from_the_pack_as_from_the_template(base, test, case):
+    import yaml
+    from gatekeeper_eval import evaluate_constraint
+    template = yaml.safe_load((base / test["template"]).read_text())
+    constraint = yaml.safe_load((base / test["constraint"]).read_text())
+    obj = yaml.safe_load((base / case["object"]).read_text())
+    inventory = [doc for path in case.get("inventory", []) for doc in yaml.safe_load_all((base / path).read_text()) if doc]
+    expected = evaluate_constraint(constraint, template, obj, inventory)
+    resources = [_declared(template, "template"), _declared(constraint, "constraint"), _declared(obj, "object"),
+                 *(_declared(o, f"inventory-{i}") for i, o in enumerate(inventory))]
+    found = rules.gatekeeper_findings(resources)
+    assert sorted(f.message for f in found) == sorted(f"{constraint['metadata']['name']}: {m}" for m in expected)
+    assert all(f.urn == "urn:object" for f in found)
+    wants_violations = any(a.get("violations") not in ("no", 0) for a in case["assertions"])
+    assert bool(found) == wants_violations, (case["name"], found)
 
 
 # --- the pack itself ----------------------------------------------------------------------------------------------
@@ -364,13 +388,16 @@ def test_pack_declares_every_rule_as_a_mandatory_policy():
 
     pack = load_pack()
     policies = {p.name: p for p in pack["POLICIES"]}
-    assert set(policies) == {*rules.PLACEMENT_RULES, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
+    assert set(policies) == {rules.GATEKEEPER_RULE, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
     assert all(p.enforcement_level == pulumi_policy.EnforcementLevel.MANDATORY for p in policies.values())
-    assert all(isinstance(policies[n], pulumi_policy.StackValidationPolicy) for n in rules.PLACEMENT_RULES)
+    assert isinstance(policies[rules.GATEKEEPER_RULE], pulumi_policy.StackValidationPolicy)
     assert all(isinstance(policies[n], pulumi_policy.ResourceValidationPolicy)
                for n in [*rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE])
     # Every file the CLI needs is there.
     assert (PACK / "PulumiPolicy.yaml").is_file() and (PACK / "requirements.txt").is_file()
+    # The Rego engine the pack evaluates with is in its own requirements, at the tests' pin.
+    pins = {line.split("==")[0]: line for line in (ROOT / "requirements-dev.txt").read_text().splitlines() if "==" in line}
+    assert pins["regopy"] in (PACK / "requirements.txt").read_text().splitlines()
 
 
 def _wire(value):
@@ -421,7 +448,9 @@ def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
             bad_win = copy.deepcopy(recording.named(API_WIN))
             bad_win.inputs["spec"]["template"]["spec"]["runtimeClassName"] = "win2019"
             mutated = [analyzer_pb2.AnalyzerResource(type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs))
-                       for r in [*recording.by_type(rules.RUNTIME_CLASS_TYPE), bad_win]]
+                       for r in [*recording.by_type(rules.RUNTIME_CLASS_TYPE), *recording.by_type(rules.TEMPLATE_TYPE),
+                                 *[c for c in recording.resources if c.type.startswith(rules.CONSTRAINT_TYPE_PREFIX)],
+                                 bad_win]]
             answers["stack_bad"] = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=mutated))
             answers["each"] = [analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
                 type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs), options=_options(r)))
@@ -442,7 +471,8 @@ def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
     # The secret rule ran (config reached it), it was not skipped as not applicable.
     assert not any(n.policy_name == rules.SECRET_CONFIG_RULE for r in answers["each"] for n in r.not_applicable)
     [bad] = answers["stack_bad"].diagnostics
-    assert bad.policyName == "windows-image-matches-build" and bad.urn == recording.named(API_WIN).urn
+    assert bad.policyName == rules.GATEKEEPER_RULE and bad.urn == recording.named(API_WIN).urn
+    assert "pinned to node.kubernetes.io/windows-build=10.0.17763" in bad.message
     assert bad.enforcementLevel == analyzer_pb2.MANDATORY
     [vm_bad] = answers["vm_bad"].diagnostics
     assert vm_bad.policyName == "control-plane-vm-protected"

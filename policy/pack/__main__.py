@@ -1,5 +1,5 @@
-"""The hybrid-cluster policy pack: the placement rules of the Gatekeeper constraints, applied to every
-workload this program declares, and the infrastructure rules (protected control-plane VMs, credentials
+"""The hybrid-cluster policy pack: the Gatekeeper constraints the program declares, their templates' own
+Rego run on every workload this program declares, and the infrastructure rules (protected control-plane VMs, credentials
 kept out of logs and out of plain text), enforced at `pulumi preview --policy-pack policy/pack`.
 
 This module owns only the wiring: it turns what pulumi_policy hands a validation into rules.Declared and
@@ -71,15 +71,17 @@ def _describe(rule) -> str:
     return " ".join((rule.__doc__ or rule.__name__).split())
 
 
-def placement_policy(name: str, rule: rules.PlacementRule) -> StackValidationPolicy:
-    # A stack policy: the RuntimeClass a workload names is another resource of the stack.
+def gatekeeper_policy() -> StackValidationPolicy:
+    # A stack policy: templates, constraints and RuntimeClasses are other resources of the stack.
     def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
         wanted = [r for r in args.resources
-                  if r.resource_type in rules.POD_TEMPLATE_PATHS or r.resource_type == rules.RUNTIME_CLASS_TYPE]
-        for finding in rules.placement_findings(rule, [declared(r) for r in wanted]):
+                  if r.resource_type in rules.POD_TEMPLATE_PATHS
+                  or r.resource_type in (rules.RUNTIME_CLASS_TYPE, rules.TEMPLATE_TYPE)
+                  or r.resource_type.startswith(rules.CONSTRAINT_TYPE_PREFIX)]
+        for finding in rules.gatekeeper_findings([declared(r) for r in wanted]):
             report_violation(finding.message, finding.urn)
 
-    return StackValidationPolicy(name=name, description=_describe(rule),
+    return StackValidationPolicy(name=rules.GATEKEEPER_RULE, description=_describe(rules.gatekeeper_findings),
                                  validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
 
 
@@ -108,7 +110,7 @@ def secret_config_policy() -> ResourceValidationPolicy:
 
 
 POLICIES = [
-    *(placement_policy(name, rule) for name, rule in rules.PLACEMENT_RULES.items()),
+    gatekeeper_policy(),
     *(resource_policy(name, rule) for name, rule in rules.RESOURCE_RULES.items()),
     secret_config_policy(),
 ]

@@ -1,7 +1,9 @@
 """The rules of the hybrid-cluster policy pack as pure functions: plain data in, violation messages out.
 
-This module owns the rule logic and the small vocabulary it needs (label, taint and resource-type names,
-the Windows build table, the project's secret config keys). It imports nothing from Pulumi, so tests run
+This module owns the infrastructure rules and the small vocabulary they need (resource-type names, the
+project's secret config keys). Placement is not re-written here: the declared Gatekeeper ConstraintTemplates
+are evaluated on the declared workloads by gatekeeper.py, the same Rego admission runs (see below). It
+imports nothing from Pulumi, so tests run
 it on the resources the program declares under the mock engine, and ``__main__.py`` only adapts what the
 policy SDK hands over (``ResourceValidationArgs`` / ``PolicyResource``) into ``Declared`` and reports.
 
@@ -34,10 +36,11 @@ What each rule can and cannot see is decided by the SDK, not by us (pulumi_polic
 """
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import gatekeeper  # this pack's gatekeeper.py (the pack folder is first on sys.path)
 
 # --- values the engine does not know yet -----------------------------------------------------------------
 
@@ -85,28 +88,7 @@ class Finding:
     message: str
 
 
-# --- vocabulary (kept equal to render/labels.py, config/compat.py, config/loader.py by the tests) --------
-
-OS_LABEL = "kubernetes.io/os"
-WINDOWS_BUILD_LABEL = "node.kubernetes.io/windows-build"
-WINDOWS_TAINT = {"key": "node-role.kubernetes.io/windows", "value": "true", "effect": "NoSchedule"}
-OPERATING_SYSTEMS = frozenset({"linux", "windows"})
-WINDOWS_NAMESPACE_PREFIX = "win-"
-LINUX_NAMESPACE_PREFIX = "linux-"
-
-# Image tag marker -> Windows build (major.minor.build, as in node.kubernetes.io/windows-build).
-# ltsc2019/ltsc2022/ltsc2025 and their builds are config/compat.py WINDOWS (ltsc_tag, build) with that
-# file's sources; "1809" is the other tag Microsoft uses for 2019 images ("Windows 10, Server 2019 | 1809
-# | 10.0.17763", Siemens-Healthineers/K2s os-support table; render/workloads.py _WINDOWS_TAG_MARKERS).
-WINDOWS_BUILD_BY_TAG_MARKER = {
-    "ltsc2019": "10.0.17763",
-    "1809": "10.0.17763",
-    "ltsc2022": "10.0.20348",
-    "ltsc2025": "10.0.26100",
-}
-_TAG_MARKER = re.compile(r"(?:^|[-_.])(ltsc20\d\d|1809)(?=$|[-_.])", re.IGNORECASE)
-# A full build in the tag, e.g. servercore:10.0.20348.2227; "10.0-nanoserver" (a .NET version) is not one.
-_TAG_BUILD = re.compile(r"(?:^|[^\d.])(10\.0\.\d{5})(?!\d)")
+# --- vocabulary (kept equal to the program's by the tests) -------------------------------------------------
 
 # Resource type tokens (pulumi-kubernetes: kubernetes:<group>/<version>:<Kind>, core group as "core").
 # Where each kind keeps its pod template.
@@ -121,6 +103,8 @@ POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "kubernetes:core/v1:Pod": (),
 }
 RUNTIME_CLASS_TYPE = "kubernetes:node.k8s.io/v1:RuntimeClass"
+TEMPLATE_TYPE = "kubernetes:templates.gatekeeper.sh/v1:ConstraintTemplate"
+CONSTRAINT_TYPE_PREFIX = "kubernetes:constraints.gatekeeper.sh/v1beta1:"
 PROXMOX_VM_TYPE = "proxmoxve:index/vmLegacy:VmLegacy"
 COMMAND_TYPE = "command:remote:Command"
 
@@ -153,279 +137,67 @@ SECRET_CARRIERS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
-# --- helpers ---------------------------------------------------------------------------------------------------
+# --- placement: the declared Gatekeeper constraints, evaluated as the admission webhook would -------------
+#
+# No placement rule is written here: the pack takes the ConstraintTemplates, Constraints and RuntimeClasses
+# the program declares and runs the templates' own Rego (gatekeeper.py, regopy) on every declared workload,
+# with each constraint's parameters and match, RuntimeClasses as Gatekeeper's inventory. So preview refuses
+# exactly what admission would, and a change to a template changes both at once.
 
-
-def _get(obj: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def _list(value: Any) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else []
+GATEKEEPER_RULE = "gatekeeper-constraints-admit-workloads"
 
 
 def _dict(value: Any) -> Mapping:
     return value if isinstance(value, Mapping) else {}
 
 
-@dataclass(frozen=True)
-class Workload:
-    urn: str
-    kind: str
-    name: str
-    namespace: str
-    pod_spec: Mapping[str, Any]
+def kubernetes_object(resource: Declared) -> dict[str, Any]:
+    """The Kubernetes object a pulumi-kubernetes resource declares: its props, with apiVersion and kind
+    from the type token (kubernetes:<group>/<version>:<Kind>, the core group spelled "core")."""
+    _, group_version, kind = resource.type.split(":", 2)
+    group, _, version = group_version.rpartition("/")
+    api_version = version if group in ("", "core") else f"{group}/{version}"
+    return {**dict(resource.props), "apiVersion": api_version, "kind": kind}
 
 
-def workload(resource: Declared) -> Workload | None:
-    """The pod template of a workload resource; None for anything else."""
-    path = POD_TEMPLATE_PATHS.get(resource.type)
-    if path is None:
-        return None
-    template = _get(resource.props, *path) if path else resource.props
-    metadata = _dict(resource.props.get("metadata"))
-    # No namespace means the provider's default one, "default" unless the provider says otherwise.
-    namespace = metadata.get("namespace") or "default"
-    return Workload(urn=resource.urn, kind=resource.type.rsplit(":", 1)[-1], name=str(metadata.get("name") or resource.name),
-                    namespace=namespace, pod_spec=_dict(_get(template, "spec")))
+def _enforced(constraint: Mapping) -> bool:
+    # Gatekeeper's default enforcementAction is deny; warn and dryrun admit the object.
+    return _dict(constraint.get("spec")).get("enforcementAction", "deny") == "deny"
 
 
-def runtime_classes(resources: Iterable[Declared]) -> dict[str, Mapping[str, Any]]:
-    """RuntimeClass name -> its ``scheduling`` block, for every RuntimeClass declared."""
-    found: dict[str, Mapping[str, Any]] = {}
-    for r in resources:
-        if r.type == RUNTIME_CLASS_TYPE:
-            name = _get(r.props, "metadata", "name")
-            if isinstance(name, str):
-                found[name] = _dict(r.props.get("scheduling"))
-    return found
+def gatekeeper_findings(resources: Sequence[Declared]) -> list[Finding]:
+    """What the declared deny constraints would refuse among the declared workloads.
 
-
-# Label constraints as "only these values" or "any value except these": the set of label values a node
-# may have for the pod to land there. Values outside our vocabulary (another OS, another build) stay
-# representable, so a typo is a contradiction, not a pass.
-
-@dataclass(frozen=True)
-class Allowed:
-    values: frozenset[str]
-    complement: bool   # True: every value except `values`
-
-    def __and__(self, other: Allowed) -> Allowed:
-        if not self.complement and not other.complement:
-            return Allowed(self.values & other.values, False)
-        if self.complement and other.complement:
-            return Allowed(self.values | other.values, True)
-        only, excluded = (self, other) if not self.complement else (other, self)
-        return Allowed(only.values - excluded.values, False)
-
-    def __or__(self, other: Allowed) -> Allowed:
-        if not self.complement and not other.complement:
-            return Allowed(self.values | other.values, False)
-        if self.complement and other.complement:
-            return Allowed(self.values & other.values, True)
-        only, excluded = (self, other) if not self.complement else (other, self)
-        return Allowed(excluded.values - only.values, True)
-
-    def within(self, universe: frozenset[str]) -> frozenset[str]:
-        return universe - self.values if self.complement else self.values & universe
-
-    def single(self) -> str | None:
-        return next(iter(self.values)) if not self.complement and len(self.values) == 1 else None
-
-
-ANY = Allowed(frozenset(), True)
-NONE = Allowed(frozenset(), False)
-
-
-def _expression_allows(expression: Mapping, key: str) -> Allowed:
-    # NodeSelectorRequirement operators (k8s.io/api core/v1 NodeSelectorOperator). Gt/Lt compare
-    # integers, which no label here holds: treated as no constraint.
-    if expression.get("key") != key:
-        return ANY
-    operator, values = expression.get("operator"), frozenset(str(v) for v in _list(expression.get("values")))
-    if operator == "In":
-        return Allowed(values, False)
-    if operator == "NotIn":
-        return Allowed(values, True)
-    if operator == "DoesNotExist":
-        return NONE
-    return ANY
-
-
-def _affinity_allows(pod_spec: Mapping, key: str) -> Allowed:
-    """Required node affinity on one label: terms are ORed, a term's expressions ANDed
-    (https://kubernetes.io/docs/reference/kubernetes-api/definitions/node-selector-v1/ "The terms are
-    ORed"; https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/ "expressions are ANDed")."""
-    terms = _list(_get(pod_spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
-                       "nodeSelectorTerms"))
-    if not terms:
-        return ANY
-    allowed = NONE
-    for term in terms:
-        term_allows = ANY
-        for expression in _list(_dict(term).get("matchExpressions")):
-            term_allows = term_allows & _expression_allows(_dict(expression), key)
-        allowed = allowed | term_allows
-    return allowed
-
-
-@dataclass(frozen=True)
-class Placement:
-    os: Allowed
-    build: Allowed
-    tolerations: tuple[Mapping[str, Any], ...]
-    runtime_class: str | None
-    runtime_class_declared: bool
-
-
-def placement(pod_spec: Mapping, runtime_classes_by_name: Mapping[str, Mapping]) -> Placement:
-    """Where a pod may land once the RuntimeClass admission step has merged its class's
-    ``scheduling.nodeSelector`` into the pod's and appended ``scheduling.tolerations`` (RuntimeClass
-    ``scheduling`` field descriptions, Kubernetes API reference; render/scheduling.py)."""
-    rc_name = pod_spec.get("runtimeClassName")
-    rc = runtime_classes_by_name.get(rc_name) if isinstance(rc_name, str) else None
-    selectors = [_dict(pod_spec.get("nodeSelector")), _dict(_get(rc, "nodeSelector"))]
-
-    def allowed(key: str) -> Allowed:
-        result = _affinity_allows(pod_spec, key)
-        for selector in selectors:
-            if key in selector:
-                result = result & Allowed(frozenset({str(selector[key])}), False)
-        return result
-
-    tolerations = tuple(_dict(t) for t in [*_list(pod_spec.get("tolerations")), *_list(_get(rc, "tolerations"))])
-    return Placement(os=allowed(OS_LABEL), build=allowed(WINDOWS_BUILD_LABEL), tolerations=tolerations,
-                     runtime_class=rc_name if isinstance(rc_name, str) else None, runtime_class_declared=rc is not None)
-
-
-def targeted_os(p: Placement) -> str | None:
-    """"linux" or "windows" when the pod can land on exactly one of them."""
-    reachable = p.os.within(OPERATING_SYSTEMS)
-    return next(iter(reachable)) if len(reachable) == 1 else None
-
-
-def tolerates(toleration: Mapping, taint: Mapping) -> bool:
-    """k8s.io/api core/v1 toleration.go ToleratesTaint: empty effect matches every effect, empty key (with
-    Exists) every key; Exists matches any value, Equal (or no operator) the same value."""
-    if toleration.get("effect") and toleration.get("effect") != taint["effect"]:
-        return False
-    if toleration.get("key") and toleration.get("key") != taint["key"]:
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    return operator == "Equal" and str(toleration.get("value") or "") == taint["value"]
-
-
-def image_windows_build(image: str) -> str | None:
-    """The Windows build an image's tag names (ltsc2022 -> 10.0.20348), or None when the tag does not tell."""
-    reference = image.split("@", 1)[0]
-    last = reference.rsplit("/", 1)[-1]
-    if ":" not in last:
-        return None
-    tag = last.split(":", 1)[1]
-    build = _TAG_BUILD.search(tag)
-    if build:
-        return build.group(1)
-    marker = _TAG_MARKER.search(tag)
-    return WINDOWS_BUILD_BY_TAG_MARKER.get(marker.group(1).lower()) if marker else None
-
-
-# --- placement rules (the same rules as the Gatekeeper constraint templates) ---------------------------------
-
-PlacementRule = Callable[[Workload, Mapping[str, Mapping]], list[str]]
-
-
-def os_target_violations(w: Workload, rcs: Mapping[str, Mapping]) -> list[str]:
-    """The pod targets kubernetes.io/os through nodeSelector, required node affinity, or the RuntimeClass
-    it names - which must be one the program declares."""
-    p = placement(w.pod_spec, rcs)
-    found = []
-    if p.runtime_class is not None and not p.runtime_class_declared:
-        found.append(f"runtimeClassName {p.runtime_class!r} names no RuntimeClass this program declares "
-                     f"(declared: {', '.join(sorted(rcs)) or 'none'})")
-    reachable = p.os.within(OPERATING_SYSTEMS)
-    if not reachable:
-        found.append(f"its nodeSelector, node affinity and RuntimeClass together leave no OS it can run on "
-                     f"({OS_LABEL} must be one of {', '.join(sorted(OPERATING_SYSTEMS))})")
-    elif len(reachable) > 1:
-        found.append(f"does not target {OS_LABEL}: set it in nodeSelector, in a required node affinity, or "
-                     f"through a declared RuntimeClass, or the pod may land on either OS")
-    return found
-
-
-def windows_toleration_violations(w: Workload, rcs: Mapping[str, Mapping]) -> list[str]:
-    """A pod that targets Windows, or lives in a win-* namespace, tolerates the Windows node taint, itself
-    or through its RuntimeClass."""
-    p = placement(w.pod_spec, rcs)
-    if targeted_os(p) != "windows" and not w.namespace.startswith(WINDOWS_NAMESPACE_PREFIX):
-        return []
-    if any(tolerates(t, WINDOWS_TAINT) for t in p.tolerations):
-        return []
-    taint = f"{WINDOWS_TAINT['key']}={WINDOWS_TAINT['value']}:{WINDOWS_TAINT['effect']}"
-    return [(f"targets Windows but tolerates no {taint} (every Windows node carries it): add the toleration "
-             f"or use a RuntimeClass that adds it")]
-
-
-def namespace_os_violations(w: Workload, rcs: Mapping[str, Mapping]) -> list[str]:
-    """A pod in a win-* namespace targets Windows, one in a linux-* namespace Linux. A pod that targets no
-    single OS is the os-target rule's finding, not this one's."""
-    expected = ("windows" if w.namespace.startswith(WINDOWS_NAMESPACE_PREFIX)
-                else "linux" if w.namespace.startswith(LINUX_NAMESPACE_PREFIX) else None)
-    actual = targeted_os(placement(w.pod_spec, rcs))
-    if expected is None or actual is None or actual == expected:
-        return []
-    return [f"namespace {w.namespace} is for {expected} pods, but the pod targets {actual}"]
-
-
-def windows_image_build_violations(w: Workload, rcs: Mapping[str, Mapping]) -> list[str]:
-    """A Windows pod whose image tag names a Windows build targets exactly that build through its
-    RuntimeClass, nodeSelector or node affinity on node.kubernetes.io/windows-build: process-isolated
-    containers start only on a host of their own build."""
-    p = placement(w.pod_spec, rcs)
-    if targeted_os(p) != "windows":
-        return []
-    found = []
-    for container in [*_list(w.pod_spec.get("initContainers")), *_list(w.pod_spec.get("containers"))]:
-        image = _dict(container).get("image")
-        wanted = image_windows_build(image) if isinstance(image, str) else None
-        if wanted is None or p.build.single() == wanted:
-            continue
-        named = (f"names {', '.join(sorted(p.build.values))}" if not p.build.complement and p.build.values
-                 else "names no single Windows build")
-        found.append(f"container {_dict(container).get('name')!r} image {image} is built for Windows {wanted}, "
-                     f"but the pod's RuntimeClass/nodeSelector/affinity {named} ({WINDOWS_BUILD_LABEL})")
-    return found
-
-
-PLACEMENT_RULES: dict[str, PlacementRule] = {
-    "workload-targets-os": os_target_violations,
-    "windows-workload-tolerates-taint": windows_toleration_violations,
-    "namespace-matches-os": namespace_os_violations,
-    "windows-image-matches-build": windows_image_build_violations,
-}
-
-
-def placement_findings(rule: PlacementRule, resources: Sequence[Declared]) -> list[Finding]:
-    """Run one placement rule over every workload among `resources`, RuntimeClasses looked up among them.
-
-    A workload whose pod template or RuntimeClass is not fully known yet (preview) is skipped here: the
-    stack policy runs again at the end of the update, on outputs that are known.
+    A workload, constraint or RuntimeClass not fully known yet (preview) is left alone here: the stack
+    policy runs again at the end of the update, on outputs that are known.
     """
-    rcs = runtime_classes(resources)
-    findings = []
+    templates = {}
     for r in resources:
-        w = workload(r)
-        if w is None or contains_unknown(w.pod_spec) or contains_unknown(w.namespace):
+        if r.type == TEMPLATE_TYPE and not contains_unknown(r.props):
+            template = kubernetes_object(r)
+            templates[template["spec"]["crd"]["spec"]["names"]["kind"]] = template
+    constraints = [kubernetes_object(r) for r in resources if r.type.startswith(CONSTRAINT_TYPE_PREFIX)]
+    inventory = [kubernetes_object(r) for r in resources if r.type == RUNTIME_CLASS_TYPE]
+    known_inventory = [obj for obj in inventory if not contains_unknown(obj)]
+    findings = []
+    for constraint in constraints:
+        if contains_unknown(constraint) or not _enforced(constraint):
             continue
-        rc_name = w.pod_spec.get("runtimeClassName")
-        if isinstance(rc_name, str) and contains_unknown(rcs.get(rc_name)):
+        template = templates.get(constraint["kind"])
+        if template is None:
+            findings.append(Finding(constraint.get("metadata", {}).get("name", "?"),
+                                    f"constraint kind {constraint['kind']} has no declared ConstraintTemplate"))
             continue
-        findings += [Finding(w.urn, f"{w.kind} {w.namespace}/{w.name}: {m}") for m in rule(w, rcs)]
+        for r in resources:
+            if r.type not in POD_TEMPLATE_PATHS:
+                continue
+            obj = kubernetes_object(r)
+            if contains_unknown(obj) or contains_unknown(inventory):
+                continue
+            # No namespace means the provider's default one, "default" unless the provider says otherwise.
+            namespace = _dict(obj.get("metadata")).get("namespace") or "default"
+            for message in gatekeeper.evaluate_constraint(constraint, template, obj, known_inventory, namespace):
+                findings.append(Finding(r.urn, f"{constraint['metadata']['name']}: {message}"))
     return findings
 
 
@@ -516,7 +288,7 @@ SECRET_CONFIG_RULE = "secret-config-confined"
 
 def evaluate(resources: Sequence[Declared], secret_values: Mapping[str, str]) -> dict[str, list[Finding]]:
     """Every rule of the pack over a set of declared resources: rule name -> findings (empty when clean)."""
-    results: dict[str, list[Finding]] = {name: placement_findings(rule, resources) for name, rule in PLACEMENT_RULES.items()}
+    results: dict[str, list[Finding]] = {GATEKEEPER_RULE: gatekeeper_findings(resources)}
     for name, rule in RESOURCE_RULES.items():
         results[name] = [Finding(r.urn, m) for r in resources for m in rule(r)]
     results[SECRET_CONFIG_RULE] = [Finding(r.urn, m) for r in resources for m in secret_config_leaks(r, secret_values)]
