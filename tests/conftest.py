@@ -32,6 +32,13 @@ def with_legacy_windows_build(values: dict) -> dict:
     return values
 
 
+def hk_prod_spec():
+    """hk-prod as the program sees it: Pulumi.hk-prod.yaml through config.loader. Renderer tests build their
+    parameters from it with the components' own functions (components/*.py *_params), never by hand."""
+    from config.loader import load
+    return load(raw_config(hk_prod_values())).spec
+
+
 def raw_config(values: dict, secure: frozenset[str] = frozenset()) -> RawConfig:
     return RawConfig(values=values, secure_keys=secure)
 

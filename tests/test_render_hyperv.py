@@ -12,6 +12,8 @@ import pytest
 import tree_sitter_powershell
 from tree_sitter import Language, Node, Parser
 
+from components.machines import hyperv_vm
+from tests.conftest import hk_prod_spec
 from tests.validators import powershell_errors
 from render.hyperv import (
     MAX_SSH_COMMAND_CHARS,
@@ -28,23 +30,12 @@ from render.hyperv import (
 
 PARSER = Parser(Language(tree_sitter_powershell.language()))
 
-# Shaped like the hk-prod reference stack's Windows workers.
-HK_PROD_VM = HypervVm(
-    vm_name="hk-prod-win-1",
-    computer_name="HKPRODWIN1",
-    vm_folder=r"D:\Hyper-V\hk-prod",
-    golden_vhdx=r"D:\golden\ws2022-datacenter.vhdx",
-    switch_name="vSwitch-External",
-    vlan_id=30,
-    cpu_count=8,
-    memory_mb=16384,
-    disk_gb=200,
-    ip_address="10.30.30.51",
-    prefix_length=24,
-    gateway="10.30.30.1",
-    dns_servers=("10.30.10.10", "10.30.10.11"),
-)
-HK_PROD_NICS = HostNicOffload(adapter_names=("SLOT 3 Port 1", "SLOT 3 Port 2"))
+# hk-prod's hk-win-1 on its host, and that host's uplinks, as the program builds them (Pulumi.hk-prod.yaml
+# through components/machines.py).
+_SPEC = hk_prod_spec()
+_HOST = _SPEC.hyperv.hosts[0]
+HK_PROD_VM = hyperv_vm(_SPEC, _SPEC.nodes.windows[0], _HOST)
+HK_PROD_NICS = HostNicOffload(adapter_names=tuple(_HOST.nic_offload.adapters))
 
 # Awkward but legal values: apostrophes (ASCII and typographic), spaces, $ and backtick that
 # must stay literal, and no VLAN.
@@ -150,8 +141,8 @@ def test_quoted_values_round_trip_through_the_parser() -> None:
     script = SCRIPTS["create-quoted"]
     literals = _string_literal_values(script)
     assert QUOTED_VM.vm_folder in literals
-    assert QUOTED_VM.vm_folder + "\\hk-prod-win-1" in literals
-    assert QUOTED_VM.vm_folder + "\\hk-prod-win-1\\hk-prod-win-1.vhdx" in literals
+    assert QUOTED_VM.vm_folder + "\\hk-win-1" in literals
+    assert QUOTED_VM.vm_folder + "\\hk-win-1\\hk-win-1.vhdx" in literals
     # tree-sitter-powershell only knows the ASCII quote, so values holding the typographic
     # quotes are checked against the escaping rule directly.
     assert f"$SwitchName = {ps_quote(QUOTED_VM.switch_name)}" in script
@@ -163,16 +154,17 @@ def test_quoted_values_round_trip_through_the_parser() -> None:
 def test_rendered_header_values() -> None:
     script = SCRIPTS["create"]
     for line in (
-        "$VmName = 'hk-prod-win-1'",
-        "$ComputerName = 'HKPRODWIN1'",
-        "$VmDir = 'D:\\Hyper-V\\hk-prod\\hk-prod-win-1'",
-        "$VhdPath = 'D:\\Hyper-V\\hk-prod\\hk-prod-win-1\\hk-prod-win-1.vhdx'",
+        # hk-win-1 in Pulumi.hk-prod.yaml: no computerName (the node name), 8 vCPU, 16 GiB, 100 GB.
+        "$VmName = 'hk-win-1'",
+        "$ComputerName = 'hk-win-1'",
+        "$VmDir = 'D:\\Hyper-V\\hk-prod\\hk-win-1'",
+        "$VhdPath = 'D:\\Hyper-V\\hk-prod\\hk-win-1\\hk-win-1.vhdx'",
         "$VlanId = 30",
         "$CpuCount = 8",
         f"$MemoryBytes = {16384 * 1024 * 1024}",
-        f"$DiskBytes = {200 * 1024 ** 3}",
+        f"$DiskBytes = {100 * 1024 ** 3}",
         "$PrefixLength = 24",
-        "$DnsServers = @('10.30.10.10', '10.30.10.11')",
+        "$DnsServers = @('10.10.10.53', '10.10.10.54')",
     ):
         assert line in script.splitlines(), line
 
@@ -254,7 +246,7 @@ def test_offload_scripts_use_registry_keywords_and_match() -> None:
     disable, restore = SCRIPTS["offload-disable"], SCRIPTS["offload-restore"]
     for script in (disable, restore):
         assert "$Keywords = @('*LsoV2IPv4', '*LsoV2IPv6')" in script
-        assert "$AdapterNames = @('SLOT 3 Port 1', 'SLOT 3 Port 2')" in script
+        assert "$AdapterNames = @('Ethernet 10G')" in script   # hyperv.hosts[0].nicOffload.adapters
         assert "-DisplayName" not in script and "-DisplayValue" not in script
         assert "Where-Object { $_.RegistryKeyword -eq $keyword }" in script
     assert "$DesiredValue = '0'" in disable

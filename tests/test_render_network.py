@@ -11,6 +11,8 @@ import pytest
 
 from render import network, windows_bootstrap
 from render.network import CalicoParams
+from components.network import calico_params
+from tests.conftest import hk_prod_spec
 from tests.crd_schema import SCHEMA_DIR, CustomResourceInvalid, validate_custom_resource
 from tests.validators import powershell_errors
 
@@ -20,23 +22,8 @@ VALIDATE_VERSION = "1.36.0"
 # config.compat's HostProcess kube-proxy image template (sig-windows-tools naming).
 KUBE_PROXY_IMAGE = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
 
-HK_PROD = CalicoParams(
-    pod_cidr="10.244.0.0/16",
-    service_cidr="10.96.0.0/12",
-    mtu=1450,
-    block_size=26,
-    encapsulation="VXLAN",
-    bgp="Disabled",
-    vxlan_port=4789,
-    vxlan_vni=4096,
-    windows=True,
-    api_host="10.30.30.10",
-    api_port=6443,
-    # The Installation's directories must equal containerd's on the Windows nodes.
-    windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
-    windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
-    windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
-)
+# hk-prod's Calico, as the program builds it (Pulumi.hk-prod.yaml through components/network.py).
+HK_PROD = calico_params(hk_prod_spec())
 
 
 def kube_proxy(cluster_cidr: str = "10.244.0.0/16") -> list[dict]:

@@ -11,18 +11,16 @@ import pytest
 
 from render import labels, storage
 from render.scheduling import parse_quantity, windows_toleration
+from components.storage import storage_params
 from render.storage import StorageParams
+from tests.conftest import hk_prod_spec
 
 VALIDATE_VERSION = "1.36.0"
 CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"
 
-HK_PROD = StorageParams(
-    smb_source=r"\\10.10.10.20\k8s-share",
-    nfs_server="10.10.10.21",
-    nfs_path="/export/k8s",
-    smb_uid=1000,
-    smb_gid=1000,
-)
+# hk-prod's storage, as the program builds it (Pulumi.hk-prod.yaml through components/storage.py), with
+# the optional cifs owner set so that its rendering is tested too.
+HK_PROD = dataclasses.replace(storage_params(hk_prod_spec()), smb_uid=1000, smb_gid=1000)
 
 
 def validate(obj: dict) -> None:
@@ -110,7 +108,7 @@ def test_nfs_and_longhorn_classes():
     classes = by_name(storage.storage_classes(HK_PROD))
     nfs = classes["nfs-files"]
     assert nfs["provisioner"] == "nfs.csi.k8s.io"
-    assert nfs["parameters"] == {"server": "10.10.10.21", "share": "/export/k8s"}
+    assert nfs["parameters"] == {"server": "10.10.10.21", "share": "/export/k8s-share"}   # storage.nfs* of hk-prod
     assert nfs["mountOptions"] == ["nfsvers=4.1"]
     longhorn = classes["longhorn"]
     assert longhorn["provisioner"] == "driver.longhorn.io"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from components.bootstrap import windows_params
+from tests.conftest import hk_prod_spec
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
 from render.windows_bootstrap import (
     CRI_SOCKET,
@@ -38,26 +40,10 @@ from tests.validators import powershell_errors
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLATION_SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "operator.tigera.io_v1_Installation.json"
 
-# Shaped like hk-prod's hk-win-1 (Pulumi.hk-prod.yaml): Harbor proxy-cache mirrors, two NTP servers,
-# dynamic ports 10000 + 20000 below the NodePort range.
-HK_PROD = WindowsNodeParams(
-    vm_name="hk-win-1",
-    computer_name="hk-win-1",
-    kubernetes_version="1.36.4",
-    containerd_version="2.3.5",
-    pause_image="registry.k8s.io/pause:3.10.2",
-    ntp_servers=("10.10.10.5", "stdtime.gov.hk"),
-    dynamic_port_start=10000,
-    dynamic_port_count=20000,
-    registry_mirrors=(
-        ("docker.io", "https://harbor.hk-prod.internal/v2/dockerhub-proxy", True),
-        ("registry.k8s.io", "https://harbor.hk-prod.internal/v2/k8s-proxy", True),
-        ("mcr.microsoft.com", "https://harbor.hk-prod.internal/v2/mcr-proxy", True),
-        ("ghcr.io", "https://harbor.hk-prod.internal/v2/ghcr-proxy", True),
-    ),
-    cni_bin_dir=DEFAULT_CNI_BIN_DIR,
-    cni_conf_dir=DEFAULT_CNI_CONF_DIR,
-)
+# hk-prod's hk-win-1 as the program builds it (Pulumi.hk-prod.yaml through components/bootstrap.py): Harbor
+# proxy-cache mirrors, two NTP servers, dynamic ports 10000 + 20000 below the NodePort range.
+_SPEC = hk_prod_spec()
+HK_PROD = windows_params(_SPEC, _SPEC.nodes.windows[0])
 # hk-win-3: Windows Server 2019 with its own pause tag, no mirrors, one NTP server.
 WIN2019 = dataclasses.replace(
     HK_PROD, vm_name="hk-win-3", computer_name="HKWIN3", pause_image="registry.k8s.io/pause:3.10.1",
