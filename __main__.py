@@ -3,6 +3,7 @@ import pulumi
 
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.machines import Machines
+from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
@@ -37,6 +38,9 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, c
                        after=network.windows_prerequisites)
 node_ready = {**cluster.node_ready, **windows.node_ready}
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
+# VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
+LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access, machines.proxmox_connections,
+                  after=upgrade.done)
 certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, cluster.access, after=upgrade.done)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])

@@ -318,6 +318,12 @@ class Machines(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         bastion = dict(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
+        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
+        self.proxmox_connections = {
+            n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, private_key=secrets.proxmox_ssh_private_key,
+                                   **bastion)
+            for n in spec.proxmox.nodes
+        }
 
         templates = {(t.distro, t.node): t for t in spec.proxmox.templates}
         self.linux_nodes = [

@@ -78,16 +78,19 @@ _MANIFEST_HEREDOC = "__HYBRID_CLUSTER_KUBE_VIP_MANIFEST__"
 
 # --- shared bash pieces ---------------------------------------------------------------------------
 
-_PRELUDE = f"""set -euo pipefail
+# Strict mode and `die`: every script starts with it.
+_FAIL_LOUDLY = """set -euo pipefail
 umask 077
+
+die() {
+  echo "error: $*" >&2
+  exit 1
+}
+"""
+_PRELUDE = _FAIL_LOUDLY + f"""
 # Tests point every path at a scratch directory; on a node the variable is unset (sudo resets the
 # environment), so the paths below are the real ones.
 ROOT="${{{TEST_ROOT_VARIABLE}:-}}"
-
-die() {{
-  echo "error: $*" >&2
-  exit 1
-}}
 """
 
 # kubeadm prints bootstrap tokens ("[a-z0-9]{6}.[a-z0-9]{16}", kubeadm token create docs:

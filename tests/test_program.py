@@ -165,7 +165,11 @@ def test_preview_outputs_are_unknown_not_asserted_in_apply(hk_values):
 def test_one_worker_change_touches_only_that_worker(hk, hk_values):
     hk_values["nodes"]["linux"][1]["memoryMb"] = 65536
     hk_values["nodes"]["windows"][1]["cpu"] = 16
-    assert changed_resources(hk, record(hk_values)) == {"hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm"}
+    # The Linux VM stores the new memory as pending; that worker's own restart steps apply it.
+    assert changed_resources(hk, record(hk_values)) == {
+        "hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm",
+        "hk-prod-restarts-hk-lnx-2-drain-for-restart", "hk-prod-restarts-hk-lnx-2-vm-restart",
+        "hk-prod-restarts-hk-lnx-2-uncordon-after-restart"}
 
 
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
@@ -176,7 +180,8 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
     # Its place in the upgrade chain: steps with no create, so adding them runs nothing.
     upgrade = {f"hk-prod-upgrade-hk-lnx-5{suffix}" for suffix in ("-drain-for-upgrade", "-node-upgrade", "-uncordon-after-upgrade")}
-    assert changed_resources(hk, record(hk_values)) == machine | membership | labels | upgrade
+    restarts = {f"hk-prod-restarts-hk-lnx-5{suffix}" for suffix in ("-drain-for-restart", "-vm-restart", "-uncordon-after-restart")}
+    assert changed_resources(hk, record(hk_values)) == machine | membership | labels | upgrade | restarts
 
 
 def test_a_secret_change_is_seen_without_being_shown():

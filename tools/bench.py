@@ -39,6 +39,10 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-drain-for-upgrade", 0, "upgrade chain: nothing on create (drains on a version change)"),
     ("command:remote:Command", "-node-upgrade", 0, "upgrade chain: nothing on create (upgrades on a version change)"),
     ("command:remote:Command", "-uncordon-after-upgrade", 0, "upgrade chain: nothing on create (uncordons on a version change)"),
+    # The reboot chain has no create step either (components/maintenance.py).
+    ("command:remote:Command", "-drain-for-restart", 0, "reboot chain: nothing on create (drains when VM settings change)"),
+    ("command:remote:Command", "-vm-restart", 0, "reboot chain: nothing on create (qm reboot when VM settings change)"),
+    ("command:remote:Command", "-uncordon-after-restart", 0, "reboot chain: nothing on create (uncordons after the restart)"),
     ("proxmoxve:index/fileLegacy:FileLegacy", "", 3, "snippet upload over SSH"),
     ("command:remote:Command", "-cloud-init", 420, "cloud-init: packages, containerd, kubeadm"),
     ("command:remote:Command", "-prepare", 20, "node preparation re-run (a no-op after first boot)"),
@@ -218,7 +222,10 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         return names
 
     return [
-        ("one worker's memory", memory, {f"{CLUSTER}-{first_linux}-vm"}),
+        # The VM stores the new size as pending; that worker's restart steps (drain, qm reboot, uncordon) apply it.
+        ("one worker's memory", memory, {f"{CLUSTER}-{first_linux}-vm",
+                                          *(f"{CLUSTER}-restarts-{first_linux}-{step}"
+                                            for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart"))}),
         ("the Calico MTU", mtu, {f"{CLUSTER}-network-installation"}),
         ("add a Windows worker", add_windows, lambda after: _node_resources(after, "win-new")),
         ("remove a Linux worker", remove_linux, _node_resources(base, last_linux)),

@@ -1,0 +1,74 @@
+"""The reboot chain: Linux nodes whose VM settings (CPU, memory, disk) changed are restarted by Proxmox to
+apply them, one node at a time, each behind a drain, control-plane nodes only while etcd keeps quorum.
+
+The VMs are declared with reboot_after_update off (components/machines.py), so the provider stores such a
+change as pending and restarts nothing; this chain applies it. Order: the control-plane nodes, then the
+Linux workers zone by zone, after the upgrade chain (two chains never drain two nodes at once). Each node
+is three steps: drain (on the first control-plane node), the VM restart (`qm reboot` on the Proxmox node
+that runs it), uncordon once the node is back with a new boot id and Ready. A node that fails stops the
+chain there, cordoned, and no other node is touched.
+
+Like the upgrade chain, the steps have no `create`: a new node boots with its settings, so creating the
+chain restarts nothing. Their `update` text carries the node's settings, so changing one node's CPU,
+memory or disk re-runs that node's steps only; every other node's steps are unchanged and stay as they are.
+Nothing is left on a node or host, so there is nothing to delete. Windows nodes are not part of it: the
+Hyper-V converge applies a change that needs the VM off only with an operator (components/machines.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_command as command
+
+from config.model import StackSpec
+from render import maintenance
+from render.shell import bash_command
+
+from .bootstrap import ControlPlaneAccess
+from .machines import Machines
+
+
+class LinuxNodeRestarts(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+                 proxmox_connections: dict[str, command.remote.ConnectionArgs], after: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:machines:LinuxNodeRestarts", name, None, opts)
+        zone_order = {zone: index for index, zone in enumerate(spec.zones)}
+        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
+        workers = sorted((m for m in machines.linux_nodes if m.role == "worker"),
+                         key=lambda m: (zone_order[m.node.zone], m.node.name))
+
+        previous: list[pulumi.Resource] = list(after)
+        self.steps: list[command.remote.Command] = []
+        for machine in [*control_plane, *workers]:
+            node = machine.node
+            prefix = f"{name}-{node.name}"
+            settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
+            etcd_pod = access.etcd_pod if machine in control_plane else None
+            drain = command.remote.Command(
+                f"{prefix}-drain-for-restart",
+                connection=access.connection,
+                update=bash_command(maintenance.render_maintenance_drain(node.name, settings, etcd_pod=etcd_pod)),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                # After the VM update that stored the new settings as pending, and after the node before it.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
+            )
+            restart = command.remote.Command(
+                f"{prefix}-vm-restart",
+                connection=proxmox_connections[node.proxmox_node],
+                update=bash_command(f"{maintenance.render_vm_restart(node.vm_id).rstrip()}\n# settings {settings}\n"),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+            )
+            uncordon = command.remote.Command(
+                f"{prefix}-uncordon-after-restart",
+                connection=access.connection,
+                update=bash_command(f"{maintenance.render_maintenance_uncordon(node.name).rstrip()}\n# settings {settings}\n"),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
+            )
+            self.steps += [drain, restart, uncordon]
+            previous = [uncordon]
+        self.done: list[pulumi.Resource] = previous
+        self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})
