@@ -85,9 +85,11 @@ def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, p
     return kubernetes.helm.v3.Release(
         name,
         name=name,
-        chart=chart.chart,
+        # An OCI chart is named by its full reference and has no repository (Helm: `helm install NAME
+        # oci://registry/path/chart --version V`); a classic one by name within its repository.
+        chart=f"{chart.repo}/{chart.chart}" if chart.repo.startswith("oci://") else chart.chart,
         version=chart.version,
-        repository_opts=kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        repository_opts=None if chart.repo.startswith("oci://") else kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repo),
         namespace=namespace,
         create_namespace=True,
         values=values,

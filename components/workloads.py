@@ -1,5 +1,5 @@
 """The sample workloads (switch: workloads.samples): api-win on Windows Server 2022 and api-linux on Java 17,
-each with a Service, and ingress-nginx on Linux nodes routing to both. They prove a new cluster end to end:
+each with a Service, and an Envoy Gateway Gateway on Linux nodes routing to both (HTTPRoutes). They prove a new cluster end to end:
 Windows pods start only once Windows nodes of their build are Ready and Windows kube-proxy runs.
 """
 from __future__ import annotations
@@ -41,10 +41,14 @@ class SampleWorkloads(pulumi.ComponentResource):
                                       depends_on=depends_on) for obj in objs]
 
         linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
-        ingress_nginx = helm_release(
-            f"{name}-ingress-nginx", compat.CHARTS["ingress-nginx"], workloads.INGRESS_NAMESPACE,
-            workloads.ingress_nginx_values(node_port_range=spec.cluster.node_ports),
-            provider=provider, parent=self, depends_on=linux_ready)
+        envoy_gateway = helm_release(
+            f"{name}-envoy-gateway", compat.CHARTS["envoy-gateway"], workloads.GATEWAY_NAMESPACE,
+            workloads.envoy_gateway_values(), provider=provider, parent=self, depends_on=linux_ready)
+        # The EnvoyProxy, GatewayClass and Gateway are the chart's CRDs: after the chart. The Gateway is
+        # awaited until Programmed (its pulumi.com/waitFor).
+        gateway: list[pulumi.Resource] = []
+        for obj in workloads.gateway_objects(params, node_port_range=spec.cluster.node_ports):
+            gateway += declare([obj], [envoy_gateway, *gateway])
         windows_nodes = [n for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION]
         linux_objects = workloads.api_linux(params)
         windows_objects = workloads.api_win(params) if windows_nodes else []
@@ -66,10 +70,9 @@ class SampleWorkloads(pulumi.ComponentResource):
         if windows_nodes:
             services += declare(windows_objects, [
                 *namespaces[1:], *[node_ready[n.name] for n in windows_nodes], *windows_networking, admitted])
-        ingresses = [obj for obj in workloads.ingress(params)
-                     if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
-        # The controller's admission webhook rejects Ingresses until it runs (failurePolicy: Fail).
-        declare(ingresses, [ingress_nginx, *services])
+        routes = [obj for obj in workloads.http_routes(params)
+                  if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
+        declare(routes, [*gateway, *services])
         self.register_outputs({"windows_sample": bool(windows_nodes),
-                               "ingress_node_ports": [workloads.INGRESS_HTTP_NODE_PORT, workloads.INGRESS_HTTPS_NODE_PORT],
+                               "gateway_node_port": workloads.GATEWAY_HTTP_NODE_PORT,
                                "windows_build": compat.WINDOWS[SAMPLE_WINDOWS_VERSION].build})

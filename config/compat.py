@@ -434,10 +434,19 @@ CHARTS: dict[str, HelmChart] = {
         chart="longhorn", repo="https://charts.longhorn.io", version="1.13.0",
         evidence="longhorn/longhorn CHANGELOG/CHANGELOG-1.13.0.md (release v1.13.0, 2026-09-29)",
         values_source="longhorn/longhorn chart/values.yaml @347f5ba38a2a (longhornUI has no resources key)"),
-    # The last upstream ingress-nginx chart: render/workloads.py explains why it is still the pin.
-    "ingress-nginx": HelmChart(
-        chart="ingress-nginx", repo="https://kubernetes.github.io/ingress-nginx", version="4.15.0",
-        evidence="controller v1.15.0 release, 2026-03-10 (kubernetes/ingress-nginx#14428)",
-        values_source="kubernetes/ingress-nginx charts/ingress-nginx/values.yaml (README Values table)"),
+    # Envoy Gateway, the Gateway API implementation that replaces the retired ingress-nginx
+    # (render/workloads.py). v1.9.3 is the newest release found; its chart is published as an OCI
+    # artifact whose version carries the "v" (`helm install eg oci://docker.io/envoyproxy/gateway-helm
+    # --version v1.x.y -n envoy-gateway-system --create-namespace`, the install guide; renovate updates of
+    # docker.io/envoyproxy/gateway-helm to v1.7.1 in rackerlabs/understack#1832). The chart installs the
+    # Gateway API CRDs it needs (its crds subchart, Gateway API v1.6: "You must upgrade the Gateway API
+    # CRDs to v1.6 with this release", v1.9.0 notes) and its own. The compatibility matrix found lists
+    # Kubernetes up to 1.35 for v1.7; no matrix row for v1.9 was found, so 1.36 support is not confirmed.
+    "envoy-gateway": HelmChart(
+        chart="gateway-helm", repo="oci://docker.io/envoyproxy", version="v1.9.3",
+        evidence='envoyproxy/gateway site/content/en/news/releases/notes/v1.9.3.md @5e0b0da4acc3: title "v1.9.3", '
+                 "publishdate 2026-10-03",
+        values_source="envoyproxy/gateway charts/gateway-helm/values.yaml and templates/envoy-gateway-deployment.yaml "
+                      "(deployment.replicas, deployment.pod.affinity)"),
 }
 

@@ -408,10 +408,10 @@ DEFAULT_NAMESPACES = [
 
 
 class WorkloadsSpec(Spec):
-    # The sample api-win / api-linux applications and their ingress: on by default, to prove a new
+    # The sample api-win / api-linux applications and their Gateway: on by default, to prove a new
     # cluster end to end; switch off for a cluster that only runs real workloads.
     samples: bool = True
-    # Host name the sample Ingresses answer to; None answers any host.
+    # Host name the sample Gateway listener and HTTPRoutes answer to; None answers any host.
     sample_host: _text_type(_matches(checks.ROUTE_HOST), "a fully qualified lower-case DNS name, optionally *.-prefixed") | None = None
     # The application namespaces (from `namespaces`) the samples run in.
     windows_namespace: Label = "win-prod"

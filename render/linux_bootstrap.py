@@ -930,6 +930,15 @@ def _check_version(version: str) -> None:
         raise ValueError(f"version {version!r} must be MAJOR.MINOR.PATCH")
 
 
+def _kubectl_on_first_control_plane(node_name: str, timeout_seconds: int, etcd_pod: str | None = None) -> list[str]:
+    """The checked arguments and the head of a script that acts on the Node $NODE with admin.conf."""
+    _check_node_name(node_name)
+    _check_timeout(timeout_seconds)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    return [_PRELUDE, f'export KUBECONFIG="$ROOT{ADMIN_CONF}"', f'NODE="{node_name}"']
+
+
 def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 600,
                          etcd_pod: str | None = None) -> str:
     """On the first control-plane node, before a node's upgrade: unless the Node's kubelet already runs
@@ -937,15 +946,9 @@ def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 60
     cordon and drain it. For a control-plane node the etcd quorum without it is checked first: its
     etcd member restarts when kubeadm upgrades the static Pods. The drain is render_drain's (same
     flags, PodDisruptionBudgets respected, no eviction bypass)."""
-    _check_node_name(node_name)
     _check_version(version)
-    _check_timeout(timeout_seconds)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
     return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
+        *_kubectl_on_first_control_plane(node_name, timeout_seconds, etcd_pod),
         f'TARGET="v{version}"',
         _control_plane_gone_or_node_absent("upgrade", control_plane_may_be_gone=False),
         f"""
@@ -968,13 +971,9 @@ def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int =
     """On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
     ``version``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
     does not come back stops the chain here: no further node is drained."""
-    _check_node_name(node_name)
     _check_version(version)
-    _check_timeout(timeout_seconds)
     return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
+        *_kubectl_on_first_control_plane(node_name, timeout_seconds),
         f'TARGET="v{version}"',
         _control_plane_gone_or_node_absent("uncordon", control_plane_may_be_gone=False),
         f"""

@@ -18,13 +18,11 @@ import re
 
 from render.linux_bootstrap import (
     _FAIL_LOUDLY,
-    _PRELUDE,
-    ADMIN_CONF,
     POLL_SECONDS,
     _attempts,
-    _check_node_name,
     _check_timeout,
     _cordon_and_drain,
+    _kubectl_on_first_control_plane,
     _quorum_check,
 )
 
@@ -52,15 +50,9 @@ def render_maintenance_drain(node_name: str, settings: str, etcd_pod: str | None
     """On the first control-plane node, before a node's VM restart: record the node's boot id, cordon and
     drain it (for a control-plane node, only if the etcd members without it keep quorum). A re-run after a
     failure keeps the boot id recorded first, so a restart that already happened is not waited for twice."""
-    _check_node_name(node_name)
     _check_settings(settings)
-    _check_timeout(timeout_seconds)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
     return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
+        *_kubectl_on_first_control_plane(node_name, timeout_seconds, etcd_pod),
         f'SETTINGS="{settings}"',
         f"""
 [[ -s $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
@@ -108,12 +100,8 @@ def render_maintenance_uncordon(node_name: str, timeout_seconds: int = 900) -> s
     """On the first control-plane node, after the VM restart: wait until the Node reports a boot id other
     than the one the drain recorded and is Ready, then lift the chain's cordon (and only that one). A node
     that does not come back stops the chain here, cordoned: no further node is drained."""
-    _check_node_name(node_name)
-    _check_timeout(timeout_seconds)
     return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
+        *_kubectl_on_first_control_plane(node_name, timeout_seconds),
         f"""
 marked="$(kubectl get node "$NODE" -o jsonpath='{_MARK_JSONPATH}' --request-timeout=30s || true)"
 if [[ -z $marked ]]; then

@@ -1,9 +1,9 @@
 """Renders the sample workloads that prove the hybrid cluster end to end: ``api-win`` (ASP.NET Core on
 Windows Server 2022 nodes), ``api-linux`` (a Java 17 Spring Boot API on the Linux nodes), one Ingress per
-namespace routing ``/win`` and ``/linux`` to them, and the values for the ingress-nginx Helm chart that
-serves those Ingresses from Linux nodes.
+namespace routing ``/win`` and ``/linux`` to them through one Gateway API Gateway (Envoy Gateway, data
+plane on Linux nodes), and the values for the Envoy Gateway chart.
 
-This module owns ``SampleParams``, the ingress-nginx values and the render
+This module owns ``SampleParams``, the Envoy Gateway values and objects, and the render
 functions. It is pure: no Pulumi, no ``config`` imports; plain Kubernetes objects / Helm values out.
 Whether the samples are deployed at all is the caller's switch.
 
@@ -48,29 +48,32 @@ Design decisions, with their sources:
   Spring Boot's liveness/readiness health groups are enabled explicitly
   (``management.endpoint.health.probes.enabled``, Spring Boot reference "Kubernetes Probes") instead of
   relying on Kubernetes auto-detection.
-* Readiness ordering needs no ``pulumi.com/waitFor`` here: pulumi-kubernetes already waits for a
-  Deployment to become Available and for an Ingress to get an address and live endpoints
-  (provider await logic; @pulumi/kubernetes apps/v1 Deployment doc comment, provider/pkg/await/ingress.go).
+* Readiness ordering needs no ``pulumi.com/waitFor`` on the Deployments: pulumi-kubernetes already waits
+  for a Deployment to become Available (provider await logic; @pulumi/kubernetes apps/v1 Deployment doc
+  comment). Gateway API objects are custom resources, which it does not await: the Gateway carries
+  ``pulumi.com/waitFor: condition=Programmed`` (the Gateway condition "Programmed", set once the
+  implementation has configured its data plane, Gateway API v1 GatewayConditionType; pulumi-kubernetes
+  user-defined readiness, render/network.py PULUMI_WAIT_FOR), and the routes are declared after it.
   The Windows Deployment only raises the await timeout with ``pulumi.com/timeoutSeconds`` (default 10
   minutes for Deployments) and its ``progressDeadlineSeconds``: the first pull of a Windows image through
   the registry mirror takes long.
-* Ingress. An Ingress can only name Services in its own namespace, and api-win and api-linux live in
-  different namespaces, so there is one Ingress per namespace, same class and host; ingress-nginx merges
-  rules for one host. ``/win`` needs a rewrite: the ASP.NET Core sample serves at ``/`` and has no
-  path-base setting, and ingress-nginx only rewrites with a regex capture
-  (``nginx.ingress.kubernetes.io/rewrite-target: /$2``, https://kubernetes.github.io/ingress-nginx/examples/rewrite/),
-  which its admission webhook refuses under ``pathType: Prefix`` (kubernetes/ingress-nginx#10281, strict
-  path validation), so that path is ``ImplementationSpecific``. ``/linux`` needs no rewrite: the Spring
-  app is told to serve under /linux (``SERVER_SERVLET_CONTEXTPATH``, Spring Boot relaxed binding of
-  ``server.servlet.context-path`` from environment variables: dots to underscores, dashes removed,
-  upper case), so it stays ``Prefix``.
-* ingress-nginx. Upstream retired the project: best-effort maintenance ended in March 2026 and there are
-  no releases after that (Kubernetes SIG Network / SRC announcement of 2025-11-11). Its last line,
-  controller v1.15 / chart 4.15, is the first to support Kubernetes 1.35 (maintainer answer in
-  kubernetes/ingress-nginx#14428) and v1.15.0 shipped on 2026-03-10 with the CVE-2026-3288 fix
-  (kubernetes/kubernetes#137560). No upstream release lists Kubernetes 1.36; the chart's ``kubeVersion``
-  (">=1.21.0-0") is only a technical floor (kubernetes/ingress-nginx#13217), so Helm installs it on 1.36
-  without that support claim. The pin is the last release, with that caveat.
+* Routing: Gateway API, not Ingress. ingress-nginx, the controller this program used, is retired upstream:
+  best-effort maintenance ended in March 2026, with no releases or security fixes after it, and the
+  announcement points to Gateway API implementations (Kubernetes SIG Network / SRC, 2025-11-11). Envoy
+  Gateway (config.compat CHARTS "envoy-gateway") implements it: a GatewayClass whose controllerName is
+  ``gateway.envoyproxy.io/gatewayclass-controller`` (charts/gateway-helm/templates/gateway-class.yaml),
+  parameterised by an EnvoyProxy that places the Envoy data plane (``spec.provider.kubernetes.
+  envoyDeployment.pod``) on Linux nodes and exposes it as a NodePort Service (``envoyService.type``),
+  its node ports fixed with a strategic-merge patch of that Service (``envoyService.patch``, the form
+  the project's own examples use) because the datacenter's load balancer points at them.
+* One Gateway, two HTTPRoutes. A route's backendRefs name Services in its own namespace (cross-namespace
+  refs need a ReferenceGrant), so each sample namespace has its HTTPRoute, attached to the Gateway, which
+  admits routes from exactly those two namespaces (``allowedRoutes.namespaces.from: Selector`` on
+  ``kubernetes.io/metadata.name``, a label every namespace carries). ``/win`` is rewritten to ``/`` with
+  the standard URLRewrite filter (``ReplacePrefixMatch``; the ASP.NET Core sample serves at ``/`` and
+  has no path-base setting). ``/linux`` needs no rewrite: the Spring app is told to serve under /linux
+  (``SERVER_SERVLET_CONTEXTPATH``, Spring Boot relaxed binding of ``server.servlet.context-path`` from
+  environment variables: dots to underscores, dashes removed, upper case).
 """
 from __future__ import annotations
 
@@ -87,7 +90,15 @@ from render.scheduling import (
 )
 
 
-INGRESS_NAMESPACE = "ingress-nginx"
+# The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
+# ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
+GATEWAY_NAMESPACE = "envoy-gateway-system"
+GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+GATEWAY_CLASS = "hybrid-samples"
+GATEWAY_NAME = "samples"
+GATEWAY_API_VERSION = "gateway.networking.k8s.io/v1"
+ENVOY_PROXY_API_VERSION = "gateway.envoyproxy.io/v1alpha1"
+GATEWAY_HTTP_PORT = 80
 
 WIN_APP = "api-win"
 LINUX_APP = "api-linux"
@@ -105,19 +116,9 @@ WIN_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu
 LINUX_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "768Mi"}}
 LINUX_RUN_AS = 10001         # any non-zero UID: the image's files are world-readable (Jib layers)
 
-# ingress-nginx node ports: fixed so the datacenter's upstream load balancer / firewall rules can point at
-# them; both inside the default --service-node-port-range 30000-32767 (kube-apiserver reference).
-INGRESS_HTTP_NODE_PORT = 30080
-INGRESS_HTTPS_NODE_PORT = 30443
-
-# The chart's values that place a pod, from charts/ingress-nginx values.yaml (README "Values" table):
-# the controller, the admission webhook's create/patch Jobs (one nodeSelector for both) and the
-# optional default backend.
-INGRESS_NGINX_NODE_SELECTOR_PATHS = (
-    ("controller", "nodeSelector"),
-    ("controller", "admissionWebhooks", "patch", "nodeSelector"),
-    ("defaultBackend", "nodeSelector"),
-)
+# The Gateway's node port: fixed so the datacenter's upstream load balancer / firewall rules can point at
+# it; inside the default --service-node-port-range 30000-32767 (kube-apiserver reference).
+GATEWAY_HTTP_NODE_PORT = 30080
 
 _YEAR = re.compile(r"(\d{4})")
 # Tag markers of Windows container images and the Windows Server they run on: Microsoft tags 2019
@@ -137,14 +138,13 @@ class SampleParams:
     linux_replicas: int = 6
     zone_key: str = ZONE_LABEL
     linux_distros: tuple[str, ...] = ("ubuntu22", "rocky9")
-    ingress_class: str = "nginx"
     host: str | None = None
 
 
 
 
 def _check(p: SampleParams) -> None:
-    for name in (p.win_namespace, p.linux_namespace, p.win_runtime_class, p.ingress_class):
+    for name in (p.win_namespace, p.linux_namespace, p.win_runtime_class):
         require(bool(DNS_LABEL.match(name)), f"{name!r} is not a DNS-1123 label")
     require(p.win_namespace.startswith("win-"), f"{p.win_namespace}: Windows namespaces are named win-*")
     require(p.linux_namespace.startswith("linux-"), f"{p.linux_namespace}: Linux namespaces are named linux-*")
@@ -302,85 +302,94 @@ def api_linux(p: SampleParams) -> list[dict]:
     return [_deployment(LINUX_APP, p.linux_namespace, p.linux_replicas, pod_spec), _service(LINUX_APP, p.linux_namespace)]
 
 
-def _ingress(name: str, namespace: str, p: SampleParams, path: str, path_type: str, annotations: dict) -> dict:
-    rule: dict = {"http": {"paths": [{
-        "path": path,
-        "pathType": path_type,
-        "backend": {"service": {"name": name, "port": {"name": "http"}}},
-    }]}}
-    if p.host:
-        rule = {"host": p.host, **rule}
-    metadata: dict = {"name": name, "namespace": namespace, "labels": _labels(name)}
-    if annotations:
-        metadata["annotations"] = annotations
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "Ingress",
-        "metadata": metadata,
-        "spec": {"ingressClassName": p.ingress_class, "rules": [rule]},
-    }
+def _linux_affinity() -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": OS_LABEL, "operator": "In", "values": ["linux"]}]}]}}}
 
 
-def ingress(p: SampleParams) -> list[dict]:
-    """The Ingresses routing /win to api-win and /linux to api-linux: one per namespace, because an
-    Ingress backend can only be a Service in the Ingress's own namespace."""
-    _check(p)
-    win = _ingress(WIN_APP, p.win_namespace, p, f"{WIN_PATH}(/|$)(.*)", "ImplementationSpecific", {
-        "nginx.ingress.kubernetes.io/use-regex": "true",
-        "nginx.ingress.kubernetes.io/rewrite-target": "/$2",
-    })
-    linux = _ingress(LINUX_APP, p.linux_namespace, p, LINUX_PATH, "Prefix", {})
-    return [win, linux]
+def envoy_gateway_values() -> dict:
+    """Values for the Envoy Gateway chart (charts/gateway-helm/values.yaml): its controller pod on Linux
+    nodes (``deployment.pod.affinity``, templates/envoy-gateway-deployment.yaml), two replicas. The Envoy
+    data plane it creates is placed by the EnvoyProxy of ``gateway_objects``."""
+    return {"deployment": {"replicas": 2, "pod": {"affinity": _linux_affinity()}}}
 
 
-def ingress_nginx_values(zone_key: str = ZONE_LABEL, http_node_port: int = INGRESS_HTTP_NODE_PORT,
-                         https_node_port: int = INGRESS_HTTPS_NODE_PORT,
-                         node_port_range: tuple[int, int] = (30000, 32767)) -> dict:
-    """Values for the ingress-nginx chart: every pod it creates on Linux, two controllers spread over
-    zones, a NodePort Service (our datacenter has no LoadBalancer implementation).
+def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),
+                    http_node_port: int = GATEWAY_HTTP_NODE_PORT) -> list[dict]:
+    """The EnvoyProxy, GatewayClass and Gateway that serve the samples on a NodePort of Linux nodes.
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
-    API server refuses a Service whose nodePort lies outside it.
-    """
+    API server refuses a Service whose nodePort lies outside it."""
+    _check(p)
     low, high = node_port_range
-    for port in (http_node_port, https_node_port):
-        require(low <= port <= high, f"node port {port} is outside the cluster's node port range {low}-{high}")
-    require(http_node_port != https_node_port, "HTTP and HTTPS need different node ports")
-    linux = {OS_LABEL: "linux"}
-    small = {"requests": {"cpu": "10m", "memory": "20Mi"}}
-    return {
-        "controller": {
-            "replicaCount": 2,
-            "nodeSelector": dict(linux),
-            "topologySpreadConstraints": [{
-                "maxSkew": 1,
-                "topologyKey": zone_key,
-                "whenUnsatisfiable": "DoNotSchedule",
-                "labelSelector": {"matchLabels": {
-                    "app.kubernetes.io/name": "ingress-nginx",
-                    "app.kubernetes.io/component": "controller",
-                }},
-                "matchLabelKeys": ["pod-template-hash"],
-                "nodeTaintsPolicy": "Honor",
-            }],
-            # The chart's own default requests (values.yaml), stated so the quota-free ingress namespace
-            # still schedules with a known footprint.
-            "resources": {"requests": {"cpu": "100m", "memory": "90Mi"}},
-            "service": {
+    require(low <= http_node_port <= high, f"node port {http_node_port} is outside the cluster's node port range {low}-{high}")
+    labels = _labels(GATEWAY_NAME)
+    envoy_proxy = {
+        "apiVersion": ENVOY_PROXY_API_VERSION,
+        "kind": "EnvoyProxy",
+        "metadata": {"name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE, "labels": labels},
+        "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
+            "envoyDeployment": {
+                "replicas": 2,
+                "pod": {"nodeSelector": {OS_LABEL: "linux"}},
+                "container": {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
+            },
+            "envoyService": {
                 "type": "NodePort",
-                "nodePorts": {"http": http_node_port, "https": https_node_port},
+                # Envoy Gateway names a listener's Service port <protocol>-<port>, as its examples patch it.
+                "patch": {"type": "StrategicMerge", "value": {"spec": {"ports": [
+                    {"name": f"http-{GATEWAY_HTTP_PORT}", "port": GATEWAY_HTTP_PORT, "protocol": "TCP",
+                     "nodePort": http_node_port}]}}},
             },
-            "admissionWebhooks": {
-                "patch": {"nodeSelector": dict(linux)},
-                "createSecretJob": {"resources": small},
-                "patchWebhookJob": {"resources": small},
-            },
-        },
-        "defaultBackend": {
-            "nodeSelector": dict(linux),
-            "resources": small,
-        },
+        }}},
     }
+    gateway_class = {
+        "apiVersion": GATEWAY_API_VERSION,
+        "kind": "GatewayClass",
+        "metadata": {"name": GATEWAY_CLASS, "labels": labels},
+        "spec": {"controllerName": GATEWAY_CONTROLLER,
+                 "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
+                                   "name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE}},
+    }
+    listener: dict = {"name": "http", "protocol": "HTTP", "port": GATEWAY_HTTP_PORT,
+                      "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
+                          {"key": "kubernetes.io/metadata.name", "operator": "In",
+                           "values": sorted({p.win_namespace, p.linux_namespace})}]}}}}
+    if p.host:
+        listener["hostname"] = p.host
+    gateway = {
+        "apiVersion": GATEWAY_API_VERSION,
+        "kind": "Gateway",
+        "metadata": {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "labels": labels,
+                     "annotations": {"pulumi.com/waitFor": "condition=Programmed"}},
+        "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": [listener]},
+    }
+    return [envoy_proxy, gateway_class, gateway]
+
+
+def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool) -> dict:
+    rule: dict = {
+        "matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
+        "backendRefs": [{"name": name, "port": SERVICE_PORT}],
+    }
+    if rewrite:
+        rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}]
+    spec: dict = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}],
+                  "rules": [rule]}
+    if p.host:
+        spec["hostnames"] = [p.host]
+    return {"apiVersion": GATEWAY_API_VERSION, "kind": "HTTPRoute",
+            "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)}, "spec": spec}
+
+
+def http_routes(p: SampleParams) -> list[dict]:
+    """The HTTPRoutes sending /win to api-win (rewritten to /) and /linux to api-linux: one per namespace,
+    because a route's backends are Services of its own namespace."""
+    _check(p)
+    return [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True),
+            _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False)]
+
 
 
 # --- footprint ----------------------------------------------------------------------------------------------

@@ -32,6 +32,18 @@ def with_legacy_windows_build(values: dict) -> dict:
     return values
 
 
+def leaves(value, path=()):
+    """(path, value) for every leaf of nested dicts and lists, depth first."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield from leaves(child, (*path, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value):
+            yield from leaves(child, (*path, index))
+    else:
+        yield path, value
+
+
 def hk_prod_spec():
     """hk-prod as the program sees it: Pulumi.hk-prod.yaml through config.loader. Renderer tests build their
     parameters from it with the components' own functions (components/*.py *_params), never by hand."""

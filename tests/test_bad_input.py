@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from config.loader import SpecError, from_stack_file, load
-from tests.conftest import HK_PROD, ROOT, hk_prod_values, raw_config
+from tests.conftest import HK_PROD, ROOT, hk_prod_values, leaves, raw_config
 from tools.mockrun import run_program
 
 
@@ -245,17 +245,6 @@ def test_synth_reports_a_broken_stack_file_as_problems_not_a_traceback(tmp_path)
 # --- no problem message repeats a value that could be a credential ----------------------------------------------
 
 
-def _leaves(value, path=()):
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _leaves(child, (*path, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _leaves(child, (*path, index))
-    else:
-        yield path, value
-
-
 # Shapes a pasted credential takes: a URL with user:password, a token with '!' and '=', a base64 blob.
 CANARIES = ["https://admin:Canary-Pw-1@harbor.example/", "root@pam!ci=canary-0f4e", "Q2FuYXJ5LXNlY3JldA+/=="]
 
@@ -265,7 +254,7 @@ def test_no_problem_message_repeats_a_credential_typed_into_any_text_key(canary)
     """Every text value of the reference stack, replaced by a credential-like string, one at a time: the
     stack is refused (or accepted), and no message of any problem contains the string."""
     base = hk_prod_values()
-    for path, value in _leaves(base):
+    for path, value in leaves(base):
         if not isinstance(value, str):
             continue
         values = copy.deepcopy(base)
@@ -282,8 +271,8 @@ INT_POOL = [0, 1, 2, 3, 7, 20, 24, 26, 28, 29, 30, 511, 1023, 1025, 1450, 4096, 
 
 
 def _mutations(rng: random.Random, values: dict, count: int) -> None:
-    leaves = list(_leaves(values))
-    for path, value in rng.sample(leaves, min(count, len(leaves))):
+    found = list(leaves(values))
+    for path, value in rng.sample(found, min(count, len(found))):
         try:
             parent = values
             for key in path[:-1]:

@@ -90,6 +90,8 @@ def test_mtu_change_touches_only_calico(hk):
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
 # Custom resources with no vendored CRD schema: their renderers' tests check their fields against the
 # upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
+from tests.test_render_workloads import ROUTING_KINDS  # noqa: E402
+
 UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
                                "config.gatekeeper.sh/v1alpha1": {"Config"}}
@@ -122,6 +124,9 @@ def test_every_kubernetes_object_passes_the_validators(hk):
             validate_custom_resource(obj, INSTALLATION_SCHEMA)
         elif obj["apiVersion"] == "templates.gatekeeper.sh/v1":
             validate_custom_resource(obj, CONSTRAINT_TEMPLATE_SCHEMA)
+        elif (obj["apiVersion"], obj["kind"]) in ROUTING_KINDS:
+            # No vendored CRD schema: tests/test_render_workloads.py asserts their fields.
+            continue
         elif obj["apiVersion"] == "constraints.gatekeeper.sh/v1beta1":
             # A constraint's schema is its template's parameters schema: tests/test_gatekeeper.py.
             continue
@@ -130,7 +135,7 @@ def test_every_kubernetes_object_passes_the_validators(hk):
         else:
             kubernetes_validate.validate(obj, version, strict=True)
         checked.add(obj["kind"])
-    assert {"Installation", "DaemonSet", "Deployment", "Service", "Ingress", "RuntimeClass", "Namespace",
+    assert {"Installation", "DaemonSet", "Deployment", "Service", "RuntimeClass", "Namespace",
             "ResourceQuota", "LimitRange", "Node", "ConfigMap", "ConstraintTemplate", "StorageClass", "Secret"} <= checked
 
 
@@ -155,10 +160,16 @@ def test_every_workload_declares_its_os_and_only_windows_ones_tolerate_the_taint
     assert ("api-win", "windows") in seen and ("api-linux", "linux") in seen and ("kube-proxy-windows", "windows") in seen
 
 
+def _selects_linux(values: str) -> bool:
+    """A nodeSelector on Linux, or a required node affinity In [linux], somewhere in the values."""
+    return ('"kubernetes.io/os": "linux"' in values
+            or '{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}' in values)
+
+
 def test_linux_only_system_components_select_linux(hk):
-    for release in ("hk-prod-network-tigera-operator", "hk-prod-samples-ingress-nginx"):
+    for release in ("hk-prod-network-tigera-operator", "hk-prod-samples-envoy-gateway"):
         values = json.dumps(hk.named(release).inputs["values"])
-        assert '"kubernetes.io/os": "linux"' in values and '"kubernetes.io/os": "windows"' not in values, release
+        assert _selects_linux(values) and '"windows"' not in values, release
 
 
 def test_windows_workloads_start_after_windows_nodes_are_ready(hk):
@@ -234,7 +245,7 @@ def test_every_chart_places_its_pods_on_linux(hk):
         if release.inputs["chart"] in NO_OS_VALUES:
             continue
         values = json.dumps(release.inputs["values"])
-        assert '"kubernetes.io/os": "linux"' in values, release.name
+        assert _selects_linux(values), release.name
     assert set(NO_OS_VALUES) <= charts
 
 
@@ -332,3 +343,22 @@ def test_samples_start_only_once_a_dry_run_of_their_pods_passes_the_synced_polic
             assert probe.urn in deployment.dependencies, deployment.name
     # Read-only: it creates nothing, so there is nothing to delete.
     assert "delete" not in probe.inputs
+
+
+def test_the_samples_are_routed_by_an_envoy_gateway_gateway_declared_after_its_chart(hk):
+    by_urn = hk.by_urn()
+    release = hk.named("hk-prod-samples-envoy-gateway")
+    assert release.inputs["chart"] == "oci://docker.io/envoyproxy/gateway-helm" and "repositoryOpts" not in release.inputs
+    kinds = {r.inputs.get("kind"): r for r in hk.resources if r.type.startswith(("kubernetes:gateway.networking.k8s.io",
+                                                                                  "kubernetes:gateway.envoyproxy.io"))}
+    assert {"EnvoyProxy", "GatewayClass", "Gateway"} <= set(kinds)
+    gateway = kinds["Gateway"]
+    assert release.urn in hk.waits_for(gateway.urn)
+    routes = [r for r in hk.resources if r.inputs.get("kind") == "HTTPRoute"]
+    assert {r.inputs["metadata"]["namespace"] for r in routes} == {"win-prod", "linux-prod"}
+    for route in routes:
+        assert gateway.urn in route.dependencies
+        backends = {by_urn[u].inputs["metadata"]["name"] for u in route.dependencies
+                    if u in by_urn and by_urn[u].inputs.get("kind") == "Service"}
+        assert backends, route.name
+    assert not [r for r in hk.resources if r.inputs.get("kind") == "Ingress"]
