@@ -348,6 +348,18 @@ WINDOWS: dict[str, WindowsBuild] = {
 KUBE_VIP_IMAGE = "ghcr.io/kube-vip/kube-vip:v1.2.4"
 
 
+# --- Packer plugins (images/) ------------------------------------------------------------------------
+#
+# Packer takes its plugin pins only from each template's required_plugins block, so they are written
+# there; these are the values, and tests/test_images.py keeps the templates equal to them.
+# proxmox 1.2.1: hashicorp/packer-plugin-proxmox pull request #284 (release 1.2.1; boot_iso since 1.2.0,
+# #279). hyperv 1.1.4: hashicorp/packer-plugin-hyperv pull request #139 (release 1.1.4).
+PACKER_PLUGINS: dict[str, tuple[str, str]] = {
+    "proxmox": ("github.com/hashicorp/proxmox", "1.2.1"),
+    "hyperv": ("github.com/hashicorp/hyperv", "1.1.4"),
+}
+
+
 # --- Sample workloads --------------------------------------------------------------------------------
 #
 # Why these two images, and what they serve: render/workloads.py module docstring ("Images").

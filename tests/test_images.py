@@ -13,8 +13,9 @@ import pytest
 import yaml
 from hcl2.utils import SerializationOptions
 
+from config import compat
 from tests.conftest import ROOT, hk_prod_values
-from tests.validators import powershell_errors, shellcheck
+from tests.validators import cloud_init_schema, powershell_errors, shellcheck
 
 IMAGES = ROOT / "images"
 UNATTEND = "{urn:schemas-microsoft-com:unattend}"
@@ -58,7 +59,8 @@ def test_proxmox_templates_have_the_shape_machines_clones(distro):
 def test_proxmox_plugin_is_pinned_and_secrets_are_sensitive():
     doc = _hcl(IMAGES / "proxmox" / "linux.pkr.hcl")
     plugin = doc["packer"][0]["required_plugins"][0]["proxmox"]
-    assert plugin == {"version": "= 1.2.1", "source": "github.com/hashicorp/proxmox"}
+    source, version = compat.PACKER_PLUGINS["proxmox"]
+    assert plugin == {"version": f"= {version}", "source": source}
     variables = {name: body for block in doc["variable"] for name, body in block.items()}
     for secret in ("proxmox_token", "build_password", "build_password_hash"):
         assert variables[secret]["sensitive"] is True
@@ -125,3 +127,25 @@ def test_answer_files_keep_c_last_and_set_the_administrator_password():
     password = generalize.find(f".//{UNATTEND}AdministratorPassword/{UNATTEND}Value")
     assert password.text == "p&ss"
     assert [s.get("pass") for s in generalize.findall(f"{UNATTEND}settings")] == ["oobeSystem"]
+
+
+def test_windows_plugin_pin_is_the_matrix_pin():
+    doc = _hcl(IMAGES / "windows" / "windows.pkr.hcl")
+    source, version = compat.PACKER_PLUGINS["hyperv"]
+    assert doc["packer"][0]["required_plugins"][0]["hyperv"] == {"version": f"= {version}", "source": source}
+
+
+def test_ubuntu_autoinstall_user_data_passes_cloud_init_schema(tmp_path):
+    # Subiquity reads `autoinstall:` from a #cloud-config document; cloud-init checks that document.
+    rendered = tmp_path / "user-data"
+    rendered.write_text(_template(IMAGES / "proxmox/http/ubuntu22/user-data.pkrtpl", build_password_hash="$6$x$y"))
+    cloud_init_schema(rendered)
+
+
+def test_pve_tls_trust_script_passes_shellcheck_and_is_idempotent_by_design():
+    script = IMAGES / "pve-tls-trust.sh"
+    shellcheck(script)
+    text = script.read_text()
+    assert "set -euo pipefail" in text
+    assert "/etc/pve/pve-root-ca.pem" in text and "update-ca-certificates" in text
+    assert 'cmp -s "$staged" "$target"' in text   # an unchanged CA changes nothing
