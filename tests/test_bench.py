@@ -42,3 +42,16 @@ def test_critical_path_does_not_grow_with_node_count():
     small = bench.critical_path(bench.run_program(bench.raw(bench.generate_stack(3)), stack=bench.CLUSTER))
     large = bench.critical_path(bench.run_program(bench.raw(bench.generate_stack(60)), stack=bench.CLUSTER))
     assert large.seconds <= small.seconds * 1.10
+
+
+def test_a_large_stack_declares_despite_chains_deeper_than_pythons_default_recursion():
+    """The serial upgrade and reboot chains are about six steps per node deep; 300 nodes is past what the
+    SDK's recursive cycle check survives at the default recursion limit (between 200 and 300 nodes)."""
+    import sys
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(1000)   # what a fresh interpreter starts with
+        recording = bench.run_program(bench.raw(bench.generate_stack(300)), stack=bench.CLUSTER)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert len([r for r in recording.resources if r.name.endswith("-vm-restart")]) > 100
