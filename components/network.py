@@ -58,14 +58,14 @@ class ClusterNetwork(pulumi.ComponentResource):
             chart=compat.CHARTS["calico-crds"].chart,
             version=compat.CHARTS["calico-crds"].version,
             repository_opts=kubernetes.helm.v4.RepositoryOptsArgs(repo=compat.CHARTS["calico-crds"].repo),
-            namespace=network.CALICO_NAMESPACE,
+            namespace=network.CALICO_CHARTS_NAMESPACE,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, transforms=[retain_on_delete]),
         )
         owned = [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
             for obj in network.calico_settings(params)
         ]
-        operator = helm_release(f"{name}-tigera-operator", compat.CHARTS["tigera-operator"], network.CALICO_NAMESPACE,
+        operator = helm_release(f"{name}-tigera-operator", compat.CHARTS["tigera-operator"], network.CALICO_CHARTS_NAMESPACE,
                                 network.tigera_operator_values(params), provider=provider, parent=self,
                                 depends_on=[crds, *owned])
         self.installation = kubernetes_object(f"{name}-installation", network.installation(params),

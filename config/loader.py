@@ -62,7 +62,7 @@ OTHER_NAMESPACES = frozenset({"pulumi"})
 _SECRET_LOOKING = re.compile(r"(?i)(password|passwd|token|secret|private.?key|credential|kubeconfig|api.?key)")
 
 
-def _foreign_entry(full_key: str, value: Any, secure: bool) -> Problem | None:
+def _foreign_entry(full_key: str, secure: bool) -> Problem | None:
     """The problem with a config entry outside the project's namespace, if any. Never names its value."""
     namespace, sep, key = full_key.partition(":")
     if not sep:
@@ -167,7 +167,7 @@ def _split(entries: Mapping[str, Any], is_secure) -> RawConfig:
             values[key] = entries[full_key]
             if is_secure(full_key):
                 secure.add(key)
-        elif (problem := _foreign_entry(full_key, entries[full_key], is_secure(full_key))) is not None:
+        elif (problem := _foreign_entry(full_key, is_secure(full_key))) is not None:
             problems.append(problem)
     return RawConfig(values=values, secure_keys=frozenset(secure), problems=tuple(problems))
 

@@ -21,30 +21,22 @@ DNS1123_LABEL = DNS_LABEL
 
 # Values are validated strictly (config.loader): `cpu: true` is not 1 and `insecure: "yes"` is not
 # true. Addresses are the exception: stack files write them as text, and these read the text.
-def _address(value: object) -> object:
-    if isinstance(value, IPv4Address):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("must be written as text, e.g. 10.30.30.11")
-    try:
-        return IPv4Address(value)
-    except ValueError:
-        raise ValueError("is not an IPv4 address") from None
+def _from_text(kind, example: str, invalid: str):
+    def parse(value: object) -> object:
+        if isinstance(value, kind):
+            return value
+        if not isinstance(value, str):
+            raise ValueError(f"must be written as text, e.g. {example}")
+        try:
+            return kind(value)
+        except ValueError:
+            raise ValueError(invalid) from None
+    return parse
 
 
-def _network(value: object) -> object:
-    if isinstance(value, IPv4Network):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("must be written as text, e.g. 10.30.30.0/24")
-    try:
-        return IPv4Network(value)
-    except ValueError:
-        raise ValueError("is not an IPv4 network address/prefix (host bits must be zero)") from None
-
-
-IPv4Net = Annotated[IPv4Network, BeforeValidator(_network)]
-IPv4Addr = Annotated[IPv4Address, BeforeValidator(_address)]
+IPv4Net = Annotated[IPv4Network, BeforeValidator(_from_text(
+    IPv4Network, "10.30.30.0/24", "is not an IPv4 network address/prefix (host bits must be zero)"))]
+IPv4Addr = Annotated[IPv4Address, BeforeValidator(_from_text(IPv4Address, "10.30.30.11", "is not an IPv4 address"))]
 
 
 def _text_type(accepts, description: str, max_length: int | None = None):

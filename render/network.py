@@ -38,7 +38,7 @@ from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_TAINT_KEY
 #
 # Both Calico charts (config.compat.CHARTS "calico-crds" and "tigera-operator", one Calico version) go into
 # this namespace.
-CALICO_NAMESPACE = "tigera-operator"
+CALICO_CHARTS_NAMESPACE = "tigera-operator"
 
 # New 3.33 installs use native projectcalico.org/v3 CRDs with no aggregated API server; the CRDs come
 # from the projectcalico.org.v3 chart ("calico-crds"), installed before the operator chart and never together with the

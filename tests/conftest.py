@@ -55,6 +55,16 @@ def raw_config(values: dict, secure: frozenset[str] = frozenset()) -> RawConfig:
     return RawConfig(values=values, secure_keys=secure)
 
 
+def problems(values: dict, secure: frozenset[str] = frozenset()) -> list[str]:
+    """Every problem config.loader finds in `values`, as "path: message" lines; [] when they load."""
+    from config.loader import SpecError, load
+    try:
+        load(raw_config(values, secure))
+    except SpecError as error:
+        return [str(p) for p in error.problems]
+    return []
+
+
 @pytest.fixture(scope="session", autouse=True)
 def synth_key_file(tmp_path_factory):
     """Synth's secret-marker key lives in the test session, not in the user's cache."""

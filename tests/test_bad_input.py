@@ -12,16 +12,8 @@ import pytest
 import yaml
 
 from config.loader import SpecError, from_stack_file, load
-from tests.conftest import HK_PROD, ROOT, hk_prod_values, leaves, raw_config
+from tests.conftest import HK_PROD, ROOT, hk_prod_values, leaves, problems, raw_config
 from tools.mockrun import run_program
-
-
-def _problems(values: dict, secure: frozenset[str] = frozenset()) -> list[str]:
-    try:
-        load(raw_config(values, secure))
-    except SpecError as error:
-        return [str(p) for p in error.problems]
-    return []
 
 
 def _set(path: tuple, value):
@@ -71,7 +63,7 @@ RENDERER_REFUSALS = [
 @pytest.mark.parametrize("path, mutate, fragment", RENDERER_REFUSALS, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(RENDERER_REFUSALS)])
 def test_values_renderers_refuse_are_refused_by_config_at_their_key_path(hk_values, path, mutate, fragment):
     mutate(hk_values)
-    found = _problems(hk_values)
+    found = problems(hk_values)
     assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
 
 
@@ -81,7 +73,7 @@ SECRET_LIKE = ["S3cr3t-Passw0rd", "Harbor12345", "rm -rf"]
 @pytest.mark.parametrize("path, mutate, fragment", RENDERER_REFUSALS[-10:-4])
 def test_a_refused_credential_like_value_is_not_repeated(hk_values, path, mutate, fragment):
     mutate(hk_values)
-    text = "\n".join(_problems(hk_values))
+    text = "\n".join(problems(hk_values))
     assert text and not any(secret in text for secret in SECRET_LIKE), text
 
 
@@ -114,7 +106,7 @@ SILENT_ACCEPTS = [
 @pytest.mark.parametrize("path, mutate, fragment", SILENT_ACCEPTS, ids=[f"{p}-{i}" for i, (p, _, _) in enumerate(SILENT_ACCEPTS)])
 def test_values_that_used_to_pass_silently_are_errors(hk_values, path, mutate, fragment):
     mutate(hk_values)
-    found = _problems(hk_values)
+    found = problems(hk_values)
     assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
 
 
@@ -123,7 +115,7 @@ def test_the_newest_known_patch_and_older_ones_of_a_minor_are_accepted(hk_values
     newest = compat.KUBERNETES["1.36"].patch
     for version in (newest, "1.36.0"):
         hk_values["cluster"]["kubernetesVersion"] = version
-        assert _problems(hk_values) == []
+        assert problems(hk_values) == []
 
 
 # --- the stack file itself ------------------------------------------------------------------------------------
@@ -259,7 +251,7 @@ def test_no_problem_message_repeats_a_credential_typed_into_any_text_key(canary)
             continue
         values = copy.deepcopy(base)
         _set(path, canary)(values)
-        text = "\n".join(_problems(values))
+        text = "\n".join(problems(values))
         assert canary not in text, (path, text)
 
 

@@ -7,15 +7,7 @@ import pytest
 
 from config import compat
 from config.loader import SpecError, load
-from tests.conftest import leaves, raw_config
-
-
-def problems(values: dict, secure: frozenset[str] = frozenset()) -> list[str]:
-    try:
-        load(raw_config(values, secure))
-    except SpecError as error:
-        return [str(p) for p in error.problems]
-    return []
+from tests.conftest import leaves, problems, raw_config
 
 
 def assert_problem(values: dict, path: str, fragment: str) -> None:

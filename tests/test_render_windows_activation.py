@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from config.loader import SpecError, load
 from render.hyperv import script_from_ssh_command
 from render.windows_activation import (
     AVMA_KEYS,
@@ -14,7 +13,7 @@ from render.windows_activation import (
     product_keys,
     render_activation,
 )
-from tests.conftest import raw_config
+from tests.conftest import problems, raw_config
 from tests.validators import powershell_errors
 from tools.mockrun import Secret, changed_resources, run_program
 
@@ -72,14 +71,6 @@ def test_bad_inputs_are_refused(bad, fragment):
         render_activation(bad)
 
 
-def _problems(values):
-    try:
-        load(raw_config(values))
-    except SpecError as error:
-        return [str(p) for p in error.problems]
-    return []
-
-
 @pytest.mark.parametrize("activation, fragment", [
     ({"mode": "kms"}, "kmsHost is required with mode: kms"),
     ({"mode": "avma", "kmsHost": "kms.example"}, "kmsHost is only used with mode: kms"),
@@ -90,7 +81,7 @@ def _problems(values):
 ])
 def test_activation_config_is_validated_at_its_key_path(hk_values, activation, fragment):
     hk_values["windows"]["activation"] = activation
-    found = _problems(hk_values)
+    found = problems(hk_values)
     assert any(p.startswith("windows.activation") and fragment in p for p in found), found
 
 
