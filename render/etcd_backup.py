@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from render.checks import DNS_LABEL, is_host
-from render.linux_bootstrap import _PRELUDE, _PUT_FILE
+from render.script_files import render_script
 
 SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
 SERVICE = "hybrid-cluster-etcd-snapshot.service"
@@ -36,7 +36,6 @@ CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
 
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
 _SCHEDULE = re.compile(r"^[A-Za-z0-9*:/,.~ -]{1,64}$")
-_HEREDOC = "__HYBRID_CLUSTER_ETCD_BACKUP_FILE__"
 
 
 @dataclass(frozen=True)
@@ -64,37 +63,8 @@ def _validate(p: EtcdBackupParams) -> None:
 def snapshot_program(p: EtcdBackupParams) -> str:
     """The program the timer runs: one snapshot, stored on the NFS target, older ones pruned."""
     _validate(p)
-    return f"""#!/usr/bin/env bash
-# Rendered by render/etcd_backup.py for {p.node_name}: one etcd snapshot to {p.nfs_server}:{p.nfs_path}.
-set -euo pipefail
-umask 077
-NODE='{p.node_name}'
-TARGET='{p.nfs_server}:{p.nfs_path}'
-KEEP={p.keep}
-MOUNT='{MOUNT_POINT}'
-
-id="$(crictl --runtime-endpoint {CONTAINERD_SOCKET} ps --name '^etcd$' --state running -q | head -n 1)"
-[[ -n $id ]] || {{ echo "no running etcd container on $NODE" >&2; exit 1; }}
-name="etcd-$NODE-$(date -u +%Y%m%dT%H%M%SZ).db"
-crictl --runtime-endpoint {CONTAINERD_SOCKET} exec "$id" etcdctl --endpoints=https://127.0.0.1:2379 \\
-  --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=/etc/kubernetes/pki/etcd/server.crt \\
-  --key=/etc/kubernetes/pki/etcd/server.key snapshot save "/var/lib/etcd/$name" >/dev/null
-trap 'rm -f "/var/lib/etcd/$name"; if mountpoint -q "$MOUNT"; then umount "$MOUNT"; fi' EXIT
-[[ -s /var/lib/etcd/$name ]] || {{ echo "etcdctl wrote no snapshot" >&2; exit 1; }}
-mkdir -p "$MOUNT"
-if ! mountpoint -q "$MOUNT"; then
-  mount -t nfs "$TARGET" "$MOUNT"
-fi
-mkdir -p "$MOUNT/$NODE"
-install -m 0600 "/var/lib/etcd/$name" "$MOUNT/$NODE/.$name.partial"
-mv -f "$MOUNT/$NODE/.$name.partial" "$MOUNT/$NODE/$name"
-echo "stored $name on $TARGET"
-mapfile -t old < <(find "$MOUNT/$NODE" -maxdepth 1 -name "etcd-$NODE-*.db" -printf '%f\\n' | sort | head -n "-$KEEP")
-for file in "${{old[@]}}"; do
-  rm -f "$MOUNT/$NODE/$file"
-  echo "pruned $file"
-done
-"""
+    return render_script("etcd-snapshot.sh", NODE=p.node_name, TARGET=f"{p.nfs_server}:{p.nfs_path}",
+                         KEEP=p.keep, MOUNT=MOUNT_POINT, CONTAINERD_SOCKET=CONTAINERD_SOCKET)
 
 
 def service_unit(p: EtcdBackupParams) -> str:
@@ -127,44 +97,21 @@ WantedBy=timers.target
 """
 
 
-def _heredoc(text: str) -> str:
-    if _HEREDOC in text:
-        raise ValueError("file content collides with the heredoc delimiter")
-    return f"<<'{_HEREDOC}'\n{text.rstrip()}\n{_HEREDOC}"
-
-
 def render_install(p: EtcdBackupParams) -> str:
     """As root on the control-plane node: the program and units in place (rewritten only when they
     differ), the timer enabled, and one snapshot taken now to prove the target. Idempotent."""
     _validate(p)
-    return "\n".join([
-        _PRELUDE,
-        'STAGING_DIR="$ROOT/etc/hybrid-cluster/.staging"',
-        _PUT_FILE,
-        f'put_file "$ROOT{SNAPSHOT_PROGRAM}" 0700 {_heredoc(snapshot_program(p))}',
-        f'put_file "$ROOT{SYSTEMD_DIR}/{SERVICE}" 0644 {_heredoc(service_unit(p))}',
-        f'put_file "$ROOT{SYSTEMD_DIR}/{TIMER}" 0644 {_heredoc(timer_unit(p))}',
-        f"""systemctl daemon-reload
-systemctl enable --now {TIMER}
-if ! systemctl start {SERVICE}; then
-  journalctl -u {SERVICE} -n 30 --no-pager >&2 || true
-  die "the first etcd snapshot of {p.node_name} to {p.nfs_server}:{p.nfs_path} failed (see above)"
-fi
-echo "etcd snapshots of {p.node_name}: {p.schedule} to {p.nfs_server}:{p.nfs_path}, {p.keep} kept"
-""",
-    ])
+    return render_script(
+        "etcd-snapshot-install.sh", PROGRAM_TEXT=snapshot_program(p).rstrip("\n"),
+        SERVICE_TEXT=service_unit(p).rstrip("\n"), TIMER_TEXT=timer_unit(p).rstrip("\n"),
+        DESCRIPTION=f"{p.node_name}, {p.schedule} to {p.nfs_server}:{p.nfs_path}, {p.keep} kept", **_unit_paths())
+
+
+def _unit_paths() -> dict[str, str]:
+    return {"PROGRAM": SNAPSHOT_PROGRAM, "SYSTEMD_DIR": SYSTEMD_DIR, "SERVICE": SERVICE, "TIMER": TIMER}
 
 
 def render_remove() -> str:
     """As root on the control-plane node: timer stopped and disabled, program and units removed. The
     snapshots already stored stay on the target: they are the data this exists for."""
-    return "\n".join([
-        _PRELUDE,
-        f"""if systemctl cat {TIMER} >/dev/null 2>&1; then
-  systemctl disable --now {TIMER}
-fi
-rm -f "$ROOT{SYSTEMD_DIR}/{TIMER}" "$ROOT{SYSTEMD_DIR}/{SERVICE}" "$ROOT{SNAPSHOT_PROGRAM}"
-systemctl daemon-reload
-echo "etcd snapshot schedule removed; stored snapshots are kept"
-""",
-    ])
+    return render_script("etcd-snapshot-remove.sh", **_unit_paths())

@@ -30,8 +30,9 @@ import re
 
 import yaml
 
-from render.cloud_init import PREPARE_SCRIPT_PATH
 from render.checks import DNS_SUBDOMAIN
+from render.readiness import cloud_init_wait_inputs
+from render.script_files import render_script
 
 
 TEST_ROOT_VARIABLE = "HYBRID_CLUSTER_TEST_ROOT"
@@ -65,121 +66,19 @@ CERTIFICATE_KEY_PLACEHOLDER = "@@JOIN_CERTIFICATE_KEY@@"
 # too, and tests can stub `sleep`.
 POLL_SECONDS = 5
 API_READY_TIMEOUT_SECONDS = 300
-CLOUD_INIT_TIMEOUT_SECONDS = 1800
 
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
 _IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 # Go time.ParseDuration units kubeadm's --ttl accepts (kubeadm token create docs: "e.g. 1s, 2m, 3h").
 _TTL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
-_CONFIG_HEREDOC = "__HYBRID_CLUSTER_KUBEADM_CONFIG__"
-_MANIFEST_HEREDOC = "__HYBRID_CLUSTER_KUBE_VIP_MANIFEST__"
 
-
-# --- shared bash pieces ---------------------------------------------------------------------------
-
-# Strict mode and `die`: every script starts with it.
-_FAIL_LOUDLY = """set -euo pipefail
-umask 077
-
-die() {
-  echo "error: $*" >&2
-  exit 1
-}
-"""
-_PRELUDE = _FAIL_LOUDLY + f"""
-# Tests point every path at a scratch directory; on a node the variable is unset (sudo resets the
-# environment), so the paths below are the real ones.
-ROOT="${{{TEST_ROOT_VARIABLE}:-}}"
-"""
-
-# kubeadm prints bootstrap tokens ("[a-z0-9]{6}.[a-z0-9]{16}", kubeadm token create docs:
-# https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_token_create/) and
-# certificate keys ("a hex encoded string that is an AES key of size 32 bytes", i.e. 64 hex digits:
-# https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_init_phase_upload-certs/).
-# pulumi-command puts a failed command's output into its error message, so a log is only ever shown
-# through this filter.
-_LOG_HELPERS = r"""
-# fresh_log PATH: an empty log only root can read; kubeadm's output goes there, never to stdout.
-fresh_log() {
-  mkdir -p "$(dirname "$1")"
-  install -m 0600 /dev/null "$1"
-}
-
-# show_log_tail PATH: the end of a log on stderr, with anything shaped like a bootstrap token or a
-# 32-byte hex key blanked out.
-show_log_tail() {
-  echo "--- last 40 lines of $1 (tokens and keys redacted) ---" >&2
-  tail -n 40 "$1" \
-    | sed -E -e 's/[a-z0-9]{6}\.[a-z0-9]{16}/<redacted-token>/g' -e 's/[0-9A-Fa-f]{64}/<redacted-key>/g' >&2 \
-    || true
-}
-"""
-
-# put_file PATH MODE < content: replaces PATH atomically (rename within /etc/kubernetes) and only when
-# the content differs, so a re-run leaves a running static Pod alone.
-_PUT_FILE = r"""
-put_file() {
-  local path=$1 mode=$2 staged dir
-  dir="$(dirname "$path")"
-  mkdir -p "$STAGING_DIR"
-  staged="$(mktemp "$STAGING_DIR/.staged.XXXXXX")"
-  cat >"$staged"
-  chmod "$mode" "$staged"
-  if [[ -f $path ]] && cmp -s "$staged" "$path"; then
-    rm -f "$staged"
-    return 0
-  fi
-  if [[ ! -d $dir ]]; then
-    mkdir -p "$(dirname "$dir")"
-    mkdir -m 0700 "$dir"
-  fi
-  mv -f "$staged" "$path"
-}
-"""
-
-
-def _wait_for_cloud_init() -> str:
-    # `cloud-init status --wait`: 0 done, 1 error, 2 done with recoverable errors (cloud-init >= 23.4):
-    # https://docs.cloud-init.io/en/latest/reference/cli.html#status (same reading as
-    # render.readiness). The preparation script runs from runcmd and exits non-zero on any failure.
-    return f"""
-wait_for_cloud_init() {{
-  local rc=0
-  timeout {CLOUD_INIT_TIMEOUT_SECONDS} cloud-init status --wait >/dev/null || rc=$?
-  case "$rc" in
-    0) ;;
-    2) echo "warning: cloud-init finished with recoverable errors (see /var/log/cloud-init.log)" >&2 ;;
-    124) die "cloud-init did not finish within {CLOUD_INIT_TIMEOUT_SECONDS}s" ;;
-    *) die "cloud-init failed (status $rc): {PREPARE_SCRIPT_PATH} did not complete, see /var/log/cloud-init-output.log" ;;
-  esac
-  command -v kubeadm >/dev/null || die "kubeadm is not installed: {PREPARE_SCRIPT_PATH} did not run"
-}}
-
-# refuse_if_control_plane_state GUARD: the guard file (admin.conf, kubelet.conf) is missing, so this run
-# would init or join; if control-plane state is present all the same, stop before kubeadm fails its
-# preflight and the failure path's reset wipes the PKI and etcd data of a member that still runs.
-refuse_if_control_plane_state() {{
-  local state
-  for state in "$ROOT/etc/kubernetes/pki/ca.crt" "$ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" \\
-      "$ROOT/var/lib/etcd/member"; do
-    if [[ -e $state ]]; then
-      die "$1 is missing but $state exists: this node holds control-plane state. Nothing was changed. \\
-Restore $1 (e.g. kubeadm init phase kubeconfig) or, if the node is really to be rebuilt, run kubeadm reset by hand."
-    fi
-  done
-}}
-"""
+# The scripts themselves are files under render/scripts/ (render/script_files.py); the renderers here
+# check their parameters and pass them as the scripts' inputs.
 
 
 def _attempts(timeout_seconds: int) -> int:
     return max(1, math.ceil(timeout_seconds / POLL_SECONDS))
-
-
-def _heredoc(body: str, delimiter: str) -> str:
-    if any(line == delimiter for line in body.splitlines()):
-        raise ValueError(f"content contains the heredoc delimiter line {delimiter}")
-    return f"<<'{delimiter}'\n{body.rstrip(chr(10))}\n{delimiter}"
 
 
 def _check_yaml(text: str, what: str) -> None:
@@ -324,67 +223,11 @@ def render_init(init_config_yaml: str, kube_vip_manifest: str | None) -> str:
             raise ValueError("the init node's kube-vip must mount super-admin.conf while kubeadm init "
                              "runs: render it with first_control_plane=True")
 
-    lines = [
-        _PRELUDE,
-        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
-        f'INIT_CONFIG="$ROOT{INIT_CONFIG_PATH}"',
-        f'STAGING_DIR="$ROOT{KUBEADM_CONFIG_DIR}"',
-        f'KUBE_VIP_MANIFEST="$ROOT{KUBE_VIP_MANIFEST_PATH}"' if kube_vip_manifest is not None else "",
-        f'LOG="$ROOT{INIT_LOG}"',
-        _LOG_HELPERS,
-        _PUT_FILE,
-        _wait_for_cloud_init(),
-    ]
-    if final_manifest is not None:
-        lines.append(f"""
-# kube-vip needed super-admin.conf while init ran; admin.conf has the rights it needs from now on.
-finish_kube_vip() {{
-  put_file "$KUBE_VIP_MANIFEST" 0600 {_heredoc(final_manifest, _MANIFEST_HEREDOC)}
-}}
-""")
-    finish_call = "  finish_kube_vip\n" if final_manifest is not None else ""
-    attempts = _attempts(API_READY_TIMEOUT_SECONDS)
-    lines.append(f"""
-wait_for_api() {{
-  local attempt
-  for ((attempt = 1; attempt <= {attempts}; attempt++)); do
-    if kubectl --kubeconfig "$ADMIN_CONF" --request-timeout=5s get --raw=/readyz >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep {POLL_SECONDS}
-  done
-  die "the API server did not answer /readyz through the control-plane endpoint within {API_READY_TIMEOUT_SECONDS}s"
-}}
-
-if [[ -f $ADMIN_CONF ]]; then
-  echo "kubeadm init: already initialised ($ADMIN_CONF exists), nothing to do"
-{finish_call}  exit 0
-fi
-
-# Without admin.conf but with a control plane's state, this is a broken or hand-edited node, not a new
-# one: init would fail its preflight and the reset below would then wipe the PKI and etcd data.
-refuse_if_control_plane_state "$ADMIN_CONF"
-wait_for_cloud_init
-put_file "$INIT_CONFIG" 0600 {_heredoc(init_config_yaml, _CONFIG_HEREDOC)}
-""")
-    if kube_vip_manifest is not None:
-        lines.append(f'put_file "$KUBE_VIP_MANIFEST" 0600 {_heredoc(kube_vip_manifest, _MANIFEST_HEREDOC)}\n')
-    lines.append(f"""
-fresh_log "$LOG"
-echo "kubeadm init: running (output in $LOG, readable by root only)"
-if ! kubeadm init --config "$INIT_CONFIG" --upload-certs --skip-token-print --skip-certificate-key-print \\
-    >>"$LOG" 2>&1; then
-  echo "error: kubeadm init failed" >&2
-  show_log_tail "$LOG"
-  echo "resetting the node so that the next run starts from a clean state" >&2
-  kubeadm reset -f >>"$LOG" 2>&1 || echo "warning: kubeadm reset failed as well" >&2
-  exit 1
-fi
-{finish_call.strip()}
-wait_for_api
-echo "kubeadm init: done, the API server answers through the control-plane endpoint"
-""")
-    return "\n".join(part for part in lines if part) + "\n"
+    return render_script(
+        "linux-init.sh", INIT_CONFIG_TEXT=init_config_yaml.rstrip("\n"),
+        KUBE_VIP_TEXT=(kube_vip_manifest or "").rstrip("\n"), KUBE_VIP_AFTER_INIT_TEXT=(final_manifest or "").rstrip("\n"),
+        API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=_attempts(API_READY_TIMEOUT_SECONDS),
+        POLL_SECONDS=POLL_SECONDS, **cloud_init_wait_inputs())
 
 
 # --- join credentials -----------------------------------------------------------------------------
@@ -422,147 +265,13 @@ def render_join_credentials(control_plane: bool, ttl: str = "30m", kubeadm_api: 
     _check_ttl(ttl)
     if not re.fullmatch(r"kubeadm\.k8s\.io/v1beta[34]", kubeadm_api):
         raise ValueError(f"unknown kubeadm config API {kubeadm_api!r}")
-    lines = [
-        _PRELUDE,
-        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
-        f'LOG="$ROOT{JOIN_CREDENTIALS_LOG}"',
-        _LOG_HELPERS,
-        """
-# fail STEP: stop with the redacted end of the log; nothing has been printed on stdout yet.
-fail() {
-  echo "error: $1 failed" >&2
-  show_log_tail "$LOG"
-  exit 1
-}
 
-[[ -f $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
-fresh_log "$LOG"
-""",
-    ]
     description = "hybrid-cluster control-plane join" if control_plane else "hybrid-cluster worker join"
-    if control_plane:
-        lines.append(f"""
-certificate_key="$(kubeadm certs certificate-key 2>>"$LOG")" || fail "kubeadm certs certificate-key"
-[[ $certificate_key =~ ^[0-9a-f]{{64}}$ ]] || die "kubeadm certs certificate-key did not print a 64-digit hex key"
-mkdir -p "$ROOT/run"
-upload_dir="$(mktemp -d "$ROOT/run/hybrid-cluster-upload-certs.XXXXXX")"
-trap 'rm -rf "$upload_dir"' EXIT
-upload_config="$upload_dir/upload-certs.yaml"
-# printf is a bash builtin: the key goes to the 0600 file (umask 077) and to no process's arguments.
-printf 'apiVersion: {kubeadm_api}\nkind: InitConfiguration\ncertificateKey: "%s"\n' "$certificate_key" >"$upload_config"
-kubeadm init phase upload-certs --kubeconfig "$ADMIN_CONF" --upload-certs --config "$upload_config" \\
-  --skip-certificate-key-print >>"$LOG" 2>&1 \\
-  || fail "kubeadm init phase upload-certs"
-join_line="$(kubeadm token create --kubeconfig "$ADMIN_CONF" --ttl {ttl} --description "{description}" \\
-  --print-join-command 2>>"$LOG")" || fail "kubeadm token create"
-[[ $join_line != *"--control-plane"* ]] || die "kubeadm token create printed a control-plane join command"
-while [[ $join_line == *[[:space:]] ]]; do
-  join_line=${{join_line%?}}
-done
-join_line="$join_line --control-plane --certificate-key $certificate_key"
-""")
-    else:
-        lines.append(f"""
-join_line="$(kubeadm token create --kubeconfig "$ADMIN_CONF" --ttl {ttl} --description "{description}" \\
-  --print-join-command 2>>"$LOG")" || fail "kubeadm token create"
-""")
-    shape = ('[[ $join_line == *" --control-plane "* && $join_line == *" --certificate-key "* ]] \\\n'
-             '  || die "kubeadm token create printed a join command without --control-plane --certificate-key"\n'
-             if control_plane else
-             '[[ $join_line != *"--control-plane"* ]] || die "kubeadm token create printed a control-plane join command"\n')
-    lines.append(f"""
-# kubeadm's template leaves a trailing space; the join script splits on blanks anyway.
-while [[ $join_line == *[[:space:]] ]]; do
-  join_line=${{join_line%?}}
-done
-[[ $join_line != *$'\\n'* ]] || die "kubeadm token create printed more than one line"
-[[ $join_line == "kubeadm join "* && $join_line == *" --token "* \\
-  && $join_line == *" --discovery-token-ca-cert-hash sha256:"* ]] \\
-  || die "kubeadm token create printed something that is not a join command"
-{shape}
-printf '%s\\n' "$join_line"
-""")
-    return "\n".join(lines)
+    return render_script("linux-join-credentials.sh", CONTROL_PLANE=control_plane, TTL=ttl,
+                         DESCRIPTION=description, KUBEADM_API=kubeadm_api)
 
 
 # --- join -----------------------------------------------------------------------------------------
-
-_PARSE_JOIN_LINE = r"""
-# read_join_line: one line from stdin, `kubeadm join HOST:PORT --token T
-# --discovery-token-ca-cert-hash sha256:H [...] [--control-plane --certificate-key K]`, the form
-# `kubeadm token create --print-join-command` prints. `read -a` splits it without a here-string, a
-# temporary file or a child process. Messages never repeat what was read.
-read_join_line() {
-  local -a words=()
-  local word value count i=2
-  local endpoint_re='^([A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]):([0-9]{1,5})$'
-  local token_re='^[a-z0-9]{6}\.[a-z0-9]{16}$'
-  local hash_re='^sha256:[0-9a-f]{64}$'
-  local key_re='^[0-9a-f]{64}$'
-  # read fails at end of input without a newline, yet has filled the array.
-  IFS=$' \t' read -r -a words || true
-  count=${#words[@]}
-  ((count > 0)) || die "no join line on standard input (expected the output of kubeadm token create --print-join-command)"
-  words[count - 1]=${words[count - 1]%$'\r'}
-  if ((count < 2)) || [[ ${words[0]} != kubeadm || ${words[1]} != join ]]; then
-    die "the join line does not start with 'kubeadm join'"
-  fi
-  JOIN_ENDPOINT="" JOIN_TOKEN="" JOIN_KEY="" JOIN_CONTROL_PLANE=0
-  JOIN_CA_HASHES=()
-  while ((i < count)); do
-    word=${words[i]}
-    case "$word" in
-      --control-plane)
-        JOIN_CONTROL_PLANE=1
-        i=$((i + 1))
-        continue
-        ;;
-      --token | --discovery-token-ca-cert-hash | --certificate-key)
-        ((i + 1 < count)) || die "the join line ends after $word without its value"
-        value=${words[i + 1]}
-        i=$((i + 2))
-        ;;
-      --token=* | --discovery-token-ca-cert-hash=* | --certificate-key=*)
-        value=${word#*=}
-        word=${word%%=*}
-        i=$((i + 1))
-        ;;
-      -*)
-        die "the join line has an unexpected option (word $((i + 1)))"
-        ;;
-      *)
-        [[ -z $JOIN_ENDPOINT ]] || die "the join line has more than one API server endpoint (word $((i + 1)))"
-        if ! [[ $word =~ $endpoint_re ]] || ((10#${BASH_REMATCH[3]} < 1 || 10#${BASH_REMATCH[3]} > 65535)); then
-          die "the API server endpoint in the join line is not HOST:PORT (word $((i + 1)))"
-        fi
-        JOIN_ENDPOINT=$word
-        i=$((i + 1))
-        continue
-        ;;
-    esac
-    case "$word" in
-      --token)
-        [[ -z $JOIN_TOKEN ]] || die "the join line has more than one --token"
-        [[ $value =~ $token_re ]] || die "the --token value is not a bootstrap token ([a-z0-9]{6}.[a-z0-9]{16})"
-        JOIN_TOKEN=$value
-        ;;
-      --discovery-token-ca-cert-hash)
-        [[ $value =~ $hash_re ]] || die "a --discovery-token-ca-cert-hash value is not sha256:<64 hex digits>"
-        JOIN_CA_HASHES+=("$value")
-        ;;
-      --certificate-key)
-        [[ -z $JOIN_KEY ]] || die "the join line has more than one --certificate-key"
-        [[ $value =~ $key_re ]] || die "the --certificate-key value is not 64 hex digits"
-        JOIN_KEY=$value
-        ;;
-    esac
-  done
-  [[ -n $JOIN_ENDPOINT ]] || die "the join line has no API server endpoint"
-  [[ -n $JOIN_TOKEN ]] || die "the join line has no --token"
-  ((${#JOIN_CA_HASHES[@]} > 0)) || die "the join line has no --discovery-token-ca-cert-hash"
-}
-"""
-
 
 def render_join(join_config_yaml: str, control_plane: bool, kube_vip_manifest: str | None = None) -> str:
     """`kubeadm join` on a new node from the join line on stdin; a node with kubelet.conf is left alone.
@@ -597,87 +306,11 @@ def render_join(join_config_yaml: str, control_plane: bool, kube_vip_manifest: s
             raise ValueError("super-admin.conf exists on the init node only: render the joining node's "
                              "kube-vip manifest with first_control_plane=False")
 
-    kube_vip_function = ""
-    kube_vip_call = ""
-    if kube_vip_manifest is not None:
-        kube_vip_function = f"""
-ensure_kube_vip() {{
-  put_file "$KUBE_VIP_MANIFEST" 0600 {_heredoc(kube_vip_manifest, _MANIFEST_HEREDOC)}
-}}
-"""
-        kube_vip_call = "ensure_kube_vip\n"
-    role_check = (
-        'if ((JOIN_CONTROL_PLANE == 0)) || [[ -z $JOIN_KEY ]]; then\n'
-        '  die "this is a control-plane join but the join line lacks --control-plane --certificate-key"\n'
-        'fi\n'
-        if control_plane else
-        'if ((JOIN_CONTROL_PLANE == 1)) || [[ -n $JOIN_KEY ]]; then\n'
-        '  die "this is a worker join but the join line is for a control-plane node"\n'
-        'fi\n'
-    )
-    return "\n".join([
-        _PRELUDE,
-        f'KUBELET_CONF="$ROOT{KUBELET_CONF}"',
-        f'LOG="$ROOT{JOIN_LOG}"',
-        f'STAGING_DIR="$ROOT{KUBEADM_CONFIG_DIR}"',
-        f'KUBE_VIP_MANIFEST="$ROOT{KUBE_VIP_MANIFEST_PATH}"' if kube_vip_manifest is not None else "",
-        _LOG_HELPERS,
-        _PUT_FILE,
-        _wait_for_cloud_init(),
-        _PARSE_JOIN_LINE,
-        f"""
-# write_join_config PATH: the JoinConfiguration with the join line's values in place.
-write_join_config() {{
-  local line hash rendered=""
-  local item_re='^[[:space:]]*-[[:space:]]'
-  while IFS= read -r line || [[ -n $line ]]; do
-    line=${{line//"{TOKEN_PLACEHOLDER}"/"$JOIN_TOKEN"}}
-    line=${{line//"{API_ENDPOINT_PLACEHOLDER}"/"$JOIN_ENDPOINT"}}
-    line=${{line//"{CERTIFICATE_KEY_PLACEHOLDER}"/"$JOIN_KEY"}}
-    if [[ $line == *"{CA_CERT_HASH_PLACEHOLDER}"* ]]; then
-      ((${{#JOIN_CA_HASHES[@]}} == 1)) || [[ $line =~ $item_re ]] \\
-        || die "the JoinConfiguration cannot take several CA hashes: its hash placeholder is not a list item"
-      for hash in "${{JOIN_CA_HASHES[@]}}"; do
-        rendered+="${{line//"{CA_CERT_HASH_PLACEHOLDER}"/"$hash"}}"$'\\n'
-      done
-    else
-      rendered+="$line"$'\\n'
-    fi
-  done {_heredoc(join_config_yaml, _CONFIG_HEREDOC)}
-  [[ $rendered != *"@@JOIN_"* ]] || die "the JoinConfiguration still has a placeholder the join line did not fill"
-  printf '%s' "$rendered" >"$1"
-}}
-{kube_vip_function}
-if [[ -f $KUBELET_CONF ]]; then
-  echo "kubeadm join: already joined ($KUBELET_CONF exists), nothing to do"
-  {kube_vip_call.strip() or ':'}
-  exit 0
-fi
-
-refuse_if_control_plane_state "$KUBELET_CONF"
-wait_for_cloud_init
-read_join_line
-{role_check}
-mkdir -p "$ROOT/run"
-JOIN_DIR="$(mktemp -d "$ROOT/run/kubeadm-join.XXXXXX")"
-trap 'rm -rf -- "$JOIN_DIR"' EXIT
-# A signal ends the script through `exit`, so the EXIT trap removes the config then too.
-trap 'exit 1' HUP INT TERM
-write_join_config "$JOIN_DIR/join.yaml"
-chmod 0600 "$JOIN_DIR/join.yaml"
-
-fresh_log "$LOG"
-echo "kubeadm join: running (output in $LOG, readable by root only)"
-if ! kubeadm join --config "$JOIN_DIR/join.yaml" >>"$LOG" 2>&1; then
-  echo "error: kubeadm join failed" >&2
-  show_log_tail "$LOG"
-  echo "resetting the node so that the next run starts from a clean state" >&2
-  kubeadm reset -f >>"$LOG" 2>&1 || echo "warning: kubeadm reset failed as well" >&2
-  exit 1
-fi
-{kube_vip_call}echo "kubeadm join: done"
-""",
-    ])
+    return render_script(
+        "linux-join.sh", CONTROL_PLANE=control_plane, JOIN_CONFIG_TEXT=join_config_yaml.rstrip("\n"),
+        KUBE_VIP_TEXT=(kube_vip_manifest or "").rstrip("\n"), TOKEN_PLACEHOLDER=TOKEN_PLACEHOLDER,
+        API_ENDPOINT_PLACEHOLDER=API_ENDPOINT_PLACEHOLDER, CA_CERT_HASH_PLACEHOLDER=CA_CERT_HASH_PLACEHOLDER,
+        CERTIFICATE_KEY_PLACEHOLDER=CERTIFICATE_KEY_PLACEHOLDER, **cloud_init_wait_inputs())
 
 
 # --- reset ----------------------------------------------------------------------------------------
@@ -697,118 +330,8 @@ def render_reset() -> str:
     module's fallback device and may refuse deletion (projectcalico/calico issue #1375); it is then
     only set down. The init/join logs (they may hold tokens) and the kube-vip manifest go too.
     """
-    return "\n".join([
-        _PRELUDE,
-        f'LOG="$ROOT{RESET_LOG}"',
-        _LOG_HELPERS,
-        r"""
-has_kubeadm_state() {
-  local path
-  local -a manifests=()
-  for path in "$ROOT/etc/kubernetes/kubelet.conf" "$ROOT/etc/kubernetes/bootstrap-kubelet.conf" \
-    "$ROOT/etc/kubernetes/admin.conf" "$ROOT/etc/kubernetes/pki" "$ROOT/var/lib/kubelet/config.yaml" \
-    "$ROOT/var/lib/etcd/member"; do
-    if [[ -e $path ]]; then
-      return 0
-    fi
-  done
-  shopt -s nullglob
-  manifests=("$ROOT/etc/kubernetes/manifests"/*)
-  shopt -u nullglob
-  ((${#manifests[@]} > 0))
-}
 
-# remove_contents DIR: empty DIR but keep it (the kubelet package owns /etc/cni/net.d's parent).
-remove_contents() {
-  local -a entries=()
-  [[ -d $1 ]] || return 0
-  shopt -s nullglob dotglob
-  entries=("$1"/*)
-  shopt -u nullglob dotglob
-  if ((${#entries[@]} > 0)); then
-    rm -rf -- "${entries[@]}"
-  fi
-}
-
-remove_links() {
-  local links name
-  command -v ip >/dev/null || return 0
-  links="$(ip -o link show)"
-  while read -r _ name _; do
-    name=${name%:}
-    name=${name%%@*}
-    case "$name" in
-      vxlan.calico | vxlan-v6.calico | kube-ipvs0 | cali*)
-        if ! ip link delete "$name" 2>/dev/null && ip link show "$name" >/dev/null 2>&1; then
-          die "could not delete link $name"
-        fi
-        echo "deleted link $name"
-        ;;
-      tunl0)
-        if ip link delete tunl0 2>/dev/null; then
-          echo "deleted link tunl0"
-        else
-          ip link set tunl0 down
-          echo "tunl0 belongs to the ipip module and cannot be deleted; set it down"
-        fi
-        ;;
-    esac
-  done <<<"$links"
-}
-
-# clean_iptables SAVE RESTORE: rewrite the tables without kube-proxy's and Calico's chains and rules.
-clean_iptables() {
-  local save=$1 restore=$2 rules
-  local pattern='KUBE-|cali-|cali:'
-  command -v "$save" >/dev/null && command -v "$restore" >/dev/null || return 0
-  rules="$("$save")"
-  grep -q -E -e "$pattern" <<<"$rules" || return 0
-  grep -v -E -e "$pattern" <<<"$rules" | "$restore"
-  echo "removed kube-proxy and Calico rules ($save)"
-}
-
-clean_nftables() {
-  local family
-  command -v nft >/dev/null || return 0
-  for family in ip ip6; do
-    if nft list table "$family" kube-proxy >/dev/null 2>&1; then
-      nft delete table "$family" kube-proxy
-      echo "deleted nftables table $family kube-proxy"
-    fi
-  done
-}
-
-if has_kubeadm_state; then
-  command -v kubeadm >/dev/null || die "this node has kubeadm state but kubeadm is not installed"
-  fresh_log "$LOG"
-  echo "kubeadm reset: running (output in $LOG)"
-  if ! kubeadm reset -f >>"$LOG" 2>&1; then
-    show_log_tail "$LOG"
-    die "kubeadm reset -f failed"
-  fi
-else
-  echo "kubeadm reset: no kubeadm state on this node, skipped"
-fi
-
-rm -f -- "$ROOT/etc/kubernetes/manifests/kube-vip.yaml"
-rm -rf -- "$ROOT/etc/kubernetes/kubeadm"
-rm -f -- "$ROOT/var/log/kubeadm-init.log" "$ROOT/var/log/kubeadm-join.log" \
-  "$ROOT/var/log/kubeadm-join-credentials.log"
-remove_contents "$ROOT/etc/cni/net.d"
-rm -rf -- "$ROOT/var/lib/calico" "$ROOT/var/run/calico" "$ROOT/run/calico" "$ROOT/var/lib/cni"
-rm -rf -- "$ROOT/root/.kube"
-remove_links
-for tables in iptables ip6tables iptables-legacy ip6tables-legacy; do
-  clean_iptables "$tables-save" "$tables-restore"
-done
-clean_nftables
-# ipvsadm fails when the ip_vs module is not loaded, which is the normal case here.
-if [[ -e $ROOT/proc/net/ip_vs ]] && command -v ipvsadm >/dev/null; then
-  ipvsadm --clear
-fi
-echo "node cleanup: done"
-""",
-    ])
+    return render_script("linux-reset.sh")
 
 
 # --- control-plane side: node registration, drain, kubeconfig -------------------------------------
@@ -828,36 +351,10 @@ def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeo
     _check_node_name(node_name)
     _check_timeout(timeout_seconds)
     _check_timeout(ready_timeout_seconds)
-    return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
-        f"""
-[[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
-last=""
-registered=""
-for ((attempt = 1; attempt <= {_attempts(timeout_seconds)}; attempt++)); do
-  if output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-timeout=10s 2>&1)"; then
-    if [[ $output == *"node/$NODE"* ]]; then
-      registered=yes
-      break
-    fi
-    last="not registered yet"
-  else
-    last=$output
-  fi
-  sleep {POLL_SECONDS}
-done
-if [[ -z $registered ]]; then
-  echo "last answer: $last" >&2
-  die "node $NODE did not register within {timeout_seconds}s"
-fi
-echo "node $NODE is registered"
-kubectl wait --for=condition=Ready "node/$NODE" --timeout={ready_timeout_seconds}s >/dev/null \
-  || die "node $NODE registered but did not become Ready within {ready_timeout_seconds}s (is its CNI running?)"
-echo "node $NODE is Ready"
-""",
-    ])
+
+    return render_script("node-wait-registered.sh", NODE=node_name, TIMEOUT=timeout_seconds,
+                         ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
+                         READY_TIMEOUT=ready_timeout_seconds)
 
 
 def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None) -> str:
@@ -877,7 +374,7 @@ def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | Non
 
     With ``etcd_pod`` (a control-plane node's drain), the etcd quorum is checked first: the removal is
     refused, before anything is cordoned, unless the members other than this node that stay healthy
-    form a quorum of the cluster that remains (``_ETCD_HELPERS``).
+    form a quorum of the cluster that remains (render/scripts/lib/etcd.sh).
 
     A drain that times out or is refused fails the delete and leaves the node cordoned. There is
     deliberately no fallback to ``--disable-eviction``: it "will bypass checking
@@ -889,32 +386,8 @@ def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | Non
     _check_timeout(timeout_seconds)
     if etcd_pod is not None:
         _check_node_name(etcd_pod)
-    return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
-        _control_plane_gone_or_node_absent("drain"),
-        *_quorum_check(etcd_pod),
-        _cordon_and_drain(timeout_seconds, "",
-                          "it stays cordoned. Eviction is not bypassed: resolve the blocking pod or "
-                          "PodDisruptionBudget and run the delete again"),
-        'echo "node $NODE drained"',
-    ])
 
-
-def _quorum_check(etcd_pod: str | None) -> list[str]:
-    """Bash: stop unless the etcd members other than $NODE keep quorum (nothing without ``etcd_pod``)."""
-    return [f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, 'check_quorum_without "$NODE"'] if etcd_pod else []
-
-
-def _cordon_and_drain(timeout_seconds: int, purpose: str, afterwards: str) -> str:
-    """Bash: cordon and drain $NODE the one way this program drains (PodDisruptionBudgets respected, no
-    eviction bypass), failing with what happens next."""
-    return f"""
-kubectl cordon "$NODE" --request-timeout=60s
-if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout={timeout_seconds}s; then
-  die "draining $NODE{purpose} did not finish within {timeout_seconds}s or was refused (see above); {afterwards}"
-fi"""
+    return render_script("node-drain.sh", NODE=node_name, TIMEOUT=timeout_seconds, ETCD_POD=etcd_pod or "")
 
 
 # The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
@@ -930,13 +403,11 @@ def _check_version(version: str) -> None:
         raise ValueError(f"version {version!r} must be MAJOR.MINOR.PATCH")
 
 
-def _kubectl_on_first_control_plane(node_name: str, timeout_seconds: int, etcd_pod: str | None = None) -> list[str]:
-    """The checked arguments and the head of a script that acts on the Node $NODE with admin.conf."""
+def _check_node_args(node_name: str, timeout_seconds: int, etcd_pod: str | None = None) -> None:
     _check_node_name(node_name)
     _check_timeout(timeout_seconds)
     if etcd_pod is not None:
         _check_node_name(etcd_pod)
-    return [_PRELUDE, f'export KUBECONFIG="$ROOT{ADMIN_CONF}"', f'NODE="{node_name}"']
 
 
 def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 600,
@@ -947,24 +418,11 @@ def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 60
     etcd member restarts when kubeadm upgrades the static Pods. The drain is render_drain's (same
     flags, PodDisruptionBudgets respected, no eviction bypass)."""
     _check_version(version)
-    return "\n".join([
-        *_kubectl_on_first_control_plane(node_name, timeout_seconds, etcd_pod),
-        f'TARGET="v{version}"',
-        _control_plane_gone_or_node_absent("upgrade", control_plane_may_be_gone=False),
-        f"""
-running="$(kubectl get node "$NODE" -o jsonpath='{{.status.nodeInfo.kubeletVersion}}' --request-timeout=30s)"
-marked="$(kubectl get node "$NODE" -o jsonpath='{_UPGRADE_MARK_JSONPATH}' --request-timeout=30s)"
-if [[ $running == "$TARGET" && -z $marked ]]; then
-  echo "node $NODE already runs kubelet $TARGET, nothing to drain"
-  exit 0
-fi""",
-        *_quorum_check(etcd_pod),
-        f'kubectl annotate node "$NODE" --overwrite "{UPGRADE_ANNOTATION}=$TARGET" --request-timeout=60s >/dev/null',
-        _cordon_and_drain(timeout_seconds, " for its upgrade to $TARGET",
-                          "it stays cordoned and nothing was upgraded. Resolve the blocking pod or "
-                          "PodDisruptionBudget and run the update again"),
-        'echo "node $NODE is drained for its upgrade to $TARGET"',
-    ])
+
+    _check_node_args(node_name, timeout_seconds, etcd_pod)
+    return render_script("node-upgrade-drain.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
+                         ETCD_POD=etcd_pod or "", MARK_ANNOTATION=UPGRADE_ANNOTATION,
+                         MARK_JSONPATH=_UPGRADE_MARK_JSONPATH)
 
 
 def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int = 900) -> str:
@@ -972,110 +430,11 @@ def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int =
     ``version``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
     does not come back stops the chain here: no further node is drained."""
     _check_version(version)
-    return "\n".join([
-        *_kubectl_on_first_control_plane(node_name, timeout_seconds),
-        f'TARGET="v{version}"',
-        _control_plane_gone_or_node_absent("uncordon", control_plane_may_be_gone=False),
-        f"""
-for ((attempt = 1; attempt <= {_attempts(timeout_seconds)}; attempt++)); do
-  running="$(kubectl get node "$NODE" -o jsonpath='{{.status.nodeInfo.kubeletVersion}}' --request-timeout=10s || true)"
-  [[ $running == "$TARGET" ]] && break
-  sleep {POLL_SECONDS}
-done
-[[ $running == "$TARGET" ]] || die "node $NODE runs kubelet ${{running:-unknown}}, not $TARGET, {timeout_seconds}s after its upgrade; it stays cordoned"
-kubectl wait --for=condition=Ready "node/$NODE" --timeout={timeout_seconds}s >/dev/null \\
-  || die "node $NODE runs $TARGET but is not Ready; it stays cordoned"
-marked="$(kubectl get node "$NODE" -o jsonpath='{_UPGRADE_MARK_JSONPATH}' --request-timeout=30s)"
-if [[ -n $marked ]]; then
-  kubectl uncordon "$NODE" --request-timeout=60s
-  kubectl annotate node "$NODE" "{UPGRADE_ANNOTATION}-" --request-timeout=60s >/dev/null
-  echo "node $NODE runs kubelet $TARGET and is schedulable again"
-else
-  echo "node $NODE runs kubelet $TARGET; the chain did not cordon it, so its scheduling is left as it is"
-fi
-""",
-    ])
 
-
-def _control_plane_gone_or_node_absent(what: str, control_plane_may_be_gone: bool = True) -> str:
-    """Bash: exit 0 when there is nothing to do for $NODE (no control plane here, or no such Node). A
-    step that needs the control plane (``control_plane_may_be_gone=False``) fails without admin.conf."""
-    gone = (f'  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to {what}" >&2\n  exit 0'
-            if control_plane_may_be_gone else f'  die "$KUBECONFIG is missing: cannot {what} $NODE without the control plane"')
-    return f"""
-if [[ ! -f $KUBECONFIG ]]; then
-{gone}
-fi
-if ! output="$(kubectl get node "$NODE" --ignore-not-found -o name --request-timeout=30s 2>&1)"; then
-  echo "$output" >&2
-  die "cannot ask the API server whether node $NODE exists"
-fi
-if [[ $output != *"node/$NODE"* ]]; then
-  echo "node $NODE is not in the cluster, nothing to {what}"
-  exit 0
-fi
-"""
-
-
-# etcdctl runs inside the etcd static Pod of the first control-plane node (kubeadm names it
-# etcd-<node name> and mounts /etc/kubernetes/pki/etcd into it; etcd's image ships etcdctl), with the
-# etcd CA and server certificate kubeadm generates, as upstream's etcd operations show
-# (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/). kubeadm names each
-# stacked member after its node (kubernetes cmd/kubeadm/app/phases/etcd/local.go: "--name" = node name).
-# `member list` prints "ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER", fields separated by
-# ", " and several addresses of one field by "," (etcd etcdctl/ctlv3/command/printer_simple.go); an
-# added but unstarted member has an empty name.
-# Quorum: a cluster of n voting members needs n/2+1 of them (https://etcd.io/docs/v3.5/faq/ "What is
-# failure tolerance?"). Removing a member leaves n-1, so the other members that answer a health check
-# must number at least (n-1)/2+1, or the removal would leave a cluster that cannot commit.
-_ETCD_HELPERS = r"""
-etcd_ctl() {
-  local endpoint=$1
-  shift
-  kubectl -n kube-system exec "$ETCD_POD" --request-timeout=60s -- etcdctl     --endpoints="$endpoint" --cacert=/etc/kubernetes/pki/etcd/ca.crt     --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key "$@"
-}
-
-etcd_members() {
-  etcd_ctl https://127.0.0.1:2379 member list || die "cannot list the etcd members through $ETCD_POD"
-}
-
-# check_quorum_without NAME: fail unless the cluster keeps a healthy quorum once member NAME is gone.
-check_quorum_without() {
-  local target=$1 members others=0 healthy=0 name clients learner endpoint
-  members="$(etcd_members)"
-  while IFS= read -r line; do
-    [[ -n $line ]] || continue
-    IFS=$'\x1f' read -r _ _ name _ clients learner <<<"${line//, /$'\x1f'}"
-    # A learner does not vote (https://etcd.io/docs/v3.5/learning/design-learner/).
-    [[ $learner == true ]] && continue
-    [[ $name == "$target" ]] && continue
-    others=$((others + 1))
-    endpoint=${clients%%,*}
-    if [[ -n $endpoint ]] && etcd_ctl "$endpoint" endpoint health >/dev/null 2>&1; then
-      healthy=$((healthy + 1))
-    fi
-  done <<<"$members"
-  ((others >= 1)) || die "refusing: $target is the last etcd member; removing it destroys the cluster"
-  local needed=$((others / 2 + 1))
-  if ((healthy < needed)); then
-    die "refusing to remove $target: of the $others etcd members that would remain only $healthy answer; \
-quorum needs $needed. Repair the unhealthy members first"
-  fi
-  echo "etcd quorum holds without $target: $healthy of $others remaining members healthy (quorum $needed)"
-}
-
-# member_id NAME: the ID of the etcd member NAME, or nothing.
-member_id() {
-  local target=$1 id name
-  while IFS= read -r line; do
-    IFS=$'\x1f' read -r id _ name _ <<<"${line//, /$'\x1f'}"
-    if [[ $name == "$target" ]]; then
-      echo "$id"
-      return 0
-    fi
-  done <<<"$(etcd_members)"
-}
-"""
+    _check_node_args(node_name, timeout_seconds)
+    return render_script("node-upgrade-uncordon.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
+                         ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
+                         MARK_ANNOTATION=UPGRADE_ANNOTATION, MARK_JSONPATH=_UPGRADE_MARK_JSONPATH)
 
 
 def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
@@ -1088,34 +447,8 @@ def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
     _check_node_name(node_name)
     if etcd_pod is not None:
         _check_node_name(etcd_pod)
-    etcd = []
-    if etcd_pod:
-        etcd = [f'ETCD_POD="{etcd_pod}"', _ETCD_HELPERS, """
-id="$(member_id "$NODE")"
-if [[ -n $id ]]; then
-  check_quorum_without "$NODE"
-  etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $NODE ($id)"
-  echo "removed etcd member $NODE ($id): kubeadm reset had not"
-else
-  echo "etcd member $NODE is already gone"
-fi
-"""]
-    return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
-        """
-if [[ ! -f $KUBECONFIG ]]; then
-  echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to deregister" >&2
-  exit 0
-fi
-""",
-        *etcd,
-        """
-kubectl delete node "$NODE" --ignore-not-found --request-timeout=60s
-echo "node $NODE deregistered"
-""",
-    ])
+
+    return render_script("node-deregister.sh", NODE=node_name, ETCD_POD=etcd_pod or "")
 
 
 # --- control-plane certificates -----------------------------------------------------------------
@@ -1142,23 +475,8 @@ def render_certificate_expiry() -> str:
     (its column layout: CERTIFICATE, EXPIRES in five words, RESIDUAL TIME, ...), which every supported
     kubeadm prints; the structured output's flag was renamed between releases (``--output`` in the
     1.31 reference, ``--experimental-output`` later)."""
-    return "\n".join([
-        _PRELUDE,
-        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
-        """
-[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
-if ! report="$(kubeadm certs check-expiration 2>&1)"; then
-  echo "$report" >&2
-  die "kubeadm certs check-expiration failed"
-fi
-lines="$(printf '%s\\n' "$report" | awk '
-  $1 == "CERTIFICATE" { table = 1; next }
-  table && NF >= 7 && $3 ~ /^[0-9]+,$/ { printf "%s\\t%s %s %s %s %s\\n", $1, $2, $3, $4, $5, $6 }
-  NF == 0 { table = 0 }')"
-[[ -n $lines ]] || { echo "$report" >&2; die "no certificate found in the check-expiration report"; }
-printf '%s\\n' "$lines"
-""",
-    ])
+
+    return render_script("certificate-expiry.sh")
 
 
 def parse_certificate_expiry(stdout: str) -> dict[str, str]:
@@ -1183,57 +501,16 @@ def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None) 
         _check_node_name(etcd_pod)
     if not _RENEWAL_LABEL.match(label):
         raise ValueError(f"renewal label {label!r} must be 1-63 letters, digits, '.', '_' or '-'")
-    manifests = " ".join(_STATIC_POD_MANIFESTS)
-    quorum = "\n".join(_quorum_check(etcd_pod))
-    return "\n".join([
-        _PRELUDE,
-        f'export KUBECONFIG="$ROOT{ADMIN_CONF}"',
-        f'NODE="{node_name}"',
-        f'LABEL="{label}"',
-        f'MARKER="$ROOT{RENEWAL_MARKER}"',
-        f'MANIFESTS="$ROOT/etc/kubernetes/manifests"',
-        f'PARKED="$ROOT/etc/kubernetes/manifests-parked"',
-        f"""
-[[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"
-if [[ -f $MARKER && "$(cat "$MARKER")" == "$LABEL" ]]; then
-  echo "certificates of $NODE already renewed in round $LABEL"
-  exit 0
-fi
-{quorum}
-kubeadm certs renew all >/dev/null
-echo "renewed the kubeadm certificates of $NODE"
-mkdir -p "$PARKED"
-for component in {manifests}; do
-  manifest="$MANIFESTS/$component.yaml"
-  [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
-  [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
-  sleep {_STATIC_POD_RESCAN_SECONDS}
-  mv "$PARKED/$component.yaml" "$manifest"
-  for ((attempt = 1; attempt <= {_attempts(API_READY_TIMEOUT_SECONDS)}; attempt++)); do
-    if kubectl -n kube-system get pod "$component-$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
-        --request-timeout=10s 2>/dev/null | grep -qx True; then
-      break
-    fi
-    sleep {POLL_SECONDS}
-  done
-  kubectl -n kube-system get pod "$component-$NODE" -o jsonpath='{{.status.conditions[?(@.type=="Ready")].status}}' \\
-    --request-timeout=10s | grep -qx True || die "$component on $NODE is not Ready {API_READY_TIMEOUT_SECONDS}s after its restart"
-  echo "restarted $component on $NODE with its renewed certificate"
-done
-rm -d "$PARKED"
-printf '%s' "$LABEL" >"$MARKER"
-echo "certificates of $NODE renewed in round $LABEL"
-""",
-    ])
+
+    return render_script("certificate-renew.sh", NODE=node_name, LABEL=label, ETCD_POD=etcd_pod or "",
+                         COMPONENTS=list(_STATIC_POD_MANIFESTS), RESCAN_SECONDS=_STATIC_POD_RESCAN_SECONDS,
+                         API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=_attempts(API_READY_TIMEOUT_SECONDS),
+                         POLL_SECONDS=POLL_SECONDS)
 
 
 def render_read_kubeconfig() -> str:
     """Print /etc/kubernetes/admin.conf and nothing else (the command's stdout is a secret Output)."""
-    return "\n".join([
-        _PRELUDE,
-        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
-        """
-[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing or empty: kubeadm init has not completed on this node"
-cat -- "$ADMIN_CONF"
-""",
-    ])
+
+    return render_script("read-kubeconfig.sh")
+
+

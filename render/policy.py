@@ -55,13 +55,12 @@ from __future__ import annotations
 
 import copy
 import json
-import shlex
 from pathlib import Path
 
 import yaml
 
 from render.checks import DNS_LABEL
-from render.linux_bootstrap import _PRELUDE, ADMIN_CONF
+from render.script_files import render_script
 from render.labels import (
     OS_LABEL,
     WINDOWS_TAINT_EFFECT,
@@ -194,27 +193,8 @@ def render_admission_probe(pods: list[dict], timeout_seconds: int = ADMISSION_PR
     for pod in pods:
         if pod.get("kind") != "Pod" or not DNS_LABEL.match(pod["metadata"].get("namespace", "")):
             raise ValueError("admission probes are namespaced Pods")
-    documents = " ".join(shlex.quote(json.dumps(pod, sort_keys=True)) for pod in pods)
-    return "\n".join([
-        _PRELUDE,
-        f'ADMIN_CONF="$ROOT{ADMIN_CONF}"',
-        f"TIMEOUT_SECONDS={timeout_seconds}",
-        f"PODS=({documents})",
-        r"""
-[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
-deadline=$((SECONDS + TIMEOUT_SECONDS))
-for pod in "${PODS[@]}"; do
-  until answer="$(printf '%s\n' "$pod" | kubectl --kubeconfig "$ADMIN_CONF" create --dry-run=server -o name -f - 2>&1)"; do
-    if (( SECONDS >= deadline )); then
-      echo "$answer" >&2
-      die "a pod like the workload's is still refused after ${TIMEOUT_SECONDS}s (policy not in force, or it denies the workload)"
-    fi
-    sleep 10
-  done
-  echo "admitted (dry run): $answer"
-done
-""",
-    ])
+    return render_script("admission-probe.sh", TIMEOUT_SECONDS=timeout_seconds,
+                         PODS=[json.dumps(pod, sort_keys=True) for pod in pods])
 
 
 def _load_template(folder: str) -> dict:

@@ -1,23 +1,20 @@
-"""Scripts that report when a freshly created machine has finished preparing itself."""
+"""When a freshly created Linux machine has finished preparing itself: the script that waits for it
+(render/scripts/cloud-init-wait.sh) and the inputs of the wait it shares with the kubeadm scripts
+(render/scripts/lib/wait-for-cloud-init.sh)."""
 from __future__ import annotations
 
+from render.cloud_init import PREPARE_SCRIPT_PATH
+from render.script_files import render_script
 
-def render_wait_for_cloud_init(timeout_seconds: int = 1800) -> str:
-    """Bash run over SSH on a new Linux node: wait for cloud-init's final stage and fail if it failed.
+# A first boot pulls containerd, runc and the kube packages across the border from Hong Kong.
+CLOUD_INIT_TIMEOUT_SECONDS = 1800
 
-    `cloud-init status --wait` exits 0 when done, 1 on a critical error and 2 when it finished with
-    recoverable errors ("degraded"); 2 only exists from cloud-init 23.4 on
-    (https://docs.cloud-init.io/en/latest/reference/cli.html#status). Our node preparation script exits
-    non-zero on any failure, which cloud-init reports as an error (1), so 2 is a warning here.
-    """
-    return f"""set -euo pipefail
-rc=0
-timeout {timeout_seconds} cloud-init status --wait --long || rc=$?
-case "$rc" in
-  0) echo "cloud-init finished" ;;
-  2) echo "cloud-init finished with recoverable errors (see /var/log/cloud-init.log)" >&2 ;;
-  124) echo "cloud-init did not finish within {timeout_seconds}s" >&2; exit 1 ;;
-  *) echo "cloud-init failed (status $rc): see /var/log/cloud-init-output.log" >&2; exit 1 ;;
-esac
-test -f /var/lib/cloud/instance/boot-finished
-"""
+
+def cloud_init_wait_inputs() -> dict[str, object]:
+    """The inputs of lib/wait-for-cloud-init.sh."""
+    return {"CLOUD_INIT_TIMEOUT": CLOUD_INIT_TIMEOUT_SECONDS, "PREPARE_SCRIPT": PREPARE_SCRIPT_PATH}
+
+
+def render_wait_for_cloud_init() -> str:
+    """Bash run over SSH on a new Linux node: wait for cloud-init's final stage and fail if it failed."""
+    return render_script("cloud-init-wait.sh", **cloud_init_wait_inputs())

@@ -14,7 +14,7 @@ from render import etcd_backup
 from render.linux_bootstrap import TEST_ROOT_VARIABLE
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import shellcheck
+from tests.validators import bash_input, shellcheck
 from tools.mockrun import run_program
 
 PARAMS = etcd_backup.EtcdBackupParams(node_name="hk-cp-2", nfs_server="10.10.10.21",
@@ -80,7 +80,7 @@ def run_snapshot(tmp_path: Path, existing: list[str]) -> subprocess.CompletedPro
         (target / "hk-cp-2" / name).write_text("old\n")
     # The program's fixed paths, pointed at the scratch directory for the test.
     program = (etcd_backup.snapshot_program(PARAMS)
-               .replace("/var/lib/etcd/", f"{etcd_dir}/").replace(f"'{etcd_backup.MOUNT_POINT}'", f"'{target}'"))
+               .replace("/var/lib/etcd/", f"{etcd_dir}/").replace(f"MOUNT='{etcd_backup.MOUNT_POINT}'", f"MOUNT='{target}'"))
     return subprocess.run(["bash", "-c", program], capture_output=True, text=True,
                           env={**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "T": str(tmp_path),
                                "ETCD_DIR": str(etcd_dir)})
@@ -106,8 +106,9 @@ def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it
     for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3"):
         schedule = recording.named(f"hk-prod-etcd-backup-{node}")
         install = script_from_bash_command(schedule.inputs["create"])
-        assert "OnCalendar=*-*-* 00/6:00:00" in install and "TARGET='10.10.10.21:/export/etcd-snapshots'" in install
-        assert f"NODE='{node}'" in install
+        assert "OnCalendar=*-*-* 00/6:00:00" in bash_input(install, "TIMER_TEXT")
+        program = bash_input(install, "PROGRAM_TEXT")
+        assert "TARGET='10.10.10.21:/export/etcd-snapshots'" in program and f"NODE='{node}'" in program
         assert "systemctl disable --now" in script_from_bash_command(schedule.inputs["delete"])
         ready = "hk-prod-kubeadm-hk-cp-1-ready" if node == "hk-cp-1" else f"hk-prod-kubeadm-{node}-drain"
         assert recording.named(ready).urn in schedule.dependencies
@@ -137,7 +138,7 @@ def test_install_puts_the_files_enables_the_timer_and_proves_the_target_and_remo
     calls = (tmp_path / "systemctl").read_text().splitlines()
     assert calls.count(f"enable --now {etcd_backup.TIMER}") == 2 and calls.count(f"start {etcd_backup.SERVICE}") == 2
     failed = subprocess.run(["bash", "-c", install], capture_output=True, text=True, env={**env, "FAIL": "1"})
-    assert failed.returncode == 1 and "the first etcd snapshot of hk-cp-2" in failed.stderr
+    assert failed.returncode == 1 and "the first etcd snapshot failed (hk-cp-2," in failed.stderr
     removed = subprocess.run(["bash", "-c", etcd_backup.render_remove()], capture_output=True, text=True, env=env)
     assert removed.returncode == 0, removed.stderr
     assert not program.exists() and not (root / "etc/systemd/system" / etcd_backup.TIMER).exists()

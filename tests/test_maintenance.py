@@ -12,7 +12,7 @@ from render import maintenance
 from render.linux_bootstrap import TEST_ROOT_VARIABLE
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import shellcheck
+from tests.validators import bash_input, shellcheck
 from tools.mockrun import run_program
 
 STEPS = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
@@ -57,15 +57,15 @@ def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):
         assert step.inputs.get("update"), step.name
     lnx1 = hk.named("hk-prod-restarts-hk-lnx-1-vm-restart")
     script = script_from_bash_command(lnx1.inputs["update"])
-    assert "VMID=321" in script and "qm reboot \"$VMID\" --timeout 600" in script
+    assert bash_input(script, "VMID") == "321" and bash_input(script, "SHUTDOWN_TIMEOUT") == "600" and "qm reboot \"$VMID\" --timeout \"$SHUTDOWN_TIMEOUT\"" in script
     assert script.rstrip().endswith("# settings cpu=8,memory=32768,disk=120")
     # It runs on the Proxmox node that holds the VM, as the provider's SSH user.
     connection = lnx1.inputs["connection"].value   # secret: it carries the private key
     assert connection["host"] == "10.10.10.11" and connection["user"] == "root"
     drain_cp = script_from_bash_command(hk.named("hk-prod-restarts-hk-cp-2-drain-for-restart").inputs["update"])
-    assert "check_quorum_without" in drain_cp
+    assert bash_input(drain_cp, "ETCD_POD") == "etcd-hk-cp-1"
     drain_worker = script_from_bash_command(hk.named("hk-prod-restarts-hk-lnx-2-drain-for-restart").inputs["update"])
-    assert "check_quorum_without" not in drain_worker
+    assert bash_input(drain_worker, "ETCD_POD") == ""   # a worker holds no etcd member: no quorum check
 
 
 @pytest.mark.parametrize("script", [

@@ -17,9 +17,11 @@ import pytest
 import yaml
 
 from render import linux_bootstrap as lb
+from render.cloud_init import PREPARE_SCRIPT_PATH
+from render.readiness import render_wait_for_cloud_init
 from config.compat import KUBE_VIP_IMAGE
 from render.shell import bash_command
-from tests.validators import shellcheck
+from tests.validators import first_command, shellcheck
 
 TOKEN = "q7k2xz.m4n8p1r6s9t3v5w0"
 CA_HASH = "sha256:" + "3f" * 32
@@ -326,7 +328,7 @@ ALL_SCRIPTS = {
 @pytest.mark.parametrize("name", sorted(ALL_SCRIPTS))
 def test_every_script_passes_shellcheck_and_fits_the_remote_command(name, tmp_path):
     script = ALL_SCRIPTS[name]()
-    assert script.startswith("set -euo pipefail\n")
+    assert first_command(script) == "set -euo pipefail"
     path = tmp_path / f"{name}.sh"
     path.write_text("#!/usr/bin/env bash\n" + script)
     shellcheck(path)
@@ -437,9 +439,27 @@ def test_init_failure_shows_a_redacted_log_and_resets_the_node(node):
 def test_init_waits_for_cloud_init_and_stops_when_it_failed(node):
     result = node.run(lb.render_init(INIT_YAML, None), STUB_CLOUD_INIT_RC="1")
     assert result.returncode == 1
-    assert lb.PREPARE_SCRIPT_PATH in result.stderr
+    assert PREPARE_SCRIPT_PATH in result.stderr
     assert node.calls("cloud-init") == [["status", "--wait"]]
     assert node.calls("kubeadm") == []
+
+
+@pytest.mark.parametrize("status,boot_finished,ok,message", [
+    ("0", True, True, ""),
+    ("2", True, True, "recoverable errors"),
+    ("1", True, False, PREPARE_SCRIPT_PATH),
+    ("124", True, False, "did not finish within 1800s"),
+    ("0", False, False, "boot-finished"),
+])
+def test_the_first_boot_wait_reads_cloud_init_status(node, status, boot_finished, ok, message):
+    if boot_finished:
+        node.path("/var/lib/cloud/instance").mkdir(parents=True)
+        node.path("/var/lib/cloud/instance/boot-finished").touch()
+    result = node.run(render_wait_for_cloud_init(), STUB_CLOUD_INIT_RC=status)
+    assert (result.returncode == 0) is ok, result.stderr
+    assert message in result.stderr
+    assert node.calls("cloud-init") == [["status", "--wait"]]
+    assert node.calls("timeout")[0][0] == "1800"
 
 
 def test_init_fails_when_the_api_never_answers(node):

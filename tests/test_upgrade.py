@@ -7,6 +7,7 @@ import pytest
 from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
+from tests.validators import bash_input
 from tools.mockrun import Recording, Secret, changed_resources, run_program
 
 # Control plane first (the first node runs `kubeadm upgrade apply`), then Linux workers zone by zone,
@@ -74,8 +75,9 @@ def test_the_first_node_applies_the_upgrade_and_the_others_follow_it(hk):
         assert "readonly UPGRADE_FIRST_CONTROL_PLANE=0" in update_text(step(hk, node, "node-upgrade"), node), node
     assert "@('upgrade', 'node')" in update_text(step(hk, "hk-win-1", "node-upgrade"), "hk-win-1")
     # A control-plane node's drain checks etcd quorum without it; a worker's does not.
-    assert "check_quorum_without" in update_text(step(hk, "hk-cp-2", "drain-for-upgrade"), "hk-cp-2")
-    assert "check_quorum_without" not in update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1")
+    # Only a control-plane node's drain names an etcd pod, so only it checks quorum (lib/etcd.sh).
+    assert bash_input(update_text(step(hk, "hk-cp-2", "drain-for-upgrade"), "hk-cp-2"), "ETCD_POD") == "etcd-hk-cp-1"
+    assert bash_input(update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1"), "ETCD_POD") == ""
 
 
 def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_the_expiry_report():
@@ -120,8 +122,8 @@ def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin
         assert earlier.urn in later.dependencies
     for node, renewal in zip(("hk-cp-1", "hk-cp-2", "hk-cp-3"), rounds):
         script = script_from_bash_command(renewal.inputs["create"])
-        assert f'NODE="{node}"' in script and 'LABEL="2027-10"' in script
-        assert f'ETCD_POD="etcd-{node}"' in script and "check_quorum_without" in script
+        assert bash_input(script, "NODE") == node and bash_input(script, "LABEL") == "2027-10"
+        assert bash_input(script, "ETCD_POD") == f"etcd-{node}" and "check_quorum_without" in script
     read = renewed.named("hk-prod-kubeadm-kubeconfig")
     assert rounds[-1].urn in read.dependencies and "2027-10" in read.inputs["triggers"]
     # Only the renewal, the kubeconfig read (and the provider and what reads through it) and the report change.

@@ -2,6 +2,8 @@
 every one of them (.ci/run), so a skip would hide an unchecked script."""
 from __future__ import annotations
 
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,6 +26,28 @@ def _tool(name: str) -> str:
 def shellcheck(path: Path) -> None:
     """shellcheck at its default severity (style and up); any finding fails."""
     result = subprocess.run([_tool("shellcheck"), "--shell=bash", "--external-sources", str(path)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, f"shellcheck {path.name}:\n{result.stdout}{result.stderr}"
+
+
+def bash_input(script: str, name: str) -> str:
+    """The value a rendered bash script assigns to its input NAME (render/script_files.py), unquoted."""
+    match = re.search(rf"^{name}=", script, re.M)
+    assert match, f"the script assigns no input {name}"
+    lexer = shlex.shlex(script[match.start():], posix=True)
+    lexer.whitespace_split = True
+    return lexer.get_token().removeprefix(f"{name}=")
+
+
+def first_command(script: str) -> str:
+    """The first line of a script that is neither blank nor a comment (strict mode comes first)."""
+    return next(line for line in script.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+
+
+def shellcheck_fragment(path: Path) -> None:
+    """shellcheck on a shared fragment alone: the variables it reads are its includers' inputs (SC2154,
+    referenced but not assigned) and what it assigns is read by them (SC2034, assigned but unused)."""
+    result = subprocess.run([_tool("shellcheck"), "--shell=bash", "--exclude=SC2154,SC2034", str(path)],
                             capture_output=True, text=True)
     assert result.returncode == 0, f"shellcheck {path.name}:\n{result.stdout}{result.stderr}"
 

@@ -1,0 +1,172 @@
+"""The scripts' one templating mechanism: bash and PowerShell live as real files under render/scripts/,
+and a renderer turns a file into the text a remote command runs.
+
+A script file is a script. Two kinds of directive line, each a comment to bash and to PowerShell, are all
+the templating there is; nothing is ever substituted inside a line:
+
+* ``#@ inputs NAME LIST[] ...`` (once, in an entry script): replaced by one assignment per name, in the
+  order given, from the values the renderer passes. ``[]`` marks a list (a bash array, a PowerShell
+  array). The names passed must be exactly the names declared, so a script and its renderer cannot drift.
+* ``#@ include lib/NAME.sh`` (any number): replaced by that file, indented as the directive is, so a
+  fragment shared by several scripts (strict mode, the drain, the log helpers) is written once.
+
+Values are quoted for the target language by this module alone: single quotes for bash, single-quoted
+literals (ps_quote) for PowerShell; integers and booleans are written as literals. Pure: no Pulumi.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Mapping, Sequence
+
+SCRIPTS_DIR = Path(__file__).parent / "scripts"
+
+_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)#@ (?P<verb>\S+)(?: (?P<args>.*))?$")
+_INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[\])?$")
+_INCLUDE = re.compile(r"^lib/[a-z0-9-]+\.(sh|ps1)$")
+
+# PowerShell ends a single-quoted string at ' and at the typographic quotes U+2018, U+2019, U+201A and
+# U+201B; inside the string each is written twice. Source: PowerShell/PowerShell
+# src/System.Management.Automation/engine/parser/CharTraits.cs (IsSingleQuote); the same five characters
+# are doubled by ansible/ansible lib/ansible/plugins/shell/powershell.py (_escape).
+_SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b"
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def ps_quote(value: str) -> str:
+    """A PowerShell single-quoted literal whose value is exactly ``value`` (one line)."""
+    if _CONTROL_CHARS.search(value):
+        raise ValueError(f"control character in PowerShell string value {value!r}")
+    return "'" + "".join(ch * 2 if ch in _SINGLE_QUOTES else ch for ch in value) + "'"
+
+
+def ps_array(values: Sequence[str]) -> str:
+    return "@(" + ", ".join(ps_quote(v) for v in values) + ")"
+
+
+def _ps_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "$true" if value else "$false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        if "\n" in value:
+            # A multi-line text (a config file) as lines joined with LF: no control character in a literal.
+            return "(" + ps_array(value.split("\n")) + " -join \"`n\")"
+        return ps_quote(value)
+    raise TypeError(f"no PowerShell literal for {type(value).__name__}")
+
+
+def _bash_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ValueError("NUL character in a bash value")
+        # Always single-quoted (shlex.quote leaves "safe" words bare): every text input reads the same.
+        return "'" + value.replace("'", "'\"'\"'") + "'"
+    raise TypeError(f"no bash literal for {type(value).__name__}")
+
+
+def _assignment(language: str, name: str, is_list: bool, value: object) -> str:
+    if is_list != isinstance(value, (list, tuple)):
+        raise TypeError(f"input {name} must be {'a list' if is_list else 'a single value'}")
+    if language == "bash":
+        if is_list:
+            assignment = f"{name}=(" + " ".join(_bash_value(v) for v in value) + ")"  # type: ignore[union-attr]
+        else:
+            assignment = f"{name}={_bash_value(value)}"
+        if re.search(r"[$`]", assignment):
+            # A value is literal text (a config file, a program to install): its $ are meant unexpanded.
+            return "# shellcheck disable=SC2016 # literal text, not expanded here\n" + assignment
+        return assignment
+    if is_list:
+        return f"${name} = @(" + ", ".join(_ps_value(v) for v in value) + ")"  # type: ignore[union-attr]
+    return f"${name} = {_ps_value(value)}"
+
+
+def _language(name: str) -> str:
+    if name.endswith(".sh"):
+        return "bash"
+    if name.endswith(".ps1"):
+        return "powershell"
+    raise ValueError(f"script {name!r} is neither .sh nor .ps1")
+
+
+def declared_inputs(name: str) -> list[str]:
+    """The names an entry script's ``#@ inputs`` line declares (``[]`` kept on lists)."""
+    for line in (SCRIPTS_DIR / name).read_text().splitlines():
+        match = _DIRECTIVE.match(line)
+        if match and match["verb"] == "inputs":
+            return (match["args"] or "").split()
+    return []
+
+
+def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen: tuple[str, ...],
+            indent: str) -> tuple[list[str], bool]:
+    if name in seen:
+        raise ValueError(f"script include cycle: {' -> '.join(seen + (name,))}")
+    out: list[str] = []
+    had_inputs = False
+    for line in (SCRIPTS_DIR / name).read_text().splitlines():
+        match = _DIRECTIVE.match(line)
+        if not match:
+            out.append(indent + line if line else line)
+            continue
+        verb, args, inner = match["verb"], (match["args"] or "").split(), indent + match["indent"]
+        if verb == "include":
+            if len(args) != 1 or not _INCLUDE.match(args[0]) or _language(args[0]) != language:
+                raise ValueError(f"{name}: bad include {line.strip()!r}")
+            included, nested_inputs = _expand(args[0], language, inputs, seen + (name,), inner)
+            if nested_inputs:
+                raise ValueError(f"{args[0]}: a shared fragment declares no inputs")
+            out.extend(included)
+        elif verb == "inputs":
+            if had_inputs or seen:
+                raise ValueError(f"{name}: one #@ inputs line, in the entry script only")
+            had_inputs = True
+            if not all(_INPUT_NAME.match(arg) for arg in args):
+                raise ValueError(f"{name}: bad input names {args!r}")
+            if inputs is None:
+                # The raw-file lint form: every input assigned a placeholder of the right shape.
+                values = {arg.removesuffix("[]"): (["x"] if arg.endswith("[]") else "x") for arg in args}
+            else:
+                values = dict(inputs)
+            names = [arg.removesuffix("[]") for arg in args]
+            if sorted(names) != sorted(values):
+                missing, extra = set(names) - set(values), set(values) - set(names)
+                raise ValueError(f"{name}: inputs do not match its #@ inputs line "
+                                 f"(missing {sorted(missing)}, not declared {sorted(extra)})")
+            for arg, input_name in zip(args, names):
+                out.append(inner + _assignment(language, input_name, arg.endswith("[]"), values[input_name]))
+        else:
+            raise ValueError(f"{name}: unknown directive {line.strip()!r}")
+    return out, had_inputs
+
+
+def render_script(name: str, **inputs: object) -> str:
+    """The script ``render/scripts/<name>`` with its includes expanded and its inputs assigned."""
+    lines, had_inputs = _expand(name, _language(name), inputs, (), "")
+    if inputs and not had_inputs:
+        raise ValueError(f"{name} declares no inputs but was given {sorted(inputs)}")
+    return "\n".join(lines) + "\n"
+
+
+def lint_form(name: str) -> str:
+    """The script with its includes expanded and each input set to a placeholder: what the linters read
+    to check the file as written, independent of any stack."""
+    lines, _ = _expand(name, _language(name), None, (), "")
+    return "\n".join(lines) + "\n"
+
+
+def entry_scripts() -> list[str]:
+    """Every script under render/scripts/ that a renderer runs (the shared fragments are under lib/)."""
+    return sorted(str(path.relative_to(SCRIPTS_DIR)) for path in SCRIPTS_DIR.glob("*.*")
+                  if path.suffix in (".sh", ".ps1"))
+
+
+def fragments() -> list[str]:
+    return sorted(str(path.relative_to(SCRIPTS_DIR)) for path in (SCRIPTS_DIR / "lib").glob("*.*")
+                  if path.suffix in (".sh", ".ps1"))

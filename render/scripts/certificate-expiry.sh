@@ -1,0 +1,18 @@
+# On the first control-plane node: one line per kubeadm-managed certificate and CA, NAME<TAB>EXPIRES, from
+# `kubeadm certs check-expiration`'s text output (render/linux_bootstrap.py render_certificate_expiry
+# says why the text and not the structured output).
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+ADMIN_CONF="$ROOT/etc/kubernetes/admin.conf"
+
+[[ -s $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
+if ! report="$(kubeadm certs check-expiration 2>&1)"; then
+  echo "$report" >&2
+  die "kubeadm certs check-expiration failed"
+fi
+lines="$(printf '%s\n' "$report" | awk '
+  $1 == "CERTIFICATE" { table = 1; next }
+  table && NF >= 7 && $3 ~ /^[0-9]+,$/ { printf "%s\t%s %s %s %s %s\n", $1, $2, $3, $4, $5, $6 }
+  NF == 0 { table = 0 }')"
+[[ -n $lines ]] || { echo "$report" >&2; die "no certificate found in the check-expiration report"; }
+printf '%s\n' "$lines"

@@ -1,0 +1,46 @@
+# On one control-plane node, as root: renewal round $LABEL of its kubeadm certificates, then its
+# control-plane static Pods restarted one at a time (manifest moved out, the kubelet stops the Pod, moved
+# back after the kubelet's rescan), each awaited before the next. With $ETCD_POD set (several
+# control-plane nodes) nothing starts unless the other etcd members keep quorum while this one restarts.
+# The round's label is recorded when everything is back, so the same round never runs twice here.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs NODE LABEL ETCD_POD COMPONENTS[] RESCAN_SECONDS API_READY_TIMEOUT ATTEMPTS POLL_SECONDS
+#@ include lib/admin-kubeconfig.sh
+#@ include lib/etcd.sh
+MARKER="$ROOT/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
+MANIFESTS="$ROOT/etc/kubernetes/manifests"
+PARKED="$ROOT/etc/kubernetes/manifests-parked"
+
+pod_ready() {
+  kubectl -n kube-system get pod "$1-$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' \
+    --request-timeout=10s | grep -qx True
+}
+
+[[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"
+if [[ -f $MARKER && "$(cat "$MARKER")" == "$LABEL" ]]; then
+  echo "certificates of $NODE already renewed in round $LABEL"
+  exit 0
+fi
+check_quorum_if_control_plane "$NODE"
+kubeadm certs renew all >/dev/null
+echo "renewed the kubeadm certificates of $NODE"
+mkdir -p "$PARKED"
+for component in "${COMPONENTS[@]}"; do
+  manifest="$MANIFESTS/$component.yaml"
+  [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
+  [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
+  sleep "$RESCAN_SECONDS"
+  mv "$PARKED/$component.yaml" "$manifest"
+  for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
+    if pod_ready "$component" 2>/dev/null; then
+      break
+    fi
+    sleep "$POLL_SECONDS"
+  done
+  pod_ready "$component" || die "$component on $NODE is not Ready ${API_READY_TIMEOUT}s after its restart"
+  echo "restarted $component on $NODE with its renewed certificate"
+done
+rm -d "$PARKED"
+printf '%s' "$LABEL" >"$MARKER"
+echo "certificates of $NODE renewed in round $LABEL"

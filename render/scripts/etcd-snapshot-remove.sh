@@ -1,0 +1,13 @@
+# As root on a control-plane node (render/etcd_backup.py render_remove): timer stopped and disabled,
+# program and units removed. The snapshots already stored stay on the target: they are the data this
+# exists for.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs PROGRAM SYSTEMD_DIR SERVICE TIMER
+
+if systemctl cat "$TIMER" >/dev/null 2>&1; then
+  systemctl disable --now "$TIMER"
+fi
+rm -f "$ROOT$SYSTEMD_DIR/$TIMER" "$ROOT$SYSTEMD_DIR/$SERVICE" "$ROOT$PROGRAM"
+systemctl daemon-reload
+echo "etcd snapshot schedule removed; stored snapshots are kept"

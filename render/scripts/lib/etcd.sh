@@ -1,0 +1,67 @@
+# etcdctl runs inside the etcd static Pod $ETCD_POD of the first control-plane node (kubeadm names it
+# etcd-<node name> and mounts /etc/kubernetes/pki/etcd into it; etcd's image ships etcdctl), with the
+# etcd CA and server certificate kubeadm generates, as upstream's etcd operations show
+# (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/). kubeadm names each
+# stacked member after its node (kubernetes cmd/kubeadm/app/phases/etcd/local.go: "--name" = node name).
+# `member list` prints "ID, STATUS, NAME, PEER ADDRS, CLIENT ADDRS, IS LEARNER", fields separated by
+# ", " and several addresses of one field by "," (etcd etcdctl/ctlv3/command/printer_simple.go); an
+# added but unstarted member has an empty name.
+# Quorum: a cluster of n voting members needs n/2+1 of them (https://etcd.io/docs/v3.5/faq/ "What is
+# failure tolerance?"). Removing a member leaves n-1, so the other members that answer a health check
+# must number at least (n-1)/2+1, or the removal would leave a cluster that cannot commit.
+etcd_ctl() {
+  local endpoint=$1
+  shift
+  kubectl -n kube-system exec "$ETCD_POD" --request-timeout=60s -- etcdctl \
+    --endpoints="$endpoint" --cacert=/etc/kubernetes/pki/etcd/ca.crt \
+    --cert=/etc/kubernetes/pki/etcd/server.crt --key=/etc/kubernetes/pki/etcd/server.key "$@"
+}
+
+etcd_members() {
+  etcd_ctl https://127.0.0.1:2379 member list || die "cannot list the etcd members through $ETCD_POD"
+}
+
+# check_quorum_without NAME: fail unless the cluster keeps a healthy quorum once member NAME is gone.
+check_quorum_without() {
+  local target=$1 members others=0 healthy=0 name clients learner endpoint
+  members="$(etcd_members)"
+  while IFS= read -r line; do
+    [[ -n $line ]] || continue
+    IFS=$'\x1f' read -r _ _ name _ clients learner <<<"${line//, /$'\x1f'}"
+    # A learner does not vote (https://etcd.io/docs/v3.5/learning/design-learner/).
+    [[ $learner == true ]] && continue
+    [[ $name == "$target" ]] && continue
+    others=$((others + 1))
+    endpoint=${clients%%,*}
+    if [[ -n $endpoint ]] && etcd_ctl "$endpoint" endpoint health >/dev/null 2>&1; then
+      healthy=$((healthy + 1))
+    fi
+  done <<<"$members"
+  ((others >= 1)) || die "refusing: $target is the last etcd member; removing it destroys the cluster"
+  local needed=$((others / 2 + 1))
+  if ((healthy < needed)); then
+    die "refusing to remove $target: of the $others etcd members that would remain only $healthy answer; \
+quorum needs $needed. Repair the unhealthy members first"
+  fi
+  echo "etcd quorum holds without $target: $healthy of $others remaining members healthy (quorum $needed)"
+}
+
+# check_quorum_if_control_plane NAME: the quorum check for a control-plane node ($ETCD_POD set); a worker
+# ($ETCD_POD empty) holds no etcd member, so there is nothing to check.
+check_quorum_if_control_plane() {
+  if [[ -n $ETCD_POD ]]; then
+    check_quorum_without "$1"
+  fi
+}
+
+# member_id NAME: the ID of the etcd member NAME, or nothing.
+member_id() {
+  local target=$1 id name
+  while IFS= read -r line; do
+    IFS=$'\x1f' read -r id _ name _ <<<"${line//, /$'\x1f'}"
+    if [[ $name == "$target" ]]; then
+      echo "$id"
+      return 0
+    fi
+  done <<<"$(etcd_members)"
+}

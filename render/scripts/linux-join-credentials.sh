@@ -1,0 +1,60 @@
+# On the first control-plane node: print exactly one line, a fresh `kubeadm join` command, for a worker
+# or (CONTROL_PLANE=true) a control-plane node (render/linux_bootstrap.py render_join_credentials has the
+# flags' sources). Every step that can fail runs before the single printf; kubeadm's other output goes to
+# a root-only log. The certificate key never reaches a command line.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs CONTROL_PLANE TTL DESCRIPTION KUBEADM_API
+ADMIN_CONF="$ROOT/etc/kubernetes/admin.conf"
+LOG="$ROOT/var/log/kubeadm-join-credentials.log"
+#@ include lib/log-helpers.sh
+
+# fail STEP: stop with the redacted end of the log; nothing has been printed on stdout yet.
+fail() {
+  echo "error: $1 failed" >&2
+  show_log_tail "$LOG"
+  exit 1
+}
+
+# trim_join_line: kubeadm's template leaves a trailing space; the join script splits on blanks anyway.
+trim_join_line() {
+  while [[ $join_line == *[[:space:]] ]]; do
+    join_line=${join_line%?}
+  done
+}
+
+[[ -f $ADMIN_CONF ]] || die "$ADMIN_CONF is missing: kubeadm init has not completed on this node"
+fresh_log "$LOG"
+
+if [[ $CONTROL_PLANE == true ]]; then
+  certificate_key="$(kubeadm certs certificate-key 2>>"$LOG")" || fail "kubeadm certs certificate-key"
+  [[ $certificate_key =~ ^[0-9a-f]{64}$ ]] || die "kubeadm certs certificate-key did not print a 64-digit hex key"
+  mkdir -p "$ROOT/run"
+  upload_dir="$(mktemp -d "$ROOT/run/hybrid-cluster-upload-certs.XXXXXX")"
+  trap 'rm -rf "$upload_dir"' EXIT
+  upload_config="$upload_dir/upload-certs.yaml"
+  # printf is a bash builtin: the key goes to the 0600 file (umask 077) and to no process's arguments.
+  printf 'apiVersion: %s\nkind: InitConfiguration\ncertificateKey: "%s"\n' "$KUBEADM_API" "$certificate_key" >"$upload_config"
+  kubeadm init phase upload-certs --kubeconfig "$ADMIN_CONF" --upload-certs --config "$upload_config" \
+    --skip-certificate-key-print >>"$LOG" 2>&1 \
+    || fail "kubeadm init phase upload-certs"
+fi
+join_line="$(kubeadm token create --kubeconfig "$ADMIN_CONF" --ttl "$TTL" --description "$DESCRIPTION" \
+  --print-join-command 2>>"$LOG")" || fail "kubeadm token create"
+[[ $join_line != *"--control-plane"* ]] || die "kubeadm token create printed a control-plane join command"
+if [[ $CONTROL_PLANE == true ]]; then
+  trim_join_line
+  join_line="$join_line --control-plane --certificate-key $certificate_key"
+fi
+
+trim_join_line
+[[ $join_line != *$'\n'* ]] || die "kubeadm token create printed more than one line"
+[[ $join_line == "kubeadm join "* && $join_line == *" --token "* \
+  && $join_line == *" --discovery-token-ca-cert-hash sha256:"* ]] \
+  || die "kubeadm token create printed something that is not a join command"
+if [[ $CONTROL_PLANE == true ]]; then
+  [[ $join_line == *" --control-plane "* && $join_line == *" --certificate-key "* ]] \
+    || die "kubeadm token create printed a join command without --control-plane --certificate-key"
+fi
+
+printf '%s\n' "$join_line"

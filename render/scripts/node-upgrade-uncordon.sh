@@ -1,0 +1,27 @@
+# On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
+# $TARGET, then lift the cordon the chain set (the upgrade annotation), and only that one. A node that
+# does not come back stops the chain here: no further node is drained.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs NODE TARGET TIMEOUT ATTEMPTS POLL_SECONDS MARK_ANNOTATION MARK_JSONPATH
+#@ include lib/admin-kubeconfig.sh
+#@ include lib/node-gate.sh
+
+exit_unless_node_present uncordon required
+for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
+  running="$(kubectl get node "$NODE" -o jsonpath='{.status.nodeInfo.kubeletVersion}' --request-timeout=10s || true)"
+  [[ $running == "$TARGET" ]] && break
+  sleep "$POLL_SECONDS"
+done
+[[ $running == "$TARGET" ]] \
+  || die "node $NODE runs kubelet ${running:-unknown}, not $TARGET, ${TIMEOUT}s after its upgrade; it stays cordoned"
+kubectl wait --for=condition=Ready "node/$NODE" --timeout="${TIMEOUT}s" >/dev/null \
+  || die "node $NODE runs $TARGET but is not Ready; it stays cordoned"
+marked="$(kubectl get node "$NODE" -o jsonpath="$MARK_JSONPATH" --request-timeout=30s)"
+if [[ -n $marked ]]; then
+  kubectl uncordon "$NODE" --request-timeout=60s
+  kubectl annotate node "$NODE" "$MARK_ANNOTATION-" --request-timeout=60s >/dev/null
+  echo "node $NODE runs kubelet $TARGET and is schedulable again"
+else
+  echo "node $NODE runs kubelet $TARGET; the chain did not cordon it, so its scheduling is left as it is"
+fi
