@@ -2,9 +2,10 @@
 worker VM on a Hyper-V host, and of the host NIC offload tweak, plus the SSH command line
 that carries such a script to the host.
 
-Owns: the rendered script text and the command-line encoding only. Nothing here talks to
-Hyper-V or imports Pulumi; components/ wires the strings into pulumi-command
-``remote.Command`` (create/update = ``render_create``, delete = ``render_delete``; the guest
+Owns: the scripts' inputs and validation and the command-line encoding; the script text lives in
+render/scripts/hyperv-*.ps1 and render/scripts/lib/hyperv-*.ps1 and is rendered through
+render.script_files. Nothing here talks to Hyper-V or imports Pulumi; components/ wires the
+strings into pulumi-command ``remote.Command`` (create/update = ``render_create``, delete = ``render_delete``; the guest
 Administrator password goes in ``stdin``, never in the command or environment).
 
 Prerequisites this module relies on (documented, not checked here):
@@ -22,6 +23,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 from render.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text
+from render.script_files import ps_quote, render_script  # noqa: F401 (ps_quote: imported from here too)
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -133,28 +135,8 @@ def script_from_ssh_command(command: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------
-# PowerShell literals and input validation
+# Input validation (PowerShell literals: render.script_files.ps_quote / ps_array)
 # ---------------------------------------------------------------------------------------
-
-# PowerShell ends a single-quoted string at ' and at the typographic quotes U+2018, U+2019,
-# U+201A and U+201B; inside the string each is written twice.
-# Source: PowerShell/PowerShell src/System.Management.Automation/engine/parser/CharTraits.cs
-# (IsSingleQuote); the same five characters are doubled by ansible/ansible
-# lib/ansible/plugins/shell/powershell.py (_escape).
-_SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b"
-_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def ps_quote(value: str) -> str:
-    """A PowerShell single-quoted literal whose value is exactly ``value``."""
-    if _CONTROL_CHARS.search(value):
-        raise ValueError(f"control character in PowerShell string value {value!r}")
-    return "'" + "".join(ch * 2 if ch in _SINGLE_QUOTES else ch for ch in value) + "'"
-
-
-def _ps_array(values: tuple[str, ...]) -> str:
-    return "@(" + ", ".join(ps_quote(v) for v in values) + ")"
-
 
 # Hyper-V's -Name/-VMName parameters and Get-NetAdapter -Name take wildcards, so names are kept
 # to characters that can never be a wildcard (or a path separator: the VM folder is derived
@@ -215,65 +197,44 @@ def _vm_paths(vm: HypervVm) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Script bodies. Only the headers are rendered from inputs; the bodies below are constant
-# text that reads the header variables, so no input ever lands inside PowerShell code.
+# The VM scripts: render/scripts/hyperv-create.ps1 and hyperv-delete.ps1, with the shared
+# fragments render/scripts/lib/hyperv-preamble.ps1, hyperv-read-guest-password.ps1,
+# hyperv-stop-vm.ps1 and hyperv-guest-wait.ps1 (preamble, password and wait functions are also
+# included by the scripts of render/windows_activation.py and render/windows_bootstrap.py, which
+# act in the same guest).
+# Every value reaches a script as an input (a `$Name = <literal>` line at its top), so no
+# input ever lands inside PowerShell code.
+#
+# Why the comments for hyperv-create.ps1 and for the fragments it includes are here and not in
+# the files: render.script_files copies comment lines into the rendered script, and the create
+# script is within a few hundred characters of its size test (test_hk_prod_create_leaves_headroom,
+# 90% of MAX_SSH_COMMAND_CHARS). Each note below names the file and code it belongs to.
 # ---------------------------------------------------------------------------------------
 
-_PREAMBLE = """$ErrorActionPreference = 'Stop'
-Set-StrictMode -Version Latest
-$ProgressPreference = 'SilentlyContinue'
-"""
-
+# lib/hyperv-preamble.ps1: strict mode and stop on the first error, in every host script.
+#
+# lib/hyperv-stop-vm.ps1 (Stop-VmBounded):
 # Stop-VM shuts down "through the guest operating system"; -Force gives the guest "five minutes
 # to save data and shut down"; -TurnOff "is equivalent to disconnecting the power"; -AsJob
 # "Runs the cmdlet as a background job".
 # Source: https://learn.microsoft.com/powershell/module/hyper-v/stop-vm?view=windowsserver2022-ps
-_STOP_VM_FUNCTION = """function Stop-VmBounded([string]$Reason) {
-    Write-Output "Stopping ${VmName}: $Reason"
-    $job = Stop-VM -Name $VmName -Force -AsJob
-    if (-not (Wait-Job -Job $job -Timeout $StopTimeoutSec)) { Stop-Job -Job $job }
-    Remove-Job -Job $job -Force
-    if ((Get-VM -Name $VmName).State -ne 'Off') {
-        Write-Output "Guest shutdown did not finish within $StopTimeoutSec s; turning $VmName off"
-        Stop-VM -Name $VmName -TurnOff -Force
-    }
-}
-"""
-
+#
+# lib/hyperv-guest-wait.ps1 (Wait-Heartbeat, Wait-PowerShellDirect; they read $VmName,
+# $GuestCredential, $HeartbeatTimeoutSec and $PsDirectTimeoutSec):
 # Heartbeat: Get-VMIntegrationService -VMName -Name returns the integration service object.
 # Source: https://learn.microsoft.com/powershell/module/hyper-v/get-vmintegrationservice?view=windowsserver2022-ps
 # PowerShell Direct: Invoke-Command -VMName <name> -Credential <guest credential>; it needs the
 # VM running on this host and a guest that has completed setup.
 # Source: https://learn.microsoft.com/virtualization/hyper-v-on-windows/user-guide/powershell-direct
-_WAIT_FUNCTIONS = """function Wait-Heartbeat {
-    $deadline = (Get-Date).AddSeconds($HeartbeatTimeoutSec)
-    while ((Get-VMIntegrationService -VMName $VmName -Name 'Heartbeat').PrimaryStatusDescription -ne 'OK') {
-        if ((Get-Date) -gt $deadline) {
-            throw "Timed out after $HeartbeatTimeoutSec s waiting for the Heartbeat integration service of $VmName to report OK"
-        }
-        Start-Sleep -Seconds 5
-    }
-}
-function Wait-PowerShellDirect([string]$ExpectedName = '') {
-    $deadline = (Get-Date).AddSeconds($PsDirectTimeoutSec)
-    $lastError = 'no answer yet'
-    while ($true) {
-        try {
-            $guestName = Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock { $env:COMPUTERNAME }
-            if (-not $ExpectedName -or $guestName -eq $ExpectedName) { return }
-            $lastError = "guest still reports computer name $guestName"
-        } catch {
-            $lastError = $_.Exception.Message
-        }
-        if ((Get-Date) -gt $deadline) {
-            throw "Timed out after $PsDirectTimeoutSec s waiting for PowerShell Direct in ${VmName}: $lastError"
-        }
-        Start-Sleep -Seconds 10
-    }
-}
-"""
-
-# Sources for the host-side converge below (all Hyper-V module, Windows Server 2022 reference):
+#
+# lib/hyperv-read-guest-password.ps1 (sets $GuestCredential):
+# The password is the first line of stdin (remote.Command's `stdin`), so it is never on a
+# command line, in the environment or in Pulumi's logged command. ConvertTo-SecureString
+# -AsPlainText -Force and PSCredential are what Invoke-Command -Credential takes.
+# Source: https://learn.microsoft.com/powershell/module/microsoft.powershell.security/convertto-securestring?view=powershell-5.1
+#
+# hyperv-create.ps1, host side (after $GuestConverge). Sources (all Hyper-V module, Windows
+# Server 2022 reference):
 #  New-VM -Name -Generation (1 or 2) -MemoryStartupBytes -VHDPath (existing VHD) -Path
 #    ("directory to store the files for the new virtual machine") -SwitchName:
 #    https://learn.microsoft.com/powershell/module/hyper-v/new-vm?view=windowsserver2022-ps
@@ -312,93 +273,10 @@ function Wait-PowerShellDirect([string]$ExpectedName = '') {
 # Automatic actions: Start + ShutDown so a host reboot shuts the node down cleanly and brings
 # it back; checkpoints off because restoring a Kubernetes node from a checkpoint rewinds
 # kubelet/containerd state behind the control plane's back.
-_CREATE_BODY = """$null = New-Item -ItemType Directory -Path $VmDir -Force
-$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue
-if (-not $vm) {
-    if (Test-Path -LiteralPath $VhdPath) {
-        Write-Output "Reusing $VhdPath from an earlier run"
-    } else {
-        if (-not (Test-Path -LiteralPath $GoldenVhdx)) { throw "Golden image $GoldenVhdx does not exist" }
-        Write-Output "Copying $GoldenVhdx to $VhdPath"
-        $partialPath = "$VhdPath.partial"
-        Copy-Item -LiteralPath $GoldenVhdx -Destination $partialPath -Force
-        Move-Item -LiteralPath $partialPath -Destination $VhdPath
-    }
-    Write-Output "Creating VM $VmName"
-    $vm = New-VM -Name $VmName -Generation 2 -MemoryStartupBytes $MemoryBytes -VHDPath $VhdPath -Path $VmRoot -SwitchName $SwitchName
-} elseif (-not (Get-VMHardDiskDrive -VMName $VmName | Where-Object { $_.Path -eq $VhdPath })) {
-    throw "VM $VmName exists but is not attached to $VhdPath; refusing to converge a VM this script did not create"
-}
-
-$offChanges = @()
-if ((Get-VMProcessor -VMName $VmName).Count -ne $CpuCount) { $offChanges += "processor count -> $CpuCount" }
-$memory = Get-VMMemory -VMName $VmName
-if ($memory.DynamicMemoryEnabled -or $memory.Startup -ne $MemoryBytes) { $offChanges += "static memory -> $MemoryMB MB" }
-$firmware = Get-VMFirmware -VMName $VmName
-if ($firmware.SecureBoot -ne 'On' -or $firmware.SecureBootTemplate -ne 'MicrosoftWindows') { $offChanges += 'Secure Boot (MicrosoftWindows)' }
-$vm = Get-VM -Name $VmName
-if ($vm.AutomaticStartAction -ne 'Start' -or $vm.AutomaticStopAction -ne 'ShutDown' -or $vm.CheckpointType -ne 'Disabled') {
-    $offChanges += 'automatic start/stop actions and checkpoints'
-}
-if ($offChanges.Count -gt 0) {
-    if ($vm.State -ne 'Off') {
-        if (Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock { Test-Path 'C:\\etc\\kubernetes\\kubelet.conf' }) {
-            throw "$VmName is a joined node and needs to be off for: $($offChanges -join '; '). Drain it, stop the VM, run the update again, uncordon it (README: Day-2 operations)"
-        }
-        Stop-VmBounded -Reason ('these settings need the VM off: ' + ($offChanges -join '; '))
-    }
-    Set-VMProcessor -VMName $VmName -Count $CpuCount
-    Set-VMMemory -VMName $VmName -DynamicMemoryEnabled $false -StartupBytes $MemoryBytes
-    Set-VMFirmware -VMName $VmName -EnableSecureBoot On -SecureBootTemplate 'MicrosoftWindows'
-    Set-VM -Name $VmName -AutomaticStartAction Start -AutomaticStopAction ShutDown -AutomaticCheckpointsEnabled $false -CheckpointType Disabled
-    Write-Output ('Applied: ' + ($offChanges -join '; '))
-}
-
-$adapters = @(Get-VMNetworkAdapter -VMName $VmName)
-if ($adapters.Count -ne 1) { throw "VM $VmName has $($adapters.Count) network adapters; expected exactly one" }
-if ($adapters[0].SwitchName -ne $SwitchName) {
-    Connect-VMNetworkAdapter -VMName $VmName -SwitchName $SwitchName
-    Write-Output "Connected $VmName to switch $SwitchName"
-}
-$vlan = Get-VMNetworkAdapterVlan -VMName $VmName
-if ($null -eq $VlanId) {
-    if ($vlan.OperationMode -ne 'Untagged') {
-        Set-VMNetworkAdapterVlan -VMName $VmName -Untagged
-        Write-Output "Set $VmName NIC to untagged"
-    }
-} elseif ($vlan.OperationMode -ne 'Access' -or $vlan.AccessVlanId -ne $VlanId) {
-    Set-VMNetworkAdapterVlan -VMName $VmName -Access -VlanId $VlanId
-    Write-Output "Set $VmName NIC to access VLAN $VlanId"
-}
-
-$vhd = Get-VHD -Path $VhdPath
-if ($vhd.Size -lt $DiskBytes) {
-    Resize-VHD -Path $VhdPath -SizeBytes $DiskBytes
-    Write-Output "Grew $VhdPath to $DiskGB GiB"
-} elseif ($vhd.Size -gt $DiskBytes) {
-    Write-Warning "$VhdPath is $($vhd.Size) bytes, more than the requested $DiskGB GiB; disks are never shrunk"
-}
-
-if ((Get-VM -Name $VmName).State -ne 'Running') {
-    Start-VM -Name $VmName
-    Write-Output "Started $VmName"
-}
-Wait-Heartbeat
-Wait-PowerShellDirect
-
-$macAddress = (Get-VMNetworkAdapter -VMName $VmName).MacAddress
-$guest = @(Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock $GuestConverge -ArgumentList $ComputerName, $IpAddress, $PrefixLength, $Gateway, $DnsServers, $macAddress)[-1]
-foreach ($change in $guest.Changes) { Write-Output "Guest: $change" }
-if ($guest.RenamePending) {
-    Stop-VmBounded -Reason "restart to apply computer name $ComputerName"
-    Start-VM -Name $VmName
-    Wait-Heartbeat
-    Wait-PowerShellDirect -ExpectedName $ComputerName
-}
-
-Write-Output ('VM {0}: state {1}, computer name {2}, IPv4 {3}/{4}' -f $VmName, (Get-VM -Name $VmName).State, $ComputerName, $IpAddress, $PrefixLength)
-"""
-
+#  $VlanId 0 means untagged (Set-VMNetworkAdapterVlan -Untagged): VLAN IDs are 1-4094, so 0 is
+#    never a VLAN, and the inputs have no null.
+#
+# hyperv-create.ps1, $GuestConverge:
 # Runs inside the guest through PowerShell Direct. Sources (Windows Server 2022 reference):
 #  Update-HostStorageCache ("equivalent to a VDS Rescan"), needed after an online Resize-VHD:
 #    https://learn.microsoft.com/powershell/module/storage/update-hoststoragecache
@@ -438,142 +316,37 @@ Write-Output ('VM {0}: state {1}, computer name {2}, IPv4 {3}/{4}' -f $VmName, (
 # Byte counts are written out (1048576) instead of PowerShell's 1MB suffix: the suffix is valid
 # PowerShell, but tree-sitter-powershell (used by the tests to validate every script) rejects a
 # suffixed number after a binary operator, which would hide real syntax errors behind it.
-_GUEST_SCRIPTBLOCK = """$GuestConverge = {
-    param([string]$ComputerName, [string]$IpAddress, [int]$PrefixLength, [string]$Gateway, [string[]]$DnsServers, [string]$MacAddress)
-    $ErrorActionPreference = 'Stop'
-    Set-StrictMode -Version Latest
-    $changes = @()
-
-    Update-HostStorageCache
-    $maxSize = (Get-PartitionSupportedSize -DriveLetter C).SizeMax
-    if ((Get-Partition -DriveLetter C).Size -lt ($maxSize - 1048576)) {
-        Resize-Partition -DriveLetter C -Size $maxSize
-        $changes += "extended C: to $maxSize bytes"
-    }
-
-    if ($MacAddress -notmatch '^[0-9A-F]{12}$' -or $MacAddress -eq '000000000000') { throw "no MAC address for this VM's adapter: '$MacAddress'" }
-    $matching = @(Get-NetAdapter | Where-Object { ($_.MacAddress -replace '-') -eq $MacAddress })
-    $adapter = @($matching | Where-Object { $_.InterfaceDescription -like 'Hyper-V Virtual Ethernet*' })
-    if ($adapter.Count -eq 0) { $adapter = $matching }
-    if ($adapter.Count -ne 1) { throw "expected one guest adapter with MAC $MacAddress (or one vSwitch vNIC), found $($adapter.Count)" }
-    $adapter = $adapter[0]
-    $ifIndex = $adapter.ifIndex
-    if ((Get-NetIPInterface -InterfaceIndex $ifIndex -AddressFamily IPv4).Dhcp -ne 'Disabled') {
-        Set-NetIPInterface -InterfaceIndex $ifIndex -AddressFamily IPv4 -Dhcp Disabled
-        $changes += 'disabled DHCP'
-    }
-    foreach ($address in @(Get-NetIPAddress -InterfaceIndex $ifIndex -AddressFamily IPv4 -ErrorAction SilentlyContinue)) {
-        if ($address.IPAddress -ne $IpAddress -or $address.PrefixLength -ne $PrefixLength) {
-            Remove-NetIPAddress -InterfaceIndex $ifIndex -IPAddress $address.IPAddress -Confirm:$false
-            $changes += "removed $($address.IPAddress)/$($address.PrefixLength)"
-        }
-    }
-    if (-not (Get-NetIPAddress -InterfaceIndex $ifIndex -AddressFamily IPv4 -IPAddress $IpAddress -ErrorAction SilentlyContinue)) {
-        $null = New-NetIPAddress -InterfaceIndex $ifIndex -AddressFamily IPv4 -IPAddress $IpAddress -PrefixLength $PrefixLength
-        $changes += "set $IpAddress/$PrefixLength"
-    }
-    $routes = @(Get-NetRoute -InterfaceIndex $ifIndex -DestinationPrefix '0.0.0.0/0' -ErrorAction SilentlyContinue)
-    foreach ($route in $routes) {
-        if ($route.NextHop -ne $Gateway) {
-            Remove-NetRoute -InterfaceIndex $ifIndex -DestinationPrefix '0.0.0.0/0' -NextHop $route.NextHop -Confirm:$false
-            $changes += "removed gateway $($route.NextHop)"
-        }
-    }
-    if (-not ($routes | Where-Object { $_.NextHop -eq $Gateway })) {
-        $null = New-NetRoute -InterfaceIndex $ifIndex -DestinationPrefix '0.0.0.0/0' -NextHop $Gateway
-        $changes += "set gateway $Gateway"
-    }
-    $currentDns = @((Get-DnsClientServerAddress -InterfaceIndex $ifIndex -AddressFamily IPv4).ServerAddresses)
-    if (($currentDns -join ',') -ne ($DnsServers -join ',')) {
-        Set-DnsClientServerAddress -InterfaceIndex $ifIndex -ServerAddresses $DnsServers
-        $changes += "set DNS servers $($DnsServers -join ', ')"
-    }
-
-    $renamePending = $false
-    if ($env:COMPUTERNAME -ne $ComputerName) {
-        Rename-Computer -NewName $ComputerName -Force -WarningAction SilentlyContinue
-        $renamePending = $true
-        $changes += "renamed computer $env:COMPUTERNAME -> $ComputerName (restart pending)"
-    }
-    [pscustomobject]@{ Changes = $changes; RenamePending = $renamePending }
-}
-"""
-
-# The password is the first line of stdin (remote.Command's `stdin`), so it is never on a
-# command line, in the environment or in Pulumi's logged command. ConvertTo-SecureString
-# -AsPlainText -Force and PSCredential are what Invoke-Command -Credential takes.
-# Source: https://learn.microsoft.com/powershell/module/microsoft.powershell.security/convertto-securestring?view=powershell-5.1
-_READ_PASSWORD = """$plainPassword = [Console]::In.ReadLine()
-if ([string]::IsNullOrEmpty($plainPassword)) { throw 'Expected the guest Administrator password as the first line of stdin' }
-$GuestCredential = New-Object System.Management.Automation.PSCredential('Administrator', (ConvertTo-SecureString -String $plainPassword -AsPlainText -Force))
-Remove-Variable -Name plainPassword
-"""
-
-# Remove-VM -Name -Force deletes the VM's configuration; it leaves virtual hard disks in place,
-# hence the explicit Remove-Item of the VHDX and the VM folder.
-# Source: https://learn.microsoft.com/powershell/module/hyper-v/remove-vm?view=windowsserver2022-ps
-_DELETE_BODY = """$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue
-if ($vm) {
-    if ($vm.State -ne 'Off') { Stop-VmBounded -Reason 'deleting the VM' }
-    Remove-VM -Name $VmName -Force
-    Write-Output "Removed VM $VmName"
-} else {
-    Write-Output "VM $VmName is already absent"
-}
-if (Test-Path -LiteralPath $VhdPath) {
-    Remove-Item -LiteralPath $VhdPath -Force
-    Write-Output "Removed $VhdPath"
-}
-if (Test-Path -LiteralPath $VmDir) {
-    Remove-Item -LiteralPath $VmDir -Recurse -Force
-    Write-Output "Removed $VmDir"
-}
-"""
 
 
-def _vm_header(vm: HypervVm, purpose: str) -> str:
+def _vm_inputs(vm: HypervVm) -> dict[str, object]:
+    """The inputs hyperv-create.ps1 and hyperv-delete.ps1 share."""
     vm_dir, vhd_path = _vm_paths(vm)
-    return (
-        f"# {purpose} Rendered by render/hyperv.py.\n"
-        + _PREAMBLE
-        + f"$VmName = {ps_quote(vm.vm_name)}\n"
-        + f"$VmRoot = {ps_quote(vm.vm_folder)}\n"
-        + f"$VmDir = {ps_quote(vm_dir)}\n"
-        + f"$VhdPath = {ps_quote(vhd_path)}\n"
-        + f"$StopTimeoutSec = {GRACEFUL_STOP_TIMEOUT_SECONDS}\n"
-    )
+    return {"VmName": vm.vm_name, "VmRoot": vm.vm_folder, "VmDir": vm_dir, "VhdPath": vhd_path,
+            "StopTimeoutSec": GRACEFUL_STOP_TIMEOUT_SECONDS}
 
 
 def render_create(vm: HypervVm) -> str:
     """Idempotent create-or-converge script (also the update script). Reads the guest
     Administrator password from the first line of stdin."""
     _validate_vm(vm)
-    vlan = "$null" if vm.vlan_id is None else str(vm.vlan_id)
-    header = (
-        _vm_header(vm, f"Create or converge Hyper-V VM {vm.vm_name}.")
-        + f"$ComputerName = {ps_quote(vm.computer_name)}\n"
-        + f"$GoldenVhdx = {ps_quote(vm.golden_vhdx)}\n"
-        + f"$SwitchName = {ps_quote(vm.switch_name)}\n"
-        + f"$VlanId = {vlan}\n"
-        + f"$CpuCount = {vm.cpu_count}\n"
-        + f"$MemoryMB = {vm.memory_mb}\n"
-        + f"$MemoryBytes = {vm.memory_mb * 1024 * 1024}\n"
-        + f"$DiskGB = {vm.disk_gb}\n"
-        + f"$DiskBytes = {vm.disk_gb * 1024 ** 3}\n"
-        + f"$IpAddress = {ps_quote(vm.ip_address)}\n"
-        + f"$PrefixLength = {vm.prefix_length}\n"
-        + f"$Gateway = {ps_quote(vm.gateway)}\n"
-        + f"$DnsServers = {_ps_array(vm.dns_servers)}\n"
-        + f"$HeartbeatTimeoutSec = {HEARTBEAT_TIMEOUT_SECONDS}\n"
-        + f"$PsDirectTimeoutSec = {POWERSHELL_DIRECT_TIMEOUT_SECONDS}\n"
-    )
-    return (
-        header
-        + _READ_PASSWORD
-        + _STOP_VM_FUNCTION
-        + _WAIT_FUNCTIONS
-        + _GUEST_SCRIPTBLOCK
-        + _CREATE_BODY
+    return render_script(
+        "hyperv-create.ps1",
+        **_vm_inputs(vm),
+        ComputerName=vm.computer_name,
+        GoldenVhdx=vm.golden_vhdx,
+        SwitchName=vm.switch_name,
+        VlanId=0 if vm.vlan_id is None else vm.vlan_id,
+        CpuCount=vm.cpu_count,
+        MemoryMB=vm.memory_mb,
+        MemoryBytes=vm.memory_mb * 1024 * 1024,
+        DiskGB=vm.disk_gb,
+        DiskBytes=vm.disk_gb * 1024 ** 3,
+        IpAddress=vm.ip_address,
+        PrefixLength=vm.prefix_length,
+        Gateway=vm.gateway,
+        DnsServers=list(vm.dns_servers),
+        HeartbeatTimeoutSec=HEARTBEAT_TIMEOUT_SECONDS,
+        PsDirectTimeoutSec=POWERSHELL_DIRECT_TIMEOUT_SECONDS,
     )
 
 
@@ -581,48 +354,21 @@ def render_delete(vm: HypervVm) -> str:
     """Stop (gracefully, then hard after a bounded wait) and remove the VM, its VHDX and its
     folder; a no-op when they are already gone."""
     _validate_vm(vm)
-    header = _vm_header(
-        vm,
-        f"Delete Hyper-V VM {vm.vm_name}. The Kubernetes node was drained and deleted "
-        "earlier, by the node resource that depends on this VM.",
-    )
-    return header + _STOP_VM_FUNCTION + _DELETE_BODY
+    return render_script("hyperv-delete.ps1", **_vm_inputs(vm))
 
 
 # ---------------------------------------------------------------------------------------
-# Host NIC offload
+# Host NIC offload: render/scripts/hyperv-nic-offload.ps1
 # ---------------------------------------------------------------------------------------
 #
 # Standardized keywords *LsoV2IPv4 / *LsoV2IPv6 ("Large Send Offload V2"): 0 = Disabled,
 # 1 (default) = Enabled. Keywords are driver-independent; display names and display values
 # are not. Source: https://learn.microsoft.com/windows-hardware/drivers/network/using-registry-values-to-enable-and-disable-task-offloading
-# Get-/Set-NetAdapterAdvancedProperty -Name -RegistryKeyword -RegistryValue; -RegistryKeyword
-# accepts wildcards (so '*LsoV2IPv4' is also a pattern: the exact keyword is filtered after the
-# query); without -NoRestart the adapter is restarted so the value takes effect ("Many advanced
-# properties require restarting the network adapter"), which briefly interrupts traffic through
-# that adapter, including VMs on the vSwitch. It only happens when a value actually changes.
-# Source: https://learn.microsoft.com/powershell/module/netadapter/set-netadapteradvancedproperty?view=windowsserver2022-ps
+# Get-/Set-NetAdapterAdvancedProperty -Name -RegistryKeyword -RegistryValue (why the script filters
+# the exact keyword and when it restarts an adapter: comments in the script).
 _LSO_KEYWORDS = ("*LsoV2IPv4", "*LsoV2IPv6")
 _LSO_DISABLED = "0"
 _LSO_ENABLED = "1"
-
-_OFFLOAD_BODY = """foreach ($adapterName in $AdapterNames) {
-    $null = Get-NetAdapter -Name $adapterName
-    foreach ($keyword in $Keywords) {
-        $property = @(Get-NetAdapterAdvancedProperty -Name $adapterName -RegistryKeyword $keyword -ErrorAction SilentlyContinue | Where-Object { $_.RegistryKeyword -eq $keyword })
-        if ($property.Count -eq 0) {
-            Write-Warning "$adapterName does not expose $keyword; nothing to change"
-            continue
-        }
-        if (@($property[0].RegistryValue)[0] -eq $DesiredValue) {
-            Write-Output "${adapterName}: $keyword is already $DesiredValue"
-            continue
-        }
-        Set-NetAdapterAdvancedProperty -InputObject $property[0] -RegistryValue $DesiredValue
-        Write-Output "${adapterName}: set $keyword to $DesiredValue (adapter restarted)"
-    }
-}
-"""
 
 
 def _validate_offload(o: HostNicOffload) -> None:
@@ -634,43 +380,28 @@ def _validate_offload(o: HostNicOffload) -> None:
             raise ValueError(f"adapter name {name!r} contains a wildcard character")
 
 
-def _render_offload(o: HostNicOffload, value: str, purpose: str) -> str:
+def _render_offload(o: HostNicOffload, value: str) -> str:
     _validate_offload(o)
-    return (
-        f"# {purpose} Rendered by render/hyperv.py.\n"
-        + _PREAMBLE
-        + f"$AdapterNames = {_ps_array(o.adapter_names)}\n"
-        + f"$Keywords = {_ps_array(_LSO_KEYWORDS)}\n"
-        + f"$DesiredValue = {ps_quote(value)}\n"
-        + _OFFLOAD_BODY
-    )
+    return render_script("hyperv-nic-offload.ps1", AdapterNames=list(o.adapter_names),
+                         Keywords=list(_LSO_KEYWORDS), DesiredValue=value)
 
 
 def render_offload_disable(o: HostNicOffload) -> str:
     """Set Large Send Offload v2 (IPv4 and IPv6) to Disabled on the vSwitch's physical NICs."""
-    return _render_offload(
-        o, _LSO_DISABLED, "Disable Large Send Offload v2 on the external vSwitch uplinks."
-    )
+    return _render_offload(o, _LSO_DISABLED)
 
 
 def render_offload_restore(o: HostNicOffload) -> str:
     """The matching delete: Large Send Offload v2 back to Enabled (the keyword default)."""
-    return _render_offload(
-        o, _LSO_ENABLED, "Restore Large Send Offload v2 on the external vSwitch uplinks."
-    )
+    return _render_offload(o, _LSO_ENABLED)
 
 
 # ---------------------------------------------------------------------------------------
 # Shared with the other renderers that act in the same guest over PowerShell Direct
-# (render/windows_bootstrap.py). The texts are the ones the VM scripts above use, so every
-# script reads the guest password and waits for the guest the same way. The wait functions
-# read $VmName, $GuestCredential, $HeartbeatTimeoutSec and $PsDirectTimeoutSec.
+# (render/windows_bootstrap.py, render/windows_activation.py): their scripts include the same
+# lib/hyperv-*.ps1 fragments, so every script reads the guest password and waits for the guest
+# the same way.
 # ---------------------------------------------------------------------------------------
-
-SCRIPT_PREAMBLE = _PREAMBLE
-READ_GUEST_PASSWORD = _READ_PASSWORD
-GUEST_WAIT_FUNCTIONS = _WAIT_FUNCTIONS
-
 
 def check_vm_name(vm_name: str) -> None:
     """Raise ValueError unless ``vm_name`` is a Hyper-V VM name render_create accepts."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_TAINT_KEY
+from render.script_files import render_script
 
 # --- Charts ----------------------------------------------------------------------------------------
 #
@@ -286,7 +287,7 @@ _SCRIPT_NAME = "start.ps1"
 
 
 def _kube_proxy_start_script(cluster_cidr: str) -> str:
-    """The HostProcess entry script.
+    """The HostProcess entry script, render/scripts/network-kube-proxy-windows.ps1.
 
     It follows sig-windows-tools hostprocess/calico/kube-proxy/start.ps1 (wait for the Calico HNS network,
     take the source VIP from Calico_ep on an overlay network, point the kubeadm kubeconfig at the sandbox
@@ -302,54 +303,9 @@ def _kube_proxy_start_script(cluster_cidr: str) -> str:
     kube-proxy/hns.psm1) are those of hostprocess/calico/kube-proxy/Dockerfile.
     """
     ipaddress.ip_network(cluster_cidr)
-    return f"""$ErrorActionPreference = 'Stop'
-
-$sandbox = $env:CONTAINER_SANDBOX_MOUNT_POINT
-$networkName = '{_CALICO_HNS_NETWORK}'
-Import-Module -Force (Join-Path $sandbox 'kube-proxy/hns.psm1')
-
-# calico-node-windows creates the HNS network; kube-proxy has nothing to program services into before it.
-while (-not (Get-HnsNetwork | Where-Object Name -EQ $networkName)) {{
-    Write-Host "waiting for HNS network $networkName"
-    Start-Sleep -Seconds 2
-}}
-$network = Get-HnsNetwork | Where-Object Name -EQ $networkName
-
-# kubeadm's kubeconfig names the service account files by their in-container paths; in a HostProcess
-# container they live under the sandbox mount point.
-$kubeconfigSource = Join-Path $sandbox '{_KUBEADM_CONFIG_MOUNT.lstrip("/")}/kubeconfig.conf'
-$kubeconfig = Join-Path $env:ProgramData 'kube-proxy-windows/kubeconfig.conf'
-New-Item -ItemType Directory -Force -Path (Split-Path -Parent $kubeconfig) | Out-Null
-(Get-Content -Raw -Path $kubeconfigSource) -replace '/var/', "$sandbox/var/" | Set-Content -Path $kubeconfig
-
-$proxyArgs = @(
-    "--hostname-override=$env:NODE_NAME",
-    '--proxy-mode=kernelspace',
-    "--network-name=$networkName",
-    '--cluster-cidr={cluster_cidr}',
-    '--enable-dsr=true',
-    "--kubeconfig=$kubeconfig",
-    '--v=2'
-)
-if ($network.Type -EQ 'Overlay') {{
-    # VXLAN: kube-proxy SNATs through the address of Calico's host endpoint.
-    while (-not (Get-HnsEndpoint | Where-Object Name -EQ '{_CALICO_HNS_HOST_ENDPOINT}')) {{
-        Write-Host 'waiting for HNS endpoint {_CALICO_HNS_HOST_ENDPOINT}'
-        Start-Sleep -Seconds 2
-    }}
-    $sourceVip = (Get-HnsEndpoint | Where-Object Name -EQ '{_CALICO_HNS_HOST_ENDPOINT}').IpAddress
-    $proxyArgs += "--source-vip=$sourceVip"
-}}
-
-# kube-proxy does not resync policy lists left by an earlier run, so a restart starts from none.
-$policyLists = Get-HnsPolicyList
-if ($policyLists) {{
-    $policyLists | Remove-HnsPolicyList
-}}
-
-& (Join-Path $sandbox 'kube-proxy/kube-proxy.exe') @proxyArgs
-exit $LASTEXITCODE
-"""
+    return render_script("network-kube-proxy-windows.ps1", NetworkName=_CALICO_HNS_NETWORK,
+                         HostEndpointName=_CALICO_HNS_HOST_ENDPOINT,
+                         KubeadmConfigDir=_KUBEADM_CONFIG_MOUNT.lstrip("/"), ClusterCidr=cluster_cidr)
 
 
 def windows_kube_proxy(kubernetes_version: str, image_template: str, cluster_cidr: str) -> list[dict[str, Any]]:

@@ -1,10 +1,11 @@
 """Pure renderer of the PowerShell that activates a Windows Server node VM from its Hyper-V host, by KMS
 or by Automatic Virtual Machine Activation (AVMA), and the product keys it installs.
 
-Owns: the public activation keys per Windows version and edition, and the activation script. The script
-runs on the Hyper-V host through render.hyperv.ssh_command and acts in the guest over PowerShell Direct,
-the way render/hyperv.py converges the VM (stdin: line 1 the guest Administrator password). It is
-idempotent: a guest that already carries the key, the KMS host and a licensed status is left alone.
+Owns: the public activation keys per Windows version and edition, and the activation script
+(render/scripts/windows-activate.ps1, rendered through render.script_files). The script runs on the
+Hyper-V host through render.hyperv.ssh_command and acts in the guest over PowerShell Direct, the way
+render/hyperv.py converges the VM (stdin: line 1 the guest Administrator password). It is idempotent:
+a guest that already carries the key, the KMS host and a licensed status is left alone.
 
 Why WMI instead of slmgr.vbs: slmgr is a VBScript front end to the same Software Protection WMI provider
 (SoftwareLicensingService / SoftwareLicensingProduct) and reports failures as message text; calling the
@@ -29,15 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from render.hyperv import (
-    GUEST_WAIT_FUNCTIONS,
-    HEARTBEAT_TIMEOUT_SECONDS,
-    POWERSHELL_DIRECT_TIMEOUT_SECONDS,
-    READ_GUEST_PASSWORD,
-    SCRIPT_PREAMBLE,
-    check_vm_name,
-    ps_quote,
-)
+from render.hyperv import HEARTBEAT_TIMEOUT_SECONDS, POWERSHELL_DIRECT_TIMEOUT_SECONDS, check_vm_name
+from render.script_files import render_script
 
 # KMS client setup keys (GVLKs), public: "Key Management Services (KMS) client activation and product
 # keys", https://learn.microsoft.com/windows-server/get-started/kms-client-activation-keys
@@ -93,95 +87,21 @@ def _validate(activation: WindowsActivation) -> None:
         raise ValueError(f"KMS port {activation.kms_port} must be 1-65535")
 
 
-# Runs in the guest. Every licensing call goes through Invoke-Licensing so a non-zero ReturnValue stops
-# the script; Activate() is only called when the status is not already licensed (KMS activation renews
-# itself afterwards: a re-run changes nothing).
-_GUEST_ACTIVATE = """$GuestActivate = {
-    param([string]$Mode, [hashtable]$ProductKeys, [string]$KmsHost, [int]$KmsPort, [int]$AvmaTimeoutSec)
-    $ErrorActionPreference = 'Stop'
-    Set-StrictMode -Version Latest
-    function Invoke-Licensing($Target, [string]$Method, [hashtable]$Arguments = @{}) {
-        $result = Invoke-CimMethod -InputObject $Target -MethodName $Method -Arguments $Arguments
-        if ($result.ReturnValue -ne 0) { throw "$Method returned $($result.ReturnValue)" }
-    }
-    $filter = "ApplicationID='55c92734-d682-4d71-983e-d6ec3f16059f' AND PartialProductKey IS NOT NULL"
-    function Get-WindowsLicense { @(Get-CimInstance -ClassName SoftwareLicensingProduct -Filter $filter) }
-    $changes = @()
-
-    $edition = (Get-WindowsEdition -Online).Edition
-    if (-not $ProductKeys.ContainsKey($edition)) {
-        throw "no $Mode key for edition $edition (known: $($ProductKeys.Keys -join ', ')); convert an evaluation image with DISM /Set-Edition first"
-    }
-    $key = $ProductKeys[$edition]
-    $service = Get-CimInstance -ClassName SoftwareLicensingService
-    $license = Get-WindowsLicense
-    if ($license.Count -ne 1 -or $license[0].PartialProductKey -ne $key.Substring($key.Length - 5)) {
-        Invoke-Licensing $service 'InstallProductKey' @{ ProductKey = $key }
-        $changes += "installed the $Mode key of $edition"
-    }
-    if ($Mode -eq 'kms' -and ($service.KeyManagementServiceMachine -ne $KmsHost -or $service.KeyManagementServicePort -ne $KmsPort)) {
-        Invoke-Licensing $service 'SetKeyManagementServiceMachine' @{ MachineName = $KmsHost }
-        Invoke-Licensing $service 'SetKeyManagementServicePort' @{ PortNumber = [uint32]$KmsPort }
-        $changes += "set the KMS host to ${KmsHost}:$KmsPort"
-    }
-    Invoke-Licensing $service 'RefreshLicenseStatus'
-    $license = Get-WindowsLicense
-    if ($license.Count -ne 1) { throw "expected one installed Windows product key, found $($license.Count)" }
-    if ($license[0].LicenseStatus -ne 1) {
-        if ($Mode -eq 'kms') {
-            Invoke-Licensing $license[0] 'Activate'
-            $changes += "activated against ${KmsHost}:$KmsPort"
-        } else {
-            $deadline = (Get-Date).AddSeconds($AvmaTimeoutSec)
-            while ($license[0].LicenseStatus -ne 1) {
-                if ((Get-Date) -gt $deadline) {
-                    throw "not activated by the Hyper-V host within $AvmaTimeoutSec s (AVMA needs an activated Datacenter host; see event 12309 in the guest's Application log)"
-                }
-                Start-Sleep -Seconds 10
-                Invoke-Licensing $service 'RefreshLicenseStatus'
-                $license = Get-WindowsLicense
-            }
-            $changes += 'activated by the Hyper-V host (AVMA)'
-        }
-        $license = Get-WindowsLicense
-        if ($license[0].LicenseStatus -ne 1) { throw "Windows is still not activated (LicenseStatus $($license[0].LicenseStatus))" }
-    }
-    $changes
-}
-"""
-
-_BODY = """if ($Mode -eq 'avma') {
-    $kvp = Get-VMIntegrationService -VMName $VmName -Name $KvpService
-    if (-not $kvp.Enabled) {
-        Enable-VMIntegrationService -VMName $VmName -Name $KvpService
-        Write-Output "${VmName}: enabled the $KvpService integration service (AVMA runs over it)"
-    }
-}
-Wait-Heartbeat
-Wait-PowerShellDirect
-$changes = @(Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock $GuestActivate -ArgumentList $Mode, $ProductKeys, $KmsHost, $KmsPort, $AvmaTimeoutSec)
-foreach ($change in $changes) { Write-Output "${VmName}: $change" }
-if ($changes.Count -eq 0) { Write-Output "${VmName}: already activated ($Mode)" }
-"""
-
-
 def render_activation(activation: WindowsActivation) -> str:
     """Idempotent activation of one guest (create and update script). There is no delete script: the
     activation lives in the guest and goes with the VM when render.hyperv.render_delete removes it."""
     _validate(activation)
-    keys = product_keys(activation)
-    key_table = "@{ " + "; ".join(f"{ps_quote(edition)} = {ps_quote(key)}" for edition, key in sorted(keys.items())) + " }"
-    header = (
-        f"# Activate Windows in {activation.vm_name} ({activation.mode}). Rendered by render/windows_activation.py.\n"
-        + SCRIPT_PREAMBLE
-        + f"$VmName = {ps_quote(activation.vm_name)}\n"
-        + f"$Mode = {ps_quote(activation.mode)}\n"
-        + f"$ProductKeys = {key_table}\n"
-        + f"$KmsHost = {ps_quote(activation.kms_host)}\n"
-        + f"$KmsPort = {activation.kms_port}\n"
-        + f"$AvmaTimeoutSec = {AVMA_TIMEOUT_SECONDS}\n"
-        + f"$KvpService = {ps_quote(KVP_INTEGRATION_SERVICE)}\n"
-        + f"$HeartbeatTimeoutSec = {HEARTBEAT_TIMEOUT_SECONDS}\n"
-        + f"$PsDirectTimeoutSec = {POWERSHELL_DIRECT_TIMEOUT_SECONDS}\n"
+    editions = sorted(product_keys(activation).items())
+    return render_script(
+        "windows-activate.ps1",
+        VmName=activation.vm_name,
+        Mode=activation.mode,
+        KeyEditions=[edition for edition, _ in editions],
+        KeyValues=[key for _, key in editions],
+        KmsHost=activation.kms_host,
+        KmsPort=activation.kms_port,
+        AvmaTimeoutSec=AVMA_TIMEOUT_SECONDS,
+        KvpService=KVP_INTEGRATION_SERVICE,
+        HeartbeatTimeoutSec=HEARTBEAT_TIMEOUT_SECONDS,
+        PsDirectTimeoutSec=POWERSHELL_DIRECT_TIMEOUT_SECONDS,
     )
-    return header + READ_GUEST_PASSWORD + GUEST_WAIT_FUNCTIONS + _GUEST_ACTIVATE + _BODY

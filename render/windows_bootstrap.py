@@ -39,16 +39,13 @@ from dataclasses import dataclass
 from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
 from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, is_host
 from render.hyperv import (
-    GUEST_WAIT_FUNCTIONS,
     HEARTBEAT_TIMEOUT_SECONDS,
     POWERSHELL_DIRECT_TIMEOUT_SECONDS,
-    READ_GUEST_PASSWORD,
-    SCRIPT_PREAMBLE,
     check_computer_name,
     check_vm_name,
-    ps_quote,
     ssh_command,
 )
+from render.script_files import render_script
 
 # ---------------------------------------------------------------------------------------
 # Inputs and fixed locations
@@ -167,6 +164,8 @@ JOIN_LINE_PATTERN = (
 # quotes or spaces (kubeadm writes "--%s=%s" per flag). Anything else stops the join.
 KUBEADM_FLAG_PATTERN = r'^--[a-z0-9-]+=[^\s"]*$'
 
+# The JoinConfiguration's placeholders, in the order windows-join.ps1 replaces them ($JoinPlaceholders[0]
+# by the token, [1] by the CA cert hash, [2] by the API endpoint), in the guest.
 JOIN_PLACEHOLDERS = ("@@JOIN_TOKEN@@", "@@JOIN_CA_CERT_HASH@@", "@@JOIN_API_ENDPOINT@@")
 
 # Calico for Windows (VXLAN) names its pod network "Calico" (KUBE_NETWORK "Calico.*",
@@ -228,248 +227,74 @@ def _checked(script: str) -> str:
     return script
 
 
+def _host_inputs(p: WindowsNodeParams, ps_direct_timeout: int) -> dict[str, object]:
+    """The inputs every script reads on the host: the VM, and the bounds of lib/hyperv-guest-wait.ps1."""
+    return {"VmName": p.vm_name, "HeartbeatTimeoutSec": HEARTBEAT_TIMEOUT_SECONDS,
+            "PsDirectTimeoutSec": ps_direct_timeout}
+
+
 # ---------------------------------------------------------------------------------------
-# PowerShell building blocks
+# The scripts: render/scripts/windows-*.ps1, rendered through render.script_files. Every value
+# reaches a script as an input (a `$Name = <literal>` line at its top) and every guest script
+# block gets its values through -ArgumentList. Shared pieces are fragments in
+# render/scripts/lib/: hyperv-preamble, hyperv-read-guest-password and hyperv-guest-wait
+# (render/hyperv.py), windows-host-functions, windows-host-report, and inside the guest blocks
+# windows-guest-start, windows-guest-native, windows-guest-download.
+#
+# Where the comments are: render.script_files copies comment lines into the rendered script,
+# which is sent as the encoded SSH command (render.hyperv.MAX_SSH_COMMAND_CHARS). The scripts
+# with room carry their comments in the file (windows-containers-feature.ps1,
+# windows-host-settings.ps1, windows-reset.ps1). The comments of the shared fragments and of
+# windows-containerd.ps1, windows-join.ps1, lib/windows-kubernetes-binaries.ps1 and
+# windows-upgrade.ps1, whose hk-prod scripts are within ~15% of the size test (90% of the limit;
+# containerd grows with every registry mirror, the join with its JoinConfiguration), stay here,
+# each under the name of the file it explains.
 # ---------------------------------------------------------------------------------------
 
-
-def _ps_array(values: tuple[str, ...] | list[str]) -> str:
-    return "@(" + ", ".join(ps_quote(v) for v in values) + ")"
-
-
-def _ps_text(text: str) -> str:
-    """A PowerShell expression whose value is the multi-line ``text`` (LF line ends)."""
-    lines = text.split("\n")
-    return "(" + _ps_array(lines) + " -join \"`n\")"
-
-
-def _header(p: WindowsNodeParams, purpose: str, ps_direct_timeout: int) -> str:
-    return (
-        f"# {purpose} Rendered by render/windows_bootstrap.py.\n"
-        + SCRIPT_PREAMBLE
-        + f"$VmName = {ps_quote(p.vm_name)}\n"
-        + f"$HeartbeatTimeoutSec = {HEARTBEAT_TIMEOUT_SECONDS}\n"
-        + f"$PsDirectTimeoutSec = {ps_direct_timeout}\n"
-    )
-
-
+# render/scripts/lib/windows-host-functions.ps1 (Invoke-Guest, Assert-VmRunning):
 # Runs on the host. The VM resource (render/hyperv.py) starts the VM; a step that finds it stopped
 # fails at once instead of waiting for PowerShell Direct for half an hour.
-_HOST_FUNCTIONS = """function Invoke-Guest([scriptblock]$Step, [object[]]$Arguments) {
-    @(Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock $Step -ArgumentList $Arguments)[-1]
-}
-function Assert-VmRunning {
-    $state = (Get-VM -Name $VmName).State
-    if ($state -ne 'Running') { throw "VM $VmName is $state; the VM resource starts it, converge that first" }
-}
-"""
 
+# render/scripts/lib/windows-guest-native.ps1 (Invoke-Checked):
 # Runs in the guest, inside every step's script block. Windows PowerShell turns each stderr line of a
 # native command into an error record, which $ErrorActionPreference = 'Stop' makes fatal; kubeadm and
 # containerd log to stderr, so native commands run with 'Continue' and are judged by their exit code.
 # Redact replaces secret strings in output that may end up in an error message.
-_GUEST_NATIVE = """    function Invoke-Checked([string]$File, [string[]]$Arguments, [string[]]$Redact = @()) {
-        $ErrorActionPreference = 'Continue'
-        $lines = @(& $File @Arguments 2>&1 | ForEach-Object { "$_" })
-        $code = $LASTEXITCODE
-        $command = "$(Split-Path -Leaf $File) $($Arguments -join ' ')"
-        foreach ($secret in $Redact) {
-            $lines = @($lines | ForEach-Object { $_.Replace($secret, '<redacted>') })
-            $command = $command.Replace($secret, '<redacted>')
-        }
-        if ($code -ne 0) {
-            $tail = ($lines | Select-Object -Last 25) -join "`n"
-            throw "$command exited with code ${code}:`n$tail"
-        }
-        $lines
-    }
-"""
 
+# render/scripts/lib/windows-guest-download.ps1 (Get-PublishedSha256, Get-FileSha256, Save-Verified, Set-FileText):
 # Runs in the guest. Downloads use the curl.exe that ships with Windows Server 2019 and later, as
 # sig-windows-tools Install-Containerd.ps1 and PrepareNode.ps1 do (Windows PowerShell 5.1's
 # Invoke-WebRequest may not negotiate TLS 1.2). A download is kept only when its SHA-256 equals the
 # published one (Get-FileHash: https://learn.microsoft.com/powershell/module/microsoft.powershell.utility/get-filehash?view=powershell-5.1).
-_GUEST_DOWNLOAD = """    function Get-PublishedSha256([string]$Url, [string]$Scratch) {
-        $null = Invoke-Checked 'curl.exe' @('--fail', '--silent', '--show-error', '--location', '--retry', '5', '--output', $Scratch, $Url)
-        $digest = ((Get-Content -LiteralPath $Scratch -Raw).Trim() -split '\\s+')[0].ToLowerInvariant()
-        Remove-Item -LiteralPath $Scratch -Force
-        if ($digest -notmatch '^[0-9a-f]{64}$') { throw "$Url does not hold a SHA-256 digest" }
-        $digest
-    }
-    function Get-FileSha256([string]$Path) {
-        if (-not (Test-Path -LiteralPath $Path)) { return '' }
-        (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash.ToLowerInvariant()
-    }
-    function Save-Verified([string]$Url, [string]$Digest, [string]$Path) {
-        $partial = "$Path.partial"
-        $null = Invoke-Checked 'curl.exe' @('--fail', '--silent', '--show-error', '--location', '--retry', '5', '--output', $partial, $Url)
-        if ((Get-FileSha256 $partial) -ne $Digest) {
-            Remove-Item -LiteralPath $partial -Force
-            throw "SHA-256 of $Url does not match its published checksum"
-        }
-        Copy-Item -LiteralPath $partial -Destination $Path -Force
-        Remove-Item -LiteralPath $partial -Force
-    }
-    function Set-FileText([string]$Path, [string]$Text) {
-        if ((Test-Path -LiteralPath $Path) -and ([System.IO.File]::ReadAllText($Path) -ceq $Text)) { return $false }
-        $null = New-Item -ItemType Directory -Path (Split-Path -Parent $Path) -Force
-        [System.IO.File]::WriteAllText($Path, $Text, (New-Object System.Text.UTF8Encoding($false)))
-        $true
-    }
-"""
 
-_GUEST_START = """    $ErrorActionPreference = 'Stop'
-    Set-StrictMode -Version Latest
-    $ProgressPreference = 'SilentlyContinue'
-    $changes = @()
-"""
-
-_HOST_REPORT = """foreach ($change in $guest.Changes) { Write-Output "${VmName}: $change" }
-if (@($guest.Changes | Where-Object { $_ }).Count -eq 0) { Write-Output "${VmName}: $Step already in place" }
-"""
 
 # ---------------------------------------------------------------------------------------
 # Step 1: Containers feature, with the restart it needs
 # ---------------------------------------------------------------------------------------
 #
-# Get-WindowsFeature .Installed and Install-WindowsFeature -Name Containers, as sig-windows-tools
-# hostprocess/Install-Containerd.ps1 does; Hyper-V is not installed in the guest: process-isolated
-# containers only need the Containers feature, and this VM has no nested virtualization.
-# Install-WindowsFeature returns .Success, .ExitCode and .RestartNeeded (No/Yes/Maybe):
-# https://learn.microsoft.com/powershell/module/servermanager/install-windowsfeature ; anything but
-# 'No' is treated as a restart.
-# The restart is driven from the host: Restart-Computer -Force inside the guest
-# (https://learn.microsoft.com/powershell/module/microsoft.powershell.management/restart-computer?view=powershell-5.1),
-# then PowerShell Direct is polled until Win32_OperatingSystem.LastBootUpTime changes
-# (https://learn.microsoft.com/windows/win32/cimwin32prov/win32-operatingsystem), which proves the
-# guest went down and came back rather than answering before it shut down.
-_FEATURE_GUEST = (
-    "$GuestStep = {\n"
-    + _GUEST_START
-    + """    $restartNeeded = $false
-    if (-not (Get-WindowsFeature -Name Containers).Installed) {
-        $install = Install-WindowsFeature -Name Containers
-        if (-not $install.Success) { throw "Install-WindowsFeature Containers failed with exit code $($install.ExitCode)" }
-        $restartNeeded = [string]$install.RestartNeeded -ne 'No'
-        $changes += "installed the Containers feature (restart needed: $($install.RestartNeeded))"
-    }
-    [pscustomobject]@{ Changes = $changes; RestartNeeded = $restartNeeded }
-}
-"""
-)
-
-_FEATURE_BODY = """function Get-GuestBootTime {
-    Invoke-Guest -Step { (Get-CimInstance -ClassName Win32_OperatingSystem).LastBootUpTime } -Arguments @()
-}
-function Restart-Guest {
-    $bootedAt = Get-GuestBootTime
-    Write-Output "${VmName}: restarting the guest to finish the Containers feature"
-    # The session may drop while the guest shuts down; the boot time below is the real check.
-    try { Invoke-Command -VMName $VmName -Credential $GuestCredential -ScriptBlock { Restart-Computer -Force } } catch { Write-Verbose $_.Exception.Message }
-    $deadline = (Get-Date).AddSeconds($PsDirectTimeoutSec)
-    while ($true) {
-        Start-Sleep -Seconds 10
-        try { if ((Get-GuestBootTime) -ne $bootedAt) { return } } catch { Write-Verbose $_.Exception.Message }
-        if ((Get-Date) -gt $deadline) { throw "Timed out after $PsDirectTimeoutSec s waiting for $VmName to restart" }
-    }
-}
-Assert-VmRunning
-Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @()
-foreach ($change in $guest.Changes) { Write-Output "${VmName}: $change" }
-if ($guest.RestartNeeded) {
-    Restart-Guest
-    $installed = Invoke-Guest -Step { (Get-WindowsFeature -Name Containers).Installed } -Arguments @()
-    if (-not $installed) { throw "The Containers feature is still not installed in $VmName after the restart" }
-}
-Write-Output "${VmName}: Containers feature installed"
-"""
+# render/scripts/windows-containers-feature.ps1 (its comments, with their sources, are in the file).
 
 
 def _render_containers_feature(p: WindowsNodeParams) -> str:
-    return (
-        _header(p, f"Install the Containers feature in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _FEATURE_GUEST
-        + _FEATURE_BODY
-    )
+    return render_script("windows-containers-feature.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS))
 
 
 # ---------------------------------------------------------------------------------------
 # Step 2: time, dynamic ports, firewall
 # ---------------------------------------------------------------------------------------
 #
-# w32time: `w32tm /config /manualpeerlist:<space-delimited peers> /syncfromflags:manual /update`;
-# the configuration lives in HKLM\SYSTEM\CurrentControlSet\Services\W32Time\Parameters (NtpServer,
-# Type = NTP for a manual peer list):
-# https://learn.microsoft.com/windows-server/networking/windows-time-service/windows-time-service-tools-and-settings
-# The service is made Automatic (Set-Service -StartupType; Get-Service .StartType):
-# https://learn.microsoft.com/powershell/module/microsoft.powershell.management/set-service?view=powershell-5.1
-# Dynamic ports: `netsh int ipv4 set dynamicport tcp|udp start=N num=M`
-# (https://learn.microsoft.com/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang),
-# read back with Get-NetTCPSetting / Get-NetUDPSetting .DynamicPortRangeStartPort and
-# .DynamicPortRangeNumberOfPorts, which do not depend on the display language:
-# https://learn.microsoft.com/powershell/module/nettcpip/get-netudpsetting
-# Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
-# as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
-# https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
-_HOST_SETTINGS_GUEST = (
-    "$GuestStep = {\n"
-    + "    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + """    $w32time = Get-Service -Name W32Time
-    if ($w32time.StartType -ne 'Automatic') {
-        Set-Service -Name W32Time -StartupType Automatic
-        $changes += 'w32time service set to Automatic'
-    }
-    if ((Get-Service -Name W32Time).Status -ne 'Running') {
-        Start-Service -Name W32Time
-        $changes += 'started w32time'
-    }
-    $peers = $NtpServers -join ' '
-    $timeConfig = Get-ItemProperty -Path 'HKLM:\\SYSTEM\\CurrentControlSet\\Services\\W32Time\\Parameters'
-    if ($timeConfig.NtpServer -ne $peers -or $timeConfig.Type -ne 'NTP') {
-        $null = Invoke-Checked 'w32tm.exe' @('/config', "/manualpeerlist:$peers", '/syncfromflags:manual', '/update')
-        $changes += "w32time peers set to $peers"
-    }
-    foreach ($protocol in @('tcp', 'udp')) {
-        if ($protocol -eq 'tcp') { $current = Get-NetTCPSetting -SettingName Internet } else { $current = @(Get-NetUDPSetting)[0] }
-        if ($current.DynamicPortRangeStartPort -ne $PortStart -or $current.DynamicPortRangeNumberOfPorts -ne $PortCount) {
-            $null = Invoke-Checked 'netsh.exe' @('int', 'ipv4', 'set', 'dynamicport', $protocol, "start=$PortStart", "num=$PortCount")
-            $changes += "$protocol dynamic ports set to $PortStart + $PortCount"
-        }
-    }
-    for ($i = 0; $i -lt $RuleNames.Count; $i++) {
-        if (-not (Get-NetFirewallRule -Name $RuleNames[$i] -ErrorAction SilentlyContinue)) {
-            $null = New-NetFirewallRule -Name $RuleNames[$i] -DisplayName $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -Action Allow -Enabled True
-            $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in"
-        }
-    }
-    [pscustomobject]@{ Changes = $changes }
-}
-"""
-)
+# render/scripts/windows-host-settings.ps1 (its comments, with their sources, are in the file).
 
 
 def _render_host_settings(p: WindowsNodeParams) -> str:
-    return (
-        _header(p, f"Time, dynamic ports and node firewall rules in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + f"$NtpServers = {_ps_array(p.ntp_servers)}\n"
-        + f"$PortStart = {p.dynamic_port_start}\n"
-        + f"$PortCount = {p.dynamic_port_count}\n"
-        + f"$RuleNames = {_ps_array(tuple(name for name, _ in NODE_FIREWALL_RULES))}\n"
-        + f"$RulePorts = @({', '.join(str(port) for _, port in NODE_FIREWALL_RULES)})\n"
-        + "$Step = 'time, port and firewall settings'\n"
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _HOST_SETTINGS_GUEST
-        + "Assert-VmRunning\nWait-PowerShellDirect\n"
-        + "$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts)\n"
-        + _HOST_REPORT
+    return render_script(
+        "windows-host-settings.ps1",
+        **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        NtpServers=list(p.ntp_servers),
+        PortStart=p.dynamic_port_start,
+        PortCount=p.dynamic_port_count,
+        RuleNames=[name for name, _ in NODE_FIREWALL_RULES],
+        RulePorts=[port for _, port in NODE_FIREWALL_RULES],
     )
 
 
@@ -477,75 +302,13 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
 # Step 3: containerd
 # ---------------------------------------------------------------------------------------
 #
+# render/scripts/windows-containerd.ps1:
 # Release asset: github.com/containerd/containerd/releases/download/v<V>/containerd-<V>-windows-amd64.tar.gz
 # with <asset>.sha256sum ("<digest>  <file>") beside it; the tarball holds bin\*.exe, which go to
 # $env:ProgramFiles\containerd; `containerd.exe --register-service` registers the "containerd" service
 # reading $env:ProgramFiles\containerd\config.toml: containerd docs/getting-started.md "Installing
 # containerd on Windows", sig-windows-tools Install-Containerd.ps1 (tar.exe -xvf ... --strip=1).
 # `containerd --version` prints "containerd <module> v<V> <commit>".
-_CONTAINERD_GUEST = (
-    "$GuestStep = {\n"
-    + "    param([string]$Version, [string]$TarballUrl, [string]$ConfigText, [string[]]$Directories,\n"
-    + "        [string]$HostsDir, [hashtable]$HostsFiles, [string]$ManagedMarker)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + _GUEST_DOWNLOAD
-    + """    $containerdDir = Join-Path $env:ProgramFiles 'containerd'
-    $exe = Join-Path $containerdDir 'containerd.exe'
-    $installed = ''
-    if (Test-Path -LiteralPath $exe) { $installed = (Invoke-Checked $exe @('--version')) -join ' ' }
-    if ($installed -notmatch "(^|\\s)v$([regex]::Escape($Version))(\\s|$)") {
-        $work = Join-Path $env:TEMP "containerd-$Version"
-        if (Test-Path -LiteralPath $work) { Remove-Item -LiteralPath $work -Recurse -Force }
-        $null = New-Item -ItemType Directory -Path $work -Force
-        $tarball = Join-Path $work 'containerd.tar.gz'
-        Save-Verified $TarballUrl (Get-PublishedSha256 "$TarballUrl.sha256sum" (Join-Path $work 'sha256sum')) $tarball
-        $null = Invoke-Checked 'tar.exe' @('-xzf', $tarball, '-C', $work)
-        if ((Get-Service -Name containerd -ErrorAction SilentlyContinue) -and (Get-Service -Name containerd).Status -ne 'Stopped') {
-            Stop-Service -Name containerd -Force
-        }
-        $null = New-Item -ItemType Directory -Path $containerdDir -Force
-        Copy-Item -Path (Join-Path $work 'bin\\*') -Destination $containerdDir -Force
-        Remove-Item -LiteralPath $work -Recurse -Force
-        $changes += "installed containerd $Version"
-    }
-    foreach ($directory in $Directories) {
-        if (-not (Test-Path -LiteralPath $directory)) {
-            $null = New-Item -ItemType Directory -Path $directory -Force
-            $changes += "created $directory"
-        }
-    }
-    $configChanged = Set-FileText (Join-Path $containerdDir 'config.toml') $ConfigText
-    if ($configChanged) { $changes += 'wrote containerd config.toml' }
-    foreach ($upstream in $HostsFiles.Keys) {
-        if (Set-FileText (Join-Path $HostsDir "$upstream\\hosts.toml") $HostsFiles[$upstream]) { $changes += "wrote registry mirror hosts.toml for $upstream" }
-    }
-    foreach ($stale in @(Get-ChildItem -LiteralPath $HostsDir -Directory | Where-Object { -not $HostsFiles.ContainsKey($_.Name) })) {
-        $hostsFile = Join-Path $stale.FullName 'hosts.toml'
-        if ((Test-Path -LiteralPath $hostsFile) -and (Get-Content -LiteralPath $hostsFile -TotalCount 1) -like "$ManagedMarker*") {
-            Remove-Item -LiteralPath $stale.FullName -Recurse -Force
-            $changes += "removed registry mirror hosts.toml for $($stale.Name)"
-        }
-    }
-    if (-not (Get-Service -Name containerd -ErrorAction SilentlyContinue)) {
-        $null = Invoke-Checked $exe @('--register-service')
-        $changes += 'registered the containerd service'
-    }
-    $containerd = Get-Service -Name containerd
-    if ($containerd.StartType -ne 'Automatic') { Set-Service -Name containerd -StartupType Automatic }
-    if ($configChanged -and $containerd.Status -eq 'Running') {
-        Restart-Service -Name containerd -Force
-        $changes += 'restarted containerd for the new config'
-    } elseif ($containerd.Status -ne 'Running') {
-        Start-Service -Name containerd
-        $changes += 'started containerd'
-    }
-    $kubelet = Get-Service -Name kubelet -ErrorAction SilentlyContinue
-    if ($kubelet -and $kubelet.StartType -eq 'Automatic' -and $kubelet.Status -ne 'Running') { Start-Service -Name kubelet }
-    [pscustomobject]@{ Changes = $changes }
-}
-"""
-)
 
 
 def containerd_config_toml(p: WindowsNodeParams) -> str:
@@ -592,24 +355,18 @@ def _render_containerd(p: WindowsNodeParams) -> str:
         f"containerd-{version}-windows-amd64.tar.gz"
     )
     hosts = registry_hosts_files(p)
-    hosts_table = "@{" + "; ".join(f"{ps_quote(k)} = {_ps_text(v)}" for k, v in hosts.items()) + "}"
-    return (
-        _header(p, f"Install containerd {version} in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + f"$Version = {ps_quote(version)}\n"
-        + f"$TarballUrl = {ps_quote(tarball)}\n"
-        + f"$ConfigText = {_ps_text(containerd_config_toml(p))}\n"
-        + f"$Directories = {_ps_array((p.cni_bin_dir, p.cni_conf_dir, REGISTRY_HOSTS_DIR))}\n"
-        + f"$HostsDir = {ps_quote(REGISTRY_HOSTS_DIR)}\n"
-        + f"$HostsFiles = {hosts_table}\n"
-        + f"$ManagedMarker = {ps_quote(MANAGED_MARKER)}\n"
-        + "$Step = 'containerd'\n"
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _CONTAINERD_GUEST
-        + "Assert-VmRunning\nWait-PowerShellDirect\n"
-        + "$guest = Invoke-Guest -Step $GuestStep -Arguments @($Version, $TarballUrl, $ConfigText, $Directories, $HostsDir, $HostsFiles, $ManagedMarker)\n"
-        + _HOST_REPORT
+    return render_script(
+        "windows-containerd.ps1",
+        **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        Version=version,
+        TarballUrl=tarball,
+        ConfigText=containerd_config_toml(p),
+        Directories=[p.cni_bin_dir, p.cni_conf_dir, REGISTRY_HOSTS_DIR],
+        HostsDir=REGISTRY_HOSTS_DIR,
+        # The script builds its upstream -> hosts.toml table from the two lists, paired by index.
+        HostsUpstreams=list(hosts),
+        HostsTexts=list(hosts.values()),
+        ManagedMarker=MANAGED_MARKER,
     )
 
 
@@ -617,6 +374,7 @@ def _render_containerd(p: WindowsNodeParams) -> str:
 # Step 4: kubelet, kubeadm, kubectl and the kubelet service
 # ---------------------------------------------------------------------------------------
 #
+# render/scripts/lib/windows-kubernetes-binaries.ps1 (included by windows-kubernetes.ps1 and windows-upgrade.ps1):
 # A binary is replaced only when its SHA-256 differs from the published one; a running kubelet is
 # stopped first (its executable is locked) and started again afterwards. C:\k goes on the machine
 # PATH as in PrepareNode.ps1: kubeadm's preflight runs `kubelet --version`.
@@ -625,69 +383,26 @@ def _render_containerd(p: WindowsNodeParams) -> str:
 # the join enables it once kubeadm has written the node's flags (module docstring). Restart on
 # failure as the GCE Windows node setup does: `sc.exe failure kubelet reset= 0 actions= restart/10000`
 # (kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1).
-_KUBERNETES_GUEST = (
-    "$GuestStep = {\n"
-    + "    param([string]$BaseUrl, [string]$BinDir, [string[]]$Binaries, [string[]]$Directories, [string]$ServiceCommand)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + _GUEST_DOWNLOAD
-    + """    foreach ($directory in @($BinDir) + $Directories) {
-        if (-not (Test-Path -LiteralPath $directory)) {
-            $null = New-Item -ItemType Directory -Path $directory -Force
-            $changes += "created $directory"
-        }
+
+
+def _kubernetes_inputs(p: WindowsNodeParams) -> dict[str, object]:
+    """The inputs of lib/windows-kubernetes-binaries.ps1, which windows-kubernetes.ps1 and
+    windows-upgrade.ps1 include."""
+    return {
+        **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        "BaseUrl": f"https://dl.k8s.io/release/v{p.kubernetes_version}/bin/windows/amd64",
+        "BinDir": KUBERNETES_BIN_DIR,
+        "Binaries": list(_KUBERNETES_BINARIES),
+        "Directories": list(_KUBERNETES_DIRECTORIES),
+        "ServiceCommand": _KUBELET_SERVICE_BASE,
     }
-    $restartKubelet = $false
-    foreach ($binary in $Binaries) {
-        $path = Join-Path $BinDir $binary
-        $digest = Get-PublishedSha256 "$BaseUrl/$binary.sha256" "$path.sha256"
-        if ((Get-FileSha256 $path) -ne $digest) {
-            $kubelet = Get-Service -Name kubelet -ErrorAction SilentlyContinue
-            if ($binary -eq 'kubelet.exe' -and $kubelet -and $kubelet.Status -ne 'Stopped') {
-                Stop-Service -Name kubelet -Force
-                $restartKubelet = $true
-            }
-            Save-Verified "$BaseUrl/$binary" $digest $path
-            $changes += "installed $binary from $BaseUrl"
-        }
-    }
-    $machinePath = [Environment]::GetEnvironmentVariable('Path', 'Machine')
-    if (($machinePath -split ';') -notcontains $BinDir) {
-        [Environment]::SetEnvironmentVariable('Path', "$machinePath;$BinDir", 'Machine')
-        $changes += "added $BinDir to the machine PATH"
-    }
-    if (-not (Get-Service -Name kubelet -ErrorAction SilentlyContinue)) {
-        $null = New-Service -Name kubelet -DisplayName 'kubelet' -BinaryPathName $ServiceCommand -StartupType Disabled -DependsOn containerd
-        $null = Invoke-Checked 'sc.exe' @('failure', 'kubelet', 'reset=', '0', 'actions=', 'restart/10000')
-        $changes += 'registered the kubelet service (disabled until the join)'
-    }
-    if ($restartKubelet) { Start-Service -Name kubelet }
-    [pscustomobject]@{ Changes = $changes }
-}
-"""
-)
 
 
 def _render_kubernetes(p: WindowsNodeParams) -> str:
-    base_url = f"https://dl.k8s.io/release/v{p.kubernetes_version}/bin/windows/amd64"
-    return (
-        _header(p, f"Install Kubernetes {p.kubernetes_version} node binaries in {p.vm_name}.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + f"$BaseUrl = {ps_quote(base_url)}\n"
-        + f"$BinDir = {ps_quote(KUBERNETES_BIN_DIR)}\n"
-        + f"$Binaries = {_ps_array(_KUBERNETES_BINARIES)}\n"
-        + f"$Directories = {_ps_array(_KUBERNETES_DIRECTORIES)}\n"
-        + f"$ServiceCommand = {ps_quote(_KUBELET_SERVICE_BASE)}\n"
-        + "$Step = 'Kubernetes binaries and kubelet service'\n"
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _KUBERNETES_GUEST
-        + "Assert-VmRunning\nWait-PowerShellDirect\n"
-        + "$guest = Invoke-Guest -Step $GuestStep -Arguments @($BaseUrl, $BinDir, $Binaries, $Directories, $ServiceCommand)\n"
-        + _HOST_REPORT
-    )
+    return render_script("windows-kubernetes.ps1", **_kubernetes_inputs(p))
 
 
+# render/scripts/windows-upgrade.ps1 (lib/windows-kubernetes-binaries.ps1, then $UpgradeStep):
 # The Windows node's side of a rolling upgrade (kubeadm upgrade guide, "Upgrade worker nodes", and its
 # Windows counterpart https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/upgrading-windows-nodes/:
 # new kubeadm.exe, `kubeadm upgrade node`, new kubelet.exe, kubelet restarted): step 4's script at the
@@ -697,23 +412,6 @@ def _render_kubernetes(p: WindowsNodeParams) -> str:
 # A marker file records the version the last complete upgrade reached, so a re-run for another reason
 # (a rotated guest password changes this step's stdin) leaves a finished node and its kubelet alone.
 UPGRADE_MARKER = r"C:\var\lib\kubelet\hybrid-cluster-upgraded-to"
-_UPGRADE_GUEST = (
-    "$UpgradeStep = {\n"
-    + "    param([string]$BinDir, [string]$Version, [string]$Marker)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + """    if ((Test-Path -LiteralPath $Marker) -and ((Get-Content -LiteralPath $Marker -Raw).Trim() -ceq $Version)) {
-        return [pscustomobject]@{ Changes = $changes }
-    }
-    $null = Invoke-Checked (Join-Path $BinDir 'kubeadm.exe') @('upgrade', 'node')
-    $changes += 'kubeadm upgrade node'
-    Restart-Service -Name kubelet
-    $changes += 'restarted the kubelet'
-    Set-Content -LiteralPath $Marker -Value $Version -NoNewline
-    [pscustomobject]@{ Changes = $changes }
-}
-"""
-)
 
 
 def render_upgrade(p: WindowsNodeParams) -> str:
@@ -721,17 +419,8 @@ def render_upgrade(p: WindowsNodeParams) -> str:
     Idempotent: binaries already at the version are kept, and ``kubeadm upgrade node`` re-applies the
     same configuration. stdin line 1: the guest Administrator password."""
     _validate(p)
-    script = (
-        _render_kubernetes(p).replace(
-            f"Install Kubernetes {p.kubernetes_version} node binaries in {p.vm_name}.",
-            f"Upgrade the Kubernetes node in {p.vm_name} to {p.kubernetes_version}.", 1)
-        + _UPGRADE_GUEST
-        + "$Step = 'kubeadm upgrade node'\n"
-        + f"$Version = {ps_quote(p.kubernetes_version)}\n"
-        + f"$Marker = {ps_quote(UPGRADE_MARKER)}\n"
-        + "$guest = Invoke-Guest -Step $UpgradeStep -Arguments @($BinDir, $Version, $Marker)\n"
-        + _HOST_REPORT
-    )
+    script = render_script("windows-upgrade.ps1", **_kubernetes_inputs(p), Version=p.kubernetes_version,
+                           Marker=UPGRADE_MARKER)
     return _checked(script)
 
 
@@ -755,6 +444,7 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
 # Join
 # ---------------------------------------------------------------------------------------
 #
+# render/scripts/windows-join.ps1:
 # The join line is stdin line 2, read with [Console]::In.ReadLine() like the password, matched with
 # JOIN_LINE_PATTERN and never written anywhere. Its values go to the guest over PowerShell Direct and
 # are substituted there into the JoinConfiguration, which is written to a directory whose ACL grants
@@ -768,83 +458,6 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
 # which takes the string as is, unlike sc.exe behind Windows PowerShell's native argument quoting.
 # A partial earlier attempt (pki\ca.crt or the flags file present, kubelet.conf absent) would fail
 # kubeadm's FileAvailable preflight checks, so it is reset first.
-_JOIN_GUEST = (
-    "$GuestStep = {\n"
-    + "    param([string]$Template, [string]$Endpoint, [string]$Token, [string]$CaCertHash, [string]$BinDir,\n"
-    + "        [string]$KubeletConf, [string]$FlagsFile, [string]$ServiceBase, [string]$CriSocket, [string]$FlagPattern)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + """    $secrets = @($Token, $Token.Split('.')[1], $CaCertHash)
-    if (Test-Path -LiteralPath $KubeletConf) {
-        return [pscustomobject]@{ Changes = $changes; Joined = $false; Kubelet = [string](Get-Service -Name kubelet).Status }
-    }
-    $env:Path = "$BinDir;$env:Path"
-    $kubeadm = Join-Path $BinDir 'kubeadm.exe'
-    if ((Test-Path -LiteralPath 'C:\\etc\\kubernetes\\pki\\ca.crt') -or (Test-Path -LiteralPath $FlagsFile)) {
-        $null = Invoke-Checked $kubeadm @('reset', '--force', "--cri-socket=$CriSocket") $secrets
-        $changes += 'reset a partial earlier join'
-    }
-    $config = $Template.Replace('@@JOIN_TOKEN@@', $Token).Replace('@@JOIN_CA_CERT_HASH@@', $CaCertHash).Replace('@@JOIN_API_ENDPOINT@@', $Endpoint)
-    $workDir = Join-Path $env:ProgramData 'kubeadm-join'
-    $null = New-Item -ItemType Directory -Path $workDir -Force
-    $acl = New-Object System.Security.AccessControl.DirectorySecurity
-    $acl.SetAccessRuleProtection($true, $false)
-    foreach ($sid in @('S-1-5-32-544', 'S-1-5-18')) {
-        $identity = New-Object System.Security.Principal.SecurityIdentifier($sid)
-        $acl.AddAccessRule((New-Object System.Security.AccessControl.FileSystemAccessRule($identity, 'FullControl', 'ContainerInherit, ObjectInherit', 'None', 'Allow')))
-    }
-    Set-Acl -LiteralPath $workDir -AclObject $acl
-    $configFile = Join-Path $workDir 'join-config.yaml'
-    try {
-        [System.IO.File]::WriteAllText($configFile, $config, (New-Object System.Text.UTF8Encoding($false)))
-        $null = Invoke-Checked $kubeadm @('join', "--config=$configFile", '--skip-phases=kubelet-wait-bootstrap') $secrets
-        $flagsLine = (Get-Content -LiteralPath $FlagsFile -Raw).Trim()
-        if ($flagsLine -notmatch '^KUBELET_KUBEADM_ARGS="([^"]*)"$') { throw "$FlagsFile does not hold one KUBELET_KUBEADM_ARGS line" }
-        $flags = @($Matches[1].Trim() -split ' +' | Where-Object { $_ })
-        foreach ($flag in $flags) {
-            if ($flag -cnotmatch $FlagPattern) { throw "refusing to put '$flag' from $FlagsFile on the kubelet service command line" }
-        }
-        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='kubelet'"
-        $result = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ PathName = (@($ServiceBase) + $flags) -join ' ' }
-        if ($result.ReturnValue -ne 0) { throw "Win32_Service.Change of the kubelet service returned $($result.ReturnValue)" }
-        Set-Service -Name kubelet -StartupType Automatic
-        Start-Service -Name kubelet
-        $changes += "kubelet service enabled with kubeadm flags: $($flags -join ' ')"
-        $null = Invoke-Checked $kubeadm @('join', 'phase', 'kubelet-wait-bootstrap', "--config=$configFile") $secrets
-        $changes += 'kubelet finished its TLS bootstrap'
-    } finally {
-        Remove-Item -LiteralPath $workDir -Recurse -Force -ErrorAction SilentlyContinue
-    }
-    $deadline = (Get-Date).AddSeconds(120)
-    while ((Get-Service -Name kubelet).Status -ne 'Running') {
-        if ((Get-Date) -gt $deadline) { throw 'the kubelet service is not running 120 s after the join' }
-        Start-Sleep -Seconds 5
-    }
-    [pscustomobject]@{ Changes = $changes; Joined = $true; Kubelet = 'Running' }
-}
-"""
-)
-
-_JOIN_BODY = """$joinLine = [Console]::In.ReadLine()
-if ([string]::IsNullOrEmpty($joinLine)) { throw 'Expected the kubeadm join line as the second line of stdin' }
-$joinMatch = [regex]::Match($joinLine, $JoinLinePattern)
-Remove-Variable -Name joinLine
-if (-not $joinMatch.Success) {
-    throw 'The second line of stdin is not a worker join line (kubeadm join HOST:PORT --token T --discovery-token-ca-cert-hash sha256:H); it is not shown because it carries a secret'
-}
-$apiPort = [int]($joinMatch.Groups[1].Value -replace '^.*:', '')
-if ($apiPort -lt 1 -or $apiPort -gt 65535) { throw 'The API server port in the join line is out of range' }
-Assert-VmRunning
-Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($Template, $joinMatch.Groups[1].Value, $joinMatch.Groups[2].Value, $joinMatch.Groups[3].Value, $BinDir, $KubeletConf, $FlagsFile, $ServiceBase, $CriSocket, $FlagPattern)
-Remove-Variable -Name joinMatch
-foreach ($change in $guest.Changes) { Write-Output "${VmName}: $change" }
-if ($guest.Joined) {
-    Write-Output "${VmName}: joined the cluster; kubelet service $($guest.Kubelet)"
-} else {
-    Write-Output "${VmName}: already joined ($KubeletConf exists), nothing to do; kubelet service $($guest.Kubelet)"
-}
-"""
 
 
 def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
@@ -858,21 +471,18 @@ def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
         raise ValueError("join_config_yaml is not a JoinConfiguration")
     if CRI_SOCKET not in join_config_yaml:
         raise ValueError(f"join_config_yaml must set nodeRegistration.criSocket to {CRI_SOCKET}")
-    script = (
-        _header(p, f"Join {p.vm_name} to the cluster with kubeadm.", POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + f"$Template = {_ps_text(join_config_yaml)}\n"
-        + f"$JoinLinePattern = {ps_quote(JOIN_LINE_PATTERN)}\n"
-        + f"$FlagPattern = {ps_quote(KUBEADM_FLAG_PATTERN)}\n"
-        + f"$BinDir = {ps_quote(KUBERNETES_BIN_DIR)}\n"
-        + f"$KubeletConf = {ps_quote(KUBELET_KUBECONFIG)}\n"
-        + f"$FlagsFile = {ps_quote(KUBEADM_FLAGS_FILE)}\n"
-        + f"$ServiceBase = {ps_quote(_KUBELET_SERVICE_BASE)}\n"
-        + f"$CriSocket = {ps_quote(CRI_SOCKET)}\n"
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _JOIN_GUEST
-        + _JOIN_BODY
+    script = render_script(
+        "windows-join.ps1",
+        **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        Template=join_config_yaml,
+        JoinLinePattern=JOIN_LINE_PATTERN,
+        FlagPattern=KUBEADM_FLAG_PATTERN,
+        BinDir=KUBERNETES_BIN_DIR,
+        KubeletConf=KUBELET_KUBECONFIG,
+        FlagsFile=KUBEADM_FLAGS_FILE,
+        ServiceBase=_KUBELET_SERVICE_BASE,
+        CriSocket=CRI_SOCKET,
+        JoinPlaceholders=list(JOIN_PLACEHOLDERS),
     )
     return _checked(script)
 
@@ -881,100 +491,21 @@ def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
 # Reset (delete script of the join resource)
 # ---------------------------------------------------------------------------------------
 #
-# When it runs: the join's triggers are the VM id, and on destroy Pulumi deletes the drain (which
-# already deleted the Node object), then this, then the VM. So the reset always precedes the deletion
-# or replacement of the VM that holds all the state it cleans. Decision: a VM that is absent, not
-# running, or not answering PowerShell Direct within RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS is left
-# alone with a warning and the script succeeds; on a reachable guest every cleanup action is tried,
-# a failing one is reported as a warning and the rest still run. Either way destroy goes on to delete
-# the VM, instead of failing until someone repairs a node that is about to disappear.
-# Cleanup: `kubeadm reset --force --cri-socket` (stops the kubelet, removes its containers and
-# C:\etc\kubernetes, C:\var\lib\kubelet state), the kubelet service stopped and disabled again (the
-# inverse of the join enabling it), HNS: Get-HnsEndpoint/Remove-HnsEndpoint, Get-HnsPolicyList/
-# Remove-HnsPolicyList (kube-proxy's load balancers, which microsoft/SDN Kubernetes/windows/
-# start-kubeproxy.ps1 also clears), Get-HnsNetwork/Remove-HnsNetwork
-# (https://learn.microsoft.com/powershell/module/hostnetworkingservice/), then the CNI config files
-# and Calico's node state directories.
-_RESET_GUEST = (
-    "$GuestStep = {\n"
-    + "    param([string]$BinDir, [string]$CriSocket, [string]$CniConfDir, [string[]]$NetworkPatterns, [string[]]$StateDirs)\n"
-    + _GUEST_START
-    + _GUEST_NATIVE
-    + """    $problems = @()
-    $kubeadm = Join-Path $BinDir 'kubeadm.exe'
-    if ((Test-Path -LiteralPath $kubeadm) -and ((Test-Path -LiteralPath 'C:\\etc\\kubernetes') -or (Test-Path -LiteralPath 'C:\\var\\lib\\kubelet'))) {
-        try {
-            $env:Path = "$BinDir;$env:Path"
-            $null = Invoke-Checked $kubeadm @('reset', '--force', "--cri-socket=$CriSocket")
-            $changes += 'kubeadm reset'
-        } catch { $problems += "kubeadm reset: $($_.Exception.Message)" }
-    }
-    try {
-        $kubelet = Get-Service -Name kubelet -ErrorAction SilentlyContinue
-        if ($kubelet -and $kubelet.Status -ne 'Stopped') { Stop-Service -Name kubelet -Force; $changes += 'stopped the kubelet service' }
-        if ($kubelet -and $kubelet.StartType -ne 'Disabled') { Set-Service -Name kubelet -StartupType Disabled; $changes += 'disabled the kubelet service' }
-    } catch { $problems += "kubelet service: $($_.Exception.Message)" }
-    if (Get-Command -Name Get-HnsNetwork -ErrorAction SilentlyContinue) {
-        try {
-            $networks = @(Get-HnsNetwork | Where-Object { $name = $_.Name; @($NetworkPatterns | Where-Object { $name -like $_ }).Count -gt 0 })
-            $networkNames = @($networks | ForEach-Object { $_.Name })
-            foreach ($endpoint in @(Get-HnsEndpoint)) {
-                $attached = $endpoint.PSObject.Properties['VirtualNetworkName']
-                if ($attached -and $networkNames -contains $attached.Value) { $endpoint | Remove-HnsEndpoint; $changes += "removed HNS endpoint $($endpoint.Id)" }
-            }
-            $policyLists = @(Get-HnsPolicyList)
-            if ($policyLists.Count -gt 0) { $policyLists | Remove-HnsPolicyList; $changes += "removed $($policyLists.Count) HNS policy lists" }
-            foreach ($network in $networks) { $network | Remove-HnsNetwork; $changes += "removed HNS network $($network.Name)" }
-        } catch { $problems += "HNS: $($_.Exception.Message)" }
-    }
-    foreach ($path in @(Get-ChildItem -LiteralPath $CniConfDir -File -ErrorAction SilentlyContinue | ForEach-Object { $_.FullName }) + $StateDirs) {
-        try {
-            if (Test-Path -LiteralPath $path) { Remove-Item -LiteralPath $path -Recurse -Force; $changes += "removed $path" }
-        } catch { $problems += "${path}: $($_.Exception.Message)" }
-    }
-    [pscustomobject]@{ Changes = $changes; Problems = $problems }
-}
-"""
-)
-
-_RESET_BODY = """$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue
-if (-not $vm) {
-    Write-Output "${VmName}: VM is absent, nothing to reset"
-    exit 0
-}
-if ($vm.State -ne 'Running') {
-    Write-Warning "${VmName}: VM is $($vm.State); skipping the node cleanup, the VM and its state are deleted next"
-    exit 0
-}
-try {
-    Wait-PowerShellDirect
-} catch {
-    Write-Warning "${VmName}: guest unreachable ($($_.Exception.Message)); skipping the node cleanup, the VM and its state are deleted next"
-    exit 0
-}
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($BinDir, $CriSocket, $CniConfDir, $NetworkPatterns, $StateDirs)
-foreach ($change in $guest.Changes) { Write-Output "${VmName}: $change" }
-foreach ($problem in $guest.Problems) { Write-Warning "${VmName}: $problem" }
-Write-Output ('{0}: node reset finished with {1} change(s) and {2} problem(s)' -f $VmName, @($guest.Changes | Where-Object { $_ }).Count, @($guest.Problems | Where-Object { $_ }).Count)
-"""
+# render/scripts/windows-reset.ps1 (its comments, with their sources, are in the file).
 
 
 def render_reset(p: WindowsNodeParams) -> str:
     """The join's delete script: ``kubeadm reset``, kubelet service stopped and disabled, Calico's
     HNS networks/endpoints, kube-proxy's policy lists and the CNI config removed. Idempotent; never
-    blocks the VM's deletion (see the comment above _RESET_GUEST)."""
+    blocks the VM's deletion (see the comments in render/scripts/windows-reset.ps1)."""
     _validate(p)
-    script = (
-        _header(p, f"Reset the Kubernetes node in {p.vm_name} before its VM is deleted.", RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS)
-        + f"$BinDir = {ps_quote(KUBERNETES_BIN_DIR)}\n"
-        + f"$CriSocket = {ps_quote(CRI_SOCKET)}\n"
-        + f"$CniConfDir = {ps_quote(p.cni_conf_dir)}\n"
-        + f"$NetworkPatterns = {_ps_array(_CALICO_HNS_NETWORKS)}\n"
-        + f"$StateDirs = {_ps_array(_CALICO_STATE_DIRS)}\n"
-        + READ_GUEST_PASSWORD
-        + GUEST_WAIT_FUNCTIONS
-        + _HOST_FUNCTIONS
-        + _RESET_GUEST
-        + _RESET_BODY
+    script = render_script(
+        "windows-reset.ps1",
+        **_host_inputs(p, RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        BinDir=KUBERNETES_BIN_DIR,
+        CriSocket=CRI_SOCKET,
+        CniConfDir=p.cni_conf_dir,
+        NetworkPatterns=list(_CALICO_HNS_NETWORKS),
+        StateDirs=list(_CALICO_STATE_DIRS),
     )
     return _checked(script)

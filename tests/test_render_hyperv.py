@@ -147,7 +147,10 @@ def test_quoted_values_round_trip_through_the_parser() -> None:
     # quotes are checked against the escaping rule directly.
     assert f"$SwitchName = {ps_quote(QUOTED_VM.switch_name)}" in script
     assert "$GoldenVhdx = '\\\\filer\\golden\u2019\u2019s\\ws2019.vhdx'" in script
-    assert "$VlanId = $null" in script
+    # No VLAN is the input 0 (VLAN IDs are 1-4094), which the script turns into an untagged NIC.
+    assert "$VlanId = 0" in script
+    untagged = script.index("if ($VlanId -eq 0) {")
+    assert script.index("Set-VMNetworkAdapterVlan -VMName $VmName -Untagged", untagged) < script.index("} elseif", untagged)
     assert "Ethernet 'uplink'" in _string_literal_values(SCRIPTS["offload-quoted"])
 
 

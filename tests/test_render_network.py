@@ -221,10 +221,13 @@ def test_kube_proxy_script_parses_and_runs_kernelspace_on_the_calico_network():
     script = kube_proxy()[0]["data"]["start.ps1"]
     assert powershell_errors(script) == []
     assert script.startswith("$ErrorActionPreference = 'Stop'")
-    for flag in ("--proxy-mode=kernelspace", "--network-name=$networkName", "--cluster-cidr=10.244.0.0/16",
+    for flag in ("--proxy-mode=kernelspace", "--network-name=$NetworkName", "--cluster-cidr=$ClusterCidr",
                  "--source-vip=$sourceVip", "--enable-dsr=true", "--hostname-override=$env:NODE_NAME"):
         assert flag in script
-    assert "$networkName = 'Calico'" in script and "'Calico_ep'" in script
+    lines = script.splitlines()
+    assert "$ClusterCidr = '10.244.0.0/16'" in lines
+    assert "$NetworkName = 'Calico'" in lines and "$HostEndpointName = 'Calico_ep'" in lines
+    assert "$KubeadmConfigDir = 'var/lib/kube-proxy'" in lines
     assert "--feature-gates" not in script
 
 

@@ -3,6 +3,8 @@ is idempotent, fails loudly; the stack key windows.activation is validated and a
 Windows node that the Windows preparation waits for, and changing it touches only those steps."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from render.hyperv import script_from_ssh_command
@@ -33,10 +35,23 @@ def test_script_parses_and_fails_loudly(activation):
     assert script.count("$ErrorActionPreference = 'Stop'") == 2
 
 
+def _key_table(script):
+    """The edition -> key table the script builds, from its two input lists (paired by index)."""
+    def listed(name):
+        (line,) = [line for line in script.splitlines() if line.startswith(f"${name} = @(")]
+        return re.findall(r"'([^']*)'", line)
+    editions, keys = listed("KeyEditions"), listed("KeyValues")
+    assert len(editions) == len(keys)
+    assert "for ($i = 0; $i -lt $KeyEditions.Count; $i++) { $ProductKeys[$KeyEditions[$i]] = $KeyValues[$i] }" in script
+    return dict(zip(editions, keys))
+
+
 def test_kms_installs_the_gvlk_sets_the_host_and_activates_only_when_needed():
     script = render_activation(KMS)
-    assert "$ProductKeys = @{ 'ServerDatacenter' = 'WX4NM-KYWYW-QJJR4-XV3QB-6VM33'; " \
-           "'ServerStandard' = 'VDYBN-27WPP-V4HQT-9VMD4-VMK7H' }" in script
+    assert "$KeyEditions = @('ServerDatacenter', 'ServerStandard')" in script
+    assert "$KeyValues = @('WX4NM-KYWYW-QJJR4-XV3QB-6VM33', 'VDYBN-27WPP-V4HQT-9VMD4-VMK7H')" in script
+    assert _key_table(script) == {"ServerDatacenter": "WX4NM-KYWYW-QJJR4-XV3QB-6VM33",
+                                  "ServerStandard": "VDYBN-27WPP-V4HQT-9VMD4-VMK7H"}
     assert "$KmsHost = 'kms.hk-prod.internal'" in script and "$KmsPort = 1688" in script
     # Idempotence: each change is guarded by a comparison with the guest's current state.
     assert "PartialProductKey -ne $key.Substring($key.Length - 5)" in script
@@ -47,7 +62,8 @@ def test_kms_installs_the_gvlk_sets_the_host_and_activates_only_when_needed():
 
 def test_avma_uses_the_avma_key_and_the_key_value_pair_service():
     script = render_activation(AVMA)
-    assert "'ServerDatacenter' = 'H3RNG-8C32Q-Q8FRX-6TDXV-WMBMW'" in script
+    assert _key_table(script)["ServerDatacenter"] == "H3RNG-8C32Q-Q8FRX-6TDXV-WMBMW"
+    assert _key_table(script) == AVMA_KEYS["win2019"]
     assert "$KvpService = 'Key-Value Pair Exchange'" in script
     assert "Enable-VMIntegrationService -VMName $VmName -Name $KvpService" in script
     assert "$KmsHost = ''" in script

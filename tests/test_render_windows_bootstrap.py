@@ -17,6 +17,7 @@ import pytest
 from components.bootstrap import windows_params
 from tests.conftest import hk_prod_spec
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
+from render.script_files import ps_array
 from render.windows_bootstrap import (
     CRI_SOCKET,
     CALICO_WINDOWS_CNI_BIN_DIR,
@@ -345,6 +346,10 @@ def test_join_config_template_reaches_the_script_verbatim() -> None:
     script = HK["join"]
     for line in JOIN_CONFIG.rstrip("\n").split("\n"):
         assert "'" + line.replace("'", "''") + "'" in script, line
+    # The placeholders are inputs handed to the guest, which substitutes the join line's values there.
+    assert "$JoinPlaceholders = @('@@JOIN_TOKEN@@', '@@JOIN_CA_CERT_HASH@@', '@@JOIN_API_ENDPOINT@@')" in script
+    assert ("$config = $Template.Replace($JoinPlaceholders[0], $Token).Replace($JoinPlaceholders[1], $CaCertHash)"
+            ".Replace($JoinPlaceholders[2], $Endpoint)") in script
 
 
 @pytest.mark.parametrize(
@@ -367,14 +372,17 @@ def test_render_join_rejects_unusable_join_configs(change) -> None:
 
 
 def _before(script: str, check: str, change: str) -> None:
-    assert script.index(check) < script.index(change), (check, change)
+    # In the code: the scripts' comments may name the same commands.
+    code = "\n".join(_code_lines(script))
+    assert code.index(check) < code.index(change), (check, change)
 
 
 def test_containers_feature_step_restarts_from_the_host_only_when_needed() -> None:
     script = HK["prepare-containers-feature"]
     _before(script, "if (-not (Get-WindowsFeature -Name Containers).Installed) {", "Install-WindowsFeature -Name Containers")
     assert "$restartNeeded = [string]$install.RestartNeeded -ne 'No'" in script
-    assert "Hyper-V" not in script.replace("Hyper-V host", "")
+    # The guest installs no Hyper-V feature (the comment explaining why names it).
+    assert "Hyper-V" not in "\n".join(_code_lines(script)).replace("Hyper-V host", "")
     guard = script.index("if ($guest.RestartNeeded) {")
     assert script.index("Restart-Guest", guard) > guard
     assert "Restart-Computer -Force" in script
@@ -479,10 +487,14 @@ def test_registry_hosts_files_one_per_upstream() -> None:
     assert docker["host"]["https://harbor.hk-prod.internal/v2/dockerhub-proxy"] == {
         "capabilities": ["pull", "resolve"], "override_path": True,
     }
-    script = HK["prepare-containerd"]
-    for upstream in files:
-        assert f"'{upstream}' = (@(" in script
-    assert "$HostsFiles = @{}" in SCRIPTS["win2019/prepare-containerd"]
+    # The script builds its upstream -> hosts.toml table from two inputs paired by index.
+    lines = HK["prepare-containerd"].splitlines()
+    assert f"$HostsUpstreams = {ps_array(list(files))}" in lines
+    assert "$HostsTexts = @(" + ", ".join(f"({ps_array(text.split(chr(10)))} -join \"`n\")" for text in files.values()) + ")" in lines
+    assert "$HostsFiles = @{}" in lines
+    assert "for ($i = 0; $i -lt $HostsUpstreams.Count; $i++) { $HostsFiles[$HostsUpstreams[$i]] = $HostsTexts[$i] }" in lines
+    win2019 = SCRIPTS["win2019/prepare-containerd"].splitlines()
+    assert "$HostsUpstreams = @()" in win2019 and "$HostsTexts = @()" in win2019 and "$HostsFiles = @{}" in win2019
 
 
 # --- reset ----------------------------------------------------------------------------------------

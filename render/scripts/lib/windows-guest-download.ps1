@@ -1,0 +1,27 @@
+function Get-PublishedSha256([string]$Url, [string]$Scratch) {
+    $null = Invoke-Checked 'curl.exe' @('--fail', '--silent', '--show-error', '--location', '--retry', '5', '--output', $Scratch, $Url)
+    $digest = ((Get-Content -LiteralPath $Scratch -Raw).Trim() -split '\s+')[0].ToLowerInvariant()
+    Remove-Item -LiteralPath $Scratch -Force
+    if ($digest -notmatch '^[0-9a-f]{64}$') { throw "$Url does not hold a SHA-256 digest" }
+    $digest
+}
+function Get-FileSha256([string]$Path) {
+    if (-not (Test-Path -LiteralPath $Path)) { return '' }
+    (Get-FileHash -Algorithm SHA256 -LiteralPath $Path).Hash.ToLowerInvariant()
+}
+function Save-Verified([string]$Url, [string]$Digest, [string]$Path) {
+    $partial = "$Path.partial"
+    $null = Invoke-Checked 'curl.exe' @('--fail', '--silent', '--show-error', '--location', '--retry', '5', '--output', $partial, $Url)
+    if ((Get-FileSha256 $partial) -ne $Digest) {
+        Remove-Item -LiteralPath $partial -Force
+        throw "SHA-256 of $Url does not match its published checksum"
+    }
+    Copy-Item -LiteralPath $partial -Destination $Path -Force
+    Remove-Item -LiteralPath $partial -Force
+}
+function Set-FileText([string]$Path, [string]$Text) {
+    if ((Test-Path -LiteralPath $Path) -and ([System.IO.File]::ReadAllText($Path) -ceq $Text)) { return $false }
+    $null = New-Item -ItemType Directory -Path (Split-Path -Parent $Path) -Force
+    [System.IO.File]::WriteAllText($Path, $Text, (New-Object System.Text.UTF8Encoding($false)))
+    $true
+}

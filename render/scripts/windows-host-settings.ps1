@@ -1,0 +1,59 @@
+# Time, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
+#@ include lib/hyperv-preamble.ps1
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[]
+$Step = 'time, port and firewall settings'
+#@ include lib/hyperv-read-guest-password.ps1
+#@ include lib/hyperv-guest-wait.ps1
+#@ include lib/windows-host-functions.ps1
+# w32time: `w32tm /config /manualpeerlist:<space-delimited peers> /syncfromflags:manual /update`;
+# the configuration lives in HKLM\SYSTEM\CurrentControlSet\Services\W32Time\Parameters (NtpServer,
+# Type = NTP for a manual peer list):
+# https://learn.microsoft.com/windows-server/networking/windows-time-service/windows-time-service-tools-and-settings
+# The service is made Automatic (Set-Service -StartupType; Get-Service .StartType):
+# https://learn.microsoft.com/powershell/module/microsoft.powershell.management/set-service?view=powershell-5.1
+# Dynamic ports: `netsh int ipv4 set dynamicport tcp|udp start=N num=M`
+# (https://learn.microsoft.com/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang),
+# read back with Get-NetTCPSetting / Get-NetUDPSetting .DynamicPortRangeStartPort and
+# .DynamicPortRangeNumberOfPorts, which do not depend on the display language:
+# https://learn.microsoft.com/powershell/module/nettcpip/get-netudpsetting
+# Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
+# as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
+# https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
+$GuestStep = {
+    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts)
+    #@ include lib/windows-guest-start.ps1
+    #@ include lib/windows-guest-native.ps1
+    $w32time = Get-Service -Name W32Time
+    if ($w32time.StartType -ne 'Automatic') {
+        Set-Service -Name W32Time -StartupType Automatic
+        $changes += 'w32time service set to Automatic'
+    }
+    if ((Get-Service -Name W32Time).Status -ne 'Running') {
+        Start-Service -Name W32Time
+        $changes += 'started w32time'
+    }
+    $peers = $NtpServers -join ' '
+    $timeConfig = Get-ItemProperty -Path 'HKLM:\SYSTEM\CurrentControlSet\Services\W32Time\Parameters'
+    if ($timeConfig.NtpServer -ne $peers -or $timeConfig.Type -ne 'NTP') {
+        $null = Invoke-Checked 'w32tm.exe' @('/config', "/manualpeerlist:$peers", '/syncfromflags:manual', '/update')
+        $changes += "w32time peers set to $peers"
+    }
+    foreach ($protocol in @('tcp', 'udp')) {
+        if ($protocol -eq 'tcp') { $current = Get-NetTCPSetting -SettingName Internet } else { $current = @(Get-NetUDPSetting)[0] }
+        if ($current.DynamicPortRangeStartPort -ne $PortStart -or $current.DynamicPortRangeNumberOfPorts -ne $PortCount) {
+            $null = Invoke-Checked 'netsh.exe' @('int', 'ipv4', 'set', 'dynamicport', $protocol, "start=$PortStart", "num=$PortCount")
+            $changes += "$protocol dynamic ports set to $PortStart + $PortCount"
+        }
+    }
+    for ($i = 0; $i -lt $RuleNames.Count; $i++) {
+        if (-not (Get-NetFirewallRule -Name $RuleNames[$i] -ErrorAction SilentlyContinue)) {
+            $null = New-NetFirewallRule -Name $RuleNames[$i] -DisplayName $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -Action Allow -Enabled True
+            $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in"
+        }
+    }
+    [pscustomobject]@{ Changes = $changes }
+}
+Assert-VmRunning
+Wait-PowerShellDirect
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts)
+#@ include lib/windows-host-report.ps1
