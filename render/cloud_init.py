@@ -1,13 +1,16 @@
 """Renders the cloud-init user-data that turns a freshly cloned Proxmox VM (Ubuntu 22.04, Rocky 9 or
 CentOS 7) into a node ready for ``kubeadm init`` / ``kubeadm join``.
 
-This module owns two pure functions and their input dataclasses:
+This module owns the pure functions below, their input dataclasses and the files the scripts write
+(containerd config, hosts.toml, chrony, sysctl, the kube package repository); the scripts themselves are
+render/scripts/prepare-k8s-node.sh and upgrade-k8s-node.sh (render/script_files.py):
 
 * ``render_prepare_script`` returns ``prepare-k8s-node.sh``: an idempotent bash script that holds
   *all* node state (swap, kernel modules, sysctls, SELinux, host firewall, chrony, storage clients,
   qemu-guest-agent, containerd + runc + registry mirrors, pinned kubeadm/kubelet/kubectl). It is
   the single place that converges a node, so it can be re-run by hand or by automation and a second
   run changes nothing.
+* ``render_upgrade_script`` returns ``upgrade-k8s-node.sh``, the node's side of a rolling upgrade.
 * ``render_user_data`` returns the ``#cloud-config`` document. Cloud-init only does what it has
   modules for and what is identity rather than state: admin user + keys + sudo, hostname/fqdn,
   timezone, password SSH off. It embeds the script with ``write_files`` and runs it from
@@ -40,12 +43,12 @@ Design choices, with their sources:
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import Iterable
 
 import yaml
 from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, is_host
+from render.script_files import render_script
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
 CONTAINERD_CONFIG_PATH = "/etc/containerd/config.toml"
@@ -56,8 +59,6 @@ MANAGED_MARKER = "# managed by prepare-k8s-node.sh"
 # Kernel defaults are 128/512/1024; gc_thresh3 is the hard limit of entries. Meaning of the knobs:
 # https://www.kernel.org/doc/Documentation/networking/ip-sysctl.rst (neigh/default/gc_thresh1..3).
 NEIGHBOUR_GC_THRESHOLDS = (4096, 8192, 16384)
-
-_HEREDOC_END = "__PREPARE_K8S_NODE_EOF__"
 
 
 @dataclass(frozen=True)
@@ -339,74 +340,27 @@ def _kubernetes_repo_file(node: LinuxNodeInit, facts: _DistroFacts) -> tuple[str
     )
 
 
-def _heredoc(content: str) -> str:
-    if _HEREDOC_END in content:
-        raise ValueError("file content collides with the heredoc delimiter")
-    if not content.endswith("\n"):
-        content += "\n"
-    return f"<<'{_HEREDOC_END}'\n{content}{_HEREDOC_END}"
-
-
-def _registry_hosts_function(node: LinuxNodeInit) -> str:
-    grouped = _mirrors_by_upstream(node.registry_mirrors)
-    writes = []
-    for upstream, mirrors in grouped.items():
-        writes.append(
-            f'  put_file "${{certs_dir}}/{upstream}/hosts.toml" 0644 {_heredoc(registry_hosts_toml(upstream, mirrors))}\n'
-        )
-    # A space-separated string, not an array: bash 4.2 (CentOS 7) treats "${empty[*]}" as unbound.
-    wanted = " ".join(grouped)
-    return (
-        "# write_registry_hosts DIR: one hosts.toml per mirrored upstream registry, and removal of the\n"
-        "# hosts.toml files this script wrote earlier for upstreams that are no longer mirrored.\n"
-        "# containerd re-reads this directory on every pull; no restart is needed (docs/hosts.md).\n"
-        "write_registry_hosts() {\n"
-        '  local certs_dir="$1" hosts_file upstream first_line\n'
-        f"  local wanted={shlex.quote(' ' + wanted + ' ')}\n"
-        '  mkdir -p "${certs_dir}"\n'
-        + "".join(writes)
-        + '  for hosts_file in "${certs_dir}"/*/hosts.toml; do\n'
-        '    [[ -f "${hosts_file}" ]] || continue\n'
-        '    first_line=""\n'
-        '    read -r first_line <"${hosts_file}" || true\n'
-        '    [[ "${first_line}" == "${MANAGED_MARK}"* ]] || continue\n'
-        '    upstream="$(basename "$(dirname "${hosts_file}")")"\n'
-        '    if [[ "${wanted}" != *" ${upstream} "* ]]; then\n'
-        '      log "removing mirror config for ${upstream}"\n'
-        '      rm -f "${hosts_file}"\n'
-        '      rmdir --ignore-fail-on-non-empty "$(dirname "${hosts_file}")"\n'
-        "    fi\n"
-        "  done\n"
-        "}\n"
-    )
+def _text(content: str) -> str:
+    """A file's content as a script input: whole lines, so put_text writes what a heredoc would."""
+    return content if content.endswith("\n") else content + "\n"
 
 
 def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool) -> str:
-    """The node's side of a rolling upgrade to ``node.kubernetes_version`` (bash, idempotent): the
-    preparation's helpers and package syntax, entered at ``upgrade_node``. It names only what an upgrade
-    needs (distro, version, repository), so other node settings never re-run it."""
+    """The node's side of a rolling upgrade to ``node.kubernetes_version`` (render/scripts/upgrade-k8s-node.sh,
+    bash, idempotent): the preparation's helpers and package syntax, entered at ``upgrade_node``. It names
+    only what an upgrade needs (distro, version, repository), so other node settings never re-run it."""
     facts = _validate(node)
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
-    q = shlex.quote
-    header = f"""#!/usr/bin/env bash
-# upgrade-k8s-node.sh - moves this node to Kubernetes {node.kubernetes_version} (kubeadm upgrade).
-# Rendered by render/cloud_init.py for {node.hostname} ({node.distro}); change the renderer, not this copy.
-set -Eeuo pipefail
-umask 022
-
-readonly ENTRY_POINT=upgrade_node
-readonly NODE_HOSTNAME={q(node.hostname)}
-readonly PKG_MANAGER={q(facts.package_manager)}
-readonly K8S_VERSION={q(node.kubernetes_version)}
-readonly KUBERNETES_REPO_FILE={q(repo_path)}
-readonly UPGRADE_FIRST_CONTROL_PLANE={int(first_control_plane)}
-"""
-    body = (_HELPERS + _UPGRADE_BODY + _ENTRY).replace("@@KUBERNETES_REPO@@", _heredoc(repo_content))
-    return header + body
+    return render_script(
+        "upgrade-k8s-node.sh",
+        NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
+        KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
+        UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane))
 
 
 def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) -> str:
-    """The idempotent node-preparation script (bash, ``set -euo pipefail``), logging to stdout.
+    """The idempotent node-preparation script (render/scripts/prepare-k8s-node.sh, bash, ``set -euo
+    pipefail``), logging to stdout.
 
     ``install_kubernetes=False`` renders the converge that later runs over SSH: everything but the
     kubelet/kubeadm/kubectl installation, and no Kubernetes version in its text. A node keeps the
@@ -414,586 +368,26 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     change in the stack re-runs nothing on the nodes by itself.
     """
     facts = _validate(node)
-    minor = _kubernetes_minor(node.kubernetes_version)
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
+    minor = _kubernetes_minor(node.kubernetes_version)
     if not install_kubernetes:
         minor, repo_content = "", ""
-    q = shlex.quote
-    header = f"""#!/usr/bin/env bash
-# prepare-k8s-node.sh - converges this VM into a node ready for `kubeadm init` / `kubeadm join`.
-# Rendered by render/cloud_init.py for {node.hostname} ({node.distro}); change the renderer, not this copy.
-# Idempotent: every step looks at the current state first, so a second run changes nothing.
-# Exits non-zero on the first failure, which cloud-init reports as an error.
-set -Eeuo pipefail
-umask 022
-
-readonly NODE_HOSTNAME={q(node.hostname)}
-readonly NODE_DISTRO={q(node.distro)}
-readonly OS_FAMILY={q(facts.family)}
-readonly PKG_MANAGER={q(facts.package_manager)}
-readonly ENTRY_POINT=main
-readonly INSTALL_KUBERNETES={int(install_kubernetes)}
-readonly K8S_VERSION={q(node.kubernetes_version if install_kubernetes else "")}
-readonly K8S_MINOR={q(minor)}
-readonly CONTAINERD_VERSION={q(node.containerd_version)}
-readonly RUNC_VERSION={q(node.runc_version)}
-readonly -a DISTRO_PACKAGES=({" ".join(q(p) for p in facts.packages)})
-readonly CHRONY_CONF={q(facts.chrony_conf)}
-readonly CHRONY_SERVICE={q(facts.chrony_service)}
-readonly CONTAINERD_CONFIG={q(CONTAINERD_CONFIG_PATH)}
-readonly CONTAINERD_CERTS_DIR={q(CONTAINERD_CERTS_DIR)}
-readonly KUBERNETES_REPO_FILE={q(repo_path)}
-readonly MANAGED_MARK={q(MANAGED_MARKER)}
-"""
-    body = _SCRIPT_BODY
-    files = {
-        "@@MODULES_LOAD@@": _heredoc(f"{MANAGED_MARKER}\noverlay\nbr_netfilter\n"),
-        "@@SYSCTL@@": _heredoc(_sysctl_conf()),
-        "@@CHRONY_CONF@@": _heredoc(_chrony_conf(node, facts)),
-        "@@NM_CALICO@@": _heredoc(
-            f"{MANAGED_MARKER}\n[keyfile]\n"
-            "unmanaged-devices=interface-name:cali*;interface-name:tunl*;interface-name:vxlan.calico;"
-            "interface-name:vxlan-v6.calico;interface-name:wireguard.cali;interface-name:wg-v6.cali\n"
-        ),
-        "@@CONTAINERD_CONFIG@@": _heredoc(containerd_config_toml(node)),
-        "@@KUBERNETES_REPO@@": _heredoc(repo_content),
-        "@@REGISTRY_HOSTS_FUNCTION@@": _registry_hosts_function(node),
-    }
-    for placeholder, text in files.items():
-        if placeholder not in body:
-            raise AssertionError(f"script template lost {placeholder}")
-        body = body.replace(placeholder, text)
-    return header + body
-
-
-# The body is plain bash. File contents are spliced in at the @@...@@ markers as quoted heredocs,
-# so nothing in them is expanded by the shell.
-_HELPERS = r"""
-log() { printf '%s prepare-k8s-node: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
-die() { log "ERROR: $*"; exit 1; }
-trap 'log "ERROR: exit $? at line ${LINENO}: ${BASH_COMMAND}"' ERR
-
-CHANGED=0
-# put_file PATH MODE <CONTENT: replaces PATH only when its content or mode differ, and sets CHANGED
-# to 1 when it wrote, 0 when the file was already right. Every file this script owns goes through it.
-put_file() {
-  local path="$1" mode="$2" staged
-  staged="$(mktemp)"
-  cat >"${staged}"
-  if [[ -f "${path}" ]] \
-    && [[ "$(sha256sum <"${path}")" == "$(sha256sum <"${staged}")" ]] \
-    && [[ "$(stat -c '%a' "${path}")" == "${mode#0}" ]]; then
-    rm -f "${staged}"
-    CHANGED=0
-    return 0
-  fi
-  install -D -m "${mode}" "${staged}" "${path}"
-  rm -f "${staged}"
-  CHANGED=1
-  log "wrote ${path}"
-}
-
-# fetch URL DEST: downloads with retries; cross-border links from Hong Kong are slow and flaky.
-# (--retry-all-errors is not used: CentOS 7 ships curl 7.29, which predates it.)
-fetch() {
-  local url="$1" dest="$2" attempt
-  for attempt in 1 2 3 4 5; do
-    if curl -fsSL --connect-timeout 20 --max-time 900 -o "${dest}" "${url}"; then
-      return 0
-    fi
-    log "download failed (attempt ${attempt}/5): ${url}"
-    sleep $((attempt * 10))
-  done
-  die "could not download ${url}"
-}
-
-APT_INDEX_FRESH=0
-apt_get() {
-  # DPkg::Lock::Timeout waits for unattended-upgrades, which often holds the dpkg lock at first boot.
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y "$@"
-}
-
-package_installed() {
-  if [[ "${PKG_MANAGER}" == apt ]]; then
-    # shellcheck disable=SC2016 # ${db:Status-Status} is a dpkg-query field, not a shell expansion
-    [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
-  else
-    rpm -q --quiet "$1"
-  fi
-}
-
-# kubelet, kubeadm and kubectl pinned to K8S_VERSION from the community repository for its minor
-# (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/install-kubeadm/); the
-# version syntax is the one the kubeadm upgrade guide uses: apt `kubeadm='1.34.x-*'`,
-# yum/dnf `kubeadm-'1.34.x-*' --disableexcludes=kubernetes`
-# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/).
-# installed_kube_version PACKAGE: upstream version ("1.34.2") of an installed package, or nothing.
-installed_kube_version() {
-  if ! package_installed "$1"; then
-    return 0
-  fi
-  if [[ "${PKG_MANAGER}" == apt ]]; then
-    # shellcheck disable=SC2016 # ${Version} is a dpkg-query field, not a shell expansion
-    dpkg-query -W -f='${Version}' "$1" | sed 's/-[^-]*$//'
-  else
-    rpm -q --qf '%{VERSION}' "$1"
-  fi
-}
-
-# install_kube_version PACKAGE...: installs the packages at K8S_VERSION from the kubernetes repository
-# (apt refreshes its index once per run: a new patch is only in an index fetched after its release)
-# and verifies each, since the package managers do not fail on every version they could not install.
-install_kube_version() {
-  local package
-  case "${PKG_MANAGER}" in
-    apt)
-      if ((APT_INDEX_FRESH == 0)); then
-        apt_get update
-        APT_INDEX_FRESH=1
-      fi
-      apt_get install --no-install-recommends "${@/%/=${K8S_VERSION}-*}"
-      ;;
-    dnf | yum)
-      "${PKG_MANAGER}" install -y --disableexcludes=kubernetes "${@/%/-${K8S_VERSION}-*}"
-      ;;
-  esac
-  for package in "$@"; do
-    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] \
-      || die "${package} ${K8S_VERSION} did not install"
-  done
-}
-"""
-
-# What an upgrade runs after the helpers, entered at upgrade_node (render_upgrade_script).
-_UPGRADE_BODY = r"""
-# The node's side of a rolling upgrade, in the kubeadm upgrade guide's order
-# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/): kubeadm first (the
-# repository of the new minor, unhold, the pinned version, hold again), then `kubeadm upgrade apply
-# vX.Y.Z -y` on the first control-plane node or `kubeadm upgrade node` on every other node, then kubelet
-# and kubectl, `systemctl daemon-reload` and a kubelet restart. The chain around it
-# (components/upgrade.py) drains the node before and uncordons it after, one node at a time.
-# upgrade_kube_packages PACKAGE...: moves the named packages to K8S_VERSION; a package already there is left.
-upgrade_kube_packages() {
-  local package
-  local -a stale=()
-  for package in "$@"; do
-    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] || stale+=("${package}")
-  done
-  ((${#stale[@]} > 0)) || return 0
-  put_file "${KUBERNETES_REPO_FILE}" 0644 @@KUBERNETES_REPO@@
-  if ((CHANGED)); then
-    APT_INDEX_FRESH=0
-  fi
-  log "upgrading ${stale[*]} to ${K8S_VERSION}"
-  case "${PKG_MANAGER}" in
-    apt)
-      # A held package is not changed by `apt-get -y install` ("Held packages were changed and -y was
-      # used without --allow-change-held-packages"): unhold, install, hold again, as the guide does.
-      for package in "${stale[@]}"; do
-        if apt-mark showhold "${package}" | grep -qx "${package}"; then
-          apt-mark unhold "${package}"
-        fi
-      done
-      install_kube_version "${stale[@]}"
-      for package in "${stale[@]}"; do
-        if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
-          apt-mark hold "${package}"
-        fi
-      done
-      ;;
-    *) install_kube_version "${stale[@]}" ;;
-  esac
-}
-
-# The version kubeadm last uploaded for the whole cluster (kubeadm-config ClusterConfiguration).
-cluster_kubernetes_version() {
-  kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s -n kube-system \
-    get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' \
-    | sed -n 's/^kubernetesVersion: *//p'
-}
-
-running_kubelet_version() {
-  kubectl --kubeconfig=/etc/kubernetes/kubelet.conf --request-timeout=30s \
-    get node "${NODE_HOSTNAME}" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null || true
-}
-
-upgrade_node() {
-  [[ "${EUID}" -eq 0 ]] || die "run as root"
-  log "upgrading ${NODE_HOSTNAME} to Kubernetes ${K8S_VERSION}"
-  upgrade_kube_packages kubeadm
-  if ((UPGRADE_FIRST_CONTROL_PLANE)); then
-    # Re-running after a failure later in this function must not apply the same upgrade twice.
-    if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
-      log "the cluster configuration is already at v${K8S_VERSION}"
-    else
-      kubeadm upgrade apply "v${K8S_VERSION}" --yes
-    fi
-  else
-    kubeadm upgrade node
-  fi
-  upgrade_kube_packages kubelet kubectl
-  # The kubelet reports the version it runs on its Node (the node's own credentials may read it); a
-  # run that stopped between the package and the restart restarts it here.
-  if [[ "$(running_kubelet_version)" != "v${K8S_VERSION}" ]]; then
-    systemctl daemon-reload
-    systemctl restart kubelet
-  fi
-  log "${NODE_HOSTNAME} runs kubelet ${K8S_VERSION}"
-}
-
-"""
-
-_ENTRY = r"""
-# Sourcing the script (tests do) defines the functions without running anything.
-# Run the entry point (main, or upgrade_node) when executed, as a file (cloud-init) or as `bash -c`
-# (the steps over SSH, where BASH_SOURCE is empty: hence the default); not when sourced.
-if [[ "${BASH_SOURCE[0]:-$0}" == "$0" ]]; then
-  "${ENTRY_POINT}" "$@"
-fi
-"""
-
-_SCRIPT_BODY = _HELPERS + r"""
-# ensure_packages PKG...: installs the packages that are missing, then verifies all of them
-# (yum on EL7 exits 0 when a requested name does not exist, so the result is checked explicitly).
-ensure_packages() {
-  local name
-  local -a missing=()
-  for name in "$@"; do
-    package_installed "${name}" || missing+=("${name}")
-  done
-  if ((${#missing[@]} == 0)); then
-    return 0
-  fi
-  log "installing ${missing[*]}"
-  case "${PKG_MANAGER}" in
-    apt)
-      if ((APT_INDEX_FRESH == 0)); then
-        apt_get update
-        APT_INDEX_FRESH=1
-      fi
-      apt_get install --no-install-recommends "${missing[@]}"
-      ;;
-    dnf) dnf install -y "${missing[@]}" ;;
-    yum) yum install -y "${missing[@]}" ;;
-    *) die "unknown package manager ${PKG_MANAGER}" ;;
-  esac
-  for name in "${missing[@]}"; do
-    package_installed "${name}" || die "package ${name} is still missing after install"
-  done
-}
-
-install_base_packages() {
-  ensure_packages "${DISTRO_PACKAGES[@]}"
-  # Rocky 9 ships curl as curl-minimal, which conflicts with the curl package: check the command.
-  command -v curl >/dev/null || ensure_packages curl
-}
-
-start_guest_agent() {
-  # Proxmox reads the VM's addresses through the agent; it needs the VM option agent=1, which
-  # creates this virtio port.
-  if [[ ! -e /dev/virtio-ports/org.qemu.guest_agent.0 ]]; then
-    die "no qemu-guest-agent virtio port: enable the QEMU guest agent option on the Proxmox VM"
-  fi
-  if ! systemctl is-active --quiet qemu-guest-agent; then
-    log "starting qemu-guest-agent"
-    systemctl start qemu-guest-agent
-  fi
-}
-
-# fstab_without_swap FSTAB: prints FSTAB with every uncommented swap entry commented out.
-fstab_without_swap() {
-  awk '!/^[[:space:]]*#/ && $3 == "swap" { print "#" $0; next } { print }' "$1"
-}
-
-# swap_files_in_fstab FSTAB: prints the paths of uncommented swap entries that name a path
-# (a swap file such as Ubuntu's /swap.img, or a device node - the caller only deletes regular files).
-swap_files_in_fstab() {
-  awk '!/^[[:space:]]*#/ && $3 == "swap" && $1 ~ /^\// { print $1 }' "$1"
-}
-
-active_swap_count() {
-  # /proc/swaps has one header line plus one line per active swap area.
-  echo $(($(wc -l </proc/swaps) - 1))
-}
-
-# kubelet refuses to start with swap on unless configured otherwise (kubeadm install docs:
-# "Swap disabled. You MUST disable swap in order for the kubelet to work properly").
-disable_swap() {
-  local swap_file
-  local -a swap_files=()
-  mapfile -t swap_files < <(swap_files_in_fstab /etc/fstab)
-  if (($(active_swap_count) > 0)); then
-    log "turning swap off"
-    swapoff -a
-  fi
-  fstab_without_swap /etc/fstab | put_file /etc/fstab 0644
-  # Length check first: bash 4.2 (CentOS 7) treats "${empty[@]}" as unbound under set -u.
-  if ((${#swap_files[@]} > 0)); then
-    for swap_file in "${swap_files[@]}"; do
-      if [[ -f "${swap_file}" ]]; then
-        log "removing swap file ${swap_file}"
-        rm -f "${swap_file}"
-      fi
-    done
-  fi
-  (($(active_swap_count) == 0)) || die "swap is still active"
-}
-
-# Kernel modules and sysctls from the kubeadm install docs ("Letting iptables see bridged traffic")
-# and containerd's overlayfs snapshotter.
-configure_kernel() {
-  local module key value
-  put_file /etc/modules-load.d/k8s.conf 0644 @@MODULES_LOAD@@
-  for module in overlay br_netfilter; do
-    if [[ ! -d "/sys/module/${module}" ]]; then
-      log "loading kernel module ${module}"
-      modprobe "${module}"
-    fi
-  done
-  put_file /etc/sysctl.d/99-kubernetes.conf 0644 @@SYSCTL@@
-  while read -r key _ value; do
-    [[ -n "${key}" && "${key}" != \#* ]] || continue
-    if [[ "$(sysctl -n "${key}")" != "${value}" ]]; then
-      log "sysctl ${key}=${value}"
-      sysctl -q -w "${key}=${value}"
-    fi
-  done </etc/sysctl.d/99-kubernetes.conf
-}
-
-# selinux_config_permissive FILE: SELINUX=enforcing -> permissive in an /etc/selinux/config file.
-selinux_config_permissive() {
-  if grep -q '^SELINUX=enforcing$' "$1"; then
-    sed -i 's/^SELINUX=enforcing$/SELINUX=permissive/' "$1"
-    log "SELinux set to permissive in $1"
-  fi
-}
-
-# kubeadm install docs (Red Hat-based distributions): "Set SELinux to permissive mode ... This is
-# required to allow containers to access the host filesystem; for example, some cluster network
-# plugins require that."
-configure_selinux() {
-  if [[ "${OS_FAMILY}" != rhel ]]; then
-    return 0
-  fi
-  if command -v getenforce >/dev/null && [[ "$(getenforce)" == Enforcing ]]; then
-    log "switching SELinux to permissive now"
-    setenforce 0
-  fi
-  if [[ -f /etc/selinux/config ]]; then
-    selinux_config_permissive /etc/selinux/config
-  fi
-}
-
-# The host firewall is turned off rather than opened port by port. Calico's requirements say a
-# distribution's firewalld "or another iptables manager ... should be disabled. These may interfere
-# with rules added by Calico" (https://docs.tigera.io/calico/latest/getting-started/kubernetes/requirements),
-# RKE2 documents the same conflict (https://docs.rke2.io/known_issues), and Calico network policy
-# plus the Proxmox firewall/VLANs are where this cluster filters traffic.
-disable_host_firewall() {
-  if systemctl is-enabled --quiet firewalld 2>/dev/null || systemctl is-active --quiet firewalld 2>/dev/null; then
-    log "disabling firewalld"
-    systemctl disable --now firewalld
-  fi
-  if command -v ufw >/dev/null && ufw status | grep -q '^Status: active'; then
-    log "disabling ufw"
-    ufw disable
-  fi
-}
-
-# NetworkManager must not touch Calico's interfaces (Calico troubleshooting guide, "Configure
-# NetworkManager": https://docs.tigera.io/calico/latest/operations/troubleshoot/troubleshooting).
-configure_networkmanager() {
-  if ! systemctl is-active --quiet NetworkManager; then
-    return 0
-  fi
-  put_file /etc/NetworkManager/conf.d/calico.conf 0644 @@NM_CALICO@@
-  if ((CHANGED)); then
-    systemctl reload NetworkManager
-  fi
-}
-
-configure_chrony() {
-  put_file "${CHRONY_CONF}" 0644 @@CHRONY_CONF@@
-  if ((CHANGED)) && systemctl is-active --quiet "${CHRONY_SERVICE}"; then
-    systemctl restart "${CHRONY_SERVICE}"
-  fi
-  if ! systemctl is-enabled --quiet "${CHRONY_SERVICE}"; then
-    systemctl enable "${CHRONY_SERVICE}"
-  fi
-  if ! systemctl is-active --quiet "${CHRONY_SERVICE}"; then
-    systemctl start "${CHRONY_SERVICE}"
-  fi
-}
-
-# Longhorn: "open-iscsi is installed, and the iscsid daemon is running on all the nodes"
-# (https://longhorn.io/docs/latest/deploy/install/#installation-requirements).
-configure_storage_clients() {
-  if ! systemctl is-enabled --quiet iscsid; then
-    systemctl enable iscsid
-  fi
-  if ! systemctl is-active --quiet iscsid; then
-    systemctl start iscsid
-  fi
-}
-
-release_arch() {
-  case "$(uname -m)" in
-    x86_64) echo amd64 ;;
-    aarch64) echo arm64 ;;
-    *) die "unsupported architecture $(uname -m)" ;;
-  esac
-}
-
-installed_containerd_version() {
-  if [[ -x /usr/local/bin/containerd ]]; then
-    # "containerd github.com/containerd/containerd/v2 v2.1.4 <commit>"
-    /usr/local/bin/containerd --version | awk '{ print $3 }'
-  fi
-}
-
-installed_runc_version() {
-  if [[ -x /usr/local/sbin/runc ]]; then
-    /usr/local/sbin/runc --version | awk 'NR == 1 { print "v" $3 }'
-  fi
-}
-
-install_containerd() {
-  local arch workdir tarball
-  arch="$(release_arch)"
-  if [[ "$(installed_containerd_version)" != "v${CONTAINERD_VERSION}" ]]; then
-    workdir="$(mktemp -d)"
-    tarball="containerd-static-${CONTAINERD_VERSION}-linux-${arch}.tar.gz"
-    log "installing containerd ${CONTAINERD_VERSION} (static release build)"
-    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}" \
-      "${workdir}/${tarball}"
-    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}.sha256sum" \
-      "${workdir}/${tarball}.sha256sum"
-    (cd "${workdir}" && sha256sum -c "${tarball}.sha256sum")
-    if systemctl is-active --quiet containerd; then
-      systemctl stop containerd
-    fi
-    tar -C /usr/local -xzf "${workdir}/${tarball}"
-    fetch "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
-      "${workdir}/containerd.service"
-    put_file /usr/local/lib/systemd/system/containerd.service 0644 <"${workdir}/containerd.service"
-    systemctl daemon-reload
-    rm -rf "${workdir}"
-  fi
-  [[ -f /usr/local/lib/systemd/system/containerd.service ]] || die "containerd.service is missing"
-
-  if [[ "$(installed_runc_version)" != "v${RUNC_VERSION}" ]]; then
-    workdir="$(mktemp -d)"
-    log "installing runc ${RUNC_VERSION}"
-    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
-      "${workdir}/runc.${arch}"
-    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum" \
-      "${workdir}/runc.sha256sum"
-    # runc.sha256sum lists every architecture; check only the binary that was downloaded.
-    (cd "${workdir}" && grep -E "[ *]runc[.]${arch}\$" runc.sha256sum | sha256sum -c -)
-    install -m 0755 "${workdir}/runc.${arch}" /usr/local/sbin/runc
-    rm -rf "${workdir}"
-  fi
-}
-
-@@REGISTRY_HOSTS_FUNCTION@@
-# write_containerd_config PATH: sets CHANGED like put_file.
-write_containerd_config() {
-  put_file "$1" 0644 @@CONTAINERD_CONFIG@@
-}
-
-configure_containerd() {
-  local config_changed
-  write_containerd_config "${CONTAINERD_CONFIG}"
-  config_changed="${CHANGED}"
-  write_registry_hosts "${CONTAINERD_CERTS_DIR}"
-  if ! systemctl is-enabled --quiet containerd; then
-    systemctl enable containerd
-  fi
-  if ! systemctl is-active --quiet containerd; then
-    systemctl start containerd
-  elif ((config_changed)); then
-    log "restarting containerd for the new config"
-    systemctl restart containerd
-  fi
-  systemctl is-active --quiet containerd || die "containerd is not running"
-}
-
-
-# (installed_kube_version and the pinning syntax: see _HELPERS)
-install_kubernetes_packages() {
-  local package installed workdir
-  local -a missing=()
-  if [[ "${PKG_MANAGER}" == apt ]]; then
-    # Same signing key for every minor's repository (kubeadm install docs), so fetch it once.
-    if [[ ! -s /etc/apt/keyrings/kubernetes-apt-keyring.gpg ]]; then
-      log "adding the pkgs.k8s.io signing key"
-      install -d -m 0755 /etc/apt/keyrings
-      workdir="$(mktemp -d)"
-      fetch "https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/Release.key" "${workdir}/Release.key"
-      gpg --dearmor --yes -o "${workdir}/kubernetes-apt-keyring.gpg" "${workdir}/Release.key"
-      install -m 0644 "${workdir}/kubernetes-apt-keyring.gpg" /etc/apt/keyrings/kubernetes-apt-keyring.gpg
-      rm -rf "${workdir}"
-    fi
-  fi
-  put_file "${KUBERNETES_REPO_FILE}" 0644 @@KUBERNETES_REPO@@
-  if ((CHANGED)); then
-    APT_INDEX_FRESH=0
-  fi
-
-  for package in kubelet kubeadm kubectl; do
-    installed="$(installed_kube_version "${package}")"
-    if [[ -z "${installed}" ]]; then
-      missing+=("${package}")
-    elif [[ "${installed}" != "${K8S_VERSION}" ]]; then
-      die "${package} ${installed} is installed, ${K8S_VERSION} wanted: upgrade through the kubeadm upgrade procedure"
-    fi
-  done
-  if ((${#missing[@]} > 0)); then
-    log "installing ${missing[*]} ${K8S_VERSION}"
-    install_kube_version "${missing[@]}"
-  fi
-  if [[ "${PKG_MANAGER}" == apt ]]; then
-    for package in kubelet kubeadm kubectl; do
-      if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
-        apt-mark hold "${package}"
-      fi
-    done
-  fi
-  # dnf/yum: the repository's exclude= line is the hold; installs need --disableexcludes.
-}
-
-# The kubelet restarts every few seconds until kubeadm init/join configures it; that is expected
-# (kubeadm install docs). Enabled only: kubeadm starts it.
-enable_kubelet() {
-  if ! systemctl is-enabled --quiet kubelet; then
-    systemctl enable kubelet
-  fi
-}
-
-main() {
-  [[ "${EUID}" -eq 0 ]] || die "run as root"
-  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION}"
-  install_base_packages
-  start_guest_agent
-  disable_swap
-  configure_kernel
-  configure_selinux
-  disable_host_firewall
-  configure_networkmanager
-  configure_chrony
-  configure_storage_clients
-  install_containerd
-  configure_containerd
-  if ((INSTALL_KUBERNETES)); then
-    install_kubernetes_packages
-  else
-    log "kubelet, kubeadm and kubectl stay at the installed $(installed_kube_version kubelet) (upgrades: the upgrade chain)"
-  fi
-  enable_kubelet
-  log "node is ready for kubeadm init/join"
-}
-
-""" + _ENTRY
+    grouped = _mirrors_by_upstream(node.registry_mirrors)
+    return render_script(
+        "prepare-k8s-node.sh",
+        NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family,
+        PKG_MANAGER=facts.package_manager, INSTALL_KUBERNETES=int(install_kubernetes),
+        K8S_VERSION=node.kubernetes_version if install_kubernetes else "", K8S_MINOR=minor,
+        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version,
+        DISTRO_PACKAGES=list(facts.packages), CHRONY_CONF=facts.chrony_conf,
+        CHRONY_SERVICE=facts.chrony_service, CONTAINERD_CONFIG=CONTAINERD_CONFIG_PATH,
+        CONTAINERD_CERTS_DIR=CONTAINERD_CERTS_DIR, KUBERNETES_REPO_FILE=repo_path,
+        MANAGED_MARK=MANAGED_MARKER, SYSCTL_TEXT=_text(_sysctl_conf()),
+        CHRONY_CONF_TEXT=_text(_chrony_conf(node, facts)),
+        CONTAINERD_CONFIG_TEXT=_text(containerd_config_toml(node)),
+        KUBERNETES_REPO_TEXT=_text(repo_content) if repo_content else "",
+        MIRRORED_REGISTRIES=list(grouped),
+        REGISTRY_HOSTS_TEXTS=[_text(registry_hosts_toml(upstream, mirrors)) for upstream, mirrors in grouped.items()])
 
 
 # libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.

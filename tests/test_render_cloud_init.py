@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.validators import cloud_init_schema, shellcheck
+from render.script_files import lint_form
+from tests.validators import bash_input, cloud_init_schema, shellcheck
 from render.cloud_init import (
     PREPARE_SCRIPT_PATH,
     LinuxNodeInit,
@@ -275,22 +276,11 @@ def test_selinux_config_edit_is_guarded(tmp_path):
     assert (tmp_path / "before").read_text() == (tmp_path / "after").read_text()
 
 
-def _heredoc_free_lines(script: str) -> list[str]:
-    """The script's own lines, without the bodies of the embedded files."""
-    lines, in_heredoc = [], False
-    for line in script.splitlines():
-        if in_heredoc:
-            in_heredoc = line != "__PREPARE_K8S_NODE_EOF__"
-            continue
-        lines.append(line)
-        in_heredoc = "<<'__PREPARE_K8S_NODE_EOF__'" in line
-    return lines
-
-
-@DISTROS
-@MIRRORS
-def test_every_write_and_service_action_is_guarded(distro, mirrors):
-    lines = _heredoc_free_lines(render_prepare_script(make_node(distro, mirrors)))
+@pytest.mark.parametrize("name", ["prepare-k8s-node.sh", "upgrade-k8s-node.sh"])
+def test_every_write_and_service_action_is_guarded(name):
+    """Read in the script as written (render/scripts/NAME with its fragments): the files it writes are
+    inputs, so every line here is the script's own."""
+    lines = lint_form(name).splitlines()
     # Comments and log lines carry no logic; the guard of an action is in the lines just above it.
     code = [line.split(" #", 1)[0] for line in lines
             if not line.lstrip().startswith(("#", "log "))]
@@ -444,7 +434,7 @@ def test_the_ssh_converge_leaves_the_kube_packages_and_names_no_version(distro, 
     assert (tmp_path / "steps").read_text().split() == steps, result.stdout + result.stderr
     assert "stay at the installed 1.35.9" in result.stdout
     # First boot still installs the stack's version.
-    assert "readonly K8S_VERSION=1.35.9" in render_prepare_script(node)
+    assert bash_input(render_prepare_script(node), "K8S_VERSION") == "1.35.9"
 
 
 # --- the node's side of a rolling upgrade ------------------------------------------------------

@@ -1,0 +1,391 @@
+#!/usr/bin/env bash
+# prepare-k8s-node.sh - converges this VM into a node ready for `kubeadm init` / `kubeadm join`.
+# Rendered from render/scripts/prepare-k8s-node.sh by render/cloud_init.py; change that file, not this copy.
+# Idempotent: every step looks at the current state first, so a second run changes nothing.
+# Exits non-zero on the first failure, which cloud-init reports as an error.
+# The *_TEXT inputs are the files this script owns, rendered by render/cloud_init.py.
+set -Eeuo pipefail
+umask 022
+
+#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
+readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
+  RUNC_VERSION DISTRO_PACKAGES CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE \
+  MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
+  REGISTRY_HOSTS_TEXTS
+readonly ENTRY_POINT=main
+
+#@ include lib/prepare-helpers.sh
+# ensure_packages PKG...: installs the packages that are missing, then verifies all of them
+# (yum on EL7 exits 0 when a requested name does not exist, so the result is checked explicitly).
+ensure_packages() {
+  local name
+  local -a missing=()
+  for name in "$@"; do
+    package_installed "${name}" || missing+=("${name}")
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  log "installing ${missing[*]}"
+  case "${PKG_MANAGER}" in
+    apt)
+      if ((APT_INDEX_FRESH == 0)); then
+        apt_get update
+        APT_INDEX_FRESH=1
+      fi
+      apt_get install --no-install-recommends "${missing[@]}"
+      ;;
+    dnf) dnf install -y "${missing[@]}" ;;
+    yum) yum install -y "${missing[@]}" ;;
+    *) die "unknown package manager ${PKG_MANAGER}" ;;
+  esac
+  for name in "${missing[@]}"; do
+    package_installed "${name}" || die "package ${name} is still missing after install"
+  done
+}
+
+install_base_packages() {
+  ensure_packages "${DISTRO_PACKAGES[@]}"
+  # Rocky 9 ships curl as curl-minimal, which conflicts with the curl package: check the command.
+  command -v curl >/dev/null || ensure_packages curl
+}
+
+start_guest_agent() {
+  # Proxmox reads the VM's addresses through the agent; it needs the VM option agent=1, which
+  # creates this virtio port.
+  if [[ ! -e /dev/virtio-ports/org.qemu.guest_agent.0 ]]; then
+    die "no qemu-guest-agent virtio port: enable the QEMU guest agent option on the Proxmox VM"
+  fi
+  if ! systemctl is-active --quiet qemu-guest-agent; then
+    log "starting qemu-guest-agent"
+    systemctl start qemu-guest-agent
+  fi
+}
+
+# fstab_without_swap FSTAB: prints FSTAB with every uncommented swap entry commented out.
+fstab_without_swap() {
+  awk '!/^[[:space:]]*#/ && $3 == "swap" { print "#" $0; next } { print }' "$1"
+}
+
+# swap_files_in_fstab FSTAB: prints the paths of uncommented swap entries that name a path
+# (a swap file such as Ubuntu's /swap.img, or a device node - the caller only deletes regular files).
+swap_files_in_fstab() {
+  awk '!/^[[:space:]]*#/ && $3 == "swap" && $1 ~ /^\// { print $1 }' "$1"
+}
+
+active_swap_count() {
+  # /proc/swaps has one header line plus one line per active swap area.
+  echo $(($(wc -l </proc/swaps) - 1))
+}
+
+# kubelet refuses to start with swap on unless configured otherwise (kubeadm install docs:
+# "Swap disabled. You MUST disable swap in order for the kubelet to work properly").
+disable_swap() {
+  local swap_file
+  local -a swap_files=()
+  mapfile -t swap_files < <(swap_files_in_fstab /etc/fstab)
+  if (($(active_swap_count) > 0)); then
+    log "turning swap off"
+    swapoff -a
+  fi
+  fstab_without_swap /etc/fstab | put_file /etc/fstab 0644
+  # Length check first: bash 4.2 (CentOS 7) treats "${empty[@]}" as unbound under set -u.
+  if ((${#swap_files[@]} > 0)); then
+    for swap_file in "${swap_files[@]}"; do
+      if [[ -f "${swap_file}" ]]; then
+        log "removing swap file ${swap_file}"
+        rm -f "${swap_file}"
+      fi
+    done
+  fi
+  (($(active_swap_count) == 0)) || die "swap is still active"
+}
+
+# Kernel modules and sysctls from the kubeadm install docs ("Letting iptables see bridged traffic")
+# and containerd's overlayfs snapshotter.
+configure_kernel() {
+  local module key value
+  put_file /etc/modules-load.d/k8s.conf 0644 <<EOF
+${MANAGED_MARK}
+overlay
+br_netfilter
+EOF
+  for module in overlay br_netfilter; do
+    if [[ ! -d "/sys/module/${module}" ]]; then
+      log "loading kernel module ${module}"
+      modprobe "${module}"
+    fi
+  done
+  put_text /etc/sysctl.d/99-kubernetes.conf 0644 "${SYSCTL_TEXT}"
+  while read -r key _ value; do
+    [[ -n "${key}" && "${key}" != \#* ]] || continue
+    if [[ "$(sysctl -n "${key}")" != "${value}" ]]; then
+      log "sysctl ${key}=${value}"
+      sysctl -q -w "${key}=${value}"
+    fi
+  done </etc/sysctl.d/99-kubernetes.conf
+}
+
+# selinux_config_permissive FILE: SELINUX=enforcing -> permissive in an /etc/selinux/config file.
+selinux_config_permissive() {
+  if grep -q '^SELINUX=enforcing$' "$1"; then
+    sed -i 's/^SELINUX=enforcing$/SELINUX=permissive/' "$1"
+    log "SELinux set to permissive in $1"
+  fi
+}
+
+# kubeadm install docs (Red Hat-based distributions): "Set SELinux to permissive mode ... This is
+# required to allow containers to access the host filesystem; for example, some cluster network
+# plugins require that."
+configure_selinux() {
+  if [[ "${OS_FAMILY}" != rhel ]]; then
+    return 0
+  fi
+  if command -v getenforce >/dev/null && [[ "$(getenforce)" == Enforcing ]]; then
+    log "switching SELinux to permissive now"
+    setenforce 0
+  fi
+  if [[ -f /etc/selinux/config ]]; then
+    selinux_config_permissive /etc/selinux/config
+  fi
+}
+
+# The host firewall is turned off rather than opened port by port. Calico's requirements say a
+# distribution's firewalld "or another iptables manager ... should be disabled. These may interfere
+# with rules added by Calico" (https://docs.tigera.io/calico/latest/getting-started/kubernetes/requirements),
+# RKE2 documents the same conflict (https://docs.rke2.io/known_issues), and Calico network policy
+# plus the Proxmox firewall/VLANs are where this cluster filters traffic.
+disable_host_firewall() {
+  if systemctl is-enabled --quiet firewalld 2>/dev/null || systemctl is-active --quiet firewalld 2>/dev/null; then
+    log "disabling firewalld"
+    systemctl disable --now firewalld
+  fi
+  if command -v ufw >/dev/null && ufw status | grep -q '^Status: active'; then
+    log "disabling ufw"
+    ufw disable
+  fi
+}
+
+# NetworkManager must not touch Calico's interfaces (Calico troubleshooting guide, "Configure
+# NetworkManager": https://docs.tigera.io/calico/latest/operations/troubleshoot/troubleshooting).
+configure_networkmanager() {
+  if ! systemctl is-active --quiet NetworkManager; then
+    return 0
+  fi
+  put_file /etc/NetworkManager/conf.d/calico.conf 0644 <<EOF
+${MANAGED_MARK}
+[keyfile]
+unmanaged-devices=interface-name:cali*;interface-name:tunl*;interface-name:vxlan.calico;interface-name:vxlan-v6.calico;interface-name:wireguard.cali;interface-name:wg-v6.cali
+EOF
+  if ((CHANGED)); then
+    systemctl reload NetworkManager
+  fi
+}
+
+configure_chrony() {
+  put_text "${CHRONY_CONF}" 0644 "${CHRONY_CONF_TEXT}"
+  if ((CHANGED)) && systemctl is-active --quiet "${CHRONY_SERVICE}"; then
+    systemctl restart "${CHRONY_SERVICE}"
+  fi
+  if ! systemctl is-enabled --quiet "${CHRONY_SERVICE}"; then
+    systemctl enable "${CHRONY_SERVICE}"
+  fi
+  if ! systemctl is-active --quiet "${CHRONY_SERVICE}"; then
+    systemctl start "${CHRONY_SERVICE}"
+  fi
+}
+
+# Longhorn: "open-iscsi is installed, and the iscsid daemon is running on all the nodes"
+# (https://longhorn.io/docs/latest/deploy/install/#installation-requirements).
+configure_storage_clients() {
+  if ! systemctl is-enabled --quiet iscsid; then
+    systemctl enable iscsid
+  fi
+  if ! systemctl is-active --quiet iscsid; then
+    systemctl start iscsid
+  fi
+}
+
+release_arch() {
+  case "$(uname -m)" in
+    x86_64) echo amd64 ;;
+    aarch64) echo arm64 ;;
+    *) die "unsupported architecture $(uname -m)" ;;
+  esac
+}
+
+installed_containerd_version() {
+  if [[ -x /usr/local/bin/containerd ]]; then
+    # "containerd github.com/containerd/containerd/v2 v2.1.4 <commit>"
+    /usr/local/bin/containerd --version | awk '{ print $3 }'
+  fi
+}
+
+installed_runc_version() {
+  if [[ -x /usr/local/sbin/runc ]]; then
+    /usr/local/sbin/runc --version | awk 'NR == 1 { print "v" $3 }'
+  fi
+}
+
+install_containerd() {
+  local arch workdir tarball
+  arch="$(release_arch)"
+  if [[ "$(installed_containerd_version)" != "v${CONTAINERD_VERSION}" ]]; then
+    workdir="$(mktemp -d)"
+    tarball="containerd-static-${CONTAINERD_VERSION}-linux-${arch}.tar.gz"
+    log "installing containerd ${CONTAINERD_VERSION} (static release build)"
+    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}" \
+      "${workdir}/${tarball}"
+    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}.sha256sum" \
+      "${workdir}/${tarball}.sha256sum"
+    (cd "${workdir}" && sha256sum -c "${tarball}.sha256sum")
+    if systemctl is-active --quiet containerd; then
+      systemctl stop containerd
+    fi
+    tar -C /usr/local -xzf "${workdir}/${tarball}"
+    fetch "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
+      "${workdir}/containerd.service"
+    put_file /usr/local/lib/systemd/system/containerd.service 0644 <"${workdir}/containerd.service"
+    systemctl daemon-reload
+    rm -rf "${workdir}"
+  fi
+  [[ -f /usr/local/lib/systemd/system/containerd.service ]] || die "containerd.service is missing"
+
+  if [[ "$(installed_runc_version)" != "v${RUNC_VERSION}" ]]; then
+    workdir="$(mktemp -d)"
+    log "installing runc ${RUNC_VERSION}"
+    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
+      "${workdir}/runc.${arch}"
+    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum" \
+      "${workdir}/runc.sha256sum"
+    # runc.sha256sum lists every architecture; check only the binary that was downloaded.
+    (cd "${workdir}" && grep -E "[ *]runc[.]${arch}\$" runc.sha256sum | sha256sum -c -)
+    install -m 0755 "${workdir}/runc.${arch}" /usr/local/sbin/runc
+    rm -rf "${workdir}"
+  fi
+}
+
+# write_registry_hosts DIR: one hosts.toml per mirrored upstream registry (MIRRORED_REGISTRIES[i] gets
+# REGISTRY_HOSTS_TEXTS[i]), and removal of the hosts.toml files this script wrote earlier for upstreams
+# that are no longer mirrored. containerd re-reads this directory on every pull; no restart is needed
+# (docs/hosts.md).
+write_registry_hosts() {
+  local certs_dir="$1" hosts_file upstream first_line index
+  # A space-separated string, not an array: bash 4.2 (CentOS 7) treats "${empty[*]}" as unbound.
+  local wanted=" "
+  mkdir -p "${certs_dir}"
+  for ((index = 0; index < ${#MIRRORED_REGISTRIES[@]}; index++)); do
+    put_text "${certs_dir}/${MIRRORED_REGISTRIES[index]}/hosts.toml" 0644 "${REGISTRY_HOSTS_TEXTS[index]}"
+    wanted+="${MIRRORED_REGISTRIES[index]} "
+  done
+  for hosts_file in "${certs_dir}"/*/hosts.toml; do
+    [[ -f "${hosts_file}" ]] || continue
+    first_line=""
+    read -r first_line <"${hosts_file}" || true
+    [[ "${first_line}" == "${MANAGED_MARK}"* ]] || continue
+    upstream="$(basename "$(dirname "${hosts_file}")")"
+    if [[ "${wanted}" != *" ${upstream} "* ]]; then
+      log "removing mirror config for ${upstream}"
+      rm -f "${hosts_file}"
+      rmdir --ignore-fail-on-non-empty "$(dirname "${hosts_file}")"
+    fi
+  done
+}
+# write_containerd_config PATH: sets CHANGED like put_file.
+write_containerd_config() {
+  put_text "$1" 0644 "${CONTAINERD_CONFIG_TEXT}"
+}
+
+configure_containerd() {
+  local config_changed
+  write_containerd_config "${CONTAINERD_CONFIG}"
+  config_changed="${CHANGED}"
+  write_registry_hosts "${CONTAINERD_CERTS_DIR}"
+  if ! systemctl is-enabled --quiet containerd; then
+    systemctl enable containerd
+  fi
+  if ! systemctl is-active --quiet containerd; then
+    systemctl start containerd
+  elif ((config_changed)); then
+    log "restarting containerd for the new config"
+    systemctl restart containerd
+  fi
+  systemctl is-active --quiet containerd || die "containerd is not running"
+}
+
+
+# (installed_kube_version and the pinning syntax: see lib/prepare-helpers.sh)
+install_kubernetes_packages() {
+  local package installed workdir
+  local -a missing=()
+  if [[ "${PKG_MANAGER}" == apt ]]; then
+    # Same signing key for every minor's repository (kubeadm install docs), so fetch it once.
+    if [[ ! -s /etc/apt/keyrings/kubernetes-apt-keyring.gpg ]]; then
+      log "adding the pkgs.k8s.io signing key"
+      install -d -m 0755 /etc/apt/keyrings
+      workdir="$(mktemp -d)"
+      fetch "https://pkgs.k8s.io/core:/stable:/${K8S_MINOR}/deb/Release.key" "${workdir}/Release.key"
+      gpg --dearmor --yes -o "${workdir}/kubernetes-apt-keyring.gpg" "${workdir}/Release.key"
+      install -m 0644 "${workdir}/kubernetes-apt-keyring.gpg" /etc/apt/keyrings/kubernetes-apt-keyring.gpg
+      rm -rf "${workdir}"
+    fi
+  fi
+  put_text "${KUBERNETES_REPO_FILE}" 0644 "${KUBERNETES_REPO_TEXT}"
+  if ((CHANGED)); then
+    APT_INDEX_FRESH=0
+  fi
+
+  for package in kubelet kubeadm kubectl; do
+    installed="$(installed_kube_version "${package}")"
+    if [[ -z "${installed}" ]]; then
+      missing+=("${package}")
+    elif [[ "${installed}" != "${K8S_VERSION}" ]]; then
+      die "${package} ${installed} is installed, ${K8S_VERSION} wanted: upgrade through the kubeadm upgrade procedure"
+    fi
+  done
+  if ((${#missing[@]} > 0)); then
+    log "installing ${missing[*]} ${K8S_VERSION}"
+    install_kube_version "${missing[@]}"
+  fi
+  if [[ "${PKG_MANAGER}" == apt ]]; then
+    for package in kubelet kubeadm kubectl; do
+      if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
+        apt-mark hold "${package}"
+      fi
+    done
+  fi
+  # dnf/yum: the repository's exclude= line is the hold; installs need --disableexcludes.
+}
+
+# The kubelet restarts every few seconds until kubeadm init/join configures it; that is expected
+# (kubeadm install docs). Enabled only: kubeadm starts it.
+enable_kubelet() {
+  if ! systemctl is-enabled --quiet kubelet; then
+    systemctl enable kubelet
+  fi
+}
+
+main() {
+  [[ "${EUID}" -eq 0 ]] || die "run as root"
+  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION}"
+  install_base_packages
+  start_guest_agent
+  disable_swap
+  configure_kernel
+  configure_selinux
+  disable_host_firewall
+  configure_networkmanager
+  configure_chrony
+  configure_storage_clients
+  install_containerd
+  configure_containerd
+  if ((INSTALL_KUBERNETES)); then
+    install_kubernetes_packages
+  else
+    log "kubelet, kubeadm and kubectl stay at the installed $(installed_kube_version kubelet) (upgrades: the upgrade chain)"
+  fi
+  enable_kubelet
+  log "node is ready for kubeadm init/join"
+}
+
+#@ include lib/run-entry-point.sh

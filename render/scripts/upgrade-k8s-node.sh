@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# upgrade-k8s-node.sh - moves this node to Kubernetes $K8S_VERSION (kubeadm upgrade).
+# Rendered from render/scripts/upgrade-k8s-node.sh by render/cloud_init.py; change that file, not this copy.
+# It names only what an upgrade needs (distro, version, repository), so other node settings never re-run it.
+set -Eeuo pipefail
+umask 022
+
+#@ inputs NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
+readonly NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
+readonly ENTRY_POINT=upgrade_node
+
+#@ include lib/prepare-helpers.sh
+# The node's side of a rolling upgrade, in the kubeadm upgrade guide's order
+# (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/): kubeadm first (the
+# repository of the new minor, unhold, the pinned version, hold again), then `kubeadm upgrade apply
+# vX.Y.Z -y` on the first control-plane node or `kubeadm upgrade node` on every other node, then kubelet
+# and kubectl, `systemctl daemon-reload` and a kubelet restart. The chain around it
+# (components/upgrade.py) drains the node before and uncordons it after, one node at a time.
+# upgrade_kube_packages PACKAGE...: moves the named packages to K8S_VERSION; a package already there is left.
+upgrade_kube_packages() {
+  local package
+  local -a stale=()
+  for package in "$@"; do
+    [[ "$(installed_kube_version "${package}")" == "${K8S_VERSION}" ]] || stale+=("${package}")
+  done
+  ((${#stale[@]} > 0)) || return 0
+  put_text "${KUBERNETES_REPO_FILE}" 0644 "${KUBERNETES_REPO_TEXT}"
+  if ((CHANGED)); then
+    APT_INDEX_FRESH=0
+  fi
+  log "upgrading ${stale[*]} to ${K8S_VERSION}"
+  case "${PKG_MANAGER}" in
+    apt)
+      # A held package is not changed by `apt-get -y install` ("Held packages were changed and -y was
+      # used without --allow-change-held-packages"): unhold, install, hold again, as the guide does.
+      for package in "${stale[@]}"; do
+        if apt-mark showhold "${package}" | grep -qx "${package}"; then
+          apt-mark unhold "${package}"
+        fi
+      done
+      install_kube_version "${stale[@]}"
+      for package in "${stale[@]}"; do
+        if ! apt-mark showhold "${package}" | grep -qx "${package}"; then
+          apt-mark hold "${package}"
+        fi
+      done
+      ;;
+    *) install_kube_version "${stale[@]}" ;;
+  esac
+}
+
+# The version kubeadm last uploaded for the whole cluster (kubeadm-config ClusterConfiguration).
+cluster_kubernetes_version() {
+  kubectl --kubeconfig=/etc/kubernetes/admin.conf --request-timeout=30s -n kube-system \
+    get configmap kubeadm-config -o jsonpath='{.data.ClusterConfiguration}' \
+    | sed -n 's/^kubernetesVersion: *//p'
+}
+
+running_kubelet_version() {
+  kubectl --kubeconfig=/etc/kubernetes/kubelet.conf --request-timeout=30s \
+    get node "${NODE_HOSTNAME}" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null || true
+}
+
+upgrade_node() {
+  [[ "${EUID}" -eq 0 ]] || die "run as root"
+  log "upgrading ${NODE_HOSTNAME} to Kubernetes ${K8S_VERSION}"
+  upgrade_kube_packages kubeadm
+  if ((UPGRADE_FIRST_CONTROL_PLANE)); then
+    # Re-running after a failure later in this function must not apply the same upgrade twice.
+    if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
+      log "the cluster configuration is already at v${K8S_VERSION}"
+    else
+      kubeadm upgrade apply "v${K8S_VERSION}" --yes
+    fi
+  else
+    kubeadm upgrade node
+  fi
+  upgrade_kube_packages kubelet kubectl
+  # The kubelet reports the version it runs on its Node (the node's own credentials may read it); a
+  # run that stopped between the package and the restart restarts it here.
+  if [[ "$(running_kubelet_version)" != "v${K8S_VERSION}" ]]; then
+    systemctl daemon-reload
+    systemctl restart kubelet
+  fi
+  log "${NODE_HOSTNAME} runs kubelet ${K8S_VERSION}"
+}
+
+#@ include lib/run-entry-point.sh
