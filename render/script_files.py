@@ -10,6 +10,12 @@ the templating there is; nothing is ever substituted inside a line:
 * ``#@ include lib/NAME.sh`` (any number): replaced by that file, indented as the directive is, so a
   fragment shared by several scripts (strict mode, the drain, the log helpers) is written once.
 
+A comment line that starts with ``##`` is a note for the reader of the file: it is dropped from the
+rendered script. The PowerShell reaches Hyper-V hosts as one encoded SSH command of bounded length
+(render.hyperv.MAX_SSH_COMMAND_CHARS), so the sources and reasons behind its code are written as notes
+next to that code instead of travelling with every command; ``#`` comments travel. A note is never a
+linter directive (those stay ``# shellcheck ...``).
+
 Values are quoted for the target language by this module alone: single quotes for bash, single-quoted
 literals (ps_quote) for PowerShell; integers and booleans are written as literals. Pure: no Pulumi.
 """
@@ -24,6 +30,7 @@ SCRIPTS_DIR = Path(__file__).parent / "scripts"
 _DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)#@ (?P<verb>\S+)(?: (?P<args>.*))?$")
 _INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[\])?$")
 _INCLUDE = re.compile(r"^lib/[a-z0-9-]+\.(sh|ps1)$")
+_NOTE = re.compile(r"^[ \t]*##")
 
 # PowerShell ends a single-quoted string at ' and at the typographic quotes U+2018, U+2019, U+201A and
 # U+201B; inside the string each is written twice. Source: PowerShell/PowerShell
@@ -111,6 +118,8 @@ def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen:
     out: list[str] = []
     had_inputs = False
     for line in (SCRIPTS_DIR / name).read_text().splitlines():
+        if _NOTE.match(line):
+            continue
         match = _DIRECTIVE.match(line)
         if not match:
             out.append(indent + line if line else line)

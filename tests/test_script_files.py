@@ -114,3 +114,30 @@ def test_includes_expand_indented_and_refuse_cycles_inputs_and_other_languages(s
     (scratch / "e.sh").write_text("#@ replace X\n")
     with pytest.raises(ValueError, match="unknown directive"):
         render_script("e.sh")
+
+
+def test_notes_are_dropped_and_comments_kept(scratch):
+    (scratch / "lib" / "f.ps1").write_text("    ## why F exists, with its source\nfunction F { 1 }\n")
+    (scratch / "a.ps1").write_text("## a note\n# a comment\n#@ include lib/f.ps1\n$x = 1 ## not a note: code first\n")
+    assert render_script("a.ps1") == "# a comment\nfunction F { 1 }\n$x = 1 ## not a note: code first\n"
+    assert lint_form("a.ps1") == render_script("a.ps1")
+
+
+def test_no_note_hides_a_linter_directive():
+    for name in entry_scripts() + fragments():
+        for line in (SCRIPTS_DIR / name).read_text().splitlines():
+            if line.lstrip().startswith("##"):
+                assert "shellcheck" not in line and "PSScriptAnalyzer" not in line, f"{name}: {line}"
+
+
+@pytest.mark.parametrize("constant", ["ADMIN_CONF", "KUBELET_CONF", "KUBEADM_CONFIG_DIR", "INIT_CONFIG_PATH",
+                                      "KUBE_VIP_MANIFEST_PATH", "INIT_LOG", "JOIN_LOG", "JOIN_CREDENTIALS_LOG",
+                                      "RESET_LOG", "RENEWAL_MARKER"])
+def test_node_paths_named_in_python_are_the_paths_the_scripts_use(constant):
+    """render/linux_bootstrap.py names these paths for its docstrings, the tests and the operators; the
+    scripts spell them under $ROOT (lib/test-root.sh). Both must be the same path."""
+    from render import linux_bootstrap
+
+    path = getattr(linux_bootstrap, constant)
+    scripts = "\n".join((SCRIPTS_DIR / name).read_text() for name in BASH + fragments())
+    assert re.search(rf'\$ROOT{re.escape(path)}(?![\w.-])', scripts), f"{constant} = {path!r} is in no script"

@@ -1,3 +1,7 @@
+## Wait-Heartbeat and Wait-PowerShellDirect read $VmName, $GuestCredential, $HeartbeatTimeoutSec and
+## $PsDirectTimeoutSec.
+## Heartbeat: Get-VMIntegrationService -VMName -Name returns the integration service object.
+## Source: https://learn.microsoft.com/powershell/module/hyper-v/get-vmintegrationservice?view=windowsserver2022-ps
 function Wait-Heartbeat {
     $deadline = (Get-Date).AddSeconds($HeartbeatTimeoutSec)
     while ((Get-VMIntegrationService -VMName $VmName -Name 'Heartbeat').PrimaryStatusDescription -ne 'OK') {
@@ -7,6 +11,9 @@ function Wait-Heartbeat {
         Start-Sleep -Seconds 5
     }
 }
+## PowerShell Direct: Invoke-Command -VMName <name> -Credential <guest credential>; it needs the VM
+## running on this host and a guest that has completed setup.
+## Source: https://learn.microsoft.com/virtualization/hyper-v-on-windows/user-guide/powershell-direct
 function Wait-PowerShellDirect([string]$ExpectedName = '') {
     $deadline = (Get-Date).AddSeconds($PsDirectTimeoutSec)
     $lastError = 'no answer yet'
