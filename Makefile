@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: test synth tools clean
+.PHONY: test synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ tools:
 
 test: $(VENV)/.installed tools
 	$(PY) -m pytest -q
+
+# Only the script files (render/scripts/): shellcheck and the PowerShell parser, as written.
+lint-scripts: $(VENV)/.installed
+	$(PY) -m pytest -q tests/test_script_files.py
 
 synth: $(VENV)/.installed
 	$(PY) -m tools.synth --stack $(STACK) --out build/$(STACK)

@@ -29,10 +29,7 @@ ensure_packages() {
   log "installing ${missing[*]}"
   case "${PKG_MANAGER}" in
     apt)
-      if ((APT_INDEX_FRESH == 0)); then
-        apt_get update
-        APT_INDEX_FRESH=1
-      fi
+      apt_update_once
       apt_get install --no-install-recommends "${missing[@]}"
       ;;
     dnf) dnf install -y "${missing[@]}" ;;

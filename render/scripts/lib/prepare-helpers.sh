@@ -44,6 +44,15 @@ fetch() {
 }
 
 APT_INDEX_FRESH=0
+# apt_update_once: refreshes the apt index the first time a run needs it (after a repository change,
+# which resets APT_INDEX_FRESH, again).
+apt_update_once() {
+  if ((APT_INDEX_FRESH == 0)); then
+    apt_get update
+    APT_INDEX_FRESH=1
+  fi
+}
+
 apt_get() {
   # DPkg::Lock::Timeout waits for unattended-upgrades, which often holds the dpkg lock at first boot.
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -y "$@"
@@ -83,10 +92,7 @@ install_kube_version() {
   local package
   case "${PKG_MANAGER}" in
     apt)
-      if ((APT_INDEX_FRESH == 0)); then
-        apt_get update
-        APT_INDEX_FRESH=1
-      fi
+      apt_update_once
       apt_get install --no-install-recommends "${@/%/=${K8S_VERSION}-*}"
       ;;
     dnf | yum)
