@@ -241,38 +241,18 @@ def _host_inputs(p: WindowsNodeParams, ps_direct_timeout: int) -> dict[str, obje
 # (render/hyperv.py), windows-host-functions, windows-host-report, and inside the guest blocks
 # windows-guest-start, windows-guest-native, windows-guest-download.
 #
-# Where the comments are: render.script_files copies comment lines into the rendered script,
-# which is sent as the encoded SSH command (render.hyperv.MAX_SSH_COMMAND_CHARS). The scripts
-# with room carry their comments in the file (windows-containers-feature.ps1,
-# windows-host-settings.ps1, windows-reset.ps1). The comments of the shared fragments and of
-# windows-containerd.ps1, windows-join.ps1, lib/windows-kubernetes-binaries.ps1 and
-# windows-upgrade.ps1, whose hk-prod scripts are within ~15% of the size test (90% of the limit;
-# containerd grows with every registry mirror, the join with its JoinConfiguration), stay here,
-# each under the name of the file it explains.
+# Where the comments are: notes (`##` lines) in the files carry the sources and reasons, next to
+# the code they explain, and are dropped at render time (render.script_files), so the size of the
+# encoded command (render.hyperv.MAX_SSH_COMMAND_CHARS) is not spent on them. The shared fragments
+# carry their own notes. The comments here explain the Python: validation, constants, parameters.
 # ---------------------------------------------------------------------------------------
-
-# render/scripts/lib/windows-host-functions.ps1 (Invoke-Guest, Assert-VmRunning):
-# Runs on the host. The VM resource (render/hyperv.py) starts the VM; a step that finds it stopped
-# fails at once instead of waiting for PowerShell Direct for half an hour.
-
-# render/scripts/lib/windows-guest-native.ps1 (Invoke-Checked):
-# Runs in the guest, inside every step's script block. Windows PowerShell turns each stderr line of a
-# native command into an error record, which $ErrorActionPreference = 'Stop' makes fatal; kubeadm and
-# containerd log to stderr, so native commands run with 'Continue' and are judged by their exit code.
-# Redact replaces secret strings in output that may end up in an error message.
-
-# render/scripts/lib/windows-guest-download.ps1 (Get-PublishedSha256, Get-FileSha256, Save-Verified, Set-FileText):
-# Runs in the guest. Downloads use the curl.exe that ships with Windows Server 2019 and later, as
-# sig-windows-tools Install-Containerd.ps1 and PrepareNode.ps1 do (Windows PowerShell 5.1's
-# Invoke-WebRequest may not negotiate TLS 1.2). A download is kept only when its SHA-256 equals the
-# published one (Get-FileHash: https://learn.microsoft.com/powershell/module/microsoft.powershell.utility/get-filehash?view=powershell-5.1).
 
 
 # ---------------------------------------------------------------------------------------
 # Step 1: Containers feature, with the restart it needs
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/windows-containers-feature.ps1 (its comments, with their sources, are in the file).
+# render/scripts/windows-containers-feature.ps1 (its notes, with their sources, are in the file).
 
 
 def _render_containers_feature(p: WindowsNodeParams) -> str:
@@ -283,7 +263,7 @@ def _render_containers_feature(p: WindowsNodeParams) -> str:
 # Step 2: time, dynamic ports, firewall
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/windows-host-settings.ps1 (its comments, with their sources, are in the file).
+# render/scripts/windows-host-settings.ps1 (its notes, with their sources, are in the file).
 
 
 def _render_host_settings(p: WindowsNodeParams) -> str:
@@ -302,13 +282,7 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
 # Step 3: containerd
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/windows-containerd.ps1:
-# Release asset: github.com/containerd/containerd/releases/download/v<V>/containerd-<V>-windows-amd64.tar.gz
-# with <asset>.sha256sum ("<digest>  <file>") beside it; the tarball holds bin\*.exe, which go to
-# $env:ProgramFiles\containerd; `containerd.exe --register-service` registers the "containerd" service
-# reading $env:ProgramFiles\containerd\config.toml: containerd docs/getting-started.md "Installing
-# containerd on Windows", sig-windows-tools Install-Containerd.ps1 (tar.exe -xvf ... --strip=1).
-# `containerd --version` prints "containerd <module> v<V> <commit>".
+# render/scripts/windows-containerd.ps1 (its notes, with their sources, are in the file).
 
 
 def containerd_config_toml(p: WindowsNodeParams) -> str:
@@ -374,15 +348,8 @@ def _render_containerd(p: WindowsNodeParams) -> str:
 # Step 4: kubelet, kubeadm, kubectl and the kubelet service
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/lib/windows-kubernetes-binaries.ps1 (included by windows-kubernetes.ps1 and windows-upgrade.ps1):
-# A binary is replaced only when its SHA-256 differs from the published one; a running kubelet is
-# stopped first (its executable is locked) and started again afterwards. C:\k goes on the machine
-# PATH as in PrepareNode.ps1: kubeadm's preflight runs `kubelet --version`.
-# The service: New-Service -Name -BinaryPathName -StartupType Disabled -DependsOn containerd
-# (https://learn.microsoft.com/powershell/module/microsoft.powershell.management/new-service?view=powershell-5.1);
-# the join enables it once kubeadm has written the node's flags (module docstring). Restart on
-# failure as the GCE Windows node setup does: `sc.exe failure kubelet reset= 0 actions= restart/10000`
-# (kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1).
+# render/scripts/windows-kubernetes.ps1, which includes lib/windows-kubernetes-binaries.ps1 (their
+# notes, with their sources, are in the files).
 
 
 def _kubernetes_inputs(p: WindowsNodeParams) -> dict[str, object]:
@@ -402,15 +369,8 @@ def _render_kubernetes(p: WindowsNodeParams) -> str:
     return render_script("windows-kubernetes.ps1", **_kubernetes_inputs(p))
 
 
-# render/scripts/windows-upgrade.ps1 (lib/windows-kubernetes-binaries.ps1, then $UpgradeStep):
-# The Windows node's side of a rolling upgrade (kubeadm upgrade guide, "Upgrade worker nodes", and its
-# Windows counterpart https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/upgrading-windows-nodes/:
-# new kubeadm.exe, `kubeadm upgrade node`, new kubelet.exe, kubelet restarted): step 4's script at the
-# new version replaces each binary whose SHA-256 differs (stopping the kubelet for its own), then
-# `kubeadm upgrade node` writes the new minor's kubelet configuration and the kubelet is (re)started.
-# The chain drains the node before and uncordons it after (components/upgrade.py).
-# A marker file records the version the last complete upgrade reached, so a re-run for another reason
-# (a rotated guest password changes this step's stdin) leaves a finished node and its kubelet alone.
+# render/scripts/windows-upgrade.ps1 (its notes, with their sources, are in the file).
+# The file in which the upgrade records the version its last complete run reached.
 UPGRADE_MARKER = r"C:\var\lib\kubelet\hybrid-cluster-upgraded-to"
 
 
@@ -444,20 +404,7 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
 # Join
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/windows-join.ps1:
-# The join line is stdin line 2, read with [Console]::In.ReadLine() like the password, matched with
-# JOIN_LINE_PATTERN and never written anywhere. Its values go to the guest over PowerShell Direct and
-# are substituted there into the JoinConfiguration, which is written to a directory whose ACL grants
-# only BUILTIN\Administrators (S-1-5-32-544) and LocalSystem (S-1-5-18), with inheritance cut
-# (DirectorySecurity.SetAccessRuleProtection(true, false), FileSystemAccessRule, Set-Acl:
-# https://learn.microsoft.com/dotnet/api/system.security.accesscontrol.objectsecurity.setaccessruleprotection ,
-# https://learn.microsoft.com/windows/win32/secauthz/well-known-sids ), and removed in `finally`.
-# The flags file holds KUBELET_KUBEADM_ARGS="..." (kubernetes/kubernetes#88287; PrepareNode.ps1
-# StartKubelet.ps1 trims exactly that). The service command line is changed with Win32_Service.Change
-# PathName (https://learn.microsoft.com/windows/win32/cimwin32prov/change-method-in-class-win32-service),
-# which takes the string as is, unlike sc.exe behind Windows PowerShell's native argument quoting.
-# A partial earlier attempt (pki\ca.crt or the flags file present, kubelet.conf absent) would fail
-# kubeadm's FileAvailable preflight checks, so it is reset first.
+# render/scripts/windows-join.ps1 (its notes, with their sources, are in the file).
 
 
 def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
@@ -491,13 +438,13 @@ def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
 # Reset (delete script of the join resource)
 # ---------------------------------------------------------------------------------------
 #
-# render/scripts/windows-reset.ps1 (its comments, with their sources, are in the file).
+# render/scripts/windows-reset.ps1 (its notes, with their sources, are in the file).
 
 
 def render_reset(p: WindowsNodeParams) -> str:
     """The join's delete script: ``kubeadm reset``, kubelet service stopped and disabled, Calico's
     HNS networks/endpoints, kube-proxy's policy lists and the CNI config removed. Idempotent; never
-    blocks the VM's deletion (see the comments in render/scripts/windows-reset.ps1)."""
+    blocks the VM's deletion (see the notes in render/scripts/windows-reset.ps1)."""
     _validate(p)
     script = render_script(
         "windows-reset.ps1",

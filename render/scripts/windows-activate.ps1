@@ -1,15 +1,15 @@
 # Activate Windows in a node VM, by KMS or AVMA. Rendered by render/windows_activation.py (sources there).
 #@ include lib/hyperv-preamble.ps1
 #@ inputs VmName Mode KeyEditions[] KeyValues[] KmsHost KmsPort AvmaTimeoutSec KvpService HeartbeatTimeoutSec PsDirectTimeoutSec
-# Edition -> public key (KeyEditions[i] takes KeyValues[i]).
+## Edition -> public key (KeyEditions[i] takes KeyValues[i]).
 $ProductKeys = @{}
 for ($i = 0; $i -lt $KeyEditions.Count; $i++) { $ProductKeys[$KeyEditions[$i]] = $KeyValues[$i] }
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
 
-# Runs in the guest. Every licensing call goes through Invoke-Licensing so a non-zero ReturnValue stops
-# the script; Activate() is only called when the status is not already licensed (KMS activation renews
-# itself afterwards: a re-run changes nothing).
+## Runs in the guest. Every licensing call goes through Invoke-Licensing so a non-zero ReturnValue stops
+## the script; Activate() is only called when the status is not already licensed (KMS activation renews
+## itself afterwards: a re-run changes nothing).
 $GuestActivate = {
     param([string]$Mode, [hashtable]$ProductKeys, [string]$KmsHost, [int]$KmsPort, [int]$AvmaTimeoutSec)
     $ErrorActionPreference = 'Stop'

@@ -13,8 +13,15 @@ $GuestStep = {
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
     #@ include lib/windows-guest-download.ps1
+    ## Release asset (the $TarballUrl input):
+    ## github.com/containerd/containerd/releases/download/v<V>/containerd-<V>-windows-amd64.tar.gz
+    ## with <asset>.sha256sum ("<digest>  <file>") beside it; the tarball holds bin\*.exe, which go to
+    ## $env:ProgramFiles\containerd; `containerd.exe --register-service` registers the "containerd" service
+    ## reading $env:ProgramFiles\containerd\config.toml: containerd docs/getting-started.md "Installing
+    ## containerd on Windows", sig-windows-tools Install-Containerd.ps1 (tar.exe -xvf ... --strip=1).
     $containerdDir = Join-Path $env:ProgramFiles 'containerd'
     $exe = Join-Path $containerdDir 'containerd.exe'
+    ## `containerd --version` prints "containerd <module> v<V> <commit>".
     $installed = ''
     if (Test-Path -LiteralPath $exe) { $installed = (Invoke-Checked $exe @('--version')) -join ' ' }
     if ($installed -notmatch "(^|\s)v$([regex]::Escape($Version))(\s|$)") {

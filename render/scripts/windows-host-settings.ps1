@@ -5,20 +5,20 @@ $Step = 'time, port and firewall settings'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
 #@ include lib/windows-host-functions.ps1
-# w32time: `w32tm /config /manualpeerlist:<space-delimited peers> /syncfromflags:manual /update`;
-# the configuration lives in HKLM\SYSTEM\CurrentControlSet\Services\W32Time\Parameters (NtpServer,
-# Type = NTP for a manual peer list):
-# https://learn.microsoft.com/windows-server/networking/windows-time-service/windows-time-service-tools-and-settings
-# The service is made Automatic (Set-Service -StartupType; Get-Service .StartType):
-# https://learn.microsoft.com/powershell/module/microsoft.powershell.management/set-service?view=powershell-5.1
-# Dynamic ports: `netsh int ipv4 set dynamicport tcp|udp start=N num=M`
-# (https://learn.microsoft.com/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang),
-# read back with Get-NetTCPSetting / Get-NetUDPSetting .DynamicPortRangeStartPort and
-# .DynamicPortRangeNumberOfPorts, which do not depend on the display language:
-# https://learn.microsoft.com/powershell/module/nettcpip/get-netudpsetting
-# Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
-# as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
-# https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
+## w32time: `w32tm /config /manualpeerlist:<space-delimited peers> /syncfromflags:manual /update`;
+## the configuration lives in HKLM\SYSTEM\CurrentControlSet\Services\W32Time\Parameters (NtpServer,
+## Type = NTP for a manual peer list):
+## https://learn.microsoft.com/windows-server/networking/windows-time-service/windows-time-service-tools-and-settings
+## The service is made Automatic (Set-Service -StartupType; Get-Service .StartType):
+## https://learn.microsoft.com/powershell/module/microsoft.powershell.management/set-service?view=powershell-5.1
+## Dynamic ports: `netsh int ipv4 set dynamicport tcp|udp start=N num=M`
+## (https://learn.microsoft.com/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang),
+## read back with Get-NetTCPSetting / Get-NetUDPSetting .DynamicPortRangeStartPort and
+## .DynamicPortRangeNumberOfPorts, which do not depend on the display language:
+## https://learn.microsoft.com/powershell/module/nettcpip/get-netudpsetting
+## Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
+## as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
+## https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
 $GuestStep = {
     param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts)
     #@ include lib/windows-guest-start.ps1

@@ -16,10 +16,18 @@ $GuestStep = {
     }
     $env:Path = "$BinDir;$env:Path"
     $kubeadm = Join-Path $BinDir 'kubeadm.exe'
+    ## A partial earlier attempt (pki\ca.crt or the flags file present, kubelet.conf absent) would fail
+    ## kubeadm's FileAvailable preflight checks, so it is reset first.
     if ((Test-Path -LiteralPath 'C:\etc\kubernetes\pki\ca.crt') -or (Test-Path -LiteralPath $FlagsFile)) {
         $null = Invoke-Checked $kubeadm @('reset', '--force', "--cri-socket=$CriSocket") $secrets
         $changes += 'reset a partial earlier join'
     }
+    ## Its values go to the guest over PowerShell Direct and are substituted there into the JoinConfiguration,
+    ## which is written to a directory whose ACL grants only BUILTIN\Administrators (S-1-5-32-544) and
+    ## LocalSystem (S-1-5-18), with inheritance cut (DirectorySecurity.SetAccessRuleProtection(true, false),
+    ## FileSystemAccessRule, Set-Acl:
+    ## https://learn.microsoft.com/dotnet/api/system.security.accesscontrol.objectsecurity.setaccessruleprotection ,
+    ## https://learn.microsoft.com/windows/win32/secauthz/well-known-sids ), and removed in `finally`.
     $config = $Template.Replace($JoinPlaceholders[0], $Token).Replace($JoinPlaceholders[1], $CaCertHash).Replace($JoinPlaceholders[2], $Endpoint)
     $workDir = Join-Path $env:ProgramData 'kubeadm-join'
     $null = New-Item -ItemType Directory -Path $workDir -Force
@@ -33,13 +41,20 @@ $GuestStep = {
     $configFile = Join-Path $workDir 'join-config.yaml'
     try {
         [System.IO.File]::WriteAllText($configFile, $config, (New-Object System.Text.UTF8Encoding($false)))
+        ## Why the join skips kubelet-wait-bootstrap and runs it after the kubelet service is enabled with
+        ## kubeadm's flags: render/windows_bootstrap.py module docstring.
         $null = Invoke-Checked $kubeadm @('join', "--config=$configFile", '--skip-phases=kubelet-wait-bootstrap') $secrets
+        ## The flags file holds KUBELET_KUBEADM_ARGS="..." (kubernetes/kubernetes#88287; PrepareNode.ps1
+        ## StartKubelet.ps1 trims exactly that).
         $flagsLine = (Get-Content -LiteralPath $FlagsFile -Raw).Trim()
         if ($flagsLine -notmatch '^KUBELET_KUBEADM_ARGS="([^"]*)"$') { throw "$FlagsFile does not hold one KUBELET_KUBEADM_ARGS line" }
         $flags = @($Matches[1].Trim() -split ' +' | Where-Object { $_ })
         foreach ($flag in $flags) {
             if ($flag -cnotmatch $FlagPattern) { throw "refusing to put '$flag' from $FlagsFile on the kubelet service command line" }
         }
+        ## The service command line is changed with Win32_Service.Change PathName
+        ## (https://learn.microsoft.com/windows/win32/cimwin32prov/change-method-in-class-win32-service),
+        ## which takes the string as is, unlike sc.exe behind Windows PowerShell's native argument quoting.
         $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='kubelet'"
         $result = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ PathName = (@($ServiceBase) + $flags) -join ' ' }
         if ($result.ReturnValue -ne 0) { throw "Win32_Service.Change of the kubelet service returned $($result.ReturnValue)" }
@@ -58,6 +73,8 @@ $GuestStep = {
     }
     [pscustomobject]@{ Changes = $changes; Joined = $true; Kubelet = 'Running' }
 }
+## The join line is stdin line 2, read with [Console]::In.ReadLine() like the password, matched with
+## JOIN_LINE_PATTERN (render/windows_bootstrap.py, the $JoinLinePattern input) and never written anywhere.
 $joinLine = [Console]::In.ReadLine()
 if ([string]::IsNullOrEmpty($joinLine)) { throw 'Expected the kubeadm join line as the second line of stdin' }
 $joinMatch = [regex]::Match($joinLine, $JoinLinePattern)

@@ -4,20 +4,21 @@
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
 #@ include lib/windows-host-functions.ps1
-# When it runs: the join's triggers are the VM id, and on destroy Pulumi deletes the drain (which
-# already deleted the Node object), then this, then the VM. So the reset always precedes the deletion
-# or replacement of the VM that holds all the state it cleans. Decision: a VM that is absent, not
-# running, or not answering PowerShell Direct within $PsDirectTimeoutSec (RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS) is left
-# alone with a warning and the script succeeds; on a reachable guest every cleanup action is tried,
-# a failing one is reported as a warning and the rest still run. Either way destroy goes on to delete
-# the VM, instead of failing until someone repairs a node that is about to disappear.
-# Cleanup: `kubeadm reset --force --cri-socket` (stops the kubelet, removes its containers and
-# C:\etc\kubernetes, C:\var\lib\kubelet state), the kubelet service stopped and disabled again (the
-# inverse of the join enabling it), HNS: Get-HnsEndpoint/Remove-HnsEndpoint, Get-HnsPolicyList/
-# Remove-HnsPolicyList (kube-proxy's load balancers, which microsoft/SDN Kubernetes/windows/
-# start-kubeproxy.ps1 also clears), Get-HnsNetwork/Remove-HnsNetwork
-# (https://learn.microsoft.com/powershell/module/hostnetworkingservice/), then the CNI config files
-# and Calico's node state directories.
+## When it runs: the join's triggers are the VM id, and on destroy Pulumi deletes the drain (which
+## already deleted the Node object), then this, then the VM. So the reset always precedes the deletion
+## or replacement of the VM that holds all the state it cleans. Decision: a VM that is absent, not
+## running, or not answering PowerShell Direct within $PsDirectTimeoutSec
+## (RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS) is left alone with a warning and the script succeeds; on a
+## reachable guest every cleanup action is tried, a failing one is reported as a warning and the rest
+## still run. Either way destroy goes on to delete the VM, instead of failing until someone repairs a
+## node that is about to disappear.
+## Cleanup: `kubeadm reset --force --cri-socket` (stops the kubelet, removes its containers and
+## C:\etc\kubernetes, C:\var\lib\kubelet state), the kubelet service stopped and disabled again (the
+## inverse of the join enabling it), HNS: Get-HnsEndpoint/Remove-HnsEndpoint, Get-HnsPolicyList/
+## Remove-HnsPolicyList (kube-proxy's load balancers, which microsoft/SDN Kubernetes/windows/
+## start-kubeproxy.ps1 also clears), Get-HnsNetwork/Remove-HnsNetwork
+## (https://learn.microsoft.com/powershell/module/hostnetworkingservice/), then the CNI config files
+## and Calico's node state directories.
 $GuestStep = {
     param([string]$BinDir, [string]$CriSocket, [string]$CniConfDir, [string[]]$NetworkPatterns, [string[]]$StateDirs)
     #@ include lib/windows-guest-start.ps1

@@ -1,3 +1,4 @@
+## Included by windows-kubernetes.ps1 (preparation step 4) and windows-upgrade.ps1.
 $Step = 'Kubernetes binaries and kubelet service'
 $GuestStep = {
     param([string]$BaseUrl, [string]$BinDir, [string[]]$Binaries, [string[]]$Directories, [string]$ServiceCommand)
@@ -10,6 +11,8 @@ $GuestStep = {
             $changes += "created $directory"
         }
     }
+    ## A binary is replaced only when its SHA-256 differs from the published one; a running kubelet is
+    ## stopped first (its executable is locked) and started again afterwards.
     $restartKubelet = $false
     foreach ($binary in $Binaries) {
         $path = Join-Path $BinDir $binary
@@ -24,11 +27,18 @@ $GuestStep = {
             $changes += "installed $binary from $BaseUrl"
         }
     }
+    ## C:\k goes on the machine PATH as in PrepareNode.ps1: kubeadm's preflight runs `kubelet --version`.
     $machinePath = [Environment]::GetEnvironmentVariable('Path', 'Machine')
     if (($machinePath -split ';') -notcontains $BinDir) {
         [Environment]::SetEnvironmentVariable('Path', "$machinePath;$BinDir", 'Machine')
         $changes += "added $BinDir to the machine PATH"
     }
+    ## The service: New-Service -Name -BinaryPathName -StartupType Disabled -DependsOn containerd
+    ## (https://learn.microsoft.com/powershell/module/microsoft.powershell.management/new-service?view=powershell-5.1);
+    ## the join enables it once kubeadm has written the node's flags (render/windows_bootstrap.py module
+    ## docstring). Restart on failure as the GCE Windows node setup does:
+    ## `sc.exe failure kubelet reset= 0 actions= restart/10000` (kubernetes/kubernetes
+    ## cluster/gce/windows/k8s-node-setup.psm1).
     if (-not (Get-Service -Name kubelet -ErrorAction SilentlyContinue)) {
         $null = New-Service -Name kubelet -DisplayName 'kubelet' -BinaryPathName $ServiceCommand -StartupType Disabled -DependsOn containerd
         $null = Invoke-Checked 'sc.exe' @('failure', 'kubelet', 'reset=', '0', 'actions=', 'restart/10000')
