@@ -11,6 +11,8 @@ chain there, cordoned, and no other node is touched.
 Like the upgrade chain, the steps have no `create`: a new node boots with its settings, so creating the
 chain restarts nothing. Their `update` text carries the node's settings, so changing one node's CPU,
 memory or disk re-runs that node's steps only; every other node's steps are unchanged and stay as they are.
+When a new release of the scripts changes every step's text, every node's steps run, and each finds its
+node already running with its settings: no drain, no restart (render/maintenance.py).
 Nothing is left on a node or host, so there is nothing to delete. Windows nodes are not part of it: the
 Hyper-V converge applies a change that needs the VM off only with an operator (components/machines.py).
 """
@@ -49,7 +51,8 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             drain = command.remote.Command(
                 f"{prefix}-drain-for-restart",
                 connection=access.connection,
-                update=bash_command(maintenance.render_maintenance_drain(node.name, settings, etcd_pod=etcd_pod)),
+                update=bash_command(maintenance.render_maintenance_drain(
+                    node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod)),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 # After the VM update that stored the new settings as pending, and after the node before it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
@@ -57,14 +60,17 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             restart = command.remote.Command(
                 f"{prefix}-vm-restart",
                 connection=proxmox_connections[node.proxmox_node],
-                update=bash_command(f"{maintenance.render_vm_restart(node.vm_id).rstrip()}\n# settings {settings}\n"),
+                update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
+                # The drain's output ends with its decision: a node already running with these settings
+                # (a run caused only by new script text) is neither drained nor restarted.
+                stdin=drain.stdout,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
             )
             uncordon = command.remote.Command(
                 f"{prefix}-uncordon-after-restart",
                 connection=access.connection,
-                update=bash_command(f"{maintenance.render_maintenance_uncordon(node.name).rstrip()}\n# settings {settings}\n"),
+                update=bash_command(maintenance.render_maintenance_uncordon(node.name, settings)),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
             )

@@ -393,8 +393,15 @@ def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | Non
 # The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
 # uncordon step lifts only a cordon the chain set, never one an operator set for reasons of their own.
 UPGRADE_ANNOTATION = "hybrid-cluster.io/upgrading-to"
-# kubectl JSONPath escapes the dots of a key with a backslash (kubectl jsonpath reference).
-_UPGRADE_MARK_JSONPATH = "{.metadata.annotations." + UPGRADE_ANNOTATION.replace(".", "\\.") + "}"
+
+
+def annotation_jsonpath(annotation: str) -> str:
+    """The kubectl JSONPath of one annotation of an object; kubectl JSONPath escapes the dots of a key
+    with a backslash (kubectl jsonpath reference)."""
+    return "{.metadata.annotations." + annotation.replace(".", "\\.") + "}"
+
+
+_UPGRADE_MARK_JSONPATH = annotation_jsonpath(UPGRADE_ANNOTATION)
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 
 

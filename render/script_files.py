@@ -21,6 +21,7 @@ literals (ps_quote) for PowerShell; integers and booleans are written as literal
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -168,6 +169,15 @@ def lint_form(name: str) -> str:
     to check the file as written, independent of any stack."""
     lines, _ = _expand(name, _language(name), None, (), "")
     return "\n".join(lines) + "\n"
+
+
+def revision(*names: str) -> str:
+    """A short digest of the named scripts as written (includes expanded): an input that changes whenever
+    one of them does, for a step that must run again when another step's script changes."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0" + lint_form(name).encode() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def entry_scripts() -> list[str]:

@@ -10,12 +10,15 @@ import pytest
 
 from render import maintenance
 from render.linux_bootstrap import TEST_ROOT_VARIABLE
+from render.script_files import revision
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input, shellcheck
 from tools.mockrun import run_program
 
 STEPS = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
+# The settings the stub runs use: cpu=8, memory=65536, disk=120.
+SETTINGS = "cpu=8,memory=65536,disk=120"
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +61,15 @@ def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):
     lnx1 = hk.named("hk-prod-restarts-hk-lnx-1-vm-restart")
     script = script_from_bash_command(lnx1.inputs["update"])
     assert bash_input(script, "VMID") == "321" and bash_input(script, "SHUTDOWN_TIMEOUT") == "600" and "qm reboot \"$VMID\" --timeout \"$SHUTDOWN_TIMEOUT\"" in script
-    assert script.rstrip().endswith("# settings cpu=8,memory=32768,disk=120")
+    assert bash_input(script, "SETTINGS") == "cpu=8,memory=32768,disk=120"
+    # It decides on the drain's output, which arrives as its standard input.
+    drain = hk.named("hk-prod-restarts-hk-lnx-1-drain-for-restart")
+    assert drain.urn in lnx1.dependencies and "stdin" in lnx1.inputs
+    drain_script = script_from_bash_command(drain.inputs["update"])
+    assert bash_input(drain_script, "LATER_STEPS") == revision("vm-restart.sh", "node-restart-uncordon.sh")
+    assert [bash_input(drain_script, name) for name in ("CPU", "MEMORY_MB", "DISK_GB")] == ["8", "32768", "120"]
+    uncordon = script_from_bash_command(hk.named("hk-prod-restarts-hk-lnx-1-uncordon-after-restart").inputs["update"])
+    assert bash_input(uncordon, "SETTINGS") == "cpu=8,memory=32768,disk=120"
     # It runs on the Proxmox node that holds the VM, as the provider's SSH user.
     connection = lnx1.inputs["connection"].value   # secret: it carries the private key
     assert connection["host"] == "10.10.10.11" and connection["user"] == "root"
@@ -69,10 +80,10 @@ def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):
 
 
 @pytest.mark.parametrize("script", [
-    maintenance.render_maintenance_drain("hk-lnx-1", "cpu=8,memory=32768,disk=120"),
-    maintenance.render_maintenance_drain("hk-cp-2", "cpu=4,memory=8192,disk=80", etcd_pod="etcd-hk-cp-1"),
-    maintenance.render_vm_restart(321),
-    maintenance.render_maintenance_uncordon("hk-lnx-1"),
+    maintenance.render_maintenance_drain("hk-lnx-1", 8, 32768, 120),
+    maintenance.render_maintenance_drain("hk-cp-2", 4, 8192, 80, etcd_pod="etcd-hk-cp-1"),
+    maintenance.render_vm_restart(321, SETTINGS),
+    maintenance.render_maintenance_uncordon("hk-lnx-1", SETTINGS),
 ], ids=["drain", "drain-control-plane", "vm-restart", "uncordon"])
 def test_scripts_pass_shellcheck(tmp_path, script):
     path = tmp_path / "step.sh"
@@ -82,11 +93,15 @@ def test_scripts_pass_shellcheck(tmp_path, script):
 
 def test_inputs_that_would_break_a_script_are_refused():
     with pytest.raises(ValueError):
-        maintenance.render_maintenance_drain("Bad Node", "cpu=8")
+        maintenance.render_maintenance_drain("Bad Node", 8, 32768, 120)
     with pytest.raises(ValueError):
-        maintenance.render_maintenance_drain("hk-lnx-1", "cpu=8; reboot")
+        maintenance.render_maintenance_drain("hk-lnx-1", 0, 32768, 120)
     with pytest.raises(ValueError):
-        maintenance.render_vm_restart(42)
+        maintenance.render_vm_restart(321, "cpu=8; reboot")
+    with pytest.raises(ValueError):
+        maintenance.render_vm_restart(42, SETTINGS)
+    with pytest.raises(ValueError):
+        maintenance.render_maintenance_uncordon("hk-lnx-1", "")
 
 
 # --- run against stubs --------------------------------------------------------------------------------------
@@ -96,9 +111,18 @@ set -euo pipefail
 printf '%s\n' "$*" >>"$STUBS/calls"
 case "$*" in
   *"jsonpath={.status.nodeInfo.bootID}"*) cat "$STUBS/boot-id" ;;
-  *"jsonpath={.metadata.annotations"*) cat "$STUBS/annotation" 2>/dev/null || true ;;
-  *"annotate node"*"hybrid-cluster.io/maintenance-"*) rm -f "$STUBS/annotation" ;;
-  *"annotate node"*) all="$*"; value="${all##*hybrid-cluster.io/maintenance=}"; printf '%s' "${value% --request-timeout=60s}" >"$STUBS/annotation" ;;
+  *"jsonpath={.status.capacity.cpu}"*) cat "$STUBS/capacity" 2>/dev/null || true ;;
+  *"maintenance}"*) cat "$STUBS/annotation" 2>/dev/null || true ;;
+  *"restarted-with}"*) cat "$STUBS/applied" 2>/dev/null || true ;;
+  "annotate node "*)
+    for arg in "$@"; do
+      case "$arg" in
+        hybrid-cluster.io/maintenance-) rm -f "$STUBS/annotation" ;;
+        hybrid-cluster.io/maintenance=*) printf '%s' "${arg#*=}" >"$STUBS/annotation" ;;
+        hybrid-cluster.io/restarted-with=*) printf '%s' "${arg#*=}" >"$STUBS/applied" ;;
+      esac
+    done
+    ;;
   *) ;;
 esac
 """
@@ -129,44 +153,115 @@ def _stubbed(tmp_path: Path) -> tuple[dict[str, str], Path]:
     return env, stubs
 
 
-def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([shutil.which("bash"), "-c", script], env=env, capture_output=True, text=True, timeout=60)
+def _run(script: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([shutil.which("bash"), "-c", script], env=env, input=stdin, capture_output=True,
+                          text=True, timeout=60)
+
+
+DRAIN = maintenance.render_maintenance_drain("hk-lnx-2", 8, 65536, 120)
+RESTART = maintenance.render_vm_restart(322, SETTINGS)
+UNCORDON = maintenance.render_maintenance_uncordon("hk-lnx-2", SETTINGS)
+
+
+def _chain_run(env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
+    """The three steps as Pulumi runs them: the restart reads the drain's output on its standard input."""
+    drain = _run(DRAIN, env)
+    assert drain.returncode == 0, drain.stderr
+    restart = _run(RESTART, env, stdin=drain.stdout)
+    assert restart.returncode == 0, restart.stderr
+    uncordon = _run(UNCORDON, env)
+    assert uncordon.returncode == 0, uncordon.stderr
+    return [drain, restart, uncordon]
+
+
+def _actions(stubs: Path) -> list[str]:
+    calls = (stubs / "calls").read_text().splitlines() if (stubs / "calls").exists() else []
+    return [c.split()[0] if not c.startswith("qm") else "qm reboot" for c in calls
+            if c.startswith(("cordon", "drain", "qm reboot", "uncordon"))]
 
 
 def test_drain_restart_uncordon_in_order_and_the_uncordon_waits_for_a_new_boot(tmp_path):
     env, stubs = _stubbed(tmp_path)
-    settings = "cpu=8,memory=65536,disk=120"
-    drain = _run(maintenance.render_maintenance_drain("hk-lnx-2", settings), env)
+    drain = _run(DRAIN, env)
     assert drain.returncode == 0, drain.stderr
-    assert (stubs / "annotation").read_text() == f"{settings} boot=boot-1"
+    assert (stubs / "annotation").read_text() == f"{SETTINGS} boot=boot-1"
+    assert drain.stdout.splitlines()[-1] == "restart-needed: yes"
     # Before the restart the boot id is unchanged: the uncordon refuses, the node stays cordoned.
-    early = _run(maintenance.render_maintenance_uncordon("hk-lnx-2", timeout_seconds=10), env)
+    early = _run(maintenance.render_maintenance_uncordon("hk-lnx-2", SETTINGS, timeout_seconds=10), env)
     assert early.returncode != 0 and "has not restarted" in early.stderr
     assert "uncordon" not in (stubs / "calls").read_text()
-    restart = _run(maintenance.render_vm_restart(322), env)
+    restart = _run(RESTART, env, stdin=drain.stdout)
     assert restart.returncode == 0, restart.stderr
     assert "new memory: 65536" in restart.stdout
-    uncordon = _run(maintenance.render_maintenance_uncordon("hk-lnx-2"), env)
+    uncordon = _run(UNCORDON, env)
     assert uncordon.returncode == 0, uncordon.stderr
-    calls = (stubs / "calls").read_text().splitlines()
-    order = [c for c in calls if c.startswith(("cordon", "drain", "qm reboot", "uncordon"))]
-    assert [c.split()[0] if not c.startswith("qm") else "qm reboot" for c in order] == ["cordon", "drain", "qm reboot", "uncordon"]
+    assert _actions(stubs) == ["cordon", "drain", "qm reboot", "uncordon"]
     assert not (stubs / "annotation").exists()
+    assert (stubs / "applied").read_text() == SETTINGS   # what the node now runs with
+
+
+def test_a_second_run_of_the_chain_with_the_same_settings_drains_and_restarts_nothing(tmp_path):
+    """What a new release of the scripts causes: every step's text changes, so Pulumi runs every step."""
+    env, stubs = _stubbed(tmp_path)
+    _chain_run(env)
+    (stubs / "calls").unlink()
+    drain, restart, uncordon = _chain_run(env)
+    assert _actions(stubs) == []
+    assert drain.stdout.splitlines()[-1] == "restart-needed: no" and "no restart" in restart.stdout
+    assert "left as it is" in uncordon.stdout
+
+
+def test_new_settings_after_an_earlier_restart_are_applied(tmp_path):
+    env, stubs = _stubbed(tmp_path)
+    (stubs / "applied").write_text("cpu=8,memory=32768,disk=120")
+    _chain_run(env)
+    assert _actions(stubs) == ["cordon", "drain", "qm reboot", "uncordon"]
+    assert (stubs / "applied").read_text() == SETTINGS
+
+
+@pytest.mark.parametrize("capacity,restarts", [
+    ("8 67108864Ki 125829120Ki", False),           # exactly the VM's memory and disk
+    ("8 65761252Ki 123456789Ki", False),           # less the kernel's and the other partitions' share
+    ("8 65761252Ki 126000000000", False),          # ephemeral-storage in bytes (kubernetes/kubernetes#133927)
+    ("4 65761252Ki 123456789Ki", True),            # CPUs differ
+    ("8 32604160Ki 123456789Ki", True),            # half the memory: the new size is pending
+    ("8 65761252Ki 62914560Ki", True),             # half the disk
+    ("8 64Gi 123456789Ki", True),                  # a form the check does not read: apply the settings
+    ("", True),                                    # nothing reported
+])
+def test_a_node_the_chain_never_restarted_is_compared_by_its_capacity(tmp_path, capacity, restarts):
+    env, stubs = _stubbed(tmp_path)
+    (stubs / "capacity").write_text(capacity + "\n" if capacity else "")
+    _chain_run(env)
+    assert _actions(stubs) == (["cordon", "drain", "qm reboot", "uncordon"] if restarts else [])
 
 
 def test_a_rerun_of_the_drain_after_a_failure_keeps_the_boot_id_it_recorded_first(tmp_path):
     env, stubs = _stubbed(tmp_path)
-    settings = "cpu=8,memory=65536,disk=120"
-    assert _run(maintenance.render_maintenance_drain("hk-lnx-2", settings), env).returncode == 0
+    assert _run(DRAIN, env).returncode == 0
     (stubs / "boot-id").write_text("boot-2")   # the restart happened, then the chain failed before the uncordon
-    assert _run(maintenance.render_maintenance_drain("hk-lnx-2", settings), env).returncode == 0
-    assert (stubs / "annotation").read_text() == f"{settings} boot=boot-1"
-    assert _run(maintenance.render_maintenance_uncordon("hk-lnx-2"), env).returncode == 0
+    again = _run(DRAIN, env)
+    assert again.returncode == 0
+    assert (stubs / "annotation").read_text() == f"{SETTINGS} boot=boot-1"
+    # The restart already happened: the VM is not restarted a second time.
+    assert again.stdout.splitlines()[-1] == "restart-needed: no"
+    restart = _run(RESTART, env, stdin=again.stdout)
+    assert restart.returncode == 0 and "qm reboot" not in (stubs / "calls").read_text()
+    assert _run(UNCORDON, env).returncode == 0
+    assert (stubs / "applied").read_text() == SETTINGS
+
+
+def test_the_restart_needs_a_decision_from_the_drain(tmp_path):
+    env, stubs = _stubbed(tmp_path)
+    for stdin in ("", "node hk-lnx-2 is drained\n"):
+        result = _run(RESTART, env, stdin=stdin)
+        assert result.returncode != 0 and "no restart decision" in result.stderr
+    assert "qm" not in ((stubs / "calls").read_text() if (stubs / "calls").exists() else "")
 
 
 def test_an_uncordon_leaves_a_cordon_the_chain_did_not_set(tmp_path):
     env, stubs = _stubbed(tmp_path)
-    result = _run(maintenance.render_maintenance_uncordon("hk-lnx-2"), env)
+    result = _run(UNCORDON, env)
     assert result.returncode == 0 and "left as it is" in result.stdout
     assert "uncordon" not in (stubs / "calls").read_text()
 
@@ -175,6 +270,6 @@ def test_a_stopped_vm_is_not_started_behind_the_operators_back(tmp_path):
     env, stubs = _stubbed(tmp_path)
     (stubs / "qm").write_text("#!/usr/bin/env bash\nprintf 'qm %s\\n' \"$*\" >>\"$STUBS/calls\"\n"
                               "[[ $1 == status ]] && echo 'status: stopped'\nexit 0\n")
-    result = _run(maintenance.render_vm_restart(322), env)
+    result = _run(RESTART, env, stdin="restart-needed: yes\n")
     assert result.returncode != 0 and "is not running" in result.stderr
     assert "qm reboot" not in (stubs / "calls").read_text()

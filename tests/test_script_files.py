@@ -141,3 +141,15 @@ def test_node_paths_named_in_python_are_the_paths_the_scripts_use(constant):
     path = getattr(linux_bootstrap, constant)
     scripts = "\n".join((SCRIPTS_DIR / name).read_text() for name in BASH + fragments())
     assert re.search(rf'\$ROOT{re.escape(path)}(?![\w.-])', scripts), f"{constant} = {path!r} is in no script"
+
+
+def test_a_revision_changes_with_any_named_script_or_its_fragments(scratch):
+    (scratch / "lib" / "f.sh").write_text("echo f\n")
+    (scratch / "a.sh").write_text("#@ include lib/f.sh\necho a\n")
+    (scratch / "b.sh").write_text("echo b\n")
+    first = script_files.revision("a.sh", "b.sh")
+    assert first == script_files.revision("a.sh", "b.sh") and len(first) == 16
+    (scratch / "lib" / "f.sh").write_text("echo g\n")
+    second = script_files.revision("a.sh", "b.sh")
+    (scratch / "b.sh").write_text("echo c\n")
+    assert len({first, second, script_files.revision("a.sh", "b.sh")}) == 3

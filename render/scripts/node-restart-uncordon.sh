@@ -1,10 +1,10 @@
 # On the first control-plane node, after the VM restart (render/maintenance.py): wait until the Node
 # reports a boot id other than the one the drain recorded and is Ready, then lift the chain's cordon (and
-# only that one). A node that does not come back stops the chain here, cordoned: no further node is
-# drained.
+# only that one) and record $SETTINGS as what the node runs with. A node that does not come back stops the
+# chain here, cordoned: no further node is drained.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs NODE TIMEOUT ATTEMPTS POLL_SECONDS MARK_ANNOTATION MARK_JSONPATH
+#@ inputs NODE SETTINGS TIMEOUT ATTEMPTS POLL_SECONDS MARK_ANNOTATION MARK_JSONPATH APPLIED_ANNOTATION
 #@ include lib/admin-kubeconfig.sh
 
 marked="$(kubectl get node "$NODE" -o jsonpath="$MARK_JSONPATH" --request-timeout=30s || true)"
@@ -23,5 +23,6 @@ done
 kubectl wait --for=condition=Ready "node/$NODE" --timeout="${TIMEOUT}s" >/dev/null \
   || die "node $NODE restarted but is not Ready; it stays cordoned"
 kubectl uncordon "$NODE" --request-timeout=60s
-kubectl annotate node "$NODE" "$MARK_ANNOTATION-" --request-timeout=60s >/dev/null
-echo "node $NODE restarted with its new settings and is schedulable again"
+kubectl annotate node "$NODE" --overwrite "$APPLIED_ANNOTATION=$SETTINGS" "$MARK_ANNOTATION-" \
+  --request-timeout=60s >/dev/null
+echo "node $NODE restarted with $SETTINGS and is schedulable again"
