@@ -19,6 +19,7 @@ delete: removing a node removes its steps without running anything.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 
 import pulumi
@@ -33,10 +34,15 @@ from .bootstrap import ControlPlaneAccess, windows_params
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, linux_node_init
 
 
-def _for_machine(script: str, encode: Callable[[str], str], machine_id: pulumi.Output[str]) -> pulumi.Output[str]:
-    """The step's command, its script ending in a comment naming the machine it was rendered for: a
-    replaced machine changes the text, and so re-runs its own node's steps."""
-    return machine_id.apply(lambda identity: encode(f"{script.rstrip()}\n# machine {identity}\n"))
+def _for_machine(render: Callable[[str], str], encode: Callable[[str], str],
+                 machine_id: pulumi.Output[str]) -> pulumi.Output[str]:
+    """The step's command, rendered for the machine it belongs to (its scripts' MACHINE input): a replaced
+    machine changes the text, and so re-runs its own node's steps. Rendering is pure: nothing is declared
+    inside the apply."""
+    # Rendered once now as well: its input checks fail at declaration, also in a preview, where the id of a
+    # machine still to be created is unknown and the apply does not run.
+    render(machine="unnamed")
+    return machine_id.apply(lambda identity: encode(render(machine=identity)))
 
 
 class KubernetesUpgrade(pulumi.ComponentResource):
@@ -61,18 +67,20 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             prefix = f"{name}-{node.name}"
             etcd_pod = access.etcd_pod if machine in control_plane else None
             if isinstance(machine, ProxmoxLinuxNode):
-                upgrade_script = cloud_init.render_upgrade_script(
-                    linux_node_init(spec, node), first_control_plane=index == 0)  # type: ignore[arg-type]
+                upgrade_script = functools.partial(
+                    cloud_init.render_upgrade_script, linux_node_init(spec, node),  # type: ignore[arg-type]
+                    index == 0)
                 encode, connection, stdin = bash_command, machine.connection, None
             else:
-                upgrade_script = windows_bootstrap.render_upgrade(windows_params(spec, node))  # type: ignore[arg-type]
+                upgrade_script = functools.partial(
+                    windows_bootstrap.render_upgrade, windows_params(spec, node))  # type: ignore[arg-type]
                 encode, connection = ssh_command, machine.host_connection
                 stdin = machine.admin_password.apply(lambda password: f"{password}\n")
             drain = command.remote.Command(
                 f"{prefix}-drain-for-upgrade",
                 connection=access.connection,
-                update=_for_machine(linux_bootstrap.render_upgrade_drain(node.name, version, etcd_pod=etcd_pod),
-                                    bash_command, machine.vm.id),
+                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_drain, node.name, version,
+                                                      etcd_pod=etcd_pod), bash_command, machine.vm.id),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
             )
@@ -87,7 +95,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             uncordon = command.remote.Command(
                 f"{prefix}-uncordon-after-upgrade",
                 connection=access.connection,
-                update=_for_machine(linux_bootstrap.render_upgrade_uncordon(node.name, version),
+                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_uncordon, node.name, version),
                                     bash_command, machine.vm.id),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),

@@ -58,3 +58,10 @@ def is_host(value: str) -> bool:
 def is_plain_text(value: str) -> bool:
     """Non-empty, no surrounding spaces, no control characters: safe as a quoted script value."""
     return bool(value) and value == value.strip() and not re.search(r"[\x00-\x1f\x7f]", value)
+
+
+def check_machine(machine: str) -> None:
+    """The id of the machine an upgrade step is rendered for (components/upgrade.py passes the VM
+    resource's id): a replaced machine changes its steps' text, and so re-runs only its own node's steps."""
+    if not is_plain_text(machine) or len(machine) > 200:
+        raise ValueError(f"machine id {machine!r} must be 1-200 printable characters")

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import yaml
-from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, is_host
+from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_machine, is_host
 from render.script_files import render_script
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
@@ -345,14 +345,15 @@ def _text(content: str) -> str:
     return content if content.endswith("\n") else content + "\n"
 
 
-def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool) -> str:
+def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed") -> str:
     """The node's side of a rolling upgrade to ``node.kubernetes_version`` (render/scripts/upgrade-k8s-node.sh,
     bash, idempotent): the preparation's helpers and package syntax, entered at ``upgrade_node``. It names
     only what an upgrade needs (distro, version, repository), so other node settings never re-run it."""
     facts = _validate(node)
+    check_machine(machine)
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
     return render_script(
-        "upgrade-k8s-node.sh",
+        "upgrade-k8s-node.sh", MACHINE=machine,
         NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
         KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
         UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane))

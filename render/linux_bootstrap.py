@@ -30,7 +30,7 @@ import re
 
 import yaml
 
-from render.checks import DNS_SUBDOMAIN
+from render.checks import DNS_SUBDOMAIN, check_machine
 from render.readiness import cloud_init_wait_inputs
 from render.script_files import render_script
 
@@ -418,7 +418,7 @@ def _check_node_args(node_name: str, timeout_seconds: int, etcd_pod: str | None 
 
 
 def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 600,
-                         etcd_pod: str | None = None) -> str:
+                         etcd_pod: str | None = None, machine: str = "unnamed") -> str:
     """On the first control-plane node, before a node's upgrade: unless the Node's kubelet already runs
     ``version`` (and no earlier run of the chain left it cordoned), mark it with UPGRADE_ANNOTATION,
     cordon and drain it. For a control-plane node the etcd quorum without it is checked first: its
@@ -427,21 +427,24 @@ def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 60
     _check_version(version)
 
     _check_node_args(node_name, timeout_seconds, etcd_pod)
+    check_machine(machine)
     return render_script("node-upgrade-drain.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
                          ETCD_POD=etcd_pod or "", MARK_ANNOTATION=UPGRADE_ANNOTATION,
-                         MARK_JSONPATH=_UPGRADE_MARK_JSONPATH)
+                         MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
 
 
-def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int = 900) -> str:
+def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int = 900,
+                            machine: str = "unnamed") -> str:
     """On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
     ``version``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
     does not come back stops the chain here: no further node is drained."""
     _check_version(version)
 
     _check_node_args(node_name, timeout_seconds)
+    check_machine(machine)
     return render_script("node-upgrade-uncordon.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
                          ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
-                         MARK_ANNOTATION=UPGRADE_ANNOTATION, MARK_JSONPATH=_UPGRADE_MARK_JSONPATH)
+                         MARK_ANNOTATION=UPGRADE_ANNOTATION, MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
 
 
 def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:

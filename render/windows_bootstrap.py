@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 
 from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
-from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, is_host
+from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, check_machine, is_host
 from render.hyperv import (
     HEARTBEAT_TIMEOUT_SECONDS,
     POWERSHELL_DIRECT_TIMEOUT_SECONDS,
@@ -374,13 +374,14 @@ def _render_kubernetes(p: WindowsNodeParams) -> str:
 UPGRADE_MARKER = r"C:\var\lib\kubelet\hybrid-cluster-upgraded-to"
 
 
-def render_upgrade(p: WindowsNodeParams) -> str:
+def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     """The host script that upgrades the joined Windows node in ``p.vm_name`` to ``p.kubernetes_version``.
     Idempotent: binaries already at the version are kept, and ``kubeadm upgrade node`` re-applies the
     same configuration. stdin line 1: the guest Administrator password."""
     _validate(p)
+    check_machine(machine)
     script = render_script("windows-upgrade.ps1", **_kubernetes_inputs(p), Version=p.kubernetes_version,
-                           Marker=UPGRADE_MARKER)
+                           Marker=UPGRADE_MARKER, Machine=machine)
     return _checked(script)
 
 

@@ -30,8 +30,12 @@ def update_text(resource, node: str) -> str:
     command = resource.inputs["update"]
     text = script_from_bash_command(command) or script_from_ssh_command(command)
     assert text, resource.name
-    # The script ends naming its machine, so a replaced machine re-runs its own node's steps.
-    assert text.rstrip().endswith(f"# machine hk-prod-{node}-vm-id"), (resource.name, text[-80:])
+    # The script names its machine (an input), so a replaced machine re-runs its own node's steps.
+    machine = f"hk-prod-{node}-vm-id"
+    if script_from_bash_command(command):
+        assert bash_input(text, "MACHINE") == machine, resource.name
+    else:
+        assert f"$Machine = '{machine}'" in text.splitlines(), resource.name
     return text
 
 
@@ -130,3 +134,11 @@ def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin
     touched = changed_resources(run_program(raw_config(hk_prod_values())), renewed)
     assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-check"} <= touched
     assert not [name for name in touched if "-join" in name or name.endswith(("-vm", "-prepare", "-init"))]
+
+
+def test_a_machine_id_that_would_break_a_script_is_refused():
+    from render import linux_bootstrap
+
+    for machine in ("", "a\nb", " padded", "x" * 201):
+        with pytest.raises(ValueError, match="machine id"):
+            linux_bootstrap.render_upgrade_drain("hk-lnx-1", "1.36.4", machine=machine)

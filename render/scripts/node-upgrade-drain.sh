@@ -4,12 +4,13 @@
 # etcd member restarts when kubeadm upgrades the static Pods.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs NODE TARGET TIMEOUT ETCD_POD MARK_ANNOTATION MARK_JSONPATH
+#@ inputs NODE TARGET TIMEOUT ETCD_POD MARK_ANNOTATION MARK_JSONPATH MACHINE
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/node-gate.sh
 #@ include lib/etcd.sh
 #@ include lib/drain.sh
 
+echo "upgrade chain of $NODE (machine $MACHINE)"
 exit_unless_node_present upgrade required
 running="$(kubectl get node "$NODE" -o jsonpath='{.status.nodeInfo.kubeletVersion}' --request-timeout=30s)"
 marked="$(kubectl get node "$NODE" -o jsonpath="$MARK_JSONPATH" --request-timeout=30s)"

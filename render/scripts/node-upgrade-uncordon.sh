@@ -3,10 +3,11 @@
 # does not come back stops the chain here: no further node is drained.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs NODE TARGET TIMEOUT ATTEMPTS POLL_SECONDS MARK_ANNOTATION MARK_JSONPATH
+#@ inputs NODE TARGET TIMEOUT ATTEMPTS POLL_SECONDS MARK_ANNOTATION MARK_JSONPATH MACHINE
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/node-gate.sh
 
+echo "upgrade chain of $NODE (machine $MACHINE)"
 exit_unless_node_present uncordon required
 for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
   running="$(kubectl get node "$NODE" -o jsonpath='{.status.nodeInfo.kubeletVersion}' --request-timeout=10s || true)"

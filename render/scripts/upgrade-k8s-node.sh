@@ -5,8 +5,8 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
-readonly NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
+#@ inputs MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
+readonly MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
 readonly ENTRY_POINT=upgrade_node
 
 #@ include lib/prepare-helpers.sh
@@ -63,7 +63,7 @@ running_kubelet_version() {
 
 upgrade_node() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
-  log "upgrading ${NODE_HOSTNAME} to Kubernetes ${K8S_VERSION}"
+  log "upgrading ${NODE_HOSTNAME} (machine ${MACHINE}) to Kubernetes ${K8S_VERSION}"
   upgrade_kube_packages kubeadm
   if ((UPGRADE_FIRST_CONTROL_PLANE)); then
     # Re-running after a failure later in this function must not apply the same upgrade twice.

@@ -1,6 +1,6 @@
 # Upgrade the Kubernetes node in a Windows node VM. Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec BaseUrl BinDir Binaries[] Directories[] ServiceCommand Version Marker
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec BaseUrl BinDir Binaries[] Directories[] ServiceCommand Version Marker Machine
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
 #@ include lib/windows-host-functions.ps1
@@ -29,6 +29,7 @@ $UpgradeStep = {
     Set-Content -LiteralPath $Marker -Value $Version -NoNewline
     [pscustomobject]@{ Changes = $changes }
 }
+Write-Output "Upgrading the node in $VmName (machine $Machine) to $Version"
 $Step = 'kubeadm upgrade node'
 $guest = Invoke-Guest -Step $UpgradeStep -Arguments @($BinDir, $Version, $Marker)
 #@ include lib/windows-host-report.ps1
