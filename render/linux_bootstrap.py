@@ -195,23 +195,11 @@ def _kube_vip_after_init(manifest: str) -> str | None:
 # --- init -----------------------------------------------------------------------------------------
 
 def render_init(init_config_yaml: str, kube_vip_manifest: str | None) -> str:
-    """`kubeadm init` on the first control-plane node; a node with admin.conf is left alone.
+    """`kubeadm init` on the first control-plane node (render/scripts/linux-init.sh, which says why each
+    step is there and where its flags come from); a node with admin.conf is left alone.
 
-    Steps: wait for cloud-init's node preparation; write the kubeadm config to
-    /etc/kubernetes/kubeadm/init.yaml (0600) and, when given, the kube-vip manifest to
-    /etc/kubernetes/manifests before init (kube-vip's documented order:
-    https://kube-vip.io/docs/installation/static/; init's preflight only checks the control-plane
-    manifests it writes itself, unlike join's, see render_join); run
-    ``kubeadm init --config ... --upload-certs --skip-token-print --skip-certificate-key-print``
-    (``--upload-certs`` and every ``--skip-*`` flag may be combined with ``--config``:
-    isAllowedFlag in kubernetes cmd/kubeadm/app/apis/kubeadm/validation/validation.go; flags from
-    https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-init/) with its output in a
-    root-only log; switch kube-vip to admin.conf; wait (bounded) until the API answers /readyz through
-    admin.conf, whose server is the control-plane endpoint
-    (https://kubernetes.io/docs/reference/using-api/health-checks/).
-
-    A failed init is followed by ``kubeadm reset -f``: init writes admin.conf early (kubeconfig phase),
-    so without the reset the guard would report a half-initialised node as done on the next run.
+    ``kube_vip_manifest`` must be the init node's (mounting super-admin.conf while init runs); the script
+    switches it to admin.conf afterwards, and this function derives that second manifest.
     """
     _check_yaml(init_config_yaml, "the InitConfiguration")
     final_manifest: str | None = None
@@ -244,23 +232,10 @@ def _check_ttl(ttl: str) -> None:
 
 
 def render_join_credentials(control_plane: bool, ttl: str = "30m", kubeadm_api: str = "kubeadm.k8s.io/v1beta4") -> str:
-    """On the first control-plane node: print exactly one line, a fresh `kubeadm join` command.
-
-    Worker: ``kubeadm token create --ttl TTL --print-join-command``. Control plane: a new key from
-    ``kubeadm certs certificate-key``, the control-plane certificates re-uploaded under it with
-    ``kubeadm init phase upload-certs --upload-certs --certificate-key KEY --skip-certificate-key-print``,
-    then ``kubeadm token create ... --print-join-command --certificate-key KEY``. Flags from
-    https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_token_create/,
-    .../kubeadm_init_phase_upload-certs/ and .../kubeadm_certs_certificate-key/. token create prints
-    the command on one line (kubernetes cmd/kubeadm/app/cmd/token.go strips the template's "\\\n"
-    continuations and tabs before Fprintln).
-
-    Every step that can fail runs before the single ``printf``; kubeadm's other output goes to a
-    root-only log. The certificate key never reaches a command line (where /proc/<pid>/cmdline and audit
-    logs would show it): upload-certs reads it from an InitConfiguration file (``certificateKey``,
-    kubeadm v1beta3/v1beta4; ``--config`` may be combined with ``--upload-certs``, ``--kubeconfig`` and
-    ``--skip-*``: isAllowedFlag in cmd/kubeadm/app/apis/kubeadm/validation/validation.go), and the
-    control-plane flags are appended to the worker join line by bash itself.
+    """On the first control-plane node: print exactly one line, a fresh `kubeadm join` command for a
+    worker or (``control_plane``) a control-plane node, with a token that expires after ``ttl``
+    (render/scripts/linux-join-credentials.sh). ``kubeadm_api`` is the kubeadm config API the
+    certificate key's InitConfiguration is written in.
     """
     _check_ttl(ttl)
     if not re.fullmatch(r"kubeadm\.k8s\.io/v1beta[34]", kubeadm_api):
@@ -274,22 +249,14 @@ def render_join_credentials(control_plane: bool, ttl: str = "30m", kubeadm_api: 
 # --- join -----------------------------------------------------------------------------------------
 
 def render_join(join_config_yaml: str, control_plane: bool, kube_vip_manifest: str | None = None) -> str:
-    """`kubeadm join` on a new node from the join line on stdin; a node with kubelet.conf is left alone.
+    """`kubeadm join` on a new node from the join line on stdin (render/scripts/linux-join.sh); a node
+    with kubelet.conf is left alone.
 
-    Steps: wait for cloud-init's preparation; read and validate the join line (see read_join_line);
-    substitute token, endpoint, CA hash(es) and, for control-plane joins, the certificate key into the
-    JoinConfiguration with bash parameter expansion (no secret on any command line); write it 0600
-    into a fresh 0700 directory under /run (tmpfs) that an EXIT trap removes; run
-    ``kubeadm join --config FILE`` with its output in a root-only log (``kubeadm join --config``:
-    https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-join/). When the line has
-    several CA hashes, the template line holding the hash placeholder is repeated once per hash, so
-    that placeholder must be a block-sequence item (``- "@@JOIN_CA_CERT_HASH@@"``).
-
-    ``kube_vip_manifest`` (control-plane joins): written after the join, because join's preflight
-    requires an empty /etc/kubernetes/manifests (DirAvailableCheck in RunJoinNodeChecks,
-    kubernetes cmd/kubeadm/app/preflight/checks.go); it must mount admin.conf, which the join has
-    written by then. A failed join is followed by ``kubeadm reset -f`` so that the next run retries
-    from a clean node (a half-joined node may already have kubelet.conf).
+    ``join_config_yaml`` holds the placeholders the script fills from the join line; when the line has
+    several CA hashes, the template line holding the hash placeholder is repeated once per hash, so that
+    placeholder must be a block-sequence item (``- "@@JOIN_CA_CERT_HASH@@"``). ``kube_vip_manifest``
+    (control-plane joins only) must mount admin.conf: it is written after the join, which writes
+    admin.conf, and super-admin.conf exists on the init node only.
     """
     _check_yaml(join_config_yaml, "the JoinConfiguration")
     for placeholder in (TOKEN_PLACEHOLDER, CA_CERT_HASH_PLACEHOLDER, API_ENDPOINT_PLACEHOLDER):
@@ -316,19 +283,9 @@ def render_join(join_config_yaml: str, control_plane: bool, kube_vip_manifest: s
 # --- reset ----------------------------------------------------------------------------------------
 
 def render_reset() -> str:
-    """Node cleanup: the delete script of init and of every join. A clean node runs it as a no-op.
-
-    ``kubeadm reset -f`` (https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-reset/)
-    runs only when kubeadm state exists. reset's page lists what it leaves behind: /etc/cni/net.d
-    ("Cleanup of CNI configuration"), the iptables/nftables/IPVS rules of kube-proxy ("Cleanup of
-    network traffic rules") and $HOME/.kube ("Cleanup of $HOME/.kube"); kube-proxy's nftables mode
-    keeps everything in table ``kube-proxy`` of families ip and ip6 (kubeProxyTable in kubernetes
-    pkg/proxy/nftables/proxier.go). Calico's node state and links are removed as kubespray's reset
-    does (kubernetes-sigs/kubespray roles/reset/tasks/main.yml: /var/lib/calico, /run/calico,
-    /var/lib/cni, ``ipvsadm -C``, the kube-ipvs0 link; PR #9103: the vxlan.calico link). Calico's
-    iptables chains are named ``cali-`` and its rules carry ``cali:`` comments. tunl0 is the ipip
-    module's fallback device and may refuse deletion (projectcalico/calico issue #1375); it is then
-    only set down. The init/join logs (they may hold tokens) and the kube-vip manifest go too.
+    """Node cleanup: the delete script of init and of every join; a clean node runs it as a no-op
+    (render/scripts/linux-reset.sh lists what kubeadm reset leaves behind and where each cleanup comes
+    from).
     """
 
     return render_script("linux-reset.sh")
@@ -337,16 +294,11 @@ def render_reset() -> str:
 # --- control-plane side: node registration, drain, kubeconfig -------------------------------------
 
 def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeout_seconds: int = 1800) -> str:
-    """On the first control-plane node: wait (bounded) until the Node object ``node_name`` exists, then
-    until it is Ready, so that what depends on a node (its labels, the workloads that need its OS) starts
-    only on a working node.
-
-    ``kubectl get node NAME --ignore-not-found -o name`` prints nothing and exits 0 while the node is
-    absent (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_get/), so API errors and
-    "not yet" are told apart. ``kubectl wait --for=condition=Ready node/NAME --timeout=..`` blocks until the
-    condition holds or fails after the timeout
-    (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_wait/). Ready needs the node's CNI,
-    which Calico installs: on a Windows node after its first image pulls, hence the longer budget.
+    """On the first control-plane node: wait up to ``timeout_seconds`` until the Node object
+    ``node_name`` exists, then up to ``ready_timeout_seconds`` until it is Ready
+    (render/scripts/node-wait-registered.sh), so that what depends on a node starts only on a working
+    node. Ready needs the node's CNI: on a Windows node after its first image pulls, hence the longer
+    default.
     """
     _check_node_name(node_name)
     _check_timeout(timeout_seconds)
@@ -358,28 +310,12 @@ def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeo
 
 
 def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None) -> str:
-    """On the first control-plane node: cordon and drain the Node ``node_name``, if it exists. The delete
-    side of a node's readiness wait, so it runs first when a node is removed: drain, then ``kubeadm reset``
-    on the node, then ``render_deregister`` deletes the Node object. Upstream's "Remove the node" order
-    (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/create-cluster-kubeadm/#remove-the-node:
-    drain, ``kubeadm reset``, then ``kubectl delete node``): reset needs the Node and the kubeadm-config to
-    remove the node's stacked etcd member (its remove-etcd-member phase,
-    https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_reset/kubeadm_reset_phase_remove-etcd-member/).
+    """On the first control-plane node: cordon and drain the Node ``node_name``, if it exists
+    (render/scripts/node-drain.sh): the delete side of a node's readiness wait, so the first step when a
+    node is removed, before ``kubeadm reset`` on the node (render_reset) and render_deregister.
 
-    ``kubectl cordon NAME`` (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_cordon/),
-    ``kubectl drain NAME --ignore-daemonsets --delete-emptydir-data --timeout=Ns``
-    (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_drain/: --timeout is "the length
-    of time to wait before giving up, zero means infinite"). A node already gone, or a control plane
-    already gone (no admin.conf here), is a no-op.
-
-    With ``etcd_pod`` (a control-plane node's drain), the etcd quorum is checked first: the removal is
-    refused, before anything is cordoned, unless the members other than this node that stay healthy
-    form a quorum of the cluster that remains (render/scripts/lib/etcd.sh).
-
-    A drain that times out or is refused fails the delete and leaves the node cordoned. There is
-    deliberately no fallback to ``--disable-eviction``: it "will bypass checking
-    PodDisruptionBudgets" (kubectl drain docs), which are exactly what protects replicated storage
-    (Longhorn) and quorum workloads from losing a member while another node is also down; the
+    With ``etcd_pod`` (a control-plane node's drain) the removal is refused, before anything is cordoned,
+    unless the other etcd members keep quorum. PodDisruptionBudgets are respected and never bypassed: the
     operator fixes the blocker and runs the destroy again.
     """
     _check_node_name(node_name)
@@ -480,11 +416,9 @@ _RENEWAL_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
 def render_certificate_expiry() -> str:
-    """On the first control-plane node: one line per kubeadm-managed certificate and CA, ``NAME<TAB>EXPIRES``
-    (EXPIRES as check-expiration prints it, e.g. ``Apr 09, 2027 09:17 UTC``), from the text output
-    (its column layout: CERTIFICATE, EXPIRES in five words, RESIDUAL TIME, ...), which every supported
-    kubeadm prints; the structured output's flag was renamed between releases (``--output`` in the
-    1.31 reference, ``--experimental-output`` later)."""
+    """On the first control-plane node: one line per kubeadm-managed certificate and CA,
+    ``NAME<TAB>EXPIRES``, from check-expiration's text output (render/scripts/certificate-expiry.sh says
+    why the text); parse_certificate_expiry reads them."""
 
     return render_script("certificate-expiry.sh")
 

@@ -1,6 +1,8 @@
 # On the first control-plane node: one line per kubeadm-managed certificate and CA, NAME<TAB>EXPIRES, from
-# `kubeadm certs check-expiration`'s text output (render/linux_bootstrap.py render_certificate_expiry
-# says why the text and not the structured output).
+# `kubeadm certs check-expiration`'s text output, EXPIRES as it prints it (e.g. `Apr 09, 2027 09:17 UTC`).
+## The text, whose columns are CERTIFICATE, EXPIRES in five words, RESIDUAL TIME, ..., is what every
+## supported kubeadm prints; the structured output's flag was renamed between releases (--output in the
+## 1.31 reference, --experimental-output later).
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 ADMIN_CONF="$ROOT/etc/kubernetes/admin.conf"

@@ -1,5 +1,6 @@
-# `kubeadm init` on the first control-plane node; a node with admin.conf is left alone
-# (render/linux_bootstrap.py render_init says why each step is there and where its flags come from).
+# `kubeadm init` on the first control-plane node; a node with admin.conf is left alone. Steps: wait for
+# cloud-init's node preparation, write the kubeadm config (0600) and the kube-vip manifest, run kubeadm
+# init with its output in a root-only log, switch kube-vip to admin.conf, wait until the API answers.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 #@ inputs INIT_CONFIG_TEXT KUBE_VIP_TEXT KUBE_VIP_AFTER_INIT_TEXT API_READY_TIMEOUT ATTEMPTS POLL_SECONDS CLOUD_INIT_TIMEOUT PREPARE_SCRIPT
@@ -20,6 +21,8 @@ finish_kube_vip() {
   fi
 }
 
+## admin.conf's server is the control-plane endpoint, so /readyz through it proves the endpoint
+## (kube-vip's address) serves the API (https://kubernetes.io/docs/reference/using-api/health-checks/).
 wait_for_api() {
   local attempt
   for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
@@ -43,11 +46,18 @@ refuse_if_control_plane_state "$ADMIN_CONF"
 wait_for_cloud_init
 printf '%s\n' "$INIT_CONFIG_TEXT" | put_file "$INIT_CONFIG" 0600
 # kube-vip's documented order puts its manifest in place before init (https://kube-vip.io/docs/installation/static/).
+## init's preflight checks only the control-plane manifests it writes itself (join's wants an empty
+## manifests directory: linux-join.sh).
 if [[ -n $KUBE_VIP_TEXT ]]; then
   printf '%s\n' "$KUBE_VIP_TEXT" | put_file "$KUBE_VIP_MANIFEST" 0600
 fi
 
 fresh_log "$LOG"
+## --upload-certs and every --skip-* flag may be combined with --config (isAllowedFlag in kubernetes
+## cmd/kubeadm/app/apis/kubeadm/validation/validation.go); the flags:
+## https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-init/.
+## A failed init is reset: init writes admin.conf early (its kubeconfig phase), so without the reset the
+## guard above would report a half-initialised node as done on the next run.
 echo "kubeadm init: running (output in $LOG, readable by root only)"
 if ! kubeadm init --config "$INIT_CONFIG" --upload-certs --skip-token-print --skip-certificate-key-print \
     >>"$LOG" 2>&1; then

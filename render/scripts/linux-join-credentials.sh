@@ -1,7 +1,12 @@
 # On the first control-plane node: print exactly one line, a fresh `kubeadm join` command, for a worker
-# or (CONTROL_PLANE=true) a control-plane node (render/linux_bootstrap.py render_join_credentials has the
-# flags' sources). Every step that can fail runs before the single printf; kubeadm's other output goes to
-# a root-only log. The certificate key never reaches a command line.
+# or (CONTROL_PLANE=true) a control-plane node. Every step that can fail runs before the single printf;
+# kubeadm's other output goes to a root-only log. The certificate key never reaches a command line (where
+# /proc/<pid>/cmdline and audit logs would show it).
+## Worker: `kubeadm token create --ttl TTL --print-join-command`. Control plane: a new key from `kubeadm
+## certs certificate-key`, the control-plane certificates re-uploaded under it by `kubeadm init phase
+## upload-certs`, then the worker line with `--control-plane --certificate-key KEY` appended by bash.
+## Flags: https://kubernetes.io/docs/reference/setup-tools/kubeadm/generated/kubeadm_token_create/,
+## .../kubeadm_init_phase_upload-certs/ and .../kubeadm_certs_certificate-key/.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 #@ inputs CONTROL_PLANE TTL DESCRIPTION KUBEADM_API
@@ -34,11 +39,16 @@ if [[ $CONTROL_PLANE == true ]]; then
   trap 'rm -rf "$upload_dir"' EXIT
   upload_config="$upload_dir/upload-certs.yaml"
   # printf is a bash builtin: the key goes to the 0600 file (umask 077) and to no process's arguments.
+  ## upload-certs reads the key from the InitConfiguration's certificateKey (kubeadm v1beta3/v1beta4);
+  ## --config may be combined with --upload-certs, --kubeconfig and --skip-* (isAllowedFlag in kubernetes
+  ## cmd/kubeadm/app/apis/kubeadm/validation/validation.go).
   printf 'apiVersion: %s\nkind: InitConfiguration\ncertificateKey: "%s"\n' "$KUBEADM_API" "$certificate_key" >"$upload_config"
   kubeadm init phase upload-certs --kubeconfig "$ADMIN_CONF" --upload-certs --config "$upload_config" \
     --skip-certificate-key-print >>"$LOG" 2>&1 \
     || fail "kubeadm init phase upload-certs"
 fi
+## token create prints the command on one line (kubernetes cmd/kubeadm/app/cmd/token.go strips the
+## template's backslash-newline continuations and tabs before Fprintln); the checks below still insist.
 join_line="$(kubeadm token create --kubeconfig "$ADMIN_CONF" --ttl "$TTL" --description "$DESCRIPTION" \
   --print-join-command 2>>"$LOG")" || fail "kubeadm token create"
 [[ $join_line != *"--control-plane"* ]] || die "kubeadm token create printed a control-plane join command"

@@ -1,7 +1,9 @@
-# `kubeadm join` on a new node from the join line on stdin; a node with kubelet.conf is left alone
-# (render/linux_bootstrap.py render_join says why each step is there). No secret from the join line
-# reaches a command line: bash parameter expansion puts it into the JoinConfiguration, written 0600 into
-# a fresh 0700 directory under /run (tmpfs) that an EXIT trap removes.
+# `kubeadm join` on a new node from the join line on stdin; a node with kubelet.conf is left alone.
+# Steps: wait for cloud-init's node preparation, read and check the join line, fill the JoinConfiguration,
+# run `kubeadm join --config FILE` with its output in a root-only log, then (control plane) kube-vip.
+# No secret from the join line reaches a command line: bash parameter expansion puts it into the
+# JoinConfiguration, written 0600 into a fresh 0700 directory under /run (tmpfs) that an EXIT trap removes.
+## kubeadm join --config: https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-join/.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 #@ inputs CONTROL_PLANE JOIN_CONFIG_TEXT KUBE_VIP_TEXT TOKEN_PLACEHOLDER API_ENDPOINT_PLACEHOLDER CA_CERT_HASH_PLACEHOLDER CERTIFICATE_KEY_PLACEHOLDER CLOUD_INIT_TIMEOUT PREPARE_SCRIPT
@@ -146,6 +148,8 @@ write_join_config "$JOIN_DIR/join.yaml"
 chmod 0600 "$JOIN_DIR/join.yaml"
 
 fresh_log "$LOG"
+## A failed join is reset so that the next run retries from a clean node: a half-joined node may already
+## have kubelet.conf, which the guard above would take for a finished join.
 echo "kubeadm join: running (output in $LOG, readable by root only)"
 if ! kubeadm join --config "$JOIN_DIR/join.yaml" >>"$LOG" 2>&1; then
   echo "error: kubeadm join failed" >&2

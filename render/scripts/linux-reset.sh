@@ -1,6 +1,11 @@
-# Node cleanup: the delete script of init and of every join; a clean node runs it as a no-op
-# (render/linux_bootstrap.py render_reset lists what kubeadm reset leaves behind and where each cleanup
-# comes from).
+# Node cleanup: the delete script of init and of every join; a clean node runs it as a no-op.
+## `kubeadm reset -f` (https://kubernetes.io/docs/reference/setup-tools/kubeadm/kubeadm-reset/) runs
+## only when kubeadm state exists. reset's page lists what it leaves behind, and this script removes:
+## /etc/cni/net.d ("Cleanup of CNI configuration"), kube-proxy's iptables/nftables/IPVS rules ("Cleanup
+## of network traffic rules") and $HOME/.kube ("Cleanup of $HOME/.kube"). Calico's node state and links
+## go as kubespray's reset removes them (kubernetes-sigs/kubespray roles/reset/tasks/main.yml:
+## /var/lib/calico, /run/calico, /var/lib/cni, `ipvsadm -C`, the kube-ipvs0 link; PR #9103: the
+## vxlan.calico link). The init/join logs (they may hold tokens) and the kube-vip manifest go too.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 LOG="$ROOT/var/log/kubeadm-reset.log"
@@ -48,6 +53,8 @@ remove_links() {
         echo "deleted link $name"
         ;;
       tunl0)
+        ## tunl0 is the ipip module's fallback device and may refuse deletion (projectcalico/calico
+        ## issue #1375).
         if ip link delete tunl0 2>/dev/null; then
           echo "deleted link tunl0"
         else
@@ -60,6 +67,7 @@ remove_links() {
 }
 
 # clean_iptables SAVE RESTORE: rewrite the tables without kube-proxy's and Calico's chains and rules.
+## kube-proxy's chains are named KUBE-, Calico's cali-, and Calico's rules carry cali: comments.
 clean_iptables() {
   local save=$1 restore=$2 rules
   local pattern='KUBE-|cali-|cali:'
@@ -70,6 +78,8 @@ clean_iptables() {
   echo "removed kube-proxy and Calico rules ($save)"
 }
 
+## kube-proxy's nftables mode keeps everything in table kube-proxy of families ip and ip6
+## (kubeProxyTable in kubernetes pkg/proxy/nftables/proxier.go).
 clean_nftables() {
   local family
   command -v nft >/dev/null || return 0
