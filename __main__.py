@@ -51,7 +51,8 @@ LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.acces
 certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, cluster.access, after=upgrade.done)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
-scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready)
+scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready,
+                        machines.instances)
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_username, secrets.smb_password,
         worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux])

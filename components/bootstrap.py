@@ -124,8 +124,8 @@ class LinuxNodeJoin(pulumi.ComponentResource):
         super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
         node = machine.node
         etcd_pod = access.etcd_pod if control_plane else None
-        registration = node_registration(name, node.name, access, machine.vm.id, etcd_pod, self)
-        credentials = join_credentials(name, access, control_plane, machine.vm.id, [machine.ready, *after], self)
+        registration = node_registration(name, node.name, access, machine.instance, etcd_pod, self)
+        credentials = join_credentials(name, access, control_plane, machine.instance, [machine.ready, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node, control_plane))
         self.join = command.remote.Command(
             f"{name}-join",
@@ -137,7 +137,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             # Secret by construction, not only through the engine's additional_secret_outputs.
             stdin=pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n")),
             logging=command.remote.Logging.STDERR,
-            triggers=[machine.vm.id],
+            triggers=[machine.instance],
             # Same node, same name: the old membership's reset must run before the new join, not after.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready, registration],
                                         delete_before_replace=True),
@@ -167,15 +167,17 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 update=ssh_command(script),
                 stdin=password_line,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
-                triggers=[machine.vm.id],
+                triggers=[machine.instance],
                 # The Kubernetes binaries stay at the version the node was created with; the upgrade
-                # chain moves them (components/upgrade.py), one node at a time behind a drain.
+                # chain moves them (components/upgrade.py), one node at a time behind a drain. A replaced
+                # VM is a new instance: these steps are replaced with the stack's current text (the engine
+                # ignores nothing on a replacement), so it joins at today's version.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True,
                                             ignore_changes=["create", "update"] if step == windows_bootstrap.KUBERNETES_STEP else None),
             )
             self.prepare.append(previous)
-        registration = node_registration(name, node.name, access, machine.vm.id, None, self)
-        credentials = join_credentials(name, access, False, machine.vm.id, [previous, *after], self)
+        registration = node_registration(name, node.name, access, machine.instance, None, self)
+        credentials = join_credentials(name, access, False, machine.instance, [previous, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node))
         self.join = command.remote.Command(
             f"{name}-join",
@@ -185,7 +187,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             stdin=pulumi.Output.secret(
                 pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
             logging=command.remote.Logging.STDERR,
-            triggers=[machine.vm.id],
+            triggers=[machine.instance],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous, registration],
                                         delete_before_replace=True),
         )
@@ -284,8 +286,8 @@ class EtcdBackups(pulumi.ComponentResource):
                     update=install,
                     delete=bash_command(etcd_backup.render_remove()),
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    # A replaced machine gets its schedule again.
-                    triggers=[machine.vm.id],
+                    # A new instance of the machine gets its schedule again.
+                    triggers=[machine.instance],
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[node_ready[machine.node.name]],
                                                 delete_before_replace=True),
                 ))
@@ -320,15 +322,18 @@ class KubeadmCluster(pulumi.ComponentResource):
         super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
         first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
         init_config = kubeadm.render_init_config(cluster_params(spec), node_params(spec, first.node, control_plane=True))
+        # kubeadm init runs once, at the version of that day; later versions reach the cluster through
+        # `kubeadm upgrade` (components/upgrade.py), never by re-running init. It is keyed on nothing and
+        # has no delete: a replacement (`--replace`, create before delete) would otherwise end in
+        # `kubeadm reset` on the node that holds the cluster, and a new instance of that node is a new
+        # cluster, which the program never starts by itself (README, Day-2: the first control-plane node).
+        # Destroying the stack deletes the VM, which needs no reset. A re-run (new connection) finds
+        # admin.conf and stops.
         self.init = command.remote.Command(
             f"{name}-init",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_init(init_config, kube_vip_manifest(spec, first_control_plane=True))),
-            delete=bash_command(linux_bootstrap.render_reset()),
             logging=command.remote.Logging.STDERR,
-            triggers=[first.vm.id],
-            # kubeadm init runs once, at the version of that day; later versions reach the cluster
-            # through `kubeadm upgrade` (components/upgrade.py), never by re-running init.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin], ignore_changes=["create"]),
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,

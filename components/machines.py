@@ -38,6 +38,13 @@ def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str,
     }
 
 
+def first_mac(macs: list[str] | None) -> str:
+    """The MAC address of a VM's first NIC, as the provider reports it (`mac_addresses`)."""
+    if not macs or not macs[0]:
+        raise ValueError("the VM reports no MAC address for its first network device")
+    return macs[0].lower()
+
+
 def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
     release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
     distro = compat.DISTROS[node.distro]
@@ -205,26 +212,33 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             ),
         )
 
+        # This VM instance: the MAC Proxmox gave its first NIC when it cloned it. The VM's own id is its VMID
+        # (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for every instance, so every per-node
+        # step is keyed on this instead: a VM lost and re-created, or replaced, is a new instance whose steps
+        # run again (tools/providers.py has the provider facts).
+        self.instance: pulumi.Output[str] = self.vm.mac_addresses.apply(first_mac)
         first_boot = command.remote.Command(
             f"{name}-cloud-init",
             connection=args.connection,
             create=bash_command(render_wait_for_cloud_init()),
-            # A new VM (same name, new id) must be waited for again.
-            triggers=[self.vm.id],
+            triggers=[self.instance],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
         )
-        # The same idempotent preparation script, run again over SSH: a no-op right after first boot, and
-        # the way a later change (mirrors, NTP) reaches this node, and only this node's script re-runs.
-        # Without the Kubernetes packages: first boot installs the stack's version, the upgrade chain
-        # moves it later, so a version change does not re-run this on every node at once.
-        converge = bash_command(render_prepare_script(init, install_kubernetes=False))
+        # The node's preparation over SSH. Created (for each instance) with the stack's current settings and
+        # Kubernetes version: the first-boot snippet keeps what it was created with, so a VM re-created
+        # later booted an older preparation, which this brings to today's. Afterwards, the same idempotent
+        # script without the Kubernetes packages is the update: the way a later change (mirrors, NTP)
+        # reaches this node, and only this node's script re-runs; the upgrade chain moves the version, so a
+        # version change leaves this step alone (`create` is ignored on update, never on a replacement:
+        # tools/engine.py).
         self.ready = command.remote.Command(
             f"{name}-prepare",
             connection=args.connection,
-            create=converge,
-            update=converge,
-            triggers=[self.vm.id],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[first_boot], delete_before_replace=True),
+            create=bash_command(render_prepare_script(init)),
+            update=bash_command(render_prepare_script(init, install_kubernetes=False)),
+            triggers=[self.instance],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first_boot], delete_before_replace=True,
+                                        ignore_changes=["create"]),
         )
 
         self.summary = node_summary(node, args.role)
@@ -294,6 +308,9 @@ class HypervWindowsNode(pulumi.ComponentResource):
                 triggers=[self.vm.id],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
             )
+        # This VM instance: the converge command's id, new with every create (pulumi-command assigns
+        # NewUniqueHex(name, 8, 0)), so a replaced VM re-runs every step keyed on it.
+        self.instance: pulumi.Output[str] = self.vm.id
         self.summary = summary
         self.register_outputs({"summary": summary, "converged": self.vm.stdout, "ready": self.ready.id})
 
@@ -368,4 +385,6 @@ class Machines(pulumi.ComponentResource):
             for node in spec.nodes.windows
         ]
         self.nodes = [n.summary for n in [*self.linux_nodes, *self.windows_nodes]]
+        self.instances: dict[str, pulumi.Output[str]] = {
+            n.node.name: n.instance for n in [*self.linux_nodes, *self.windows_nodes]}
         self.register_outputs({"nodes": self.nodes})

@@ -20,7 +20,8 @@ WINDOWS_SYSTEM_NAMESPACE = "windows-system"
 
 class Scheduling(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
-                 node_ready: Mapping[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+                 node_ready: Mapping[str, pulumi.Resource], instances: Mapping[str, pulumi.Output[str]],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Scheduling", name, None, opts)
 
         def declare(obj: dict, depends_on: list[pulumi.Resource] | None = None, patch: bool = False):
@@ -43,10 +44,14 @@ class Scheduling(pulumi.ComponentResource):
             self.namespaces[WINDOWS_SYSTEM_NAMESPACE] = declare(scheduling.system_namespace(WINDOWS_SYSTEM_NAMESPACE))
 
         # Each node's labels once the node is Ready: NodePatch resources have no await of their own
-        # (pulumi/pulumi-kubernetes#2455), so the wait is the node's readiness command.
+        # (pulumi/pulumi-kubernetes#2455), so the wait is the node's readiness command. The patch names
+        # the machine instance (render.scheduling.MACHINE_ANNOTATION): a re-created machine registers a new
+        # Node, and the changed annotation updates the patch, which applies every label to it again.
         self.node_labels = {
             node["name"]: declare(
-                scheduling.node_labels(node["name"], node["role"], node["zone"], node["distro"], node["os"]),
+                scheduling.with_machine(
+                    scheduling.node_labels(node["name"], node["role"], node["zone"], node["distro"], node["os"]),
+                    instances[node["name"]]),
                 [node_ready[node["name"]]], patch=True)
             for node in nodes
         }

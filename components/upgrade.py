@@ -80,14 +80,14 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 f"{prefix}-drain-for-upgrade",
                 connection=access.connection,
                 update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_drain, node.name, version,
-                                                      etcd_pod=etcd_pod), bash_command, machine.vm.id),
+                                                      etcd_pod=etcd_pod), bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
             )
             upgrade = command.remote.Command(
                 f"{prefix}-node-upgrade",
                 connection=connection,
-                update=_for_machine(upgrade_script, encode, machine.vm.id),
+                update=_for_machine(upgrade_script, encode, machine.instance),
                 stdin=stdin,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
@@ -96,7 +96,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 f"{prefix}-uncordon-after-upgrade",
                 connection=access.connection,
                 update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_uncordon, node.name, version),
-                                    bash_command, machine.vm.id),
+                                    bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
             )

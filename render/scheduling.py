@@ -198,6 +198,17 @@ def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
     }
 
 
+# The machine instance a Node runs on (components/machines.py `instance`), on its label patch.
+MACHINE_ANNOTATION = "hybrid-cluster.io/machine"
+
+
+def with_machine(patch: dict, machine: object) -> dict:
+    """The node label patch with the machine instance it applies to (a value the caller supplies, possibly
+    not yet known): a new instance changes the patch, so the labels are applied to the new Node."""
+    annotations = {**patch["metadata"]["annotations"], MACHINE_ANNOTATION: machine}
+    return {**patch, "metadata": {**patch["metadata"], "annotations": annotations}}
+
+
 # --- namespaces ----------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

@@ -69,7 +69,9 @@ def test_linux_vm_shape(hk):
     assert [d["bridge"] for d in vm["networkDevices"]] == ["vmbr30"]
     assert vm["initialization"]["ipConfigs"] == [{"ipv4": {"address": "10.30.30.23/24", "gateway": "10.30.30.1"}}]
     assert vm["initialization"]["dns"] == {"servers": ["10.10.10.53", "10.10.10.54"], "domain": "hk-prod.internal"}
-    assert vm["initialization"]["userDataFileId"] == "hk-prod-hk-lnx-3-user-data-id"
+    # The file resource's id is `<datastore>:<content type>/<file name>` (bpg file.go), what the VM refers to.
+    assert vm["initialization"]["userDataFileId"] == "local:snippets/hk-prod-hk-lnx-3-user-data.yaml"
+    assert hk.named("hk-prod-hk-lnx-3-vm").id == "323"   # a VM's id is its VMID
     snippet = hk.named("hk-prod-hk-lnx-3-user-data").inputs
     assert snippet["contentType"] == "snippets" and snippet["nodeName"] == "pve-hk1-a"
     assert snippet["sourceRaw"]["fileName"] == "hk-prod-hk-lnx-3-user-data.yaml"

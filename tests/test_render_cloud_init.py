@@ -348,15 +348,39 @@ def test_kube_packages_already_at_version_are_not_reinstalled(distro, tmp_path):
     assert not [c for c in calls if " install " in f" {c} "]
 
 
-def test_kube_package_at_other_version_stops_the_script(tmp_path):
+def test_kube_package_at_other_version_on_a_member_stops_the_script(tmp_path):
     script = render_prepare_script(make_node("rocky9", ()))
     script_file = tmp_path / "s.sh"
     script_file.write_text(script)
-    commands = STUBS + 'installed_kube_version() { echo 1.33.5; }\ninstall_kubernetes_packages'
+    commands = STUBS + 'installed_kube_version() { echo 1.33.5; }\njoined_cluster() { true; }\ninstall_kubernetes_packages'
     result = subprocess.run(["bash", "-c", f'source "$1"\n{commands}', "bash", str(script_file)],
                             capture_output=True, text=True, env={**os.environ, "T": str(tmp_path)})
     assert result.returncode != 0
-    assert "kubeadm upgrade procedure" in result.stdout
+    assert "upgrade through the upgrade chain" in result.stdout
+    assert not (tmp_path / "pm-calls").exists()
+
+
+@DISTROS
+def test_a_node_not_yet_joined_moves_its_older_packages_to_the_stacks_version(distro, tmp_path):
+    """A machine re-created under its first-boot snippet got that snippet's older version; its preparation
+    (created with the stack's current version) moves it before the join, unholding on apt."""
+    script = render_prepare_script(make_node(distro, ()))
+    script_file = tmp_path / "s.sh"
+    script_file.write_text(script)
+    commands = STUBS + ('installed_kube_version() { if [[ -e $T/installed ]]; then echo 1.34.2; else echo 1.33.5; fi; }\n'
+                        'joined_cluster() { false; }\napt-mark() { echo "apt-mark $*" >>"$T/pm-calls"; '
+                        '[[ $1 != showhold ]] || echo "$2"; }\ninstall_kubernetes_packages')
+    result = subprocess.run(["bash", "-c", f'source "$1"\n{commands}', "bash", str(script_file)],
+                            capture_output=True, text=True, env={**os.environ, "T": str(tmp_path)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "has not joined yet: moving it to 1.34.2" in result.stdout
+    calls = (tmp_path / "pm-calls").read_text().splitlines()
+    [install_call] = [c for c in calls if " install " in f" {c} "]
+    if distro == "ubuntu22":
+        assert install_call.split()[-3:] == ["kubelet=1.34.2-*", "kubeadm=1.34.2-*", "kubectl=1.34.2-*"]
+        assert calls.index("apt-mark unhold kubelet") < calls.index(install_call)
+    else:
+        assert install_call.split()[-3:] == ["kubelet-1.34.2-*", "kubeadm-1.34.2-*", "kubectl-1.34.2-*"]
 
 
 # --- distro specifics and input validation ---------------------------------------------------

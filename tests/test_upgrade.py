@@ -26,12 +26,20 @@ def step(recording: Recording, node: str, name: str):
     return recording.named(f"hk-prod-upgrade-{node}-{name}")
 
 
-def update_text(resource, node: str) -> str:
+def instance(recording: Recording, node: str) -> str:
+    """The machine instance a node's steps are keyed on: a Linux VM's first MAC, a Windows VM converge's id."""
+    vm = recording.named(f"hk-prod-{node}-vm")
+    if node.startswith("hk-win"):
+        return vm.id
+    return recording.state[vm.urn].outputs["macAddresses"][0]
+
+
+def update_text(resource, node: str, recording: Recording) -> str:
     command = resource.inputs["update"]
     text = script_from_bash_command(command) or script_from_ssh_command(command)
     assert text, resource.name
-    # The script names its machine (an input), so a replaced machine re-runs its own node's steps.
-    machine = f"hk-prod-{node}-vm-id"
+    # The script names its machine instance (an input), so a new instance re-runs its own node's steps.
+    machine = instance(recording, node)
     if script_from_bash_command(command):
         assert bash_input(text, "MACHINE") == machine, resource.name
     else:
@@ -58,7 +66,7 @@ def test_creating_the_chain_runs_nothing_and_a_version_change_runs_it(hk):
         for name in STEPS:
             inputs = step(hk, node, name).inputs
             assert "create" not in inputs and "delete" not in inputs, (node, name)
-            assert "1.36.4" in update_text(step(hk, node, name), node), (node, name)
+            assert "1.36.4" in update_text(step(hk, node, name), node, hk), (node, name)
 
 
 def test_drain_and_uncordon_run_on_the_first_control_plane_node_and_the_upgrade_on_the_node(hk):
@@ -74,14 +82,14 @@ def test_drain_and_uncordon_run_on_the_first_control_plane_node_and_the_upgrade_
 
 
 def test_the_first_node_applies_the_upgrade_and_the_others_follow_it(hk):
-    assert bash_input(update_text(step(hk, "hk-cp-1", "node-upgrade"), "hk-cp-1"), "UPGRADE_FIRST_CONTROL_PLANE") == "1"
+    assert bash_input(update_text(step(hk, "hk-cp-1", "node-upgrade"), "hk-cp-1", hk), "UPGRADE_FIRST_CONTROL_PLANE") == "1"
     for node in ("hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-4"):
-        assert bash_input(update_text(step(hk, node, "node-upgrade"), node), "UPGRADE_FIRST_CONTROL_PLANE") == "0", node
-    assert "@('upgrade', 'node')" in update_text(step(hk, "hk-win-1", "node-upgrade"), "hk-win-1")
+        assert bash_input(update_text(step(hk, node, "node-upgrade"), node, hk), "UPGRADE_FIRST_CONTROL_PLANE") == "0", node
+    assert "@('upgrade', 'node')" in update_text(step(hk, "hk-win-1", "node-upgrade"), "hk-win-1", hk)
     # A control-plane node's drain checks etcd quorum without it; a worker's does not.
     # Only a control-plane node's drain names an etcd pod, so only it checks quorum (lib/etcd.sh).
-    assert bash_input(update_text(step(hk, "hk-cp-2", "drain-for-upgrade"), "hk-cp-2"), "ETCD_POD") == "etcd-hk-cp-1"
-    assert bash_input(update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1"), "ETCD_POD") == ""
+    assert bash_input(update_text(step(hk, "hk-cp-2", "drain-for-upgrade"), "hk-cp-2", hk), "ETCD_POD") == "etcd-hk-cp-1"
+    assert bash_input(update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1", hk), "ETCD_POD") == ""
 
 
 def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_the_expiry_report():
@@ -99,9 +107,15 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
 
 
 def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_them(hk):
-    # The SSH converge names no version; kubeadm init and the Windows binaries step ignore later changes.
-    converge = script_from_bash_command(hk.named("hk-prod-hk-lnx-1-prepare").inputs["create"])
+    # The SSH converge (the preparation's update) names no version; its create, which installs the version
+    # for a new instance, is ignored on updates (not on a replacement: tests/test_lifecycle.py). kubeadm
+    # init and the Windows binaries step ignore later changes the same way.
+    prepare = hk.named("hk-prod-hk-lnx-1-prepare")
+    converge = script_from_bash_command(prepare.inputs["update"])
     assert "1.36.4" not in converge and bash_input(converge, "INSTALL_KUBERNETES") == "0"
+    first = script_from_bash_command(prepare.inputs["create"])
+    assert bash_input(first, "K8S_VERSION") == "1.36.4" and bash_input(first, "INSTALL_KUBERNETES") == "1"
+    assert prepare.ignore_changes == ["create"]
     assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create"]
     assert sorted(hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes").ignore_changes) == ["create", "update"]
 

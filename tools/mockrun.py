@@ -1,12 +1,14 @@
 """Runs __main__.py under Pulumi's mock engine, as the CLI would, and records every resource it declares.
 
 The recording keeps what a real engine would see: type, name, parent, dependencies, inputs with secrets
-marked, options (protect, deleteBeforeReplace, ignoreChanges, aliases) and the stack outputs. Both the offline synth
-tool and the tests use it, so what the tests check is what synth shows.
+marked, options (protect, deleteBeforeReplace, ignoreChanges, retainOnDelete, replaceOnChanges, aliases)
+and the stack outputs. Each registration goes through tools/engine.py against the state of an earlier run
+(none: a new stack), so ids, outputs, replacements and deletes are what the engine and the providers
+would produce (tools/providers.py), and the recording carries the plan. Both the offline synth tool and
+the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import runpy
@@ -19,29 +21,16 @@ import pulumi
 from google.protobuf import json_format
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import mocks, rpc
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
+from tools import engine
+from tools.engine import (STAND_IN_JOIN_LINE, STAND_IN_KUBECONFIG, STAND_IN_STDOUT, Deployment, Entry, Plan,  # noqa: F401
+                          Registration, Secret, Unknown)
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class Secret:
-    """A value the program declared secret; printed only as [secret]."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "Secret([secret])"
-
-
-class Unknown:
-    """A value not known until the resource it comes from is created (preview)."""
-
-    def __repr__(self) -> str:
-        return "Unknown"
 
 
 def _decode(value: Any) -> Any:
@@ -78,6 +67,11 @@ class Resource:
     provider: str
     aliases: list[dict[str, Any]] = field(default_factory=list)
     custom_timeouts: dict[str, str] = field(default_factory=dict)   # create/update/delete, as given
+    retain_on_delete: bool = False
+    replace_on_changes: list[str] = field(default_factory=list)
+    # What the engine made of it (tools/engine.py): its id (None while unknown, in a preview) and its step.
+    id: str | None = None
+    op: str = "create"
 
 
 @dataclass
@@ -87,6 +81,9 @@ class Recording:
     logs: list[tuple[str, str]] = field(default_factory=list)
     # The program's module globals, for tests that inspect its Python objects (e.g. Output.is_known()).
     program: dict[str, Any] = field(default_factory=dict)
+    # The engine's plan for this run (every step, deletes included) and the state the run leaves.
+    plan: Plan = field(default_factory=Plan)
+    state: dict[str, Entry] = field(default_factory=dict)
 
     def by_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -123,15 +120,7 @@ def fingerprint(value: Any) -> str:
 
 def without_ignored(inputs: dict[str, Any], ignore_changes: list[str]) -> dict[str, Any]:
     """The inputs a preview compares: those under an `ignore_changes` path are left out, as the engine does."""
-    kept = copy.deepcopy(inputs)
-    for path in ignore_changes:
-        *parents, leaf = path.split(".")
-        node: Any = kept
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(leaf, None)
-    return kept
+    return engine.apply_ignore_changes(inputs, {}, ignore_changes)
 
 
 def changed_resources(before: Recording, after: Recording) -> set[str]:
@@ -145,26 +134,61 @@ def changed_resources(before: Recording, after: Recording) -> set[str]:
     return {urn.split("::")[-1] for urn in old.keys() | new.keys() if old.get(urn) != new.get(urn)}
 
 
-class RecordingMonitor(mocks.MockMonitor):
-    """A MockMonitor that also keeps what the program asked for, not only what the mocks returned."""
+def _to_rpc(value: Any) -> Any:
+    """A decoded value (Secret and Unknown wrappers) as the SDK reads it from the engine."""
+    if isinstance(value, Secret):
+        return rpc.wrap_rpc_secret(_to_rpc(value.value))
+    if isinstance(value, Unknown):
+        return rpc.UNKNOWN
+    if isinstance(value, dict):
+        return {k: _to_rpc(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_rpc(v) for v in value]
+    return value
 
-    def __init__(self, mock: mocks.Mocks, recording: Recording):
-        super().__init__(mock)
+
+class RecordingMonitor(mocks.MockMonitor):
+    """A MockMonitor whose registrations go through the engine model (tools/engine.py) and are recorded with
+    everything the program asked for, not only what the provider returned."""
+
+    def __init__(self, recording: Recording, deployment: Deployment):
+        super().__init__(_NoMocks())
         self.recording = recording
+        self.deployment = deployment
+
+    def _alias_urns(self, request) -> list[str]:
+        urns = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.HasField("urn"):
+                urns.append(alias.urn)
+            elif alias.HasField("spec"):
+                spec = alias.spec
+                parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+                urns.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return urns
 
     def RegisterResource(self, request):
-        response = super().RegisterResource(request)
+        urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
-            return response
+            return resource_pb2.RegisterResourceResponse(urn=urn)
+        mocks._ensure_event_loop()
+        inputs = _decode(json_format.MessageToDict(request.object))
+        property_dependencies = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
+        entry = self.deployment.register(Registration(
+            urn=urn, type=request.type, name=request.name, parent=request.parent, custom=request.custom,
+            inputs=inputs, dependencies=list(request.dependencies), property_dependencies=property_dependencies,
+            provider=request.provider, protect=request.protect, retain_on_delete=request.retainOnDelete,
+            delete_before_replace=request.deleteBeforeReplace, ignore_changes=list(request.ignoreChanges),
+            replace_on_changes=list(request.replaceOnChanges), aliases=self._alias_urns(request)))
         self.recording.resources.append(
             Resource(
-                urn=response.urn,
+                urn=urn,
                 type=request.type,
                 name=request.name,
                 parent=request.parent,
                 dependencies=list(request.dependencies),
-                property_dependencies={k: list(v.urns) for k, v in request.propertyDependencies.items()},
-                inputs=_decode(json_format.MessageToDict(request.object)),
+                property_dependencies=property_dependencies,
+                inputs=inputs,
                 custom=request.custom,
                 protect=request.protect,
                 delete_before_replace=request.deleteBeforeReplace,
@@ -173,53 +197,23 @@ class RecordingMonitor(mocks.MockMonitor):
                 provider=request.provider,
                 aliases=[json_format.MessageToDict(a) for a in request.aliases],
                 custom_timeouts={k: v for k, v in json_format.MessageToDict(request.customTimeouts).items() if v},
+                retain_on_delete=request.retainOnDelete,
+                replace_on_changes=list(request.replaceOnChanges),
+                id=entry.id,
+                op=self.deployment.plan.steps[-1].op,
             )
         )
-        return response
+        outputs = _to_rpc(entry.outputs)
+        obj_proto = _sync_await(rpc.serialize_properties(outputs, {}))
+        self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, entry.id or "", outputs)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=entry.id or "", object=obj_proto)
 
 
-# What the commands whose stdout later resources read would print, with obviously fake secrets (the
-# token is the example token of the kubeadm docs). Keyed by the end of the command's resource name.
-STAND_IN_JOIN_LINE = (
-    "kubeadm join 10.30.30.10:6443 --token abcdef.0123456789abcdef "
-    "--discovery-token-ca-cert-hash sha256:" + "0" * 64
-)
-STAND_IN_KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- cluster: {certificate-authority-data: RkFLRS1DQQ==, server: 'https://10.30.30.11:6443'}
-  name: offline
-contexts:
-- context: {cluster: offline, user: offline-admin}
-  name: offline
-current-context: offline
-users:
-- name: offline-admin
-  user: {client-certificate-data: RkFLRS1DRVJU, client-key-data: RkFLRS1LRVk=}
-"""
-STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND_IN_KUBECONFIG}
+class _NoMocks(mocks.Mocks):
+    """Registrations never reach it (RecordingMonitor answers them); invokes return nothing."""
 
-
-class OfflineMocks(mocks.Mocks):
-    """Provider stand-ins: each resource's outputs are its inputs plus an id, as after a clean create,
-    and the stdout of the commands that later resources read (STAND_IN_STDOUT).
-
-    In preview mode nothing is added, so every output not given as an input stays unknown, as in a
-    real `pulumi preview` of a new stack.
-    """
-
-    def __init__(self, preview: bool):
-        self.preview = preview
-
-    def new_resource(self, args: mocks.MockResourceArgs):
-        if self.preview:
-            return (None, {})
-        state = dict(args.inputs)
-        if args.typ == "command:remote:Command":
-            stdout = next((text for suffix, text in STAND_IN_STDOUT.items() if args.name.endswith(suffix)), "")
-            state.setdefault("stdout", stdout)
-            state.setdefault("stderr", "")
-        return (f"{args.name}-id", state)
+    def new_resource(self, args: mocks.MockResourceArgs):  # pragma: no cover - never called
+        raise AssertionError("registrations go through RecordingMonitor")
 
     def call(self, args: mocks.MockCallArgs):
         return ({}, None)
@@ -252,27 +246,45 @@ def placeholder_secrets(overrides: Mapping[str, str] | None = None) -> dict[str,
     return values
 
 
+def dynamic_checks() -> dict[str, Callable[[dict, dict], list[str]]]:
+    """The checks of this program's dynamic providers, which the engine runs on every registration (a
+    preview refuses the run when one fails)."""
+    from components.guards import DYNAMIC_CHECKS
+    return DYNAMIC_CHECKS
+
+
 def run_program(
     raw: RawConfig,
     secrets: Mapping[str, str] | None = None,
     stack: str = "hk-prod",
     preview: bool = False,
+    state: Mapping[str, Entry] | None = None,
+    replace: tuple[str, ...] = (),
+    fail: tuple[str, ...] = (),
 ) -> Recording:
-    """Run __main__.py with the given config under the mock engine; return what it declared."""
+    """Run __main__.py with the given config under the mock engine; return what it declared.
+
+    state: what an earlier run left (Recording.state; None for a new stack). replace: resource names given
+    with `--replace`. fail: names of resources whose delete fails in this run."""
     secret_values = placeholder_secrets(secrets)
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
     runtime_config.set_all_config(config, [f"{PROJECT}:{k}" for k in secret_values])
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview)
+    return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
+                            state=state, replace=replace, fail=fail)
 
 
-def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False) -> Recording:
+def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
+                     state: Mapping[str, Entry] | None = None, replace: tuple[str, ...] = (),
+                     fail: tuple[str, ...] = ()) -> Recording:
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
-    monitor = RecordingMonitor(OfflineMocks(preview), recording)
-    mocks.set_mocks(OfflineMocks(preview), project=PROJECT, stack=stack, preview=preview,
+    targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
+    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks())
+    monitor = RecordingMonitor(recording, deployment)
+    mocks.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview,
                     monitor=monitor, logger=_LogCollector(recording))  # type: ignore[arg-type]
 
     async def program() -> None:
@@ -291,4 +303,6 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
         pulumi.runtime.settings.ROOT.set(None)
+    recording.plan = deployment.finish(fail=fail)
+    recording.state = deployment.state
     return recording

@@ -311,6 +311,11 @@ configure_containerd() {
 }
 
 
+# joined_cluster: kubeadm init or join has run on this node (kubeadm writes kubelet.conf).
+joined_cluster() {
+  [[ -e /etc/kubernetes/kubelet.conf ]]
+}
+
 # (installed_kube_version and the pinning syntax: see lib/prepare-helpers.sh)
 install_kubernetes_packages() {
   local package installed workdir
@@ -337,7 +342,15 @@ install_kubernetes_packages() {
     if [[ -z "${installed}" ]]; then
       missing+=("${package}")
     elif [[ "${installed}" != "${K8S_VERSION}" ]]; then
-      die "${package} ${installed} is installed, ${K8S_VERSION} wanted: upgrade through the kubeadm upgrade procedure"
+      # A machine re-created under an older first-boot snippet installed that snippet's version; it has not
+      # joined yet, so it simply takes the stack's. A member moves only through the upgrade chain.
+      ! joined_cluster \
+        || die "${package} ${installed} is installed on a member, ${K8S_VERSION} wanted: upgrade through the upgrade chain"
+      log "${package} ${installed} is installed on a node that has not joined yet: moving it to ${K8S_VERSION}"
+      missing+=("${package}")
+      if [[ "${PKG_MANAGER}" == apt ]] && apt-mark showhold "${package}" | grep -qx "${package}"; then
+        apt-mark unhold "${package}"
+      fi
     fi
   done
   if ((${#missing[@]} > 0)); then

@@ -1,0 +1,515 @@
+"""A model of the Pulumi engine's step generation, for the mock runs: given the state an earlier run left
+and the resources a program registers now, which resources are created, updated, replaced or deleted, in
+which order, with which inputs, and what the providers answer (tools/providers.py).
+
+It follows the engine's source (pulumi/pulumi 1b594989, pkg/resource/deploy), where the program depends
+on it:
+- step_generator.go continueStepsFromDiff: inputs under `ignoreChanges` take their old values before the
+  diff, so an ignored change alone never updates or replaces; but once a resource is replaced, its inputs
+  are checked again from the program's own values ("If we are going to perform a replacement, we need to
+  recompute the default values"), and a targeted or recreated resource uses them from the start
+  (continueStepsFromImport, `recreating || wasExternal || isTargetedReplace || old == nil`). A replacement
+  is therefore created with what the program declares now, ignored inputs included.
+- step_generator.go calculateDependentReplacements: only a delete-before-replace replacement replaces its
+  dependents up front: each custom resource with an input whose property dependencies reach the replace
+  set is diffed with those inputs unknown, and replaced if its provider says so; a plain `dependsOn` edge
+  replaces nothing. They are deleted, dependents first, before the resource itself. A create-before-replace
+  replacement deletes the old resource at the end of the run.
+- step.go DeleteStep.Apply: a protected resource cannot be deleted, in a preview too; `retainOnDelete`
+  (read from the state) drops the resource without calling its provider; a delete uses the inputs stored in
+  the state. SameStep keeps the new options (protect, retainOnDelete) with the old id and outputs.
+- step_executor.go / deployment_executor.go: deletes run in reverse dependency order; a failed delete keeps
+  every resource it depends on (its transitive dependencies) from being deleted in that run.
+- A resource whose provider is replaced is replaced ("If the resource's provider reference changed, the
+  resource must be replaced").
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field, replace as dc_replace
+from typing import Any, Callable, Iterable, Mapping
+
+from tools import providers
+
+
+class Secret:
+    """A value the program declared secret; printed only as [secret]."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "Secret([secret])"
+
+
+class Unknown:
+    """A value not known until the resource it comes from is created (preview)."""
+
+    def __repr__(self) -> str:
+        return "Unknown"
+
+
+def contains_unknown(value: Any) -> bool:
+    if isinstance(value, Unknown):
+        return True
+    if isinstance(value, Secret):
+        return contains_unknown(value.value)
+    if isinstance(value, dict):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, list):
+        return any(contains_unknown(v) for v in value)
+    return False
+
+
+def unwrap(value: Any) -> Any:
+    return value.value if isinstance(value, Secret) else value
+
+
+@dataclass
+class Entry:
+    """One resource as the state holds it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    id: str | None
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    dependencies: list[str] = field(default_factory=list)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    provider: str = ""
+    protect: bool = False
+    retain_on_delete: bool = False
+    delete_before_replace: bool = False
+    ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    # How many times this URN has been created, in this state's history: seeds the provider's new ids.
+    generation: int = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One engine step. op: create, same, update, replace (create of the replacement), delete, retain (dropped
+    from the state without a provider call), delete-replaced (the old resource of a replacement); `why` says
+    what changed (input paths) or why a resource is replaced."""
+
+    op: str
+    urn: str
+    type: str
+    name: str
+    why: tuple[str, ...] = ()
+
+    @property
+    def symbol(self) -> str:
+        return {"create": "+", "update": "~", "replace": "+-", "delete": "-", "retain": "-",
+                "delete-replaced": "-", "same": " "}[self.op]
+
+
+@dataclass
+class Plan:
+    steps: list[Step] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # Deletes that did not run: failed ones, and what a failed delete kept from running.
+    failed: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def ops(self, op: str) -> list[str]:
+        return [s.name for s in self.steps if s.op == op]
+
+    def of(self, name: str) -> list[str]:
+        return [s.op for s in self.steps if s.name == name]
+
+    @property
+    def changed(self) -> set[str]:
+        return {s.name for s in self.steps if s.op != "same"}
+
+
+def _paths(old: Any, new: Any, path: str = "") -> list[str]:
+    """Dotted paths (list items as [i]) where two input trees differ; an unknown value always differs."""
+    if isinstance(new, Unknown) or isinstance(old, Unknown):
+        return [path or "(value)"]
+    if isinstance(old, Secret) or isinstance(new, Secret):
+        return _paths(unwrap(old), unwrap(new), path)
+    if isinstance(old, dict) and isinstance(new, dict):
+        found: list[str] = []
+        for key in sorted(old.keys() | new.keys()):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in old or key not in new:
+                found.append(sub)
+            else:
+                found += _paths(old[key], new[key], sub)
+        return found
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in _paths(a, b, f"{path}[{i}]")]
+    return [] if old == new else [path or "(value)"]
+
+
+def _split(path: str) -> list[str]:
+    return [part for part in path.replace("[", ".[").split(".") if part]
+
+
+def apply_ignore_changes(inputs: dict[str, Any], old_inputs: dict[str, Any], ignore: Iterable[str]) -> dict[str, Any]:
+    """processIgnoreChanges: each ignored path takes its old value (and is left out when it had none)."""
+    result = copy.deepcopy(inputs)
+    for path in ignore:
+        parts = _split(path)
+        old_node: Any = old_inputs
+        for part in parts:
+            old_node = _child(old_node, part)
+            if old_node is _MISSING:
+                break
+        _assign(result, parts, old_node)
+    return result
+
+
+_MISSING = object()
+
+
+def _child(node: Any, part: str) -> Any:
+    node = unwrap(node)
+    if part.startswith("["):
+        index = int(part[1:-1])
+        return node[index] if isinstance(node, list) and index < len(node) else _MISSING
+    return node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+
+
+def _assign(root: dict[str, Any], parts: list[str], value: Any) -> None:
+    node: Any = root
+    for part in parts[:-1]:
+        node = _child(node, part)
+        if node is _MISSING:
+            return
+    node = unwrap(node)
+    last = parts[-1]
+    if last.startswith("["):
+        index = int(last[1:-1])
+        if isinstance(node, list) and index < len(node) and value is not _MISSING:
+            node[index] = copy.deepcopy(value)
+    elif isinstance(node, dict):
+        if value is _MISSING:
+            node.pop(last, None)
+        else:
+            node[last] = copy.deepcopy(value)
+
+
+# --- provider answers --------------------------------------------------------------------------------
+
+# What the commands whose stdout later resources read print (keyed by the end of the resource name),
+# with obviously fake secrets (the token is the example token of the kubeadm docs).
+STAND_IN_JOIN_LINE = (
+    "kubeadm join 10.30.30.10:6443 --token abcdef.0123456789abcdef "
+    "--discovery-token-ca-cert-hash sha256:" + "0" * 64
+)
+STAND_IN_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- cluster: {certificate-authority-data: RkFLRS1DQQ==, server: 'https://10.30.30.11:6443'}
+  name: offline
+contexts:
+- context: {cluster: offline, user: offline-admin}
+  name: offline
+current-context: offline
+users:
+- name: offline-admin
+  user: {client-certificate-data: RkFLRS1DRVJU, client-key-data: RkFLRS1LRVk=}
+"""
+STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND_IN_KUBECONFIG}
+
+
+def _stdout_of(name: str) -> str:
+    return next((text for suffix, text in STAND_IN_STDOUT.items() if name.endswith(suffix)), "")
+
+
+def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str) -> dict[str, Any]:
+    """What the provider returns for `entry` after `op` (its inputs echoed, plus what it computes); in a
+    preview, what it computes is unknown unless it is carried over."""
+    outputs = copy.deepcopy(entry.inputs)
+    if entry.type == providers.COMMAND:
+        if op == "update" and not preview:
+            outputs.update(stdout=_stdout_of(entry.name), stderr="")
+        elif op in ("create", "replace") and not preview:
+            ran = bool(entry.inputs.get("create"))
+            outputs.update(stdout=_stdout_of(entry.name) if ran else "", stderr="")
+        elif op in ("create", "replace", "update"):
+            outputs.update(stdout=Unknown(), stderr=Unknown())
+    elif entry.type == providers.VM:
+        devices = outputs.get("networkDevices") or []
+        old_macs = list((old.outputs.get("macAddresses") or []) if old is not None and op == "update" else [])
+        macs: list[Any] = []
+        for index, device in enumerate(devices):
+            if index < len(old_macs) and not isinstance(old_macs[index], Unknown):
+                mac: Any = old_macs[index]
+            elif preview:
+                mac = Unknown()
+            else:
+                mac = providers.new_mac(entry.urn, entry.generation, index, nonce)
+            if isinstance(device, dict):
+                device["macAddress"] = mac
+            macs.append(mac)
+        outputs["macAddresses"] = macs
+    return outputs
+
+
+# --- the deployment ----------------------------------------------------------------------------------
+
+@dataclass
+class Registration:
+    """What the program asks for when it registers a resource (a subset of RegisterResourceRequest)."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    dependencies: list[str]
+    property_dependencies: dict[str, list[str]]
+    provider: str = ""
+    protect: bool = False
+    retain_on_delete: bool = False
+    delete_before_replace: bool = False
+    ignore_changes: list[str] = field(default_factory=list)
+    replace_on_changes: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+
+
+def provider_urn(reference: str) -> str:
+    """A provider reference is `urn::id`; the URN part."""
+    return reference.rsplit("::", 1)[0] if reference.count("::") > 1 else reference
+
+
+class Deployment:
+    """One `pulumi up` (or preview) against `state`. Call register() in the program's registration order,
+    then finish(); `plan` holds the steps and `state` the state the run leaves.
+
+    replace: URNs given with `--replace`. check: per dynamic resource type, its provider's check(olds, news)
+    returning failure messages (the preview refuses the run when any fails).
+    """
+
+    def __init__(self, state: Mapping[str, Entry] | None = None, preview: bool = False,
+                 replace: Iterable[str] = (),
+                 check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None):
+        self.old: dict[str, Entry] = dict(state or {})
+        self.preview = preview
+        self.targets = set(replace)
+        self.check = dict(check or {})
+        self.plan = Plan()
+        self.new: dict[str, Entry] = {}
+        # Old resources already deleted in this run (dependents of a delete-before-replace replacement),
+        # which their next registration recreates.
+        self.recreating: dict[str, Entry] = {}
+        # Resources replaced in this run: a resource using a replaced provider is replaced too.
+        self.replaced: set[str] = set()
+        # Old resources of create-before-replace replacements, deleted at the end of the run.
+        self.late: list[Entry] = []
+        self.order: list[str] = list(self.old)
+        # Stands for the providers' randomness: a new instance never repeats an id or a MAC of the history,
+        # yet the same run from the same state gives the same ones (reproducible synth outputs).
+        self.nonce = hashlib.sha256(json.dumps(sorted((u, e.id or "") for u, e in self.old.items())).encode()).hexdigest()
+
+    # --- registration ------------------------------------------------------------------------------
+    def register(self, reg: Registration) -> Entry:
+        old_urn = reg.urn if reg.urn in self.old or reg.urn in self.recreating else next(
+            (a for a in reg.aliases if a in self.old), reg.urn)
+        old = self.old.pop(old_urn, None)
+        recreated = self.recreating.pop(old_urn, None)
+        entry = Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom, id=None,
+                      inputs=reg.inputs, outputs={}, dependencies=list(reg.dependencies),
+                      property_dependencies={k: list(v) for k, v in reg.property_dependencies.items()},
+                      provider=reg.provider, protect=reg.protect, retain_on_delete=reg.retain_on_delete,
+                      delete_before_replace=reg.delete_before_replace, ignore_changes=list(reg.ignore_changes),
+                      replace_on_changes=list(reg.replace_on_changes))
+        self._check(reg, old)
+        if recreated is not None:
+            op, why = "replace", ("replacement of a dependency",)
+            entry.generation = recreated.generation + 1
+        elif old is None:
+            op, why = "create", ()
+        else:
+            op, why, entry = self._diff(reg, old, entry)
+        if op in ("create", "replace"):
+            entry.id = None if self.preview else providers.new_id(entry.type, entry.name, entry.urn, entry.inputs,
+                                                                   entry.generation, self.nonce)
+            entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
+        elif op == "update":
+            entry.id = old.id  # type: ignore[union-attr]
+            entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
+        else:
+            entry.id, entry.outputs = old.id, old.outputs  # type: ignore[union-attr]
+        if op == "replace":
+            self.replaced.add(entry.urn)
+        self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name, tuple(why)))
+        self.new[entry.urn] = entry
+        return entry
+
+    def _check(self, reg: Registration, old: Entry | None) -> None:
+        check = self.check.get(reg.type)
+        if check is not None:
+            for failure in check(dict(old.inputs) if old else {}, dict(reg.inputs)):
+                self.plan.errors.append(f"{reg.name}: {failure}")
+
+    def _diff(self, reg: Registration, old: Entry, entry: Entry) -> tuple[str, list[str], Entry]:
+        processed = apply_ignore_changes(reg.inputs, old.inputs, reg.ignore_changes)
+        changed = _paths(old.inputs, processed)
+        why: list[str] = []
+        if reg.urn in self.targets:
+            why = ["--replace"]
+        elif reg.custom and provider_urn(reg.provider) in self.replaced:
+            why = ["provider replaced"]
+        elif reg.custom and changed:
+            why = self.replace_keys(reg.type, changed, reg.replace_on_changes, old.inputs, processed)
+        if why:
+            if old.protect and reg.protect:
+                self.plan.errors.append(f"{reg.name}: unable to replace resource as it is currently marked for protection")
+            # Replaced: the program's inputs as declared, ignored ones included (continueStepsFromDiff).
+            entry.generation = old.generation + 1
+            if reg.delete_before_replace:
+                self._delete_before_replace(old)
+            else:
+                # The old resource is deleted at the end of the run.
+                self.late.append(old)
+            return "replace", why, entry
+        entry.inputs = processed
+        entry.generation = old.generation
+        return ("update" if changed else "same"), changed, entry
+
+    def replace_keys(self, type_: str, changed: list[str], replace_on_changes: Iterable[str],
+                     old_inputs: dict[str, Any], new_inputs: dict[str, Any]) -> list[str]:
+        if type_ == providers.K8S_PROVIDER:
+            return providers.kubernetes_provider_replaces(old_inputs, new_inputs, contains_unknown, unwrap)
+        keys = providers.replaces(type_, changed)
+        keys += [p for p in changed if p not in keys and providers.matches_replace_on_changes(p, replace_on_changes)]
+        return keys
+
+    # --- delete-before-replace -----------------------------------------------------------------------
+    def _dependents_to_replace(self, root: Entry) -> list[Entry]:
+        """calculateDependentReplacements over the old state, in registration order."""
+        replace_set = {root.urn}
+        result: list[Entry] = []
+        for urn in self.order:
+            candidate = self.old.get(urn)
+            if candidate is None or not candidate.custom or urn == root.urn:
+                continue
+            if provider_urn(candidate.provider) in replace_set:
+                result.append(candidate)
+                replace_set.add(urn)
+                continue
+            unknown_keys = [k for k, deps in candidate.property_dependencies.items()
+                            if k in candidate.inputs and set(deps) & replace_set]
+            if not unknown_keys:
+                continue
+            inputs = {k: (Unknown() if k in unknown_keys else v) for k, v in candidate.inputs.items()}
+            changed = _paths(candidate.inputs, apply_ignore_changes(inputs, candidate.inputs, candidate.ignore_changes))
+            if self.replace_keys(candidate.type, changed, candidate.replace_on_changes, candidate.inputs, inputs):
+                if candidate.protect:
+                    self.plan.errors.append(f"{candidate.name}: unable to replace resource as part of replacing "
+                                            f"{root.name} as it is currently marked for protection")
+                result.append(candidate)
+                replace_set.add(urn)
+        return result
+
+    def _delete_before_replace(self, root: Entry) -> None:
+        dependents = self._dependents_to_replace(root)
+        for entry in self._reverse_topological(dependents):
+            self.old.pop(entry.urn, None)
+            self.recreating[entry.urn] = entry
+            self.plan.steps.append(Step("delete-replaced", entry.urn, entry.type, entry.name,
+                                        (f"dependent of {root.name}",)))
+        self.plan.steps.append(Step("delete-replaced", root.urn, root.type, root.name, ("delete before replace",)))
+
+    def _reverse_topological(self, entries: list[Entry]) -> list[Entry]:
+        """Dependents before what they depend on (parents and providers count as dependencies)."""
+        chosen = {e.urn: e for e in entries}
+        position = {urn: i for i, urn in enumerate(self.order)}
+        remaining = sorted(chosen, key=lambda u: position.get(u, 0))
+        result: list[Entry] = []
+        while remaining:
+            blocked = set()
+            for urn in remaining:
+                for dep in self._depends_on(chosen[urn]):
+                    blocked.add(dep)
+            ready = [u for u in remaining if u not in blocked] or remaining[-1:]
+            ready.sort(key=lambda u: -position.get(u, 0))
+            result += [chosen[u] for u in ready]
+            remaining = [u for u in remaining if u not in ready]
+        return result
+
+    @staticmethod
+    def _depends_on(entry: Entry) -> set[str]:
+        deps = set(entry.dependencies) | {u for urns in entry.property_dependencies.values() for u in urns}
+        if entry.parent:
+            deps.add(entry.parent)
+        if entry.provider:
+            deps.add(provider_urn(entry.provider))
+        return deps
+
+    # --- deletes ---------------------------------------------------------------------------------------
+    def finish(self, fail: Iterable[str] = ()) -> Plan:
+        """The end-of-run deletes: the old resources of create-before-replace replacements, then everything
+        the program no longer declares, dependents first. `fail`: names (or URNs) whose delete fails."""
+        failing = set(fail)
+        late = {e.urn: e for e in self.late}
+        gone = {urn: e for urn, e in self.old.items()}
+        entries = list(late.values()) + list(gone.values())
+        kept_by_failure: set[str] = set()
+        by_urn = {**self.old, **late}
+        for entry in self._reverse_topological(entries):
+            if entry.urn in kept_by_failure:
+                self.plan.skipped.append(entry.name)
+                continue
+            replaced = entry.urn in late
+            if entry.protect and not replaced:
+                self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
+                continue
+            if entry.name in failing or entry.urn in failing:
+                self.plan.failed.append(entry.name)
+                kept_by_failure |= self._transitive_dependencies(entry, by_urn)
+                continue
+            op = "delete-replaced" if replaced else ("retain" if entry.retain_on_delete else "delete")
+            if replaced and entry.retain_on_delete:
+                op = "retain"
+            self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name))
+        return self.plan
+
+    def _transitive_dependencies(self, entry: Entry, by_urn: Mapping[str, Entry]) -> set[str]:
+        seen: set[str] = set()
+        pending = list(self._depends_on(entry))
+        while pending:
+            urn = pending.pop()
+            if urn in seen:
+                continue
+            seen.add(urn)
+            if urn in by_urn:
+                pending.extend(self._depends_on(by_urn[urn]))
+        return seen
+
+    @property
+    def state(self) -> dict[str, Entry]:
+        """The state this run leaves: what was registered, and what a failed or refused delete kept."""
+        kept = {s.urn for s in self.plan.steps if s.op in ("delete", "retain", "delete-replaced")}
+        left = {urn: e for urn, e in self.old.items() if urn not in kept}
+        return {**left, **self.new}
+
+
+def without(state: Mapping[str, Entry], names: Iterable[str]) -> dict[str, Entry]:
+    """The state after `pulumi refresh` found these resources gone (their provider's Read set no id)."""
+    dropped = set(names)
+    return {urn: e for urn, e in state.items() if e.name not in dropped and urn not in dropped}
+
+
+def canonical(value: Any, secret: Callable[[Secret], str]) -> str:
+    def default(v: Any) -> Any:
+        if isinstance(v, Secret):
+            return secret(v)
+        if isinstance(v, Unknown):
+            return "<unknown>"
+        return repr(v)
+    return json.dumps(value, default=default, sort_keys=True)
+
+
+__all__ = ["Deployment", "Entry", "Plan", "Registration", "Secret", "Step", "Unknown", "apply_ignore_changes",
+           "canonical", "contains_unknown", "dc_replace", "without"]

@@ -1,0 +1,130 @@
+"""What each provider this program uses answers the engine, as far as the program depends on it: the id a
+create assigns, the outputs it computes, and which input changes it can only make by replacing the
+resource. tools/engine.py asks these questions; the answers come from the providers' source, pinned here:
+
+- pulumi-command v1.2.1 (pulumi/pulumi-command 7f3eb6f3, provider/pkg/provider/remote/commandController.go):
+  Create assigns `resource.NewUniqueHex(name, 8, 0)`, the name and 8 random hex digits, new on every
+  create; Update runs `update` (or `create` when `update` is unset) and keeps the id. Its schema marks only
+  `triggers` replaceOnChanges, and the SDK registers `replace_on_changes=["triggers[*]"]`
+  (sdk/python/pulumi_command/remote/command.py), so any trigger change replaces; `connection`, `stdin`,
+  `create`, `update`, `delete` and the rest are updates. Delete runs the `delete` and `connection` stored in
+  the state, and nothing at all (no dial) when `delete` is unset. In a preview of an update every output
+  that does not mirror an input is unknown (pulumi-go-provider v1.3.0 infer/resource.go markComputed: "If
+  a dependency is computed or has changed, we mark this field as computed").
+- bpg/terraform-provider-proxmox v0.111.1 (b22fe919; pulumi-proxmoxve 8.6.0 bridges v0.112 or later,
+  whose VM and file code did not change these parts): `vmCreateClone` calls `d.SetId(strconv.Itoa(vmID))`,
+  so a VM's id is its VMID, the same for every instance. ForceNew (proxmoxtf/resource/vm/vm.go): `vm_id`
+  (CustomizeDiff), `node_name` (unless `migrate`), every `clone` field, `initialization.*_data_file_id` and
+  `initialization.type`, `disk.file_id`. `network_device.mac_address` is Optional+Computed
+  (vm/network/schema.go) and Proxmox gives a cloned NIC a new random MAC, so the MAC is what changes with
+  each instance; an update sends the stored MAC back (vm/network/network.go). The file resource
+  (proxmoxtf/resource/file.go): id `<datastore>:<content type>/<file name>`, every input ForceNew,
+  `fileUpdate` does nothing.
+- pulumi-kubernetes v4.32.0 (a03ff6ba): an object's id is `namespace/name` (fqObjName); `.metadata.name`
+  and `.metadata.namespace` force a replacement; the provider's DiffConfig (provider/pkg/provider/
+  provider.go) replaces the provider when `kubeconfig` is unknown or points at another cluster, unless
+  `clusterIdentifier` is set and unchanged ("the provider will _only_ be replaced when clusterIdentifier
+  changes").
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Callable, Iterable
+
+import yaml
+
+COMMAND = "command:remote:Command"
+VM = "proxmoxve:index/vmLegacy:VmLegacy"
+FILE = "proxmoxve:index/fileLegacy:FileLegacy"
+K8S_PROVIDER = "pulumi:providers:kubernetes"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# Input paths (dotted, list items as [i]) whose change the provider can make only by replacing.
+_VM_REPLACE = re.compile(r"^(vmId|nodeName|clone(\..*)?|initialization\.(userDataFileId|vendorDataFileId|"
+                         r"networkDataFileId|metaDataFileId|type)|disks\[\d+\]\.fileId|amdSev(\..*)?)$")
+_FILE_REPLACE = re.compile(r"^(contentType|datastoreId|nodeName|fileMode|sourceFile(\..*)?|sourceRaw(\..*)?)$")
+_K8S_REPLACE = re.compile(r"^metadata(\.(name|namespace))?$")
+_RELEASE_REPLACE = re.compile(r"^(name|namespace)$")
+
+
+def _stable_hex(*parts: object, length: int) -> str:
+    """Random-looking and different for every create, yet the same in every run of the same history, so
+    synth outputs and tests stay reproducible."""
+    return hashlib.sha256("\x1f".join(str(p) for p in parts).encode()).hexdigest()[:length]
+
+
+def new_id(type_: str, name: str, urn: str, inputs: dict[str, Any], generation: int, nonce: str = "") -> str:
+    """The id the provider assigns to the `generation`-th instance of this resource; `nonce` stands for the
+    randomness of a real provider (tools/engine.py derives it from the state the run starts from)."""
+    if type_ == VM:
+        return str(int(inputs["vmId"]))  # protobuf carries numbers as doubles
+    if type_ == FILE:
+        raw = inputs.get("sourceRaw") or {}
+        return f"{inputs['datastoreId']}:{inputs.get('contentType', 'snippets')}/{raw.get('fileName', '')}"
+    if type_ == COMMAND:
+        return name + _stable_hex(urn, generation, nonce, length=8)
+    if type_ == HELM_RELEASE:
+        return f"{inputs.get('namespace') or 'default'}/{inputs.get('name') or name}"
+    if type_.startswith("kubernetes:"):
+        meta = inputs.get("metadata") or {}
+        if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            return f"{meta['namespace']}/{meta['name']}" if isinstance(meta.get("namespace"), str) else meta["name"]
+    # Providers and everything else: a fresh identity per instance.
+    return _stable_hex(urn, generation, nonce, length=32)
+
+
+def new_mac(urn: str, generation: int, nic: int, nonce: str = "") -> str:
+    """A MAC in Proxmox's own prefix (BC:24:11, PVE 8.1 and later), new for every clone."""
+    tail = _stable_hex(urn, generation, nic, nonce, length=6)
+    return "bc:24:11:" + ":".join(tail[i:i + 2] for i in range(0, 6, 2))
+
+
+def replaces(type_: str, paths: Iterable[str]) -> list[str]:
+    """The changed input paths that the provider of `type_` can only apply by replacing the resource."""
+    pattern = {VM: _VM_REPLACE, FILE: _FILE_REPLACE, HELM_RELEASE: _RELEASE_REPLACE}.get(type_)
+    if pattern is None and type_.startswith("kubernetes:") and not type_.startswith("kubernetes:helm.sh/"):
+        pattern = _K8S_REPLACE
+    if pattern is None:
+        return []
+    return [p for p in paths if pattern.match(p)]
+
+
+def matches_replace_on_changes(path: str, patterns: Iterable[str]) -> bool:
+    """The engine's replaceOnChanges match: `triggers[*]` covers `triggers` and every element under it."""
+    for pattern in patterns:
+        regex = re.escape(pattern).replace(r"\[\*\]", r"\[\d+\]").replace(r"\*", r"[^.]+")
+        if re.match(f"^{regex}($|[.\\[])", path) or re.match(f"^{re.escape(pattern.split('[')[0])}$", path):
+            return True
+    return False
+
+
+def _active_cluster(kubeconfig: Any) -> Any:
+    try:
+        document = yaml.safe_load(kubeconfig)
+        context_name = document.get("current-context")
+        context = next(c["context"] for c in document["contexts"] if c["name"] == context_name)
+        return next(c["cluster"] for c in document["clusters"] if c["name"] == context["cluster"])
+    except Exception:  # noqa: BLE001 - an unreadable kubeconfig has no active cluster (found == false upstream)
+        return None
+
+
+def kubernetes_provider_replaces(old: dict[str, Any], new: dict[str, Any], unknown: Callable[[Any], bool],
+                                 unwrap: Callable[[Any], Any]) -> list[str]:
+    """pulumi-kubernetes DiffConfig: which provider config keys force a replacement of the provider."""
+    old_id, new_id_ = old.get("clusterIdentifier"), new.get("clusterIdentifier")
+    if old_id is not None and new_id_ is not None and (unknown(new_id_) or old_id != new_id_):
+        return ["clusterIdentifier"]
+    keep = old_id is not None and new_id_ is not None and old_id == new_id_
+    replace: list[str] = []
+    for key in ("kubeconfig", "context", "cluster"):
+        if key not in new:
+            continue
+        if unknown(new[key]):
+            replace = [key]
+            break
+        if key == "kubeconfig" and key in old and not unknown(old[key]):
+            before, after = _active_cluster(unwrap(old[key])), _active_cluster(unwrap(new[key]))
+            if before is not None and after is not None and before != after:
+                replace.append(key)
+    return [] if keep else replace
