@@ -4,6 +4,7 @@ import sys
 import pulumi
 
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
+from components.guards import MachinesGuard
 from components.machines import Machines
 from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
@@ -37,7 +38,9 @@ secrets = read_secrets(spec)
 # Refuses, at preview, a version change kubeadm cannot follow (downgrades, skipped minors); nothing else is
 # touched before it has accepted the plan.
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
-machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin,))
+# Refuses, at preview, machine changes that would collide with a removal or cannot be applied in one run.
+machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
+machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
 EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready)
 network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)

@@ -28,6 +28,7 @@ from render.kubeconfig import point_at_server
 from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 from render.shell import bash_command
 
+from .lifecycle import command_options
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
 LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
@@ -139,10 +140,11 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             logging=command.remote.Logging.STDERR,
             triggers=[machine.instance],
             # Same node, same name: the old membership's reset must run before the new join, not after.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, machine.ready, registration],
-                                        delete_before_replace=True),
+            opts=command_options(node, parent=self, depends_on=[credentials, machine.ready, registration],
+                                 delete_before_replace=True),
         )
         self.drain = node_drain(name, node.name, access, self.join, etcd_pod, self)
+        mark_lost(name, node, access, self.drain, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
@@ -172,8 +174,8 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 # chain moves them (components/upgrade.py), one node at a time behind a drain. A replaced
                 # VM is a new instance: these steps are replaced with the stack's current text (the engine
                 # ignores nothing on a replacement), so it joins at today's version.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[previous], delete_before_replace=True,
-                                            ignore_changes=["create", "update"] if step == windows_bootstrap.KUBERNETES_STEP else None),
+                opts=command_options(node, parent=self, depends_on=[previous], delete_before_replace=True,
+                                     ignore_changes=["create", "update"] if step == windows_bootstrap.KUBERNETES_STEP else None),
             )
             self.prepare.append(previous)
         registration = node_registration(name, node.name, access, machine.instance, None, self)
@@ -188,12 +190,30 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
             logging=command.remote.Logging.STDERR,
             triggers=[machine.instance],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[credentials, previous, registration],
-                                        delete_before_replace=True),
+            opts=command_options(node, parent=self, depends_on=[credentials, previous, registration],
+                                 delete_before_replace=True),
         )
         self.drain = node_drain(name, node.name, access, self.join, None, self)
+        mark_lost(name, node, access, self.drain, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
+
+
+def mark_lost(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess, drain: pulumi.Resource,
+              parent: pulumi.Resource) -> command.remote.Command | None:
+    """For a node declared `lost`: on the first control-plane node, take it out of service (the
+    non-graceful node shutdown taint), after refusing if it is still Ready. Its removal then drains
+    nothing and dials nothing (render/scripts/node-mark-lost.sh). Nothing to undo: the Node goes with the
+    removal."""
+    if not node.lost:
+        return None
+    return command.remote.Command(
+        f"{name}-lost",
+        connection=access.connection,
+        create=bash_command(linux_bootstrap.render_mark_lost(node.name)),
+        logging=command.remote.Logging.STDOUT_AND_STDERR,
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[drain]),
+    )
 
 
 def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool, machine_id: pulumi.Output[str],
@@ -288,8 +308,8 @@ class EtcdBackups(pulumi.ComponentResource):
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     # A new instance of the machine gets its schedule again.
                     triggers=[machine.instance],
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[node_ready[machine.node.name]],
-                                                delete_before_replace=True),
+                    opts=command_options(machine.node, parent=self, depends_on=[node_ready[machine.node.name]],
+                                         delete_before_replace=True),
                 ))
         self.register_outputs({"nodes": [s.urn for s in self.schedules]})
 

@@ -2,12 +2,23 @@
 the program's new ones, and so can refuse, before anything runs, a change the infrastructure cannot follow.
 Their `check` functions are also what the mock engine runs (tools/engine.py), so the tests see the same
 refusals a preview would.
+
+Pulumi stores a dynamic provider in the state (dill) and the provider process that runs `check` loads this
+module from the project directory: keep its path stable and its checks self-contained.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
+import pulumi
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
+
+from config.model import StackSpec
+
 from .version_pin import VERSION_KEY, KubernetesVersionPin, upgrade_refusal
+
+FIRST_KEY = "firstControlPlane"
+NODES_KEY = "nodes"
 
 
 def version_pin_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
@@ -19,7 +30,116 @@ def version_pin_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     return []
 
 
+def machine_facts(spec: StackSpec) -> dict[str, Any]:
+    """What the machines guard compares between runs: per node, what identifies its machine (VM id,
+    address, host), its size, and whether the stack prepares its removal."""
+    nodes: dict[str, Any] = {}
+    for role, pool in (("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux)):
+        for node in pool:
+            nodes[node.name] = {"os": "linux", "role": role, "vmId": node.vm_id, "ip": str(node.ip),
+                                "host": node.proxmox_node, "cpu": node.cpu, "memoryMb": node.memory_mb,
+                                "diskGb": node.disk_gb, "retire": node.retire, "lost": node.lost}
+    for node in spec.nodes.windows:
+        nodes[node.name] = {"os": "windows", "role": "worker", "ip": str(node.ip), "host": node.hyperv_host,
+                            "cpu": node.cpu, "memoryMb": node.memory_mb, "diskGb": node.disk_gb,
+                            "retire": node.retire, "lost": node.lost}
+    return {FIRST_KEY: spec.nodes.control_plane[0].name, NODES_KEY: nodes}
+
+
+def _number(value: Any) -> Any:
+    # The engine hands numbers over as doubles.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def machines_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    """Why the machines cannot go from the previous run's facts to these, one message per problem."""
+    before: dict[str, Any] = (olds or {}).get(NODES_KEY) or {}
+    after: dict[str, Any] = news.get(NODES_KEY) or {}
+    if not before:
+        return []
+    failures: list[str] = []
+    first_before, first_after = (olds or {}).get(FIRST_KEY), news.get(FIRST_KEY)
+    if first_before and first_after != first_before:
+        failures.append(
+            f"the first control-plane node is {first_before}: kubeadm init ran there and every node's lifecycle "
+            f"commands run there, so it cannot become {first_after}. Keep {first_before} first in "
+            "nodes.controlPlane (README, Day-2: the first control-plane node).")
+    removed = {name: facts for name, facts in before.items() if name not in after}
+    for name, facts in removed.items():
+        if facts.get("role") == "control-plane" and not (facts.get("retire") or facts.get("lost")):
+            failures.append(
+                f"{name} is a control-plane node: set retire: true on it (lost: true if its machine is gone) and "
+                "run `pulumi up` once before removing it; its VM is protected until then.")
+    for name, facts in after.items():
+        old = before.get(name)
+        if old is not None and old.get("lost") and not facts.get("lost"):
+            failures.append(
+                f"{name} was declared lost and taken out of service: remove it from the stack, then add it again "
+                "to build a new machine for it.")
+        for key, what in (("vmId", "VM id"), ("ip", "address")):
+            value = _number(facts.get(key))
+            if value is None or (old is not None and _number(old.get(key)) == value):
+                continue
+            holder = next((other for other, o in removed.items() if _number(o.get(key)) == value), None)
+            if holder is not None:
+                failures.append(
+                    f"{name} takes {what} {value} from {holder}, which this run removes: Pulumi creates and "
+                    f"replaces machines before it deletes removed ones, so the two would collide. Remove {holder} "
+                    f"in one run and add {name} in the next, or give {name} another {what}.")
+        if old is None or facts.get("os") != "linux":
+            continue
+        disk_before, disk_after = _number(old.get("diskGb")), _number(facts.get("diskGb"))
+        if isinstance(disk_before, int) and isinstance(disk_after, int) and disk_after < disk_before:
+            failures.append(f"{name}: diskGb {disk_after} is smaller than {disk_before}; a disk can only grow.")
+        resized = disk_before != disk_after
+        restarted = any(_number(old.get(k)) != _number(facts.get(k)) for k in ("cpu", "memoryMb"))
+        if resized and restarted:
+            # bpg vmUpdate: with reboot_after_update false and a CPU or memory change pending a restart, "cannot
+            # resize disks while the VM is running because this change requires the VM to be powered off"; the
+            # CPU and memory are written first, so the run would stop half-applied.
+            failures.append(
+                f"{name}: change the disk and the CPU or memory in separate runs. The disk grows online, but "
+                "once a CPU or memory change is pending a restart the provider refuses to resize a running VM "
+                "(reboot_after_update is off, so that no VM restarts outside the restart chain).")
+    return failures
+
+
+class _CheckedProvider(ResourceProvider):
+    """A dynamic provider that only records its inputs; its `check` refuses what `guard` refuses."""
+
+    serialize_as_secret_always = False
+    guard: Callable[[dict[str, Any], dict[str, Any]], list[str]]
+    key: str
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        return CheckResult(news, [CheckFailure(self.key, reason) for reason in type(self).guard(olds or {}, news)])
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=olds != news)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(id_=self.key, outs=props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
+
+
+class MachinesGuardProvider(_CheckedProvider):
+    guard = staticmethod(machines_check)
+    key = NODES_KEY
+
+
+class MachinesGuard(Resource, module="hybrid", name="MachinesGuard"):
+    """The machines' identities and sizes as the last run left them: refuses, at preview, a change that would
+    collide with a machine being removed, move the first control-plane node, remove an unprepared
+    control-plane node, or resize a disk together with CPU or memory."""
+
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(MachinesGuardProvider(), name, machine_facts(spec), opts)
+
+
 # Per dynamic resource type, its check (the same function its provider's `check` calls).
 DYNAMIC_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[str]]] = {
     f"pulumi-python:{KubernetesVersionPin._resource_type_name}": version_pin_check,
+    f"pulumi-python:{MachinesGuard._resource_type_name}": machines_check,
 }

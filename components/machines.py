@@ -21,6 +21,7 @@ from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
 from .connections import ssh_connection
+from .lifecycle import command_options
 
 Role = Literal["control-plane", "worker"]
 
@@ -202,8 +203,9 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                # Losing a control-plane VM loses an etcd member: removing one is a deliberate act.
-                protect=args.role == "control-plane",
+                # Losing a control-plane VM loses an etcd member: removing one is a deliberate act, prepared
+                # by `retire` (or `lost`) in the run before (README, Day-2: removing a node).
+                protect=args.role == "control-plane" and not node.removable,
                 # Its id and name are fixed, so a replacement must remove the old VM first.
                 delete_before_replace=True,
                 # A new template is for new nodes; it must not rebuild existing ones.
@@ -222,7 +224,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             connection=args.connection,
             create=bash_command(render_wait_for_cloud_init()),
             triggers=[self.instance],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
+            opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True),
         )
         # The node's preparation over SSH. Created (for each instance) with the stack's current settings and
         # Kubernetes version: the first-boot snippet keeps what it was created with, so a VM re-created
@@ -237,8 +239,8 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             create=bash_command(render_prepare_script(init)),
             update=bash_command(render_prepare_script(init, install_kubernetes=False)),
             triggers=[self.instance],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[first_boot], delete_before_replace=True,
-                                        ignore_changes=["create"]),
+            opts=command_options(node, parent=self, depends_on=[first_boot], delete_before_replace=True,
+                                 ignore_changes=["create"]),
         )
 
         self.summary = node_summary(node, args.role)
@@ -290,9 +292,10 @@ class HypervWindowsNode(pulumi.ComponentResource):
             # A new computer name is a new node: renaming a joined Windows node would orphan its Node
             # object and kubelet identity, so the VM is replaced (drained and reset first) instead.
             triggers=[summary["name"], vm.vm_folder, host.host_name, vm.computer_name],
-            # The same VM name and address: the old VM must be gone before its replacement starts.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*host.prerequisites, *guards],
-                                        delete_before_replace=True),
+            # The same VM name and address: the old VM must be gone before its replacement starts. A lost
+            # node's converge is frozen, but its delete still removes the VM from its (reachable) host.
+            opts=command_options(node, retain=False, parent=self, depends_on=[*host.prerequisites, *guards],
+                                 delete_before_replace=True),
         )
         # Activation (windows.activation) is its own step after the VM converge: changing it re-runs only
         # this step, and a replaced VM (new id) is activated again.
@@ -306,7 +309,7 @@ class HypervWindowsNode(pulumi.ComponentResource):
                 update=activate,
                 stdin=admin_password,
                 triggers=[self.vm.id],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm], delete_before_replace=True),
+                opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True),
             )
         # This VM instance: the converge command's id, new with every create (pulumi-command assigns
         # NewUniqueHex(name, 8, 0)), so a replaced VM re-runs every step keyed on it.

@@ -37,8 +37,9 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:LinuxNodeRestarts", name, None, opts)
         zone_order = {zone: index for index, zone in enumerate(spec.zones)}
-        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
-        workers = sorted((m for m in machines.linux_nodes if m.role == "worker"),
+        # A lost node leaves the chain: nothing may dial it (components/lifecycle.py).
+        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
+        workers = sorted((m for m in machines.linux_nodes if m.role == "worker" and not m.node.lost),
                          key=lambda m: (zone_order[m.node.zone], m.node.name))
 
         previous: list[pulumi.Resource] = list(after)

@@ -55,9 +55,10 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         def by_zone(machine: ProxmoxLinuxNode | HypervWindowsNode) -> tuple[int, str]:
             return zone_order[machine.node.zone], machine.node.name
 
-        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
-        linux_workers = sorted((m for m in machines.linux_nodes if m.role == "worker"), key=by_zone)
-        windows_workers = sorted(machines.windows_nodes, key=by_zone)
+        # A lost node leaves the chain: nothing may dial it, and its removal follows (components/lifecycle.py).
+        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
+        linux_workers = sorted((m for m in machines.linux_nodes if m.role == "worker" and not m.node.lost), key=by_zone)
+        windows_workers = sorted((m for m in machines.windows_nodes if not m.node.lost), key=by_zone)
 
         # Nothing is upgraded while a node is still joining: the chain starts after every node is Ready.
         previous: list[pulumi.Resource] = list(node_ready.values())

@@ -246,6 +246,16 @@ class NodeSpec(Spec):
     memory_mb: Annotated[int, Field(ge=1024, le=MAX_MEMORY_MB)]
     disk_gb: Annotated[int, Field(ge=20, le=MAX_DISK_GB)]
     ip: IPv4Addr
+    # Removal takes two `pulumi up` runs, because a delete runs what the state holds (README, Day-2:
+    # removing a node). `retire: true` first: the node stays, and a control-plane VM loses its protection,
+    # so the next run may delete it. `lost: true` first for a machine that is gone or unreachable: the node
+    # is taken out of service and its steps stop dialling it, so its removal runs nothing on it.
+    retire: bool = False
+    lost: bool = False
+
+    @property
+    def removable(self) -> bool:
+        return self.retire or self.lost
 
 
 class LinuxNodeSpec(NodeSpec):

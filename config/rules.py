@@ -184,6 +184,18 @@ def node_names(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule("nodes")
+def first_control_plane_stays(spec: StackSpec) -> Iterator[Problem]:
+    first = spec.nodes.control_plane[0]
+    for key in ("retire", "lost"):
+        if getattr(first, key):
+            # kubeadm init ran there and every lifecycle command runs there (components/bootstrap.py).
+            yield Problem(f"nodes.controlPlane[0].{key}",
+                          f"{first.name} is the first control-plane node, where the cluster was initialised and every "
+                          "node's lifecycle commands run; it cannot be retired or lost (README, Day-2: the first "
+                          "control-plane node)")
+
+
+@rule("nodes")
 def pool_shape(spec: StackSpec) -> Iterator[Problem]:
     count = len(spec.nodes.control_plane)
     if count % 2 == 0:

@@ -323,7 +323,21 @@ def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | Non
     if etcd_pod is not None:
         _check_node_name(etcd_pod)
 
-    return render_script("node-drain.sh", NODE=node_name, TIMEOUT=timeout_seconds, ETCD_POD=etcd_pod or "")
+    return render_script("node-drain.sh", NODE=node_name, TIMEOUT=timeout_seconds, ETCD_POD=etcd_pod or "",
+                         SKIP_WAIT_SECONDS=SKIP_WAIT_SECONDS, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT)
+
+
+# The non-graceful node shutdown taint, as `key=value:effect` (render/scripts/node-mark-lost.sh says why).
+OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
+# How long a drain of a NotReady node waits for a pod's deletion its kubelet cannot confirm.
+SKIP_WAIT_SECONDS = 60
+
+
+def render_mark_lost(node_name: str) -> str:
+    """On the first control-plane node: take the Node of a machine declared lost out of service
+    (render/scripts/node-mark-lost.sh); refused while the Node is Ready."""
+    _check_node_name(node_name)
+    return render_script("node-mark-lost.sh", NODE=node_name, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT)
 
 
 # The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the

@@ -122,3 +122,189 @@ def test_the_first_control_plane_node_is_never_re_initialised(built):
     """kubeadm init is keyed on nothing: a new instance of the first node does not start a new cluster."""
     run = up(hk_prod_values(), without(built.state, ["hk-prod-hk-cp-1-vm"]))
     assert run.plan.of("hk-prod-kubeadm-init") == ["same"]
+
+
+# --- removal ------------------------------------------------------------------------------------------
+
+def hosts_dialled_by_deletes(run: Recording, before: Recording) -> dict[str, str]:
+    """For each delete step that runs a command: the host it dials (from the state, as the engine does)."""
+    dialled = {}
+    for step in run.plan.steps:
+        if step.op not in ("delete", "delete-replaced"):
+            continue
+        entry = before.state.get(step.urn)
+        if entry is None or entry.type != "command:remote:Command" or not entry.inputs.get("delete"):
+            continue
+        dialled[step.name] = entry.inputs["connection"].value["host"]
+    return dialled
+
+
+def test_removing_a_linux_worker_drains_resets_deregisters_then_deletes_its_vm(built):
+    values = hk_prod_values()
+    values["nodes"]["linux"] = [n for n in values["nodes"]["linux"] if n["name"] != "hk-lnx-4"]
+    run = up(values, built.state)
+    order = deletes_in_order(run)
+    expected = ["hk-prod-scheduling-node-hk-lnx-4", "hk-prod-kubeadm-hk-lnx-4-drain", "hk-prod-kubeadm-hk-lnx-4-join",
+                "hk-prod-kubeadm-hk-lnx-4-registration", "hk-prod-hk-lnx-4-vm"]
+    assert [name for name in order if name in expected] == expected
+    dialled = hosts_dialled_by_deletes(run, built)
+    assert dialled["hk-prod-kubeadm-hk-lnx-4-join"] == "10.30.30.24"          # kubeadm reset on the node
+    assert dialled["hk-prod-kubeadm-hk-lnx-4-drain"] == "10.30.30.11"         # on the first control-plane node
+    assert dialled["hk-prod-kubeadm-hk-lnx-4-registration"] == "10.30.30.11"
+
+
+def test_a_failed_drain_keeps_everything_it_depends_on(built):
+    """deployment_executor.go: what a failed delete depends on is not deleted in that run, so a node whose
+    drain is refused (a PodDisruptionBudget) keeps its membership and its VM."""
+    values = hk_prod_values()
+    values["nodes"]["linux"] = [n for n in values["nodes"]["linux"] if n["name"] != "hk-lnx-4"]
+    run = run_program(raw_config(values), state=built.state, fail=("hk-prod-kubeadm-hk-lnx-4-drain",))
+    assert run.plan.failed == ["hk-prod-kubeadm-hk-lnx-4-drain"]
+    deleted = set(deletes_in_order(run))
+    for kept in ("hk-prod-kubeadm-hk-lnx-4-join", "hk-prod-kubeadm-hk-lnx-4-registration", "hk-prod-hk-lnx-4-vm",
+                 "hk-prod-hk-lnx-4-prepare"):
+        assert kept not in deleted and kept in run.plan.skipped, kept
+    assert run.named("hk-prod-kubeadm-init").urn in run.state and run.state  # the state keeps them
+    assert {"hk-prod-kubeadm-hk-lnx-4-join", "hk-prod-hk-lnx-4-vm"} <= {e.name for e in run.state.values()}
+
+
+def _replace_control_plane(values: dict) -> dict:
+    """hk-cp-3 out, hk-cp-4 in (same zone and host, a free VM id and address): three members after it."""
+    plane = values["nodes"]["controlPlane"]
+    plane[:] = [n for n in plane if n["name"] != "hk-cp-3"] + [
+        {**next(n for n in plane if n["name"] == "hk-cp-3"), "name": "hk-cp-4", "vmId": 314, "ip": "10.30.30.14"}]
+    return values
+
+
+def test_a_control_plane_node_is_removed_only_after_a_retire_run(built):
+    # Straight away: its VM is protected, which a preview already refuses (step.go DeleteStep.Apply).
+    refused = run_program(raw_config(_replace_control_plane(hk_prod_values())), state=built.state, preview=True)
+    assert any("hk-prod-hk-cp-3-vm" in e and "protected" in e for e in refused.plan.errors)
+
+    retiring = hk_prod_values()
+    next(n for n in retiring["nodes"]["controlPlane"] if n["name"] == "hk-cp-3")["retire"] = True
+    retired = up(retiring, built.state)
+    # The retire run changes nothing on any machine: only the protection in the state and the guard's record.
+    assert retired.plan.changed == {"hk-prod-machines"}
+    assert not retired.state[retired.named("hk-prod-hk-cp-3-vm").urn].protect
+
+    removed = up(_replace_control_plane(hk_prod_values()), retired.state)
+    order = deletes_in_order(removed)
+    expected = ["hk-prod-kubeadm-hk-cp-3-drain", "hk-prod-kubeadm-hk-cp-3-join", "hk-prod-kubeadm-hk-cp-3-registration",
+                "hk-prod-hk-cp-3-vm"]
+    assert [name for name in order if name in expected] == expected
+    # The new member joins before the old one leaves (deletes run at the end of the run).
+    steps = [s.name for s in removed.plan.steps]
+    assert steps.index("hk-prod-kubeadm-hk-cp-4-join") < steps.index("hk-prod-kubeadm-hk-cp-3-drain")
+
+
+@pytest.mark.parametrize("node,pool,address", [("hk-lnx-4", "linux", "10.30.30.24"),
+                                               ("hk-cp-3", "controlPlane", "10.30.30.13"),
+                                               ("hk-win-2", "windows", "10.30.30.52")])
+def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
+    windows = pool == "windows"
+    values = hk_prod_values()
+    next(n for n in values["nodes"][pool] if n["name"] == node)["lost"] = True
+    marked = up(values, built.state)
+    prefix = "hk-prod-kubeadm-windows" if windows else "hk-prod-kubeadm"
+    # The lost run: the node is taken out of service from the first control-plane node, leaves the
+    # upgrade chain, and nothing of it runs.
+    lost = marked.named(f"{prefix}-{node}-lost")
+    assert marked.plan.of(lost.name) == ["create"] and lost.inputs["connection"].value["host"] == "10.30.30.11"
+    assert {s.name for s in marked.plan.steps if s.op != "same"} - {lost.name, "hk-prod-machines"} == {
+        f"hk-prod-upgrade-{node}-{step}" for step in UPGRADE_STEPS} | {
+        f"hk-prod-restarts-{node}-{step}" for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart")
+        if not windows}
+    for step in UPGRADE_STEPS:
+        assert not built.state[built.named(f"hk-prod-upgrade-{node}-{step}").urn].inputs.get("delete")
+
+    # A release or a setting change that would re-run the node's steps does not reach it now.
+    changed = copy_values(values)
+    changed["ntpServers"] = ["10.10.10.6"]
+    changed["registry"]["mirrors"] = changed["registry"]["mirrors"][:1]
+    still = up(changed, marked.state)
+    assert still.plan.changed and not {n for n in still.plan.changed if f"-{node}-" in n}
+
+    removal = copy_values(values)
+    removal["nodes"][pool] = [n for n in removal["nodes"][pool] if n["name"] != node]
+    if pool == "controlPlane":
+        # Three members after the run: a replacement joins in the same run.
+        removal["nodes"]["controlPlane"].append({**next(n for n in hk_prod_values()["nodes"]["controlPlane"]
+                                                        if n["name"] == node), "name": "hk-cp-4", "vmId": 314,
+                                                 "ip": "10.30.30.14"})
+    removed = up(removal, marked.state)
+    dialled = hosts_dialled_by_deletes(removed, marked)
+    assert address not in dialled.values(), dialled
+    # Node-side steps leave the state without running; the deregistration (etcd member, Node) runs on
+    # the first control-plane node; the machine is deleted through its hypervisor.
+    assert removed.plan.of(f"{prefix}-{node}-join") == ["retain"]
+    assert dialled[f"{prefix}-{node}-registration"] == "10.30.30.11"
+    assert removed.plan.of(f"hk-prod-{node}-vm") == ["delete"]
+    if windows:
+        assert dialled[f"hk-prod-{node}-vm"] == "10.10.10.32"    # Remove-VM on its Hyper-V host
+
+
+def copy_values(values: dict) -> dict:
+    import copy
+    return copy.deepcopy(values)
+
+
+# --- the machines guard: what one run cannot do --------------------------------------------------------
+
+def refusals(values: dict, state) -> list[str]:
+    return run_program(raw_config(values), state=state, preview=True).plan.errors
+
+
+def test_renaming_a_node_onto_its_own_vm_id_or_address_is_refused_at_preview(built):
+    values = hk_prod_values()
+    node = next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4")
+    node["name"] = "hk-lnx-9"
+    found = refusals(values, built.state)
+    assert any("hk-lnx-9 takes VM id 324 from hk-lnx-4" in e for e in found), found
+    assert any("hk-lnx-9 takes address 10.30.30.24 from hk-lnx-4" in e for e in found), found
+    # With its own id and address the new node is created, and the old one removed in the same run.
+    node.update(vmId=329, ip="10.30.30.29")
+    assert refusals(values, built.state) == []
+
+
+def test_windows_address_reuse_is_refused_too(built):
+    values = hk_prod_values()
+    values["nodes"]["windows"][2]["name"] = "hk-win-9"
+    assert any("hk-win-9 takes address 10.30.30.53 from hk-win-3" in e for e in refusals(values, built.state))
+
+
+def test_a_disk_change_with_a_cpu_or_memory_change_is_refused_and_each_alone_is_fine(built):
+    both = hk_prod_values()
+    both["nodes"]["linux"][0].update(memoryMb=65536, diskGb=200)
+    assert any("change the disk and the CPU or memory in separate runs" in e for e in refusals(both, built.state))
+    for change in ({"memoryMb": 65536}, {"cpu": 12}, {"diskGb": 200}):
+        alone = hk_prod_values()
+        alone["nodes"]["linux"][0].update(change)
+        assert refusals(alone, built.state) == [], change
+    shrink = hk_prod_values()
+    shrink["nodes"]["linux"][0]["diskGb"] = 100
+    assert any("a disk can only grow" in e for e in refusals(shrink, built.state))
+
+
+def test_the_first_control_plane_node_cannot_change_and_an_unprepared_one_cannot_go(built):
+    values = hk_prod_values()
+    plane = values["nodes"]["controlPlane"]
+    plane[0], plane[1] = plane[1], plane[0]
+    assert any("the first control-plane node is hk-cp-1" in e for e in refusals(values, built.state))
+    gone = _replace_control_plane(hk_prod_values())
+    assert any("hk-cp-3 is a control-plane node: set retire: true" in e for e in refusals(gone, built.state))
+
+
+def test_a_lost_node_stays_lost_until_it_is_removed(built):
+    values = hk_prod_values()
+    values["nodes"]["linux"][3]["lost"] = True
+    marked = up(values, built.state)
+    assert any("hk-lnx-4 was declared lost" in e for e in refusals(hk_prod_values(), marked.state))
+
+
+def test_config_refuses_to_retire_or_lose_the_first_control_plane_node():
+    from tests.conftest import problems
+    for flag in ("retire", "lost"):
+        values = hk_prod_values()
+        values["nodes"]["controlPlane"][0][flag] = True
+        assert [p for p in problems(values) if p.startswith(f"nodes.controlPlane[0].{flag}:")], flag

@@ -260,7 +260,17 @@ def test_unprotected_control_plane_vm_breaks_only_the_protection_rule(hk_prod):
 def test_unprotected_worker_vm_is_fine(hk_prod):
     worker = next(r for r in hk_prod if r.type == rules.PROXMOX_VM_TYPE and "worker" in r.props["tags"])
     assert worker.protect is False
-    assert rules.control_plane_protection_violations(worker) == []
+    assert rules.control_plane_protection_findings([worker]) == []
+
+
+def test_a_control_plane_vm_the_stack_retires_or_has_lost_may_be_unprotected(hk_prod):
+    resources = replaced(hk_prod, CONTROL_PLANE_VM, protect=False)
+    guard = next(r for r in resources if r.type == rules.MACHINES_GUARD_TYPE)
+    node = named(resources, CONTROL_PLANE_VM).props["name"]
+    for flag in ("retire", "lost"):
+        marked = [dataclasses.replace(r, props=copy.deepcopy(r.props)) if r is guard else r for r in resources]
+        next(r for r in marked if r.type == rules.MACHINES_GUARD_TYPE).props["nodes"][node][flag] = True
+        assert violated(marked) == {}, flag
 
 
 def test_join_credentials_logging_stdout_breaks_only_the_stdout_rule(hk_prod):
@@ -388,9 +398,10 @@ def test_pack_declares_every_rule_as_a_mandatory_policy():
 
     pack = load_pack()
     policies = {p.name: p for p in pack["POLICIES"]}
-    assert set(policies) == {rules.GATEKEEPER_RULE, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
+    assert set(policies) == {rules.GATEKEEPER_RULE, rules.PROTECTION_RULE, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
     assert all(p.enforcement_level == pulumi_policy.EnforcementLevel.MANDATORY for p in policies.values())
     assert isinstance(policies[rules.GATEKEEPER_RULE], pulumi_policy.StackValidationPolicy)
+    assert isinstance(policies[rules.PROTECTION_RULE], pulumi_policy.StackValidationPolicy)
     assert all(isinstance(policies[n], pulumi_policy.ResourceValidationPolicy)
                for n in [*rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE])
     # Every file the CLI needs is there.
@@ -456,8 +467,10 @@ def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
                 type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs), options=_options(r)))
                 for r in recording.resources]
             vm = recording.named(CONTROL_PLANE_VM)
-            answers["vm_bad"] = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
-                type=vm.type, name=vm.name, urn=vm.urn, properties=_struct(vm.inputs), options=_options(vm, protect=False)))
+            answers["vm_bad"] = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
+                analyzer_pb2.AnalyzerResource(type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs),
+                                              options=_options(r, protect=False) if r is vm else _options(r))
+                for r in recording.resources]))
         raise KeyboardInterrupt  # PolicyPack stops its server and returns on this
 
     monkeypatch.setattr(sdk.time, "sleep", engine_calls)

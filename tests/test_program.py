@@ -52,9 +52,10 @@ def test_every_resource_has_a_component_parent_named_after_it(hk):
     by_urn = hk.by_urn()
     for r in hk.resources:
         if r.parent.endswith("::hybrid-cluster-hk-prod"):
-            # Only the layers hang off the stack, each a component of ours, and the version pin that
-            # guards them all.
-            assert (r.type.startswith("hybrid:") and not r.custom) or r.type.endswith("/hybrid:KubernetesVersionPin"), r.name
+            # Only the layers hang off the stack, each a component of ours, and the preview-time guards that
+            # guard them all (components/guards.py).
+            assert (r.type.startswith("hybrid:") and not r.custom) or r.type.endswith(
+                ("/hybrid:KubernetesVersionPin", "/hybrid:MachinesGuard")), r.name
             continue
         parent = by_urn.get(r.parent)
         assert parent is not None, f"{r.name} is not parented to a component"
@@ -168,8 +169,9 @@ def test_one_worker_change_touches_only_that_worker(hk, hk_values):
     hk_values["nodes"]["linux"][1]["memoryMb"] = 65536
     hk_values["nodes"]["windows"][1]["cpu"] = 16
     # The Linux VM stores the new memory as pending; that worker's own restart steps apply it.
+    # The machines guard records the new sizes (components/guards.py); it runs nothing.
     assert changed_resources(hk, record(hk_values)) == {
-        "hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm",
+        "hk-prod-machines", "hk-prod-hk-lnx-2-vm", "hk-prod-hk-win-2-vm",
         "hk-prod-restarts-hk-lnx-2-drain-for-restart", "hk-prod-restarts-hk-lnx-2-vm-restart",
         "hk-prod-restarts-hk-lnx-2-uncordon-after-restart"}
 
@@ -183,7 +185,7 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     # Its place in the upgrade chain: steps with no create, so adding them runs nothing.
     upgrade = {f"hk-prod-upgrade-hk-lnx-5{suffix}" for suffix in ("-drain-for-upgrade", "-node-upgrade", "-uncordon-after-upgrade")}
     restarts = {f"hk-prod-restarts-hk-lnx-5{suffix}" for suffix in ("-drain-for-restart", "-vm-restart", "-uncordon-after-restart")}
-    assert changed_resources(hk, record(hk_values)) == machine | membership | labels | upgrade | restarts
+    assert changed_resources(hk, record(hk_values)) == machine | membership | labels | upgrade | restarts | {"hk-prod-machines"}
 
 
 def test_a_secret_change_is_seen_without_being_shown():

@@ -180,6 +180,8 @@ case "$1" in
     [[ -z ${STUB_API_ERROR:-} ]] || { echo "The connection to the server was refused" >&2; exit 1; }
     case "$*" in
       *kubeletVersion*) cat "$STUB_DIR/kubelet-version-$3" 2>/dev/null || true; exit 0 ;;
+      *"{.spec.taints[*].key}"*) cat "$STUB_DIR/taints-$3" 2>/dev/null || true; exit 0 ;;
+      *'conditions[?(@.type=="Ready")].status'*) cat "$STUB_DIR/ready-$3" 2>/dev/null || echo True; exit 0 ;;
       *"annotations.hybrid-cluster\.io/upgrading-to"*) cat "$STUB_DIR/upgrade-mark-$3" 2>/dev/null || true; exit 0 ;;
     esac
     count=$(($(cat "$STUB_DIR/get-count" 2>/dev/null || echo 0) + 1))
@@ -191,6 +193,7 @@ case "$1" in
     echo "${4:-node} condition met"
     ;;
   cordon) echo "node/$2 cordoned" ;;
+  taint) [[ $2 == node ]] && echo "${4%%=*}" >>"$STUB_DIR/taints-$3"; echo "node/$3 tainted" ;;
   uncordon) echo "node/$2 uncordoned" ;;
   annotate)
     # kubectl annotate node NAME [--overwrite] KEY=VALUE | KEY-
@@ -761,8 +764,8 @@ def test_drain_cordons_and_drains_but_leaves_the_node_for_reset(control_plane):
     result = control_plane.run(lb.render_drain("hk-prod-worker-1", timeout_seconds=300))
     assert result.returncode == 0, result.stderr
     verbs = [call[0] for call in control_plane.calls("kubectl")]
-    assert verbs == ["get", "cordon", "drain"]
-    drain = control_plane.calls("kubectl")[2]
+    assert verbs == ["get", "get", "get", "cordon", "drain"]   # present, its taints, its Ready condition
+    drain = control_plane.calls("kubectl")[-1]
     assert drain == ["drain", "hk-prod-worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s"]
     # kubeadm reset on the node still needs its Node object: deregistration deletes it afterwards.
     assert (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
@@ -793,7 +796,7 @@ def test_control_plane_drain_checks_quorum_first(etcd):
     assert "2 of 2 remaining members healthy (quorum 2)" in result.stdout
     assert etcd_verbs(etcd) == ["member list", "endpoint health https://10.30.30.11:2379",
                                 "endpoint health https://10.30.30.12:2379"]
-    assert [c[0] for c in etcd.calls("kubectl") if c[0] != "-n"] == ["get", "cordon", "drain"]
+    assert [c[0] for c in etcd.calls("kubectl") if c[0] != "-n"] == ["get", "get", "get", "cordon", "drain"]
 
 
 def test_control_plane_drain_refuses_when_quorum_would_be_lost(etcd):
@@ -857,8 +860,48 @@ def test_drain_timeout_fails_without_forcing_or_deleting(control_plane):
     assert result.returncode == 1
     assert "did not finish within 600s" in result.stderr and "stays cordoned" in result.stderr
     calls = control_plane.calls("kubectl")
-    assert [call[0] for call in calls] == ["get", "cordon", "drain"]
+    assert [call[0] for call in calls] == ["get", "get", "get", "cordon", "drain"]
     assert not any("--disable-eviction" in call or "--force" in call for call in calls)
+
+
+def test_drain_of_a_not_ready_node_does_not_wait_on_pods_its_kubelet_cannot_confirm(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "ready-hk-prod-worker-1").write_text("Unknown\n")
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    drain = control_plane.calls("kubectl")[-1]
+    assert drain[0] == "drain" and drain[-1] == f"--skip-wait-for-delete-timeout={lb.SKIP_WAIT_SECONDS}"
+    # Still an eviction: PodDisruptionBudgets hold for a NotReady node that is not declared lost.
+    assert "--disable-eviction" not in drain and "--force" not in drain
+
+
+def test_drain_of_a_node_taken_out_of_service_only_cordons_it(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "taints-hk-prod-worker-1").write_text("node.kubernetes.io/out-of-service\n")
+    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    assert "out of service (lost)" in result.stdout
+    assert [call[0] for call in control_plane.calls("kubectl")] == ["get", "get", "cordon"]
+
+
+def test_marking_a_node_lost_refuses_a_ready_node(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    result = control_plane.run(lb.render_mark_lost("hk-prod-worker-1"))
+    assert result.returncode == 1 and "is Ready" in result.stderr and "nothing was changed" in result.stderr
+    assert [call[0] for call in control_plane.calls("kubectl")] == ["get", "get"]
+
+
+def test_marking_a_not_ready_node_lost_takes_it_out_of_service(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "ready-hk-prod-worker-1").write_text("Unknown\n")
+    result = control_plane.run(lb.render_mark_lost("hk-prod-worker-1"))
+    assert result.returncode == 0, result.stderr
+    taint = control_plane.calls("kubectl")[-1]
+    assert taint[:4] == ["taint", "node", "hk-prod-worker-1", "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"]
+    assert "--overwrite" in taint
+    # The drain of its removal then only cordons it.
+    drained = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    assert drained.returncode == 0 and "out of service (lost)" in drained.stdout
 
 
 def test_drain_fails_loudly_when_the_api_does_not_answer(control_plane):

@@ -115,6 +115,10 @@ def serial_seconds(recording: Recording) -> float:
     return sum(estimate(r.type, r.name, r.custom) for r in recording.resources)
 
 
+# The machines guard (components/guards.py) records every node's identity and size: any node change
+# updates it, and it runs nothing.
+GUARD = f"{CLUSTER}-machines"
+
 # The patch upgrade the blast-radius scenario makes: from the patch before the reference stack's to it.
 PATCH_UPGRADE = ("1.36.3", "1.36.4")
 
@@ -223,12 +227,12 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
 
     return [
         # The VM stores the new size as pending; that worker's restart steps (drain, qm reboot, uncordon) apply it.
-        ("one worker's memory", memory, {f"{CLUSTER}-{first_linux}-vm",
+        ("one worker's memory", memory, {f"{CLUSTER}-{first_linux}-vm", GUARD,
                                           *(f"{CLUSTER}-restarts-{first_linux}-{step}"
                                             for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart"))}),
         ("the Calico MTU", mtu, {f"{CLUSTER}-network-installation"}),
-        ("add a Windows worker", add_windows, lambda after: _node_resources(after, "win-new")),
-        ("remove a Linux worker", remove_linux, _node_resources(base, last_linux)),
+        ("add a Windows worker", add_windows, lambda after: _node_resources(after, "win-new") | {GUARD}),
+        ("remove a Linux worker", remove_linux, _node_resources(base, last_linux) | {GUARD}),
         ("rotate the SMB password", None, smb_secret_names(base)),  # type: ignore[list-item]
         ("a Kubernetes patch version", patch_version, version_dependent),
     ]

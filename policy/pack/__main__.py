@@ -85,6 +85,17 @@ def gatekeeper_policy() -> StackValidationPolicy:
                                  validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
 
 
+def protection_policy() -> StackValidationPolicy:
+    # A stack policy: whether a control-plane VM may be unprotected is recorded on the machines guard.
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        wanted = [r for r in args.resources if r.resource_type in (rules.PROXMOX_VM_TYPE, rules.MACHINES_GUARD_TYPE)]
+        for finding in rules.control_plane_protection_findings([declared(r) for r in wanted]):
+            report_violation(finding.message, finding.urn)
+
+    return StackValidationPolicy(name=rules.PROTECTION_RULE, description=_describe(rules.control_plane_protection_findings),
+                                 validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
+
+
 def resource_policy(name: str, rule: rules.ResourceRule) -> ResourceValidationPolicy:
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         for message in rule(declared(args)):
@@ -111,6 +122,7 @@ def secret_config_policy() -> ResourceValidationPolicy:
 
 POLICIES = [
     gatekeeper_policy(),
+    protection_policy(),
     *(resource_policy(name, rule) for name, rule in rules.RESOURCE_RULES.items()),
     secret_config_policy(),
 ]

@@ -106,6 +106,8 @@ RUNTIME_CLASS_TYPE = "kubernetes:node.k8s.io/v1:RuntimeClass"
 TEMPLATE_TYPE = "kubernetes:templates.gatekeeper.sh/v1:ConstraintTemplate"
 CONSTRAINT_TYPE_PREFIX = "kubernetes:constraints.gatekeeper.sh/v1beta1:"
 PROXMOX_VM_TYPE = "proxmoxve:index/vmLegacy:VmLegacy"
+# components/guards.py MachinesGuard: per node, whether the stack retires it or declares it lost.
+MACHINES_GUARD_TYPE = "pulumi-python:dynamic/hybrid:MachinesGuard"
 COMMAND_TYPE = "command:remote:Command"
 
 # Commands whose stdout is a credential (components/bootstrap.py: join credentials, admin kubeconfig).
@@ -206,16 +208,28 @@ def gatekeeper_findings(resources: Sequence[Declared]) -> list[Finding]:
 ResourceRule = Callable[[Declared], list[str]]
 
 
-def control_plane_protection_violations(r: Declared) -> list[str]:
-    """A Proxmox VM tagged control-plane is protected: deleting one removes an etcd member."""
-    if r.type != PROXMOX_VM_TYPE:
-        return []
-    tags = r.props.get("tags")
-    if not isinstance(tags, (list, tuple)) or CONTROL_PLANE_TAG not in tags:
-        return []
-    if r.protect:
-        return []
-    return [f"VM {r.name} is a {CONTROL_PLANE_TAG} node but not protected: declare it with ResourceOptions(protect=True)"]
+def control_plane_protection_findings(resources: Sequence[Declared]) -> list[Finding]:
+    """A Proxmox VM tagged control-plane is protected (deleting one removes an etcd member), unless the stack
+    prepares its removal: the machines guard records the node as retiring or lost."""
+    leaving = set()
+    for r in resources:
+        if r.type == MACHINES_GUARD_TYPE:
+            for name, facts in _dict(r.props.get("nodes")).items():
+                facts = _dict(facts)
+                if facts.get("retire") is True or facts.get("lost") is True:
+                    leaving.add(name)
+    findings = []
+    for r in resources:
+        if r.type != PROXMOX_VM_TYPE:
+            continue
+        tags = r.props.get("tags")
+        if not isinstance(tags, (list, tuple)) or CONTROL_PLANE_TAG not in tags or r.protect:
+            continue
+        if r.props.get("name") in leaving:
+            continue
+        findings.append(Finding(r.urn, f"VM {r.name} is a {CONTROL_PLANE_TAG} node but not protected: declare it with "
+                                       "ResourceOptions(protect=True), or set retire: true on its node to remove it"))
+    return findings
 
 
 def secret_stdout_violations(r: Declared) -> list[str]:
@@ -280,15 +294,16 @@ def _carrier_list(resource_type: str) -> str:
 
 
 RESOURCE_RULES: dict[str, ResourceRule] = {
-    "control-plane-vm-protected": control_plane_protection_violations,
     "secret-stdout-not-logged": secret_stdout_violations,
 }
+PROTECTION_RULE = "control-plane-vm-protected"
 SECRET_CONFIG_RULE = "secret-config-confined"
 
 
 def evaluate(resources: Sequence[Declared], secret_values: Mapping[str, str]) -> dict[str, list[Finding]]:
     """Every rule of the pack over a set of declared resources: rule name -> findings (empty when clean)."""
-    results: dict[str, list[Finding]] = {GATEKEEPER_RULE: gatekeeper_findings(resources)}
+    results: dict[str, list[Finding]] = {GATEKEEPER_RULE: gatekeeper_findings(resources),
+                                         PROTECTION_RULE: control_plane_protection_findings(resources)}
     for name, rule in RESOURCE_RULES.items():
         results[name] = [Finding(r.urn, m) for r in resources for m in rule(r)]
     results[SECRET_CONFIG_RULE] = [Finding(r.urn, m) for r in resources for m in secret_config_leaks(r, secret_values)]

@@ -10,14 +10,33 @@
 ## hence the drain first and the Node object last.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs NODE TIMEOUT ETCD_POD
+## A node taken out of service (`lost: true`, node-mark-lost.sh) has had its pods deleted by the taint, and
+## eviction would only wait on a machine that is gone: it is cordoned and left to the deregistration, which
+## deletes the Node (and checks quorum before removing an etcd member). A node that is merely NotReady is
+## drained, but without waiting on pods its kubelet can no longer confirm gone: kubectl drain
+## `--skip-wait-for-delete-timeout`, "If pod DeletionTimestamp older than N seconds, skip waiting for the pod"
+## (kubectl drain reference).
+#@ inputs NODE TIMEOUT ETCD_POD SKIP_WAIT_SECONDS OUT_OF_SERVICE_TAINT
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/node-gate.sh
 #@ include lib/etcd.sh
 #@ include lib/drain.sh
 
 exit_unless_node_present drain
+taints="$(kubectl get node "$NODE" -o jsonpath='{.spec.taints[*].key}' --request-timeout=30s)"
+if [[ " $taints " == *" ${OUT_OF_SERVICE_TAINT%%=*} "* ]]; then
+  kubectl cordon "$NODE" --request-timeout=60s
+  echo "node $NODE is out of service (lost): its pods were deleted by the taint; not draining it"
+  exit 0
+fi
 check_quorum_if_control_plane "$NODE"
+ready="$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' --request-timeout=30s)"
+skip=()
+if [[ $ready != True ]]; then
+  echo "node $NODE is not Ready: pods its kubelet cannot confirm gone are not waited for after ${SKIP_WAIT_SECONDS}s"
+  skip=("--skip-wait-for-delete-timeout=$SKIP_WAIT_SECONDS")
+fi
 cordon_and_drain "$TIMEOUT" "" \
-  "it stays cordoned. Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again"
+  "it stays cordoned. Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again" \
+  "${skip[@]}"
 echo "node $NODE drained"

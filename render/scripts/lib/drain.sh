@@ -1,4 +1,4 @@
-# cordon_and_drain TIMEOUT PURPOSE AFTERWARDS: cordon and drain $NODE the one way this program drains:
+# cordon_and_drain TIMEOUT PURPOSE AFTERWARDS [FLAG...]: cordon and drain $NODE the one way this program drains:
 # `kubectl drain --ignore-daemonsets --delete-emptydir-data --timeout=Ns`
 # (https://kubernetes.io/docs/reference/kubectl/generated/kubectl_drain/), PodDisruptionBudgets
 # respected. There is deliberately no fallback to --disable-eviction: it "will bypass checking
@@ -8,8 +8,9 @@
 ## --timeout is "the length of time to wait before giving up, zero means infinite" (kubectl drain docs).
 cordon_and_drain() {
   local timeout=$1 purpose=$2 afterwards=$3
+  shift 3
   kubectl cordon "$NODE" --request-timeout=60s
-  if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout="${timeout}s"; then
+  if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout="${timeout}s" "$@"; then
     die "draining $NODE$purpose did not finish within ${timeout}s or was refused (see above); $afterwards"
   fi
 }
