@@ -227,6 +227,9 @@ def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool,
         logging=command.remote.Logging.STDERR,
         # A new machine needs a new token: the old one expired long ago.
         triggers=[machine_id],
+        # pulumi-command sends the previous stdout (a join line) as PULUMI_COMMAND_STDOUT on an update (a
+        # rotated key, a new script) unless told not to (remote/commandOutputs.go).
+        add_previous_output_in_env=False,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init, *after],
                                     additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
     )
@@ -384,19 +387,34 @@ class KubeadmCluster(pulumi.ComponentResource):
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
         renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
+        # The Kubernetes provider's credential. It is read again only when it changes (a renewal round renews
+        # admin.conf's client certificate): any other change of this command (a rotated SSH key, a bastion, a
+        # new script) would run it again, and in a preview an updated command's stdout is unknown
+        # (tools/providers.py), which makes the provider's kubeconfig unknown. So those inputs are ignored; a
+        # replacement (a new renewal label) still runs with the current connection and script, since the
+        # engine ignores nothing on a replacement.
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_read_kubeconfig()),
             logging=command.remote.Logging.STDERR,
-            # A renewal round renews admin.conf's client certificate: read it again afterwards.
             triggers=[self.init.id, spec.cluster.certificate_renewal or ""],
+            # Its previous stdout (the credential) must never travel to sshd as PULUMI_COMMAND_STDOUT.
+            add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],
-                                      additional_secret_outputs=SECRET_STDOUT),
+                                        additional_secret_outputs=SECRET_STDOUT,
+                                        ignore_changes=["connection", "create", "addPreviousOutputInEnv"]),
         )
         self.api_server = f"https://{api_endpoint(spec)}"
         self.kubeconfig = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
+        # With clusterIdentifier set and unchanged, pulumi-kubernetes replaces the provider only when it
+        # changes: "the provider will _only_ be replaced when clusterIdentifier changes; all other changes to
+        # provider configuration will be treated as updates" (provider schema; DiffConfig in
+        # provider/pkg/provider/provider.go clears its replacements). Without it, a kubeconfig still unknown
+        # in a preview (a renewal round) replaces the provider and, through it, every Kubernetes resource.
+        # The cluster's name is its identity: it never changes for the life of the stack.
         self.provider = kubernetes.Provider(f"{name}-kubernetes", kubeconfig=self.kubeconfig,
+                                            cluster_identifier=spec.cluster.name,
                                             opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})
 

@@ -16,7 +16,8 @@ from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from render import hyperv, windows_activation
-from render.cloud_init import LinuxNodeInit, RegistryMirror, render_prepare_script, render_user_data
+from render.cloud_init import (LinuxNodeInit, RegistryMirror, render_authorized_keys, render_prepare_script,
+                               render_user_data)
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -243,6 +244,19 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                                  ignore_changes=["create"]),
         )
 
+        # The admin user's SSH keys, kept equal to access.sshPublicKeys: the first step of rotating the node
+        # key (add the new public key, switch nodeSshPrivateKey, remove the old one) reaches only these.
+        keys = bash_command(render_authorized_keys(init))
+        self.authorized_keys = command.remote.Command(
+            f"{name}-authorized-keys",
+            connection=args.connection,
+            create=keys,
+            update=keys,
+            triggers=[self.instance],
+            logging=command.remote.Logging.STDOUT_AND_STDERR,
+            opts=command_options(node, parent=self, depends_on=[first_boot], delete_before_replace=True),
+        )
+
         self.summary = node_summary(node, args.role)
         self.register_outputs({"summary": self.summary, "vm_id": self.vm.vm_id, "ready": self.ready.stdout})
 
@@ -272,13 +286,25 @@ class HypervWindowsNode(pulumi.ComponentResource):
 
     def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
                  connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
-                 guards: tuple[pulumi.Resource, ...] = (),
+                 guards: tuple[pulumi.Resource, ...] = (), previous_password: pulumi.Output[str] | None = None,
                  activation: windows_activation.WindowsActivation | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
         # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
         self.node, self.host_connection, self.admin_password = node, connection, admin_password
+        # Before anything signs in to the guest: during a rotation of windowsAdminPassword a guest still at the
+        # previous password (stdin line 2) gets the current one. It runs again only when the passwords change.
+        password = command.remote.Command(
+            f"{name}-guest-password",
+            connection=connection,
+            create=hyperv.ssh_command(hyperv.render_guest_password(vm)),
+            update=hyperv.ssh_command(hyperv.render_guest_password(vm)),
+            stdin=pulumi.Output.secret(pulumi.Output.all(admin_password, previous_password or "").apply(
+                lambda p: f"{p[0]}\n{p[1]}\n")),
+            logging=command.remote.Logging.STDOUT_AND_STDERR,
+            opts=command_options(node, parent=self, depends_on=[*host.prerequisites, *guards]),
+        )
         converge = hyperv.ssh_command(hyperv.render_create(vm))
         self.vm = command.remote.Command(
             f"{name}-vm",
@@ -294,7 +320,7 @@ class HypervWindowsNode(pulumi.ComponentResource):
             triggers=[summary["name"], vm.vm_folder, host.host_name, vm.computer_name],
             # The same VM name and address: the old VM must be gone before its replacement starts. A lost
             # node's converge is frozen, but its delete still removes the VM from its (reachable) host.
-            opts=command_options(node, retain=False, parent=self, depends_on=[*host.prerequisites, *guards],
+            opts=command_options(node, retain=False, parent=self, depends_on=[*host.prerequisites, *guards, password],
                                  delete_before_replace=True),
         )
         # Activation (windows.activation) is its own step after the VM converge: changing it re-runs only
@@ -382,6 +408,7 @@ class Machines(pulumi.ComponentResource):
                 host_connections[node.hyperv_host],
                 secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist
                 guards=guards,
+                previous_password=secrets.windows_admin_password_previous,
                 activation=guest_activation(spec, node),
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -22,6 +22,8 @@ class Secrets:
     hyperv_ssh_password: pulumi.Output[str] | None
     windows_admin_password: pulumi.Output[str] | None
     bastion_ssh_private_key: pulumi.Output[str] | None
+    # Optional, during a rotation of windowsAdminPassword (README, Day-2: rotating credentials).
+    windows_admin_password_previous: pulumi.Output[str] | None = None
 
 
 def read_secrets(spec: StackSpec) -> Secrets:
@@ -38,4 +40,5 @@ def read_secrets(spec: StackSpec) -> Secrets:
         hyperv_ssh_password=config.require_secret("hypervSshPassword") if windows and spec.hyperv.auth == "password" else None,
         windows_admin_password=config.require_secret("windowsAdminPassword") if windows else None,
         bastion_ssh_private_key=config.require_secret("bastionSshPrivateKey") if spec.access.bastion else None,
+        windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if windows else None,
     )

@@ -345,6 +345,14 @@ def _text(content: str) -> str:
     return content if content.endswith("\n") else content + "\n"
 
 
+def render_authorized_keys(node: LinuxNodeInit) -> str:
+    """The admin user's authorized_keys as the stack lists them (render/scripts/authorized-keys.sh), run over
+    SSH on the node: keys added or removed later reach every node through it."""
+    _validate(node)
+    return render_script("authorized-keys.sh", ADMIN_USER=node.admin_user,
+                         KEYS_TEXT="".join(f"{key}\n" for key in node.ssh_authorized_keys))
+
+
 def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed") -> str:
     """The node's side of a rolling upgrade to ``node.kubernetes_version`` (render/scripts/upgrade-k8s-node.sh,
     bash, idempotent): the preparation's helpers and package syntax, entered at ``upgrade_node``. It names

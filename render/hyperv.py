@@ -240,6 +240,13 @@ def render_create(vm: HypervVm) -> str:
     )
 
 
+def render_guest_password(vm: HypervVm) -> str:
+    """Make a running guest take the current Administrator password (stdin line 1), setting it when the guest
+    takes only the previous one (line 2, optional): the first step of every run that rotates it."""
+    _validate_vm(vm)
+    return render_script("hyperv-guest-password.ps1", VmName=vm.vm_name, HeartbeatTimeoutSec=HEARTBEAT_TIMEOUT_SECONDS)
+
+
 def render_delete(vm: HypervVm) -> str:
     """Stop (gracefully, then hard after a bounded wait) and remove the VM, its VHDX and its
     folder; a no-op when they are already gone."""

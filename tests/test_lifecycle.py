@@ -12,7 +12,7 @@ from tests.validators import bash_input
 from tools.engine import without
 from tools.mockrun import Recording, run_program
 
-NODE_STEPS_LINUX = ["cloud-init", "prepare"]
+NODE_STEPS_LINUX = ["cloud-init", "prepare", "authorized-keys"]
 JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
 UPGRADE_STEPS = ["drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"]
 
@@ -308,3 +308,106 @@ def test_config_refuses_to_retire_or_lose_the_first_control_plane_node():
         values = hk_prod_values()
         values["nodes"]["controlPlane"][0][flag] = True
         assert [p for p in problems(values) if p.startswith(f"nodes.controlPlane[0].{flag}:")], flag
+
+
+# --- credential rotation and truthful previews ---------------------------------------------------------
+
+DISRUPTIVE_STEPS = ("-drain-for-upgrade", "-node-upgrade", "-drain-for-restart", "-vm-restart", "-certificate-renewal")
+
+
+def carries(resource_inputs: dict, key: str, secret_value: str) -> bool:
+    value = resource_inputs.get(key)
+    return secret_value in repr(getattr(value, "value", value))
+
+
+def assert_disruptive_steps_are_serial(run: Recording) -> None:
+    """Steps that can drain, upgrade or restart a node run one at a time: every two of them touched by the
+    run wait one for the other."""
+    touched = [run.named(name) for name in run.plan.changed if name.endswith(DISRUPTIVE_STEPS)]
+    closure = {r.urn: run.waits_for(r.urn) for r in touched}
+    for i, a in enumerate(touched):
+        for b in touched[i + 1:]:
+            assert a.urn in closure[b.urn] or b.urn in closure[a.urn], (a.name, b.name)
+
+
+def with_stdin_readers(recording: Recording, names: set[str]) -> set[str]:
+    """`names` and the commands whose stdin is another's stdout among them (unknown in a preview of its update)."""
+    found, grown = set(names), True
+    urns = {r.urn: r.name for r in recording.resources}
+    while grown:
+        grown = False
+        for r in recording.resources:
+            if r.name not in found and {urns.get(u) for u in r.property_dependencies.get("stdin", [])} & found:
+                found.add(r.name)
+                grown = True
+    return found
+
+
+def test_rotating_the_node_ssh_key_updates_only_what_dials_with_it_and_leaves_the_provider(built):
+    from tools.mockrun import placeholder_secrets
+    old_key = placeholder_secrets()["nodeSshPrivateKey"]
+    carrying = {r.name for r in built.resources if r.type == "command:remote:Command"
+                and carries(r.inputs, "connection", old_key) and "connection" not in r.ignore_changes}
+    for preview in (True, False):
+        run = up(hk_prod_values(), built.state, secrets={"nodeSshPrivateKey": "rotated-node-key"}, preview=preview)
+        # A preview also shows the commands reading an updated command's stdout (the VM restarts read their
+        # drain's decision, the Windows joins their credentials): unknown until it runs.
+        assert run.plan.changed == (with_stdin_readers(built, carrying) if preview else carrying)
+        assert {op for name in run.plan.changed for op in run.plan.of(name)} == {"update"}   # nothing replaced
+        # The provider's credential is not read again, so the provider and every Kubernetes object stay.
+        assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
+        assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
+        assert_disruptive_steps_are_serial(run)
+
+
+def test_adding_a_bastion_updates_every_command_and_replaces_nothing(built):
+    values = hk_prod_values()
+    values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump"}
+    run = up(values, built.state, preview=True)
+    commands = {r.name for r in built.resources if r.type == "command:remote:Command"
+                and "connection" not in r.ignore_changes}
+    assert run.plan.changed == with_stdin_readers(built, commands)
+    assert not run.plan.ops("replace") and run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
+    assert_disruptive_steps_are_serial(run)
+
+
+def test_rotating_the_windows_password_sets_it_in_each_guest_before_anything_signs_in(built):
+    from tools.mockrun import placeholder_secrets
+    old = placeholder_secrets()["windowsAdminPassword"]
+    run = up(hk_prod_values(), built.state, preview=True,
+             secrets={"windowsAdminPassword": "rotated-password", "windowsAdminPasswordPrevious": old})
+    for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
+        step = run.named(f"hk-prod-{node}-guest-password")
+        assert run.plan.of(step.name) == ["update"]
+        assert step.inputs["stdin"].value == f"rotated-password\n{old}\n"
+        # The converge, and through it every other step that signs in to the guest, waits for it.
+        assert step.urn in run.named(f"hk-prod-{node}-vm").dependencies
+        script = script_from_ssh_command(step.inputs["update"])
+        assert "Set-LocalUser -Name 'Administrator'" in script
+    expected = {r.name for r in built.resources if r.type == "command:remote:Command" and carries(r.inputs, "stdin", old)}
+    assert run.plan.changed == with_stdin_readers(built, expected)
+    assert_disruptive_steps_are_serial(run)
+
+
+def test_a_renewal_round_updates_the_provider_without_replacing_anything(built):
+    values = hk_prod_values()
+    values["cluster"]["certificateRenewal"] = "2027-10"
+    run = up(values, built.state, preview=True)
+    # The credential is read again (its stdout unknown in the preview), and with clusterIdentifier set the
+    # provider is updated, not replaced: no Kubernetes object is replaced or deleted.
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
+    assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
+    assert not [s for s in run.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"]
+    provider = run.named("hk-prod-kubeadm-kubernetes")
+    assert provider.inputs["clusterIdentifier"] == "hk-prod"
+
+
+def test_without_a_cluster_identifier_the_same_preview_would_replace_every_kubernetes_object(built):
+    """The engine model is not kinder than pulumi-kubernetes: an unknown kubeconfig replaces a provider
+    that has no clusterIdentifier, and every object with it."""
+    from tools import providers
+    from tools.engine import Unknown, contains_unknown, unwrap
+    assert providers.kubernetes_provider_replaces({"kubeconfig": "a"}, {"kubeconfig": Unknown()}, contains_unknown, unwrap) == ["kubeconfig"]
+    assert providers.kubernetes_provider_replaces({"kubeconfig": "a", "clusterIdentifier": "x"},
+                                                  {"kubeconfig": Unknown(), "clusterIdentifier": "x"},
+                                                  contains_unknown, unwrap) == []

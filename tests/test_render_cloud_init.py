@@ -536,6 +536,24 @@ def test_other_nodes_run_kubeadm_upgrade_node(tmp_path):
     assert [c for c in calls if c.startswith("kubeadm ")] == ["kubeadm upgrade node"]
 
 
+@pytest.mark.parametrize("first", [True, False], ids=["first-control-plane", "other-node"])
+def test_a_rerun_on_a_node_already_at_the_target_runs_no_kubeadm_at_all(first, tmp_path):
+    """A rotated SSH key or new script text re-runs every node's step: a finished node is left alone, without
+    a second `kubeadm upgrade node` (which rewrites the kubelet configuration)."""
+    for package in ("kubeadm", "kubelet", "kubectl"):
+        (tmp_path / f"version-{package}").write_text("1.36.4\n")
+    (tmp_path / "cluster-version").write_text("v1.36.4\n")
+    calls = run_upgrade("rocky9", first, tmp_path, 'running_kubelet_version() { echo v1.36.4; }\n')
+    assert calls == []
+
+
+def test_a_node_whose_kubelet_still_runs_the_old_version_is_upgraded_again(tmp_path):
+    for package in ("kubeadm", "kubelet", "kubectl"):
+        (tmp_path / f"version-{package}").write_text("1.36.4\n")
+    calls = run_upgrade("rocky9", False, tmp_path, 'running_kubelet_version() { echo v1.36.3; }\n')
+    assert "kubeadm upgrade node" in calls and "systemctl restart kubelet" in calls
+
+
 def test_a_rerun_on_the_upgraded_first_control_plane_node_changes_nothing(tmp_path):
     for package in ("kubeadm", "kubelet", "kubectl"):
         (tmp_path / f"version-{package}").write_text("1.36.4\n")

@@ -20,12 +20,12 @@ import resource
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 from typing import Callable
 
-from tools.mockrun import Recording, changed_resources, run_program
+from tools.mockrun import Recording, changed_resources, placeholder_secrets, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"
@@ -193,9 +193,33 @@ def _node_resources(recording: Recording, node: str) -> set[str]:
     return {r.name for r in recording.resources if f"-{node}-" in f"{r.name}-"}
 
 
-def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict], None], set[str] | Callable[[Recording], set[str]]]]:
+@dataclass(frozen=True)
+class Scenario:
+    """One single change: what it does to the stack values and to the secrets, and the minimal set of resource
+    names it must touch (given, or computed from the run after the change)."""
+
+    description: str
+    minimal: set[str] | Callable[[Recording], set[str]]
+    change: Callable[[dict], None] | None = None
+    secrets: dict[str, str] = field(default_factory=dict)
+
+
+COMMAND = "command:remote:Command"
+
+
+def _carrying(recording: Recording, key: str, text: str) -> set[str]:
+    """Commands whose input `key` carries `text` (a secret's placeholder), unless they ignore its changes."""
+    def value(r) -> str:
+        v = r.inputs.get(key)
+        return repr(getattr(v, "value", v))
+    return {r.name for r in recording.resources
+            if r.type == COMMAND and text in value(r) and key not in r.ignore_changes}
+
+
+def _scenarios(values: dict, base: Recording) -> list[Scenario]:
     linux = values["nodes"]["linux"]
     first_linux, last_linux = linux[0]["name"], linux[-1]["name"]
+    placeholders = placeholder_secrets()
 
     def memory(v: dict) -> None:
         v["nodes"]["linux"][0]["memoryMb"] *= 2
@@ -215,6 +239,9 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         # version pin admits only forward moves kubeadm can make).
         v["cluster"]["kubernetesVersion"] = PATCH_UPGRADE[1]
 
+    def bastion(v: dict) -> None:
+        v["access"]["bastion"] = {"host": "10.30.0.5", "user": "jump"}
+
     def version_dependent(after: Recording) -> set[str]:
         # What legitimately follows the version: the pin, the upgrade chain (each node drained, upgraded
         # and uncordoned in turn), Windows kube-proxy's image tag and the certificate expiry report (an
@@ -225,16 +252,24 @@ def _scenarios(values: dict, base: Recording) -> list[tuple[str, Callable[[dict]
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 
+    restarts = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
     return [
         # The VM stores the new size as pending; that worker's restart steps (drain, qm reboot, uncordon) apply it.
-        ("one worker's memory", memory, {f"{CLUSTER}-{first_linux}-vm", GUARD,
-                                          *(f"{CLUSTER}-restarts-{first_linux}-{step}"
-                                            for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart"))}),
-        ("the Calico MTU", mtu, {f"{CLUSTER}-network-installation"}),
-        ("add a Windows worker", add_windows, lambda after: _node_resources(after, "win-new") | {GUARD}),
-        ("remove a Linux worker", remove_linux, _node_resources(base, last_linux) | {GUARD}),
-        ("rotate the SMB password", None, smb_secret_names(base)),  # type: ignore[list-item]
-        ("a Kubernetes patch version", patch_version, version_dependent),
+        Scenario("one worker's memory", {f"{CLUSTER}-{first_linux}-vm", GUARD,
+                                          *(f"{CLUSTER}-restarts-{first_linux}-{step}" for step in restarts)}, memory),
+        Scenario("the Calico MTU", {f"{CLUSTER}-network-installation"}, mtu),
+        Scenario("add a Windows worker", lambda after: _node_resources(after, "win-new") | {GUARD}, add_windows),
+        Scenario("remove a Linux worker", _node_resources(base, last_linux) | {GUARD}, remove_linux),
+        Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
+        Scenario("a Kubernetes patch version", version_dependent, patch_version),
+        # Credentials (README, Day-2: rotating credentials): every command that dials with the credential runs
+        # its update, which finds its work done; the provider's kubeconfig read ignores the connection.
+        Scenario("rotate the node SSH key", _carrying(base, "connection", placeholders["nodeSshPrivateKey"]),
+                 secrets={"nodeSshPrivateKey": "rotated"}),
+        Scenario("add a bastion", lambda after: _carrying(after, "connection", "'proxy'"), bastion),
+        Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
+                 secrets={"windowsAdminPassword": "rotated",
+                          "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),
     ]
 
 
@@ -255,16 +290,14 @@ def blast_radius(nodes: int) -> list[dict]:
     values = generate_stack(nodes)
     base = run_program(raw(values), stack=CLUSTER)
     rows = []
-    for description, change, minimal in _scenarios(values, base):
+    for scenario in _scenarios(values, base):
         changed_values = copy.deepcopy(values)
-        if change is None:
-            after = run_program(raw(changed_values), secrets={"smbPassword": "rotated"}, stack=CLUSTER)
-        else:
-            change(changed_values)
-            after = run_program(raw(changed_values), stack=CLUSTER)
+        if scenario.change is not None:
+            scenario.change(changed_values)
+        after = run_program(raw(changed_values), secrets=scenario.secrets, stack=CLUSTER)
         touched = changed_resources(base, after)
-        expected = minimal(after) if callable(minimal) else minimal
-        rows.append({"change": description, "touched": sorted(touched), "minimal": sorted(expected),
+        expected = scenario.minimal(after) if callable(scenario.minimal) else scenario.minimal
+        rows.append({"change": scenario.description, "touched": sorted(touched), "minimal": sorted(expected),
                      "equal": touched == expected, "refused": refused_at_preview(values, changed_values)})
     return rows
 

@@ -239,9 +239,13 @@ class _LogCollector:
         self._add("error", message)
 
 
+# Secrets a stack sets only for an operation (a rotation): left unset unless a run gives them.
+OPTIONAL_SECRET_KEYS = frozenset({"windowsAdminPasswordPrevious"})
+
+
 def placeholder_secrets(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every secret key with a clearly fake value unless overridden."""
-    values = {key: f"FAKE-{key}-offline-placeholder" for key in SECRET_KEYS}
+    """Every secret key with a clearly fake value unless overridden (optional ones only when given)."""
+    values = {key: f"FAKE-{key}-offline-placeholder" for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS}
     values.update(overrides or {})
     return values
 

@@ -121,8 +121,8 @@ CONTROL_PLANE_TAG = "control-plane"   # components/machines.py tags every VM wit
 PROJECT = "hybrid-cluster"            # Pulumi.yaml name: config keys arrive as "hybrid-cluster:<key>"
 SECRET_CONFIG_KEYS = (
     "proxmoxApiToken", "proxmoxSshPrivateKey", "hypervSshPrivateKey", "hypervSshPassword",
-    "nodeSshPrivateKey", "windowsAdminPassword", "bastionSshPrivateKey", "smbUsername", "smbPassword",
-    "grafanaAdminPassword",
+    "nodeSshPrivateKey", "windowsAdminPassword", "windowsAdminPasswordPrevious", "bastionSshPrivateKey",
+    "smbUsername", "smbPassword", "grafanaAdminPassword",
 )
 # Shorter values (a user name like "smb") would match unrelated text; they are not searched for.
 MIN_SEARCHED_SECRET_LENGTH = 8

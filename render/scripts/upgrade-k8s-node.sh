@@ -63,6 +63,15 @@ running_kubelet_version() {
 
 upgrade_node() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
+  # A node whose kubelet already runs the target finished every step below (the kubelet restarts last), so
+  # a run caused by anything else (a rotated SSH key, new script text) changes nothing: no `kubeadm upgrade
+  # node`, which would rewrite the kubelet configuration and renew certificates again.
+  if [[ "$(running_kubelet_version)" == "v${K8S_VERSION}" \
+    && "$(installed_kube_version kubeadm)" == "${K8S_VERSION}" ]] \
+    && { ((UPGRADE_FIRST_CONTROL_PLANE == 0)) || [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; }; then
+    log "${NODE_HOSTNAME} (machine ${MACHINE}) already runs Kubernetes ${K8S_VERSION}, nothing to upgrade"
+    return 0
+  fi
   log "upgrading ${NODE_HOSTNAME} (machine ${MACHINE}) to Kubernetes ${K8S_VERSION}"
   upgrade_kube_packages kubeadm
   if ((UPGRADE_FIRST_CONTROL_PLANE)); then
