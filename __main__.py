@@ -48,6 +48,10 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, c
                        after=network.windows_prerequisites)
 node_ready = {**cluster.node_ready, **windows.node_ready}
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
+# The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed
+# upgrade the next preview measures a version change from what the nodes still run (its check is the pin's).
+upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgraded", spec.cluster.kubernetes_version,
+                                opts=pulumi.ResourceOptions(depends_on=upgrade.done))
 # VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
 LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access, machines.proxmox_connections,
                   after=upgrade.done)
@@ -56,11 +60,14 @@ windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy",
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready,
                         machines.instances)
+# What each workload waits for: the nodes its pods run on, Ready (tests/test_program.py checks every one).
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
 Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_username, secrets.smb_password,
-        worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux])
+        worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
+        windows_ready=windows_ready)
 Observability(f"{spec.cluster.name}-observability", spec, cluster.provider, scheduling,
-              secrets.grafana_admin_password, linux_ready)
+              secrets.grafana_admin_password, linux_ready, windows_ready)
 policy = Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
                 [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
 if spec.workloads.samples:
@@ -72,3 +79,4 @@ pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodes", machines.nodes)
 pulumi.export("certificateExpiry", certificates.expiry)
+pulumi.export("kubernetesVersion", upgraded.kubernetesVersion)

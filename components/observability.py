@@ -28,7 +28,7 @@ def log_output(spec: StackSpec) -> logging.LogOutput:
 class Observability(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  grafana_admin_password: pulumi.Output[str], linux_ready: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+                 windows_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Observability", name, None, opts)
 
         def declare(obj: dict, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.CustomResource:
@@ -54,8 +54,9 @@ class Observability(pulumi.ComponentResource):
                                                  grafana_admin_secret=GRAFANA_ADMIN_SECRET,
                                                  windows_exporter_image=windows_exporter_image),
             provider=provider, parent=self,
-            # The windows-exporter subchart deploys into the privileged windows-system namespace.
-            depends_on=[monitoring, grafana_admin, *linux_ready,
+            # The windows-exporter subchart deploys into the privileged windows-system namespace, onto the
+            # Windows nodes: Helm would otherwise wait out its timeout for nodes still joining.
+            depends_on=[monitoring, grafana_admin, *linux_ready, *windows_ready,
                         *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if spec.nodes.windows else [])],
             windows_workloads=bool(spec.nodes.windows))
         # PrometheusRule is the chart's CRD: after the chart.
@@ -71,7 +72,7 @@ class Observability(pulumi.ComponentResource):
             # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
             builds = {n.version: (compat.WINDOWS[n.version].build, compat.WINDOWS[n.version].fluent_bit_image)
                       for n in spec.nodes.windows}
-            previous: list[pulumi.Resource] = [logging_ns]
+            previous: list[pulumi.Resource] = [logging_ns, *windows_ready]
             for obj in logging.fluent_bit_windows(builds, output):  # type: ignore[arg-type]  # validated present
                 declared = declare(obj, previous)
                 if obj["kind"] != "DaemonSet":

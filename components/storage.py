@@ -32,7 +32,8 @@ def storage_params(spec: StackSpec) -> storage.StorageParams:
 class Storage(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
                  smb_username: pulumi.Output[str], smb_password: pulumi.Output[str],
-                 worker_labels: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+                 worker_labels: Sequence[pulumi.Resource], linux_ready: Sequence[pulumi.Resource] = (),
+                 windows_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Storage", name, None, opts)
         params = storage_params(spec)
 
@@ -45,12 +46,14 @@ class Storage(pulumi.ComponentResource):
                 lambda creds: {"username": creds[0], "password": creds[1]})),
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
+        # Each driver once the nodes its pods run on are Ready: on a first `up` Helm would otherwise start them
+        # right after kubeadm init, before the network and the workers, and wait out its timeout.
         smb = helm_release(f"{name}-csi-driver-smb", CHARTS["csi-driver-smb"], storage.CSI_NAMESPACE, storage.csi_smb_values(),
-                           provider=provider, parent=self,
+                           provider=provider, parent=self, depends_on=[*linux_ready, *windows_ready],
                            # Its node plugin runs on every Windows node too (csi-smb-node-win).
                            windows_workloads=bool(spec.nodes.windows))
         nfs = helm_release(f"{name}-csi-driver-nfs", CHARTS["csi-driver-nfs"], storage.CSI_NAMESPACE, storage.csi_nfs_values(),
-                           provider=provider, parent=self)
+                           provider=provider, parent=self, depends_on=list(linux_ready))
         # Longhorn's pods must run privileged, and it places them by the worker role label.
         longhorn_namespace = kubernetes_object(
             f"{name}-namespace-{storage.LONGHORN_NAMESPACE}",

@@ -250,3 +250,34 @@ def test_a_computer_name_change_replaces_the_windows_vm_instead_of_renaming_a_li
     assert changed_resources(hk, after) == {"hk-prod-hk-win-1-vm"}
     for part in ("join", "drain", "registration", "join-credentials"):
         assert after.named("hk-prod-kubeadm-windows-hk-win-1-vm".replace("-vm", f"-{part}")).delete_before_replace
+
+
+WORKLOAD_TYPES = ("kubernetes:helm.sh/v3:Release", "kubernetes:apps/v1:DaemonSet", "kubernetes:apps/v1:Deployment",
+                  "kubernetes:apps/v1:StatefulSet")
+# The CNI itself: nodes become Ready only once it runs, so it cannot wait for them (it tolerates that).
+WAITS_FOR_NO_NODE = {"hk-prod-network-tigera-operator"}
+
+
+def _needs_windows(r) -> bool:
+    if r.type == "kubernetes:helm.sh/v3:Release":
+        # components/k8s.py gives a release that carries Windows pods the Windows rollout timeout.
+        return "timeout" in r.inputs
+    pod = r.inputs.get("spec", {}).get("template", {}).get("spec", {})
+    return (pod.get("nodeSelector", {}).get("kubernetes.io/os") == "windows"
+            or str(pod.get("runtimeClassName", "")).startswith("win"))
+
+
+def test_every_workload_waits_for_the_nodes_it_runs_on(hk):
+    """On a first `up` nothing is installed onto nodes still joining: every Helm release, DaemonSet,
+    Deployment and StatefulSet waits for every Linux worker to be Ready, and one with Windows pods for every
+    Windows node too (else Helm and the provider wait out their timeouts, or fail)."""
+    linux = {hk.named(f"hk-prod-kubeadm-{n}-drain").urn for n in LINUX_NODES if n.startswith("hk-lnx")}
+    windows = {hk.named(f"hk-prod-kubeadm-windows-{n}-drain").urn for n in WINDOWS_NODES}
+    workloads = [r for r in hk.resources if r.type in WORKLOAD_TYPES and r.name not in WAITS_FOR_NO_NODE]
+    assert len(workloads) >= 10
+    for r in workloads:
+        waits = hk.waits_for(r.urn)
+        # A release with Windows pods has Linux pods too (its controllers, or the chart's Linux DaemonSet).
+        release = r.type == "kubernetes:helm.sh/v3:Release"
+        needed = (windows | (linux if release else set())) if _needs_windows(r) else linux
+        assert needed <= waits, f"{r.name} does not wait for {sorted(hk.by_urn()[u].name for u in needed - waits)}"

@@ -99,7 +99,8 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
     chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
     # Plus the certificate expiry report, read again after the upgrade renewed the certificates.
     assert changed_resources(before, after) == chain | {
-        "hk-prod-kubernetes-version", "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
+        "hk-prod-kubernetes-version", "hk-prod-kubernetes-version-upgraded",
+        "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
         "hk-prod-certificates-check"}
     # Windows kube-proxy's new image rolls out only after the last node's upgrade.
     proxy = after.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn
@@ -156,3 +157,34 @@ def test_a_machine_id_that_would_break_a_script_is_refused():
     for machine in ("", "a\nb", " padded", "x" * 201):
         with pytest.raises(ValueError, match="machine id"):
             linux_bootstrap.render_upgrade_drain("hk-lnx-1", "1.36.4", machine=machine)
+
+
+# --- the version record --------------------------------------------------------------------------
+
+def test_the_version_record_moves_only_after_the_chain_succeeded():
+    values = hk_prod_values()
+    values["cluster"]["kubernetesVersion"] = "1.35.9"
+    built = run_program(raw_config(values))
+    record = built.named("hk-prod-kubernetes-version-upgraded")
+    assert step(built, ORDER[-1], "uncordon-after-upgrade").urn in record.dependencies
+    assert built.outputs["kubernetesVersion"] == "1.35.9"
+
+    # The upgrade to 1.36 stops at hk-lnx-2: the nodes after it and the record are not reached.
+    failed = run_program(raw_config(hk_prod_values()), state=built.state,
+                         fail=("hk-prod-upgrade-hk-lnx-2-node-upgrade",))
+    assert failed.plan.failed == ["hk-prod-upgrade-hk-lnx-2-node-upgrade"]
+    assert "hk-prod-kubernetes-version-upgraded" in failed.plan.skipped
+    assert failed.state[record.urn].inputs["kubernetesVersion"] == "1.35.9"
+    assert failed.state[failed.named("hk-prod-kubernetes-version").urn].inputs["kubernetesVersion"] == "1.36.4"
+
+    # The next minor must wait: measured from the record, 1.37 skips 1.36 on the nodes still at 1.35.
+    skipping = hk_prod_values()
+    skipping["cluster"]["kubernetesVersion"] = "1.37.1"
+    refused = run_program(raw_config(skipping), state=failed.state, preview=True).plan.errors
+    assert any(e.startswith("hk-prod-kubernetes-version-upgraded:") and "upgrade to 1.36 first" in e for e in refused)
+
+    # Running 1.36.4 again finishes the chain where it stopped and moves the record.
+    resumed = run_program(raw_config(hk_prod_values()), state=failed.state)
+    assert not resumed.plan.errors and resumed.plan.of("hk-prod-kubernetes-version-upgraded") == ["update"]
+    assert resumed.plan.of("hk-prod-upgrade-hk-lnx-2-node-upgrade") == ["update"]
+    assert resumed.plan.of("hk-prod-upgrade-hk-cp-1-node-upgrade") == ["same"]

@@ -243,11 +243,11 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         v["access"]["bastion"] = {"host": "10.30.0.5", "user": "jump"}
 
     def version_dependent(after: Recording) -> set[str]:
-        # What legitimately follows the version: the pin, the upgrade chain (each node drained, upgraded
-        # and uncordoned in turn), Windows kube-proxy's image tag and the certificate expiry report (an
-        # upgrade renews the certificates). kubeadm init, first-boot snippets and the Windows binaries
+        # What legitimately follows the version: the pin and the record it moves to after the chain, the
+        # upgrade chain (each node drained, upgraded and uncordoned in turn), Windows kube-proxy's image tag
+        # and the certificate expiry report (an upgrade renews the certificates). kubeadm init, first-boot snippets and the Windows binaries
         # step keep the version they were created with (ignore_changes).
-        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-certificates-check"}
+        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-certificates-check"}
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names

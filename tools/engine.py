@@ -292,11 +292,16 @@ class Deployment:
 
     def __init__(self, state: Mapping[str, Entry] | None = None, preview: bool = False,
                  replace: Iterable[str] = (),
-                 check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None):
+                 check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None,
+                 fail: Iterable[str] = ()):
         self.old: dict[str, Entry] = dict(state or {})
         self.preview = preview
         self.targets = set(replace)
         self.check = dict(check or {})
+        # Names (or URNs) whose create, update, replacement or delete fails in this run, and what failed or was
+        # skipped because something it depends on failed: the engine stops a resource's dependents.
+        self.fail = set(fail)
+        self.failed: set[str] = set()
         self.plan = Plan()
         self.new: dict[str, Entry] = {}
         # Old resources already deleted in this run (dependents of a delete-before-replace replacement),
@@ -324,6 +329,11 @@ class Deployment:
                       delete_before_replace=reg.delete_before_replace, ignore_changes=list(reg.ignore_changes),
                       replace_on_changes=list(reg.replace_on_changes))
         self._check(reg, old)
+        blocked = (set(reg.dependencies) | {u for urns in reg.property_dependencies.values() for u in urns}
+                   | {reg.parent}) & self.failed
+        if blocked:
+            # A dependency failed: this resource is never reached, and the state keeps what it had.
+            return self._keep(reg, old or recreated, "skipped")
         if recreated is not None:
             op, why = "replace", ("replacement of a dependency",)
             entry.generation = recreated.generation + 1
@@ -340,11 +350,24 @@ class Deployment:
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
         else:
             entry.id, entry.outputs = old.id, old.outputs  # type: ignore[union-attr]
+        if op != "same" and (reg.name in self.fail or reg.urn in self.fail):
+            return self._keep(reg, old or recreated, "failed")
         if op == "replace":
             self.replaced.add(entry.urn)
         self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name, tuple(why)))
         self.new[entry.urn] = entry
         return entry
+
+    def _keep(self, reg: Registration, old: Entry | None, op: str) -> Entry:
+        """A step that did not happen (failed, or skipped after a failure): the state keeps the old resource."""
+        self.failed.add(reg.urn)
+        self.plan.steps.append(Step(op, reg.urn, reg.type, reg.name))
+        (self.plan.failed if op == "failed" else self.plan.skipped).append(reg.name)
+        if old is not None:
+            self.new[reg.urn] = old
+            return old
+        return Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom, id=None,
+                     inputs=reg.inputs, outputs={})
 
     def _check(self, reg: Registration, old: Entry | None) -> None:
         check = self.check.get(reg.type)
@@ -423,10 +446,15 @@ class Deployment:
 
     def _reverse_topological(self, entries: list[Entry]) -> list[Entry]:
         """Dependents before what they depend on (parents and providers count as dependencies)."""
+        return [entry for batch in self._delete_batches(entries) for entry in batch]
+
+    def _delete_batches(self, entries: list[Entry]) -> list[list[Entry]]:
+        """step_executor.go ScheduleDeletes: batches run one after another, each in parallel; a resource is
+        deleted only once everything depending on it is gone."""
         chosen = {e.urn: e for e in entries}
         position = {urn: i for i, urn in enumerate(self.order)}
         remaining = sorted(chosen, key=lambda u: position.get(u, 0))
-        result: list[Entry] = []
+        batches: list[list[Entry]] = []
         while remaining:
             blocked = set()
             for urn in remaining:
@@ -434,9 +462,9 @@ class Deployment:
                     blocked.add(dep)
             ready = [u for u in remaining if u not in blocked] or remaining[-1:]
             ready.sort(key=lambda u: -position.get(u, 0))
-            result += [chosen[u] for u in ready]
+            batches.append([chosen[u] for u in ready])
             remaining = [u for u in remaining if u not in ready]
-        return result
+        return batches
 
     @staticmethod
     def _depends_on(entry: Entry) -> set[str]:
@@ -448,44 +476,33 @@ class Deployment:
         return deps
 
     # --- deletes ---------------------------------------------------------------------------------------
-    def finish(self, fail: Iterable[str] = ()) -> Plan:
+    def finish(self) -> Plan:
         """The end-of-run deletes: the old resources of create-before-replace replacements, then everything
-        the program no longer declares, dependents first. `fail`: names (or URNs) whose delete fails."""
-        failing = set(fail)
+        the program no longer declares, dependents first. A failed step cancels the rest of the run
+        (step_executor.go cancelDueToError): after a failed create or update no delete runs, and after a
+        failed delete no later batch does (the rest of its own batch was already under way)."""
         late = {e.urn: e for e in self.late}
-        gone = {urn: e for urn, e in self.old.items()}
-        entries = list(late.values()) + list(gone.values())
-        kept_by_failure: set[str] = set()
-        by_urn = {**self.old, **late}
-        for entry in self._reverse_topological(entries):
-            if entry.urn in kept_by_failure:
-                self.plan.skipped.append(entry.name)
-                continue
-            replaced = entry.urn in late
-            if entry.protect and not replaced:
-                self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
-                continue
-            if entry.name in failing or entry.urn in failing:
-                self.plan.failed.append(entry.name)
-                kept_by_failure |= self._transitive_dependencies(entry, by_urn)
-                continue
-            op = "delete-replaced" if replaced else ("retain" if entry.retain_on_delete else "delete")
-            if replaced and entry.retain_on_delete:
-                op = "retain"
-            self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name))
+        entries = list(late.values()) + list(self.old.values())
+        cancelled = bool(self.failed)
+        for batch in self._delete_batches(entries):
+            failed_here = False
+            for entry in batch:
+                if cancelled:
+                    self.plan.skipped.append(entry.name)
+                    continue
+                replaced = entry.urn in late
+                if entry.protect and not replaced:
+                    # deleteProtectedError does not cancel the run; the resource stays.
+                    self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
+                    continue
+                if entry.name in self.fail or entry.urn in self.fail:
+                    self.plan.failed.append(entry.name)
+                    failed_here = True
+                    continue
+                op = "retain" if entry.retain_on_delete else ("delete-replaced" if replaced else "delete")
+                self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name))
+            cancelled = cancelled or failed_here
         return self.plan
-
-    def _transitive_dependencies(self, entry: Entry, by_urn: Mapping[str, Entry]) -> set[str]:
-        seen: set[str] = set()
-        pending = list(self._depends_on(entry))
-        while pending:
-            urn = pending.pop()
-            if urn in seen:
-                continue
-            seen.add(urn)
-            if urn in by_urn:
-                pending.extend(self._depends_on(by_urn[urn]))
-        return seen
 
     @property
     def state(self) -> dict[str, Entry]:

@@ -269,7 +269,8 @@ def run_program(
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
     state: what an earlier run left (Recording.state; None for a new stack). replace: resource names given
-    with `--replace`. fail: names of resources whose delete fails in this run."""
+    with `--replace`. fail: names of resources whose step (create, update, replacement or delete) fails in
+    this run; what depends on a failed step is skipped, and the state keeps the old resources."""
     secret_values = placeholder_secrets(secrets)
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
@@ -286,7 +287,7 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
-    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks())
+    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail)
     monitor = RecordingMonitor(recording, deployment)
     mocks.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview,
                     monitor=monitor, logger=_LogCollector(recording))  # type: ignore[arg-type]
@@ -307,6 +308,6 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
         pulumi.runtime.settings.ROOT.set(None)
-    recording.plan = deployment.finish(fail=fail)
+    recording.plan = deployment.finish()
     recording.state = deployment.state
     return recording
