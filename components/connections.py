@@ -1,6 +1,9 @@
 """SSH connections for remote commands: to Linux nodes, to Hyper-V hosts, optionally through a bastion."""
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pulumi
 import pulumi_command as command
 
@@ -39,3 +42,16 @@ def ssh_connection(
         dial_error_limit=100,
         per_dial_timeout=30,
     )
+
+
+def connection_digest(connection: command.remote.ConnectionArgs) -> pulumi.Output[str]:
+    """16 hex digits of a SHA-256 over everything a connection dials and authenticates with: it changes when
+    a host, user, key or bastion does. Deliberately not secret: a truncated digest reveals nothing of a key."""
+    parts: list[object] = [connection.host, connection.port, connection.user, connection.private_key,
+                           connection.password, connection.host_key]
+    proxy = connection.proxy
+    if proxy is not None:
+        parts += [proxy.host, proxy.port, proxy.user, proxy.private_key, proxy.password, proxy.host_key]
+    digest = pulumi.Output.all(*parts).apply(
+        lambda values: hashlib.sha256(json.dumps(values, default=str).encode()).hexdigest()[:16])
+    return pulumi.Output.unsecret(digest)

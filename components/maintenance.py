@@ -28,6 +28,7 @@ from render import maintenance
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
+from .connections import connection_digest
 from .machines import Machines
 
 
@@ -49,18 +50,24 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             prefix = f"{name}-{node.name}"
             settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
             etcd_pod = access.etcd_pod if machine in control_plane else None
+            # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key, a
+            # bastion) must run the drain again too: it carries a digest of the restart's connection.
+            restart_connection = proxmox_connections[node.proxmox_node]
+            maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
+                                                 restart_connection="0" * 16)   # checked now, in a preview too
             drain = command.remote.Command(
                 f"{prefix}-drain-for-restart",
                 connection=access.connection,
-                update=bash_command(maintenance.render_maintenance_drain(
-                    node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod)),
+                update=connection_digest(restart_connection).apply(lambda digest, node=node, etcd_pod=etcd_pod: bash_command(
+                    maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb,
+                                                         etcd_pod=etcd_pod, restart_connection=digest))),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 # After the VM update that stored the new settings as pending, and after the node before it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
             )
             restart = command.remote.Command(
                 f"{prefix}-vm-restart",
-                connection=proxmox_connections[node.proxmox_node],
+                connection=restart_connection,
                 update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
                 # The drain's output ends with its decision: a node already running with these settings
                 # (a run caused only by new script text) is neither drained nor restarted.

@@ -53,12 +53,16 @@ def _check_settings(settings: str) -> None:
 
 
 def render_maintenance_drain(node_name: str, cpu: int, memory_mb: int, disk_gb: int, etcd_pod: str | None = None,
-                             timeout_seconds: int = 600) -> str:
+                             timeout_seconds: int = 600, restart_connection: str = "") -> str:
     """On the first control-plane node, before a node's VM restart: unless the node already runs with these
     settings, record its boot id, cordon and drain it (for a control-plane node, only if the etcd members
     without it keep quorum). Its last output line is the restart decision the VM restart step reads. A
     re-run after a failure keeps the boot id recorded first, so a restart that already happened is not
-    waited for, or done, twice."""
+    waited for, or done, twice. ``restart_connection``: a digest of how the restart step reaches its Proxmox
+    node, for the same reason as the later steps' revision: a new key or bastion runs the restart step
+    again, and it must not act on a decision made in an earlier run."""
+    if not re.fullmatch(r"[0-9a-f]{0,64}", restart_connection):
+        raise ValueError("restart_connection must be a hex digest")
     for what, value in (("cpu", cpu), ("memory_mb", memory_mb), ("disk_gb", disk_gb)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} {value!r} must be a positive integer")
@@ -70,7 +74,7 @@ def render_maintenance_drain(node_name: str, cpu: int, memory_mb: int, disk_gb: 
                          CPU=cpu, MEMORY_MB=memory_mb, DISK_GB=disk_gb, ETCD_POD=etcd_pod or "",
                          TIMEOUT=timeout_seconds, MARK_ANNOTATION=MAINTENANCE_ANNOTATION,
                          MARK_JSONPATH=_MARK_JSONPATH, APPLIED_JSONPATH=_APPLIED_JSONPATH,
-                         LATER_STEPS=revision(*_LATER_STEPS))
+                         LATER_STEPS=revision(*_LATER_STEPS) + (f"+{restart_connection}" if restart_connection else ""))
 
 
 def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int = 600) -> str:

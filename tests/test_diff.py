@@ -63,3 +63,31 @@ def test_identical_renders_plan_nothing(tmp_path):
     first, second = synth_with(tmp_path, "x"), synth_with(tmp_path, "y")
     result = diff.plan(diff.load(first), diff.load(second))
     assert not result.creates and not result.updates and not result.deletes and result.unchanged > 100
+
+
+def test_replace_plans_everything_a_replaced_vm_runs_again(tmp_path, capsys):
+    out = synth_with(tmp_path, "one")
+    assert diff.main([str(out), "--replace", "hk-prod-hk-lnx-2-vm"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    replaced = {line.split()[3] for line in lines if line.startswith("+- replace")}
+    updated = {line.split()[3] for line in lines if line.startswith("~ update")}
+    assert "hk-prod-hk-lnx-2-vm" in replaced
+    # Its own steps run again (membership replaced: drain, reset and deregistration for the old instance) ...
+    for step in ("cloud-init", "prepare", "authorized-keys"):
+        assert f"hk-prod-hk-lnx-2-{step}" in replaced
+    for step in ("registration", "join-credentials", "join", "drain"):
+        assert f"hk-prod-kubeadm-hk-lnx-2-{step}" in replaced
+    assert {f"hk-prod-upgrade-hk-lnx-2-{s}" for s in ("drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade")} <= updated
+    # ... and nothing of any other node.
+    assert all("hk-lnx-2" in name for name in replaced | updated), sorted(replaced | updated)
+    assert lines[-1].startswith("Resources: ")
+
+
+def test_replace_of_an_unknown_resource_or_a_stale_output_is_refused(tmp_path):
+    out = synth_with(tmp_path, "one")
+    import pytest
+    with pytest.raises(SystemExit, match="no resource named"):
+        diff.replace_plan(out, "hk-prod-nope")
+    (out / "stack.json").unlink()
+    with pytest.raises(SystemExit, match="no stack.json"):
+        diff.replace_plan(out, "hk-prod-hk-lnx-2-vm")

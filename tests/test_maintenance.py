@@ -66,7 +66,9 @@ def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):
     drain = hk.named("hk-prod-restarts-hk-lnx-1-drain-for-restart")
     assert drain.urn in lnx1.dependencies and "stdin" in lnx1.inputs
     drain_script = script_from_bash_command(drain.inputs["update"])
-    assert bash_input(drain_script, "LATER_STEPS") == revision("vm-restart.sh", "node-restart-uncordon.sh")
+    # The later steps' revision, and a digest of how the restart reaches its Proxmox node.
+    later, connection_digest = bash_input(drain_script, "LATER_STEPS").split("+")
+    assert later == revision("vm-restart.sh", "node-restart-uncordon.sh") and len(connection_digest) == 16
     assert [bash_input(drain_script, name) for name in ("CPU", "MEMORY_MB", "DISK_GB")] == ["8", "32768", "120"]
     uncordon = script_from_bash_command(hk.named("hk-prod-restarts-hk-lnx-1-uncordon-after-restart").inputs["update"])
     assert bash_input(uncordon, "SETTINGS") == "cpu=8,memory=32768,disk=120"
@@ -273,3 +275,13 @@ def test_a_stopped_vm_is_not_started_behind_the_operators_back(tmp_path):
     result = _run(RESTART, env, stdin="restart-needed: yes\n")
     assert result.returncode != 0 and "is not running" in result.stderr
     assert "qm reboot" not in (stubs / "calls").read_text()
+
+
+def test_a_new_proxmox_key_runs_each_drain_again_with_its_restart(hk):
+    """The VM restart acts on its drain's output: anything that runs the restart again (a rotated Proxmox SSH
+    key, a bastion) must run the drain again, so the decision is never an earlier run's."""
+    from tools.mockrun import changed_resources
+    rotated = run_program(raw_config(hk_prod_values()), secrets={"proxmoxSshPrivateKey": "rotated"})
+    touched = changed_resources(hk, rotated)
+    restarts = {n for n in touched if n.endswith("-vm-restart")}
+    assert restarts and {n.replace("-vm-restart", "-drain-for-restart") for n in restarts} <= touched

@@ -560,3 +560,34 @@ def test_a_rerun_on_the_upgraded_first_control_plane_node_changes_nothing(tmp_pa
     (tmp_path / "cluster-version").write_text("v1.36.4\n")
     calls = run_upgrade("ubuntu22", True, tmp_path, 'running_kubelet_version() { echo v1.36.4; }\n')
     assert calls == []
+
+
+# --- the admin user's SSH keys -------------------------------------------------------------------
+
+def _run_authorized_keys(script: str, root: Path, stubs: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "HYBRID_CLUSTER_TEST_ROOT": str(root)})
+
+
+def test_authorized_keys_follow_the_stack_and_an_unchanged_file_is_left_alone(tmp_path):
+    from render.cloud_init import render_authorized_keys
+    root, stubs = tmp_path / "root", tmp_path / "stubs"
+    root.mkdir(), stubs.mkdir()
+    for name, body in {"getent": 'echo "ops:x:1000:1000::/home/ops:/bin/bash"',
+                       "id": "echo ops", "chown": 'echo "$*" >>"$(dirname "$0")/chown.log"',
+                       "install": 'mkdir -p "${@: -1}"'}.items():
+        (stubs / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (stubs / name).chmod(0o755)
+    old, new = "ssh-ed25519 AAAAold ops@old", "ssh-ed25519 AAAAnew ops@new"
+    node = dataclasses.replace(make_node("ubuntu22", ()), ssh_authorized_keys=(old, new))
+    result = _run_authorized_keys(render_authorized_keys(node), root, stubs)
+    assert result.returncode == 0, result.stderr
+    target = root / "home/ops/.ssh/authorized_keys"
+    assert target.read_text() == f"{old}\n{new}\n" and oct(target.stat().st_mode)[-3:] == "600"
+    assert "2 keys" in result.stdout
+    again = _run_authorized_keys(render_authorized_keys(node), root, stubs)
+    assert "unchanged" in again.stdout
+    # The old key removed from the stack leaves every node.
+    rotated = _run_authorized_keys(render_authorized_keys(dataclasses.replace(node, ssh_authorized_keys=(new,))), root, stubs)
+    assert rotated.returncode == 0 and target.read_text() == f"{new}\n"
+    assert not list(target.parent.glob(".authorized_keys.*"))

@@ -2,6 +2,11 @@
 paths that changed, deletes. Secrets are compared by the keyed markers synth writes, never printed.
 
     python -m tools.diff build/before build/after
+    python -m tools.diff build/hk-prod --replace hk-prod-hk-lnx-2-vm
+
+With --replace, one synth output is enough: the program runs again under the engine model
+(tools/engine.py) against the state that output stands for, with `pulumi up --replace` of that resource,
+and the plan lists everything that runs again (+- replaced, ~ updated, - deleted, + created).
 """
 from __future__ import annotations
 
@@ -97,11 +102,58 @@ def load(folder: Path) -> list[dict]:
     return json.loads(path.read_text())
 
 
+def replace_plan(folder: Path, name: str, secrets: dict[str, str] | None = None) -> str:
+    """The preview of `pulumi up --replace <name>` against the stack a synth output was rendered from."""
+    from config.loader import RawConfig
+    from tools.mockrun import run_program
+    from tools.synth import STACK_FILE
+
+    stack_path = folder / STACK_FILE
+    if not stack_path.is_file():
+        raise SystemExit(f"{folder}: no {STACK_FILE} (render it with this version of `python -m tools.synth`)")
+    stack = json.loads(stack_path.read_text())
+    raw = RawConfig(values=stack["config"], secure_keys=frozenset())
+    built = run_program(raw, secrets, stack=stack["stack"])
+    recorded = {r["urn"] for r in load(folder)}
+    if {r.urn for r in built.resources} != recorded:
+        raise SystemExit(f"{folder}: the program declares other resources than this output holds; render it again")
+    if name not in {r.name for r in built.resources}:
+        raise SystemExit(f"{folder}: no resource named {name!r}")
+    preview = run_program(raw, secrets, stack=stack["stack"], state=built.state, replace=(name,), preview=True)
+    lines = []
+    for step in preview.plan.steps:
+        if step.op == "replace":
+            lines.append(f"+- replace  {step.type}  {step.name}  [{', '.join(step.why)}]")
+        elif step.op == "update":
+            lines.append(f"~ update  {step.type}  {step.name}  [{', '.join(step.why)}]")
+        elif step.op == "create":
+            lines.append(f"+ create  {step.type}  {step.name}")
+        elif step.op in ("delete", "retain"):
+            lines.append(f"- delete  {step.type}  {step.name}" + ("  (retained: its delete does not run)"
+                                                                  if step.op == "retain" else ""))
+    counts = {op: sum(1 for s in preview.plan.steps if s.op == op) for op in ("replace", "update", "create", "delete")}
+    lines += ["", f"Resources: {counts['replace']} to replace, {counts['update']} to update, {counts['create']} to create, "
+                  f"{counts['delete']} to delete, {sum(1 for s in preview.plan.steps if s.op == 'same')} unchanged"]
+    lines += [f"error: {e}" for e in preview.plan.errors]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.diff", description=__doc__.splitlines()[0])
-    parser.add_argument("old", type=Path, help="synth output before the change")
-    parser.add_argument("new", type=Path, help="synth output after the change")
+    parser.add_argument("old", type=Path, help="synth output before the change (with --replace: the synth output)")
+    parser.add_argument("new", type=Path, nargs="?", help="synth output after the change")
+    parser.add_argument("--replace", metavar="NAME", help="plan `pulumi up --replace` of this resource instead")
+    parser.add_argument("--secret", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --replace: a secret value the synth was given")
     args = parser.parse_args(argv)
+    if args.replace:
+        if args.new is not None:
+            parser.error("--replace takes one synth output")
+        secrets = dict(item.partition("=")[::2] for item in args.secret)
+        sys.stdout.write(replace_plan(args.old, args.replace, secrets))
+        return 0
+    if args.new is None:
+        parser.error("two synth outputs are needed (or one with --replace NAME)")
     sys.stdout.write(render(plan(load(args.old), load(args.new))))
     return 0
 

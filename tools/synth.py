@@ -169,7 +169,12 @@ def summary(recording: Recording) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(recording: Recording, out: Path) -> None:
+# The stack a synth output was rendered from (its non-secret configuration), so that tools.diff --replace
+# can run the program again against it.
+STACK_FILE = "stack.json"
+
+
+def write(recording: Recording, out: Path, stack: str = "hk-prod", config: dict[str, Any] | None = None) -> None:
     # Registration order follows the event loop; sort so two synths of one stack compare line by line.
     recording.resources.sort(key=lambda r: r.urn)
     marker = secret_marker(synth_key())
@@ -179,10 +184,14 @@ def write(recording: Recording, out: Path) -> None:
             "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
             "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
             "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace, "ignoreChanges": r.ignore_changes,
+            "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(r.property_dependencies.items()) if v},
+            "replaceOnChanges": r.replace_on_changes, "retainOnDelete": r.retain_on_delete,
         }
         for r in recording.resources
     ]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, sort_keys=True) + "\n")
+    if config is not None:
+        (out / STACK_FILE).write_text(json.dumps({"stack": stack, "config": config}, indent=2, sort_keys=True) + "\n")
     for folder in ("scripts", "manifests", "helm"):
         (out / folder).mkdir(exist_ok=True)
     for r in recording.resources:
@@ -259,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     # Render into a fresh folder first, so a failure never leaves a half-written output behind.
     with tempfile.TemporaryDirectory(dir=args.out.parent if args.out.parent.exists() else None) as tmp:
         staging = Path(tmp) / "out"
-        write(recording, staging)
+        write(recording, staging, args.stack,
+              {k: v for k, v in raw.values.items() if k not in SECRET_KEYS})
         if args.out.exists():
             # Checked again right before: only ever our own output (or an empty folder) is removed.
             if (reason := unsafe_output_reason(args.out)) is not None:
