@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools.engine import diff_paths
+
 SECRET_PREFIX = "[secret"
 
 
@@ -32,20 +34,8 @@ class Plan:
         return {r["name"] for r in self.creates + self.deletes} | {r["name"] for r, _ in self.updates}
 
 
-def changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
-    """Dotted paths (list items as [i]) where two input trees differ; a secret shows as its path only."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        paths: list[str] = []
-        for key in sorted(old.keys() | new.keys()):
-            sub = f"{path}.{key}" if path else str(key)
-            if key not in old or key not in new:
-                paths.append(sub)
-            else:
-                paths += changed_paths(old[key], new[key], sub)
-        return paths
-    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in changed_paths(a, b, f"{path}[{i}]")]
-    return [] if old == new else [path or "(value)"]
+# Dotted paths (list items as [i]) where two input trees differ; a secret shows as its path only.
+changed_paths = diff_paths
 
 
 def plan(before: list[dict], after: list[dict]) -> Plan:

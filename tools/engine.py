@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass, field, replace as dc_replace
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Iterable, Mapping
 
 from tools import providers
@@ -68,17 +68,15 @@ def unwrap(value: Any) -> Any:
 
 
 @dataclass
-class Entry:
-    """One resource as the state holds it."""
+class Declared:
+    """What the program declares for a resource (a subset of RegisterResourceRequest), as the state keeps it."""
 
     urn: str
     type: str
     name: str
     parent: str
     custom: bool
-    id: str | None
     inputs: dict[str, Any]
-    outputs: dict[str, Any]
     dependencies: list[str] = field(default_factory=list)
     property_dependencies: dict[str, list[str]] = field(default_factory=dict)
     provider: str = ""
@@ -87,6 +85,21 @@ class Entry:
     delete_before_replace: bool = False
     ignore_changes: list[str] = field(default_factory=list)
     replace_on_changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Registration(Declared):
+    """One registration of the program: the declaration, and the URNs it may have had before (aliases)."""
+
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Entry(Declared):
+    """One resource as the state holds it."""
+
+    id: str | None = None
+    outputs: dict[str, Any] = field(default_factory=dict)
     # How many times this URN has been created, in this state's history: seeds the provider's new ids.
     generation: int = 1
 
@@ -128,12 +141,12 @@ class Plan:
         return {s.name for s in self.steps if s.op != "same"}
 
 
-def _paths(old: Any, new: Any, path: str = "") -> list[str]:
+def diff_paths(old: Any, new: Any, path: str = "") -> list[str]:
     """Dotted paths (list items as [i]) where two input trees differ; an unknown value always differs."""
     if isinstance(new, Unknown) or isinstance(old, Unknown):
         return [path or "(value)"]
     if isinstance(old, Secret) or isinstance(new, Secret):
-        return _paths(unwrap(old), unwrap(new), path)
+        return diff_paths(unwrap(old), unwrap(new), path)
     if isinstance(old, dict) and isinstance(new, dict):
         found: list[str] = []
         for key in sorted(old.keys() | new.keys()):
@@ -141,10 +154,10 @@ def _paths(old: Any, new: Any, path: str = "") -> list[str]:
             if key not in old or key not in new:
                 found.append(sub)
             else:
-                found += _paths(old[key], new[key], sub)
+                found += diff_paths(old[key], new[key], sub)
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in _paths(a, b, f"{path}[{i}]")]
+        return [p for i, (a, b) in enumerate(zip(old, new)) for p in diff_paths(a, b, f"{path}[{i}]")]
     return [] if old == new else [path or "(value)"]
 
 
@@ -256,27 +269,6 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
 
 # --- the deployment ----------------------------------------------------------------------------------
 
-@dataclass
-class Registration:
-    """What the program asks for when it registers a resource (a subset of RegisterResourceRequest)."""
-
-    urn: str
-    type: str
-    name: str
-    parent: str
-    custom: bool
-    inputs: dict[str, Any]
-    dependencies: list[str]
-    property_dependencies: dict[str, list[str]]
-    provider: str = ""
-    protect: bool = False
-    retain_on_delete: bool = False
-    delete_before_replace: bool = False
-    ignore_changes: list[str] = field(default_factory=list)
-    replace_on_changes: list[str] = field(default_factory=list)
-    aliases: list[str] = field(default_factory=list)
-
-
 def provider_urn(reference: str) -> str:
     """A provider reference is `urn::id`; the URN part."""
     return reference.rsplit("::", 1)[0] if reference.count("::") > 1 else reference
@@ -322,12 +314,7 @@ class Deployment:
             (a for a in reg.aliases if a in self.old), reg.urn)
         old = self.old.pop(old_urn, None)
         recreated = self.recreating.pop(old_urn, None)
-        entry = Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom, id=None,
-                      inputs=reg.inputs, outputs={}, dependencies=list(reg.dependencies),
-                      property_dependencies={k: list(v) for k, v in reg.property_dependencies.items()},
-                      provider=reg.provider, protect=reg.protect, retain_on_delete=reg.retain_on_delete,
-                      delete_before_replace=reg.delete_before_replace, ignore_changes=list(reg.ignore_changes),
-                      replace_on_changes=list(reg.replace_on_changes))
+        entry = Entry(**{f.name: copy.copy(getattr(reg, f.name)) for f in fields(Declared)})
         self._check(reg, old)
         blocked = (set(reg.dependencies) | {u for urns in reg.property_dependencies.values() for u in urns}
                    | {reg.parent}) & self.failed
@@ -366,8 +353,8 @@ class Deployment:
         if old is not None:
             self.new[reg.urn] = old
             return old
-        return Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom, id=None,
-                     inputs=reg.inputs, outputs={})
+        return Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom,
+                     inputs=reg.inputs)
 
     def _check(self, reg: Registration, old: Entry | None) -> None:
         check = self.check.get(reg.type)
@@ -377,7 +364,7 @@ class Deployment:
 
     def _diff(self, reg: Registration, old: Entry, entry: Entry) -> tuple[str, list[str], Entry]:
         processed = apply_ignore_changes(reg.inputs, old.inputs, reg.ignore_changes)
-        changed = _paths(old.inputs, processed)
+        changed = diff_paths(old.inputs, processed)
         why: list[str] = []
         if reg.urn in self.targets:
             why = ["--replace"]
@@ -426,7 +413,7 @@ class Deployment:
             if not unknown_keys:
                 continue
             inputs = {k: (Unknown() if k in unknown_keys else v) for k, v in candidate.inputs.items()}
-            changed = _paths(candidate.inputs, apply_ignore_changes(inputs, candidate.inputs, candidate.ignore_changes))
+            changed = diff_paths(candidate.inputs, apply_ignore_changes(inputs, candidate.inputs, candidate.ignore_changes))
             if self.replace_keys(candidate.type, changed, candidate.replace_on_changes, candidate.inputs, inputs):
                 if candidate.protect:
                     self.plan.errors.append(f"{candidate.name}: unable to replace resource as part of replacing "
@@ -528,5 +515,5 @@ def canonical(value: Any, secret: Callable[[Secret], str]) -> str:
     return json.dumps(value, default=default, sort_keys=True)
 
 
-__all__ = ["Deployment", "Entry", "Plan", "Registration", "Secret", "Step", "Unknown", "apply_ignore_changes",
-           "canonical", "contains_unknown", "dc_replace", "without"]
+__all__ = ["Declared", "Deployment", "Entry", "Plan", "Registration", "Secret", "Step", "Unknown",
+           "apply_ignore_changes", "canonical", "contains_unknown", "diff_paths", "without"]
