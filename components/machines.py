@@ -40,11 +40,12 @@ def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str,
     }
 
 
-def first_mac(macs: list[str] | None) -> str:
-    """The MAC address of a VM's first NIC, as the provider reports it (`mac_addresses`)."""
-    if not macs or not macs[0]:
-        raise ValueError("the VM reports no MAC address for its first network device")
-    return macs[0].lower()
+def first_mac(devices: list | None) -> str:
+    """The MAC address of a VM's first NIC, from its configuration (`network_devices[0].mac_address`)."""
+    mac = getattr(devices[0], "mac_address", None) if devices else None
+    if not mac:
+        raise ValueError("the VM's configuration has no MAC address for its first network device")
+    return mac.lower()
 
 
 def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
@@ -215,11 +216,13 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             ),
         )
 
-        # This VM instance: the MAC Proxmox gave its first NIC when it cloned it. The VM's own id is its VMID
-        # (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for every instance, so every per-node
-        # step is keyed on this instead: a VM lost and re-created, or replaced, is a new instance whose steps
-        # run again (tools/providers.py has the provider facts).
-        self.instance: pulumi.Output[str] = self.vm.mac_addresses.apply(first_mac)
+        # This VM instance: the MAC Proxmox gave its first NIC when it cloned it, as the VM's configuration
+        # holds it. The VM's own id is its VMID (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for
+        # every instance, so every per-node step is keyed on this instead: a VM lost and re-created, or
+        # replaced, is a new instance whose steps run again. Not `mac_addresses`: with the QEMU agent on, the
+        # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
+        # (vm/network/network.go ReadNetworkValues). tools/providers.py has the provider facts.
+        self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
         first_boot = command.remote.Command(
             f"{name}-cloud-init",
             connection=args.connection,

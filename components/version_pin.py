@@ -37,18 +37,37 @@ def upgrade_refusal(old: str, new: str) -> str | None:
     return None
 
 
+# The shape of the state this program writes. A state written before it (per-node steps keyed on the VM's
+# VMID, kubeadm init keyed and reset on delete) must be migrated first, or the first run would replace every
+# node's membership: tools/migrate_state.py, docs/lifecycle.md "Upgrading from an earlier release".
+STATE_FORMAT_KEY = "stateFormat"
+STATE_FORMAT = 2
+
+
+def pin_failures(olds: dict[str, Any], news: dict[str, Any]) -> list[tuple[str, str]]:
+    """(property, reason) for every reason the pin refuses a run: an unmigrated state, a version change
+    kubeadm cannot follow."""
+    olds = olds or {}
+    failures = []
+    if olds and olds.get(STATE_FORMAT_KEY) != STATE_FORMAT:
+        failures.append((STATE_FORMAT_KEY, "this stack's state was written by an earlier release of this program; run "
+                                           "`python -m tools.migrate_state` on an export of it first (docs/lifecycle.md, "
+                                           "\"Upgrading from an earlier release\"). Nothing was changed."))
+    old, new = olds.get(VERSION_KEY), news.get(VERSION_KEY)
+    if isinstance(old, str) and isinstance(new, str) and old != new:
+        reason = upgrade_refusal(old, new)
+        if reason is not None:
+            failures.append((VERSION_KEY, reason + " Nothing was changed."))
+    return failures
+
+
 class KubernetesVersionPinProvider(ResourceProvider):
     # Pulumi stores this provider in the state (dill); the provider process that runs `check` loads it
     # from the project directory, so keep this module's path stable and its code self-contained.
     serialize_as_secret_always = False
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        old, new = (olds or {}).get(VERSION_KEY), news.get(VERSION_KEY)
-        if old and new and old != new:
-            reason = upgrade_refusal(old, new)
-            if reason is not None:
-                return CheckResult(news, [CheckFailure(VERSION_KEY, reason + " Nothing was changed.")])
-        return CheckResult(news, [])
+        return CheckResult(news, [CheckFailure(key, reason) for key, reason in pin_failures(olds, news)])
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         return DiffResult(changes=olds.get(VERSION_KEY) != news.get(VERSION_KEY))
@@ -64,4 +83,5 @@ class KubernetesVersionPin(Resource, module="hybrid", name="KubernetesVersionPin
     kubernetesVersion: pulumi.Output[str]
 
     def __init__(self, name: str, version: str, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(KubernetesVersionPinProvider(), name, {VERSION_KEY: version}, opts)
+        super().__init__(KubernetesVersionPinProvider(), name, {VERSION_KEY: version, STATE_FORMAT_KEY: STATE_FORMAT},
+                         opts)

@@ -250,12 +250,14 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
         elif op in ("create", "replace", "update"):
             outputs.update(stdout=Unknown(), stderr=Unknown())
     elif entry.type == providers.VM:
+        # network_device.mac_address: Optional+Computed, new for every clone, sent back on updates.
         devices = outputs.get("networkDevices") or []
-        old_macs = list((old.outputs.get("macAddresses") or []) if old is not None and op == "update" else [])
+        old_devices = list((old.outputs.get("networkDevices") or []) if old is not None and op == "update" else [])
         macs: list[Any] = []
         for index, device in enumerate(devices):
-            if index < len(old_macs) and not isinstance(old_macs[index], Unknown):
-                mac: Any = old_macs[index]
+            kept = old_devices[index].get("macAddress") if index < len(old_devices) and isinstance(old_devices[index], dict) else None
+            if kept is not None and not isinstance(kept, Unknown):
+                mac: Any = kept
             elif preview:
                 mac = Unknown()
             else:
@@ -263,7 +265,12 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
             if isinstance(device, dict):
                 device["macAddress"] = mac
             macs.append(mac)
-        outputs["macAddresses"] = macs
+        # mac_addresses: with the QEMU agent enabled on a started VM, the guest's interfaces as the agent
+        # lists them, upper case, loopback first (vm/network/network.go ReadNetworkValues).
+        agent = (entry.inputs.get("agent") or {}).get("enabled") and entry.inputs.get("started", True)
+        outputs["macAddresses"] = (Unknown() if preview and op != "update" else
+                                   ["00:00:00:00:00:00", *(m.upper() if isinstance(m, str) else m for m in macs)]
+                                   if agent else [m.upper() if isinstance(m, str) else m for m in macs])
     return outputs
 
 
@@ -503,6 +510,67 @@ def without(state: Mapping[str, Entry], names: Iterable[str]) -> dict[str, Entry
     """The state after `pulumi refresh` found these resources gone (their provider's Read set no id)."""
     dropped = set(names)
     return {urn: e for urn, e in state.items() if e.name not in dropped and urn not in dropped}
+
+
+# --- the state as `pulumi stack export` writes it (version 3), for tools that edit a real state ------------
+
+_SIG = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+
+
+def _exported(value: Any) -> Any:
+    if isinstance(value, Secret):
+        # As `pulumi stack export --show-secrets` writes a secret (a plain export holds ciphertext instead).
+        return {_SIG: _SECRET_SIG, "plaintext": json.dumps(_exported(value.value))}
+    if isinstance(value, Unknown):
+        raise ValueError("a state holds no unknown values")
+    if isinstance(value, dict):
+        return {k: _exported(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_exported(v) for v in value]
+    return value
+
+
+def _imported(value: Any) -> Any:
+    if isinstance(value, dict):
+        if value.get(_SIG) == _SECRET_SIG:
+            return Secret(_imported(json.loads(value["plaintext"])) if "plaintext" in value else value.get("ciphertext"))
+        return {k: _imported(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_imported(v) for v in value]
+    return value
+
+
+def to_export(state: Mapping[str, Entry]) -> dict[str, Any]:
+    resources = []
+    for entry in state.values():
+        resources.append({
+            "urn": entry.urn, "type": entry.type, "id": entry.id, "custom": entry.custom, "parent": entry.parent,
+            "inputs": _exported(entry.inputs), "outputs": _exported(entry.outputs),
+            "dependencies": entry.dependencies, "propertyDependencies": entry.property_dependencies,
+            "provider": entry.provider, "protect": entry.protect, "retainOnDelete": entry.retain_on_delete,
+            "deleteBeforeReplace": entry.delete_before_replace,
+            # Not part of a real export (the engine takes them from the program); kept for a round trip.
+            "ignoreChanges": entry.ignore_changes, "replaceOnChanges": entry.replace_on_changes,
+            "generation": entry.generation,
+        })
+    return {"version": 3, "deployment": {"resources": resources}}
+
+
+def from_export(document: Mapping[str, Any]) -> dict[str, Entry]:
+    resources = (document.get("deployment") or document).get("resources") or []
+    return {r["urn"]: Entry(urn=r["urn"], type=r["type"], name=r["urn"].rsplit("::", 1)[-1], parent=r.get("parent", ""),
+                            custom=r.get("custom", True), inputs=_imported(r.get("inputs") or {}),
+                            outputs=_imported(r.get("outputs") or {}), id=r.get("id"),
+                            dependencies=list(r.get("dependencies") or []),
+                            property_dependencies=dict(r.get("propertyDependencies") or {}),
+                            provider=r.get("provider", ""), protect=r.get("protect", False),
+                            retain_on_delete=r.get("retainOnDelete", False),
+                            delete_before_replace=r.get("deleteBeforeReplace", False),
+                            ignore_changes=list(r.get("ignoreChanges") or []),
+                            replace_on_changes=list(r.get("replaceOnChanges") or []),
+                            generation=r.get("generation", 1))
+            for r in resources}
 
 
 def canonical(value: Any, secret: Callable[[Secret], str]) -> str:

@@ -17,7 +17,8 @@ resource. tools/engine.py asks these questions; the answers come from the provid
   (CustomizeDiff), `node_name` (unless `migrate`), every `clone` field, `initialization.*_data_file_id` and
   `initialization.type`, `disk.file_id`. `network_device.mac_address` is Optional+Computed
   (vm/network/schema.go) and Proxmox gives a cloned NIC a new random MAC, so the MAC is what changes with
-  each instance; an update sends the stored MAC back (vm/network/network.go). The file resource
+  each instance; an update sends the stored MAC back (vm/network/network.go). `mac_addresses`, by contrast,
+  comes from the QEMU agent's interface list when the agent is on, loopback first. The file resource
   (proxmoxtf/resource/file.go): id `<datastore>:<content type>/<file name>`, every input ForceNew,
   `fileUpdate` does nothing.
 - pulumi-kubernetes v4.32.0 (a03ff6ba): an object's id is `namespace/name` (fqObjName); `.metadata.name`
@@ -77,7 +78,7 @@ def new_id(type_: str, name: str, urn: str, inputs: dict[str, Any], generation: 
 def new_mac(urn: str, generation: int, nic: int, nonce: str = "") -> str:
     """A MAC in Proxmox's own prefix (BC:24:11, PVE 8.1 and later), new for every clone."""
     tail = _stable_hex(urn, generation, nic, nonce, length=6)
-    return "bc:24:11:" + ":".join(tail[i:i + 2] for i in range(0, 6, 2))
+    return "BC:24:11:" + ":".join(tail[i:i + 2] for i in range(0, 6, 2)).upper()
 
 
 def replaces(type_: str, paths: Iterable[str]) -> list[str]:

@@ -10,9 +10,13 @@
 ## A Ready Node cannot be in that state, so it is refused; a NotReady one the operator has declared lost.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs NODE OUT_OF_SERVICE_TAINT
+## A lost control-plane node's etcd member ($ETCD_POD set: the first control-plane node's etcd Pod) is removed
+## here too, quorum checked: etcd refuses to add a member while a voting member is unreachable (the
+## replacement that usually joins in the removal run), and the member could never leave by itself.
+#@ inputs NODE OUT_OF_SERVICE_TAINT ETCD_POD
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/node-gate.sh
+#@ include lib/etcd.sh
 
 exit_unless_node_present "take out of service" required
 ready="$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' --request-timeout=30s)"
@@ -22,4 +26,13 @@ down (or remove the flag) and run the update again; nothing was changed"
 fi
 kubectl cordon "$NODE" --request-timeout=60s
 kubectl taint node "$NODE" "$OUT_OF_SERVICE_TAINT" --overwrite --request-timeout=60s
-echo "node $NODE is out of service: its pods are deleted and their volumes detached; remove it from the stack next"
+echo "node $NODE is out of service: its pods are deleted and their volumes detached"
+if [[ -n $ETCD_POD ]]; then
+  id="$(member_id "$NODE")"
+  if [[ -n $id ]]; then
+    check_quorum_without "$NODE"
+    etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $NODE ($id)"
+    echo "removed the etcd member of $NODE ($id)"
+  fi
+fi
+echo "remove $NODE from the stack next"
