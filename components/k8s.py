@@ -100,3 +100,27 @@ def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, p
         **({"timeout": WINDOWS_ROLLOUT_MINUTES * 60} if windows_workloads else {}),
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
     )
+
+
+def retain_on_delete(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
+    """Every object a CRD chart renders survives its removal from the program: deleting a CRD deletes every
+    resource of its kind in the cluster."""
+    return pulumi.ResourceTransformResult(
+        props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True)))
+
+
+def crd_chart(name: str, chart: HelmChart, namespace: str, values: dict | None = None, *,
+              provider: pulumi.ProviderResource, parent: pulumi.Resource) -> kubernetes.helm.v4.Chart:
+    """A chart of CustomResourceDefinitions, rendered locally (Chart v4) and applied as plain objects, each kept
+    on delete: unlike a Helm release (which never upgrades the CRDs in a chart's crds/ folder, Helm's "Custom
+    Resource Definitions" best practices), a pin bump upgrades them, and no release Secret holds them."""
+    oci = chart.repo.startswith("oci://")
+    return kubernetes.helm.v4.Chart(
+        name,
+        chart=f"{chart.repo}/{chart.chart}" if oci else chart.chart,
+        version=chart.version,
+        repository_opts=None if oci else kubernetes.helm.v4.RepositoryOptsArgs(repo=chart.repo),
+        namespace=namespace,
+        values=values or {},
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, transforms=[retain_on_delete]),
+    )

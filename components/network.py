@@ -17,7 +17,7 @@ from config import compat
 from config.model import StackSpec
 from render import network, windows_bootstrap
 
-from .k8s import helm_release, kubernetes_object, resource_name
+from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
 
 
 def calico_params(spec: StackSpec) -> network.CalicoParams:
@@ -40,27 +40,14 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
     )
 
 
-def retain_on_delete(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
-    """Every object the CRD chart renders survives its removal from the program: deleting a CRD deletes
-    every Calico resource of its kind in the cluster (IP pools, policies, block affinities)."""
-    return pulumi.ResourceTransformResult(
-        props=args.props, opts=pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(retain_on_delete=True)))
-
-
 class ClusterNetwork(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
         self.child_prefix = name
         params = calico_params(spec)
-        crds = kubernetes.helm.v4.Chart(
-            f"{name}-calico-crds",
-            chart=compat.CHARTS["calico-crds"].chart,
-            version=compat.CHARTS["calico-crds"].version,
-            repository_opts=kubernetes.helm.v4.RepositoryOptsArgs(repo=compat.CHARTS["calico-crds"].repo),
-            namespace=network.CALICO_CHARTS_NAMESPACE,
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, transforms=[retain_on_delete]),
-        )
+        crds = crd_chart(f"{name}-calico-crds", compat.CHARTS["calico-crds"], network.CALICO_CHARTS_NAMESPACE,
+                         provider=provider, parent=self)
         owned = [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
             for obj in network.calico_settings(params)

@@ -16,7 +16,7 @@ from render import policy, workloads
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
-from .k8s import helm_release, kubernetes_object, resource_name
+from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling
 
 # The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.
@@ -41,9 +41,13 @@ class SampleWorkloads(pulumi.ComponentResource):
                                       depends_on=depends_on) for obj in objs]
 
         linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+        # Gateway API's standard channel and Envoy Gateway's CRDs, rendered locally and applied as plain
+        # objects (like Calico's), so a pin bump upgrades them; kept when the samples are switched off.
+        crds = crd_chart(f"{name}-envoy-gateway-crds", compat.CHARTS["envoy-gateway-crds"], workloads.GATEWAY_NAMESPACE,
+                         workloads.envoy_gateway_crd_values(), provider=provider, parent=self)
         envoy_gateway = helm_release(
             f"{name}-envoy-gateway", compat.CHARTS["envoy-gateway"], workloads.GATEWAY_NAMESPACE,
-            workloads.envoy_gateway_values(), provider=provider, parent=self, depends_on=linux_ready)
+            workloads.envoy_gateway_values(), provider=provider, parent=self, depends_on=[crds, *linux_ready])
         # The EnvoyProxy, GatewayClass and Gateway are the chart's CRDs: after the chart. The Gateway is
         # awaited until Programmed (its pulumi.com/waitFor).
         gateway: list[pulumi.Resource] = []

@@ -450,15 +450,40 @@ CHARTS: dict[str, HelmChart] = {
     # (render/workloads.py). v1.9.3 is the newest release found; its chart is published as an OCI
     # artifact whose version carries the "v" (`helm install eg oci://docker.io/envoyproxy/gateway-helm
     # --version v1.x.y -n envoy-gateway-system --create-namespace`, the install guide; renovate updates of
-    # docker.io/envoyproxy/gateway-helm to v1.7.1 in rackerlabs/understack#1832). The chart installs the
-    # Gateway API CRDs it needs (its crds subchart, Gateway API v1.6: "You must upgrade the Gateway API
-    # CRDs to v1.6 with this release", v1.9.0 notes) and its own. The compatibility matrix found lists
-    # Kubernetes up to 1.35 for v1.7; no matrix row for v1.9 was found, so 1.36 support is not confirmed.
+    # docker.io/envoyproxy/gateway-helm to v1.7.1 in rackerlabs/understack#1832). Its own crds subchart
+    # carries Gateway API's experimental channel only (charts/gateway-helm/charts/crds/crds/gatewayapi-crds.yaml,
+    # "channel: experimental"), and Helm never upgrades a chart's CRDs; so it is installed with
+    # `crds.enabled: false` ("Set to false when these resources are managed separately", values.tmpl.yaml)
+    # and the CRDs come from gateway-crds-helm below. Supported Kubernetes: ENVOY_GATEWAY.
     "envoy-gateway": HelmChart(
         chart="gateway-helm", repo="oci://docker.io/envoyproxy", version="v1.9.3",
         evidence='envoyproxy/gateway site/content/en/news/releases/notes/v1.9.3.md @5e0b0da4acc3: title "v1.9.3", '
                  "publishdate 2026-10-03",
         values_source="envoyproxy/gateway charts/gateway-helm/values.yaml and templates/envoy-gateway-deployment.yaml "
-                      "(deployment.replicas, deployment.pod.affinity)"),
+                      "(deployment.replicas, deployment.pod.affinity, crds.enabled)"),
+    # The CRDs of that release, rendered locally and applied as plain objects like Calico's (components/
+    # workloads.py), so a pin bump upgrades them: Gateway API's standard channel (`crds.gatewayAPI.enabled`,
+    # `crds.gatewayAPI.channel: standard`, templates/standard-gatewayapi-crds.yaml, bundle v1.6.1) and Envoy
+    # Gateway's own (`crds.envoyGateway.enabled`). The chart's README: "make sure that you don't install the CRDs
+    # again when installing the Envoy Gateway Helm chart, by using --set crds.enabled=false".
+    "envoy-gateway-crds": HelmChart(
+        chart="gateway-crds-helm", repo="oci://docker.io/envoyproxy", version="v1.9.3",
+        evidence="envoyproxy/gateway charts/gateway-crds-helm at v1.9.0 (39763b1c07; release/v1.9 charts/ unchanged "
+                 "since), released with every Envoy Gateway release as gateway-helm is; v1.9.3 as for gateway-helm",
+        values_source="envoyproxy/gateway charts/gateway-crds-helm/values.yaml (crds.gatewayAPI.enabled, "
+                      "crds.gatewayAPI.channel, crds.envoyGateway.enabled)"),
 }
+
+# What the pinned Envoy Gateway supports (envoyproxy/gateway site/content/en/news/releases/matrix.md at v1.9.0,
+# the v1.9 row: Gateway API v1.6.1, Kubernetes "v1.33, v1.34, v1.35, v1.36", end of life 2027/02/14).
+# config.rules refuses a stack with the samples (which install it) on a Kubernetes minor outside it.
+@dataclass(frozen=True)
+class EnvoyGatewayRelease:
+    version: str
+    gateway_api: str
+    kubernetes: tuple[str, ...]
+
+
+ENVOY_GATEWAY = EnvoyGatewayRelease(version="v1.9.3", gateway_api="v1.6.1",
+                                    kubernetes=("1.33", "1.34", "1.35", "1.36"))
 

@@ -98,7 +98,7 @@ CSI_NFS_POD_PARTS: dict[str, str] = {
     "node": "linux",         # DaemonSet csi-nfs-node
 }
 CSI_NFS_CONTAINERS: dict[str, tuple[str, ...]] = {
-    "controller": ("csiProvisioner", "csiResizer", "csiSnapshotter", "livenessProbe", "nfs"),
+    "controller": ("csiProvisioner", "csiResizer", "livenessProbe", "nfs"),   # no csi-snapshotter: csi_nfs_values
     "node": ("livenessProbe", "nodeDriverRegistrar", "nfs"),
 }
 # User-deployed Longhorn parts (chart/README.md "Longhorn Manager/Driver/UI Settings";
@@ -259,13 +259,16 @@ def csi_smb_values() -> dict[str, Any]:
 def csi_nfs_values() -> dict[str, Any]:
     """Values for the csi-driver-nfs chart: Linux only (controller and node templates hardcode kubernetes.io/os:
     linux, templates/csi-nfs-controller.yaml and csi-nfs-node.yaml). Keys from
-    charts/v4.13.5/csi-driver-nfs/values.yaml; requests restate its defaults."""
+    charts/v4.13.5/csi-driver-nfs/values.yaml; requests restate its defaults. No snapshots: the cluster has no
+    VolumeSnapshot CRDs, and the controller's csi-snapshotter sidecar (`controller.enableSnapshotter`, on by
+    default even with `externalSnapshotter.enabled: false`) watches them and logs errors without them
+    (kubernetes-csi/csi-driver-nfs#722)."""
     return {
         "controller": {
+            "enableSnapshotter": False,
             "resources": {
                 "csiProvisioner": _requests("10m", "20Mi", "400Mi"),
                 "csiResizer": _requests("10m", "20Mi", "400Mi"),
-                "csiSnapshotter": _requests("10m", "20Mi", "200Mi"),
                 "livenessProbe": _requests("10m", "20Mi", "100Mi"),
                 "nfs": _requests("10m", "20Mi", "200Mi"),
             },

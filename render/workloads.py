@@ -311,7 +311,15 @@ def envoy_gateway_values() -> dict:
     """Values for the Envoy Gateway chart (charts/gateway-helm/values.yaml): its controller pod on Linux
     nodes (``deployment.pod.affinity``, templates/envoy-gateway-deployment.yaml), two replicas. The Envoy
     data plane it creates is placed by the EnvoyProxy of ``gateway_objects``."""
-    return {"deployment": {"replicas": 2, "pod": {"affinity": _linux_affinity()}}}
+    return {"deployment": {"replicas": 2, "pod": {"affinity": _linux_affinity()}},
+            # The CRDs come from gateway-crds-helm (config/compat.py says why).
+            "crds": {"enabled": False}}
+
+
+def envoy_gateway_crd_values() -> dict:
+    """Values for gateway-crds-helm (charts/gateway-crds-helm/values.yaml): Gateway API's standard channel and
+    Envoy Gateway's own CRDs."""
+    return {"crds": {"gatewayAPI": {"enabled": True, "channel": "standard"}, "envoyGateway": {"enabled": True}}}
 
 
 def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),

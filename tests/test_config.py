@@ -204,14 +204,28 @@ def test_pool_shape(hk_values):
 
 def test_windows_dynamic_ports_stay_out_of_node_ports(hk_values):
     hk_values["windows"]["dynamicPortStart"] = 20000
+    hk_values["windows"]["dynamicPortCount"] = 20000
     assert_problem(hk_values, "windows.dynamicPortStart", "dynamic ports 20000-39999 overlap the NodePort range 30000-32767")
+
+
+def test_windows_dynamic_ports_stay_clear_of_the_node_agents_ports(hk_values):
+    # The range hk-prod had before: every agent port of the node inside it (kubelet, kube-proxy).
+    hk_values["windows"] = {"dynamicPortStart": 10000, "dynamicPortCount": 20000}
+    assert_problem(hk_values, "windows.dynamicPortStart",
+                   "contain ports the node's own agents listen on: 10248 (kubelet healthz), 10249 (kube-proxy metrics), "
+                   "10250 (kubelet), 10256 (kube-proxy healthz)")
+    hk_values["windows"] = {"dynamicPortStart": 9000, "dynamicPortCount": 500}
+    assert_problem(hk_values, "windows.dynamicPortStart", "9182 (windows_exporter)")
+    assert problems({**hk_values, "windows": {}}) == []    # the default, 33000-65535
+
     hk_values["windows"] = {"dynamicPortStart": 60000, "dynamicPortCount": 6000}
     assert_problem(hk_values, "windows.dynamicPortCount", "runs past port 65535")
 
 
 def test_one_mirror_per_upstream(hk_values):
-    hk_values["registry"]["mirrors"].append(dict(hk_values["registry"]["mirrors"][0]))
-    assert_problem(hk_values, "registry.mirrors[4].upstream", "docker.io has more than one mirror")
+    mirrors = hk_values["registry"]["mirrors"]
+    mirrors.append(dict(mirrors[0]))
+    assert_problem(hk_values, f"registry.mirrors[{len(mirrors) - 1}].upstream", "docker.io has more than one mirror")
 
 
 def test_every_error_is_reported_at_once(hk_values):

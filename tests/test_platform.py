@@ -313,8 +313,8 @@ def test_calico_crds_are_plain_objects_no_helm_release_owns_and_deletion_keeps(h
     # program: deleting a CRD deletes every Calico object of its kind.
     releases = {r.inputs["chart"] for r in hk.by_type("kubernetes:helm.sh/v3:Release")}
     assert "projectcalico.org.v3" not in releases
-    [crds] = hk.by_type("kubernetes:helm.sh/v4:Chart")
-    assert crds.inputs["chart"] == "projectcalico.org.v3" and crds.inputs["version"] == "v3.33.0"
+    [crds] = [r for r in hk.by_type("kubernetes:helm.sh/v4:Chart") if r.inputs["chart"] == "projectcalico.org.v3"]
+    assert crds.inputs["version"] == "v3.33.0"
     assert crds.parent == hk.named("hk-prod-network").urn
     settings = [r for r in hk.resources if r.type.startswith("kubernetes:crd.projectcalico.org")
                 or r.type.startswith("kubernetes:projectcalico.org")]
@@ -323,8 +323,28 @@ def test_calico_crds_are_plain_objects_no_helm_release_owns_and_deletion_keeps(h
     assert crds.urn in operator.dependencies
 
 
+def test_gateway_api_crds_are_the_standard_channel_applied_like_calicos_and_the_chart_brings_none(hk):
+    """Helm never upgrades a chart's crds/ folder, and gateway-helm's own carries the experimental channel:
+    the CRDs come from gateway-crds-helm (standard channel), rendered locally and kept on delete."""
+    [crds] = [r for r in hk.by_type("kubernetes:helm.sh/v4:Chart") if r.inputs["chart"].endswith("/gateway-crds-helm")]
+    assert crds.inputs["chart"] == "oci://docker.io/envoyproxy/gateway-crds-helm" and crds.inputs["version"] == "v1.9.3"
+    assert crds.inputs["values"] == {"crds": {"gatewayAPI": {"enabled": True, "channel": "standard"},
+                                              "envoyGateway": {"enabled": True}}}
+    release = hk.named("hk-prod-samples-envoy-gateway")
+    assert release.inputs["values"]["crds"] == {"enabled": False} and crds.urn in release.dependencies
+
+
+def test_envoy_gateway_is_refused_on_a_kubernetes_minor_its_matrix_does_not_list():
+    from tests.conftest import problems
+    values = hk_prod_values()
+    values["cluster"]["kubernetesVersion"] = "1.37.1"
+    assert any("Envoy Gateway v1.9.3, supports Kubernetes 1.33, 1.34, 1.35, 1.36, not 1.37" in p for p in problems(values))
+    values["workloads"] = {"samples": False}
+    assert not any("Envoy Gateway" in p for p in problems(values))
+
+
 def test_the_crd_chart_transform_retains_every_object_it_renders():
-    from components.network import retain_on_delete
+    from components.k8s import retain_on_delete
     args = pulumi.ResourceTransformArgs(custom=True, type_="kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
                                         name="ippools.projectcalico.org", props={"spec": {}},
                                         opts=pulumi.ResourceOptions(protect=False))

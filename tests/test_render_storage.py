@@ -218,6 +218,8 @@ def test_csi_nfs_is_linux_only_and_snapshot_controller_off():
     values = storage.csi_nfs_values()
     assert set(storage.CSI_NFS_POD_PARTS.values()) == {"linux"}
     assert values["externalSnapshotter"]["enabled"] is False
+    # Nor the controller's snapshotter sidecar: no VolumeSnapshot CRDs exist for it to watch.
+    assert values["controller"]["enableSnapshotter"] is False and "csiSnapshotter" not in values["controller"]["resources"]
     assert not any(key == "windows" for _, key, _ in walk(values))
     for path, key, value in walk(values):
         if key == labels.OS_LABEL:
