@@ -55,7 +55,7 @@ upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgrade
 # VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
 LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access, machines.proxmox_connections,
                   after=upgrade.done)
-certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, cluster.access, after=upgrade.done)
+certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready,

@@ -134,7 +134,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             create=bash_command(linux_bootstrap.render_join(
                 join_config, control_plane=control_plane,
                 kube_vip_manifest=kube_vip_manifest(spec, first_control_plane=False) if control_plane else None)),
-            delete=bash_command(linux_bootstrap.render_reset()),
+            delete=bash_command(linux_bootstrap.render_reset(node.name, f"etcd-{node.name}" if control_plane else None)),
             # Secret by construction, not only through the engine's additional_secret_outputs.
             stdin=pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n")),
             logging=command.remote.Logging.STDERR,
@@ -143,8 +143,8 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[credentials, machine.ready, registration],
                                  delete_before_replace=True),
         )
-        self.drain = node_drain(name, node.name, access, self.join, etcd_pod, self)
-        mark_lost(name, node, access, self.drain, self)
+        self.drain = node_drain(name, node, access, self.join, etcd_pod, self)
+        mark_lost(name, node, access, self.drain, etcd_pod, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
@@ -162,20 +162,22 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         previous: pulumi.Resource = machine.ready
         self.prepare: list[command.remote.Command] = []
         for step, script in windows_bootstrap.render_prepare_steps(params):
+            binaries = step == windows_bootstrap.KUBERNETES_STEP
             previous = command.remote.Command(
                 f"{name}-prepare-{step}",
                 connection=machine.host_connection,
                 create=ssh_command(script),
-                update=ssh_command(script),
+                # The Kubernetes binaries are installed at the version of the day the instance is created (a
+                # replaced VM is a new instance: the engine ignores nothing on a replacement, so it gets the
+                # stack's current version); later the upgrade chain moves them (components/upgrade.py), one
+                # node at a time behind a drain. So their update does nothing: a rotated credential re-runs
+                # it on every node at once, and a stored older text would move the kubelet back.
+                update=ssh_command(windows_bootstrap.render_kubernetes_update(params) if binaries else script),
                 stdin=password_line,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 triggers=[machine.instance],
-                # The Kubernetes binaries stay at the version the node was created with; the upgrade
-                # chain moves them (components/upgrade.py), one node at a time behind a drain. A replaced
-                # VM is a new instance: these steps are replaced with the stack's current text (the engine
-                # ignores nothing on a replacement), so it joins at today's version.
                 opts=command_options(node, parent=self, depends_on=[previous], delete_before_replace=True,
-                                     ignore_changes=["create", "update"] if step == windows_bootstrap.KUBERNETES_STEP else None),
+                                     ignore_changes=["create"] if binaries else None),
             )
             self.prepare.append(previous)
         registration = node_registration(name, node.name, access, machine.instance, None, self)
@@ -193,24 +195,24 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[credentials, previous, registration],
                                  delete_before_replace=True),
         )
-        self.drain = node_drain(name, node.name, access, self.join, None, self)
-        mark_lost(name, node, access, self.drain, self)
+        self.drain = node_drain(name, node, access, self.join, None, self)
+        mark_lost(name, node, access, self.drain, None, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
 
 def mark_lost(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess, drain: pulumi.Resource,
-              parent: pulumi.Resource) -> command.remote.Command | None:
+              etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command | None:
     """For a node declared `lost`: on the first control-plane node, take it out of service (the
-    non-graceful node shutdown taint), after refusing if it is still Ready. Its removal then drains
-    nothing and dials nothing (render/scripts/node-mark-lost.sh). Nothing to undo: the Node goes with the
-    removal."""
+    non-graceful node shutdown taint), after refusing if it is still Ready, and remove a control-plane
+    node's etcd member (quorum checked). Its removal then drains nothing and dials nothing
+    (render/scripts/node-mark-lost.sh). Nothing to undo: the Node goes with the removal."""
     if not node.lost:
         return None
     return command.remote.Command(
         f"{name}-lost",
         connection=access.connection,
-        create=bash_command(linux_bootstrap.render_mark_lost(node.name)),
+        create=bash_command(linux_bootstrap.render_mark_lost(node.name, etcd_pod)),
         logging=command.remote.Logging.STDOUT_AND_STDERR,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[drain]),
     )
@@ -249,18 +251,19 @@ def node_registration(name: str, node_name: str, access: ControlPlaneAccess, mac
     )
 
 
-def node_drain(name: str, node_name: str, access: ControlPlaneAccess, join: command.remote.Command,
-               etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command:
+def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess,
+               join: command.remote.Command, etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command:
     """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a
-    control-plane node) before the reset runs."""
+    control-plane node) before the reset runs. For a lost node it is frozen like the node's own steps
+    (a re-run would wait for a Ready that never comes), but its delete still runs: it only cordons."""
     return command.remote.Command(
         f"{name}-drain",
         connection=access.connection,
-        create=bash_command(linux_bootstrap.render_wait_for_node(node_name)),
-        delete=bash_command(linux_bootstrap.render_drain(node_name, etcd_pod=etcd_pod)),
+        create=bash_command(linux_bootstrap.render_wait_for_node(node.name)),
+        delete=bash_command(linux_bootstrap.render_drain(node.name, etcd_pod=etcd_pod)),
         # A new join (a replaced machine) is waited for again; its predecessor is drained first.
         triggers=[join.id],
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[join], delete_before_replace=True),
+        opts=command_options(node, retain=False, parent=parent, depends_on=[join], delete_before_replace=True),
     )
 
 
@@ -273,9 +276,11 @@ def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[Prox
     if label is None:
         return []
     previous: list[pulumi.Resource] = [node_ready[m.node.name] for m in control_plane]
-    for machine in control_plane:
+    # A lost node is left out: nothing may dial it.
+    for machine in (m for m in control_plane if not m.node.lost):
+        # The quorum check lets the only member of a single-member cluster restart (its API is down meanwhile).
         script = bash_command(linux_bootstrap.render_renew_certificates(
-            machine.node.name, label, etcd_pod=f"etcd-{machine.node.name}" if len(control_plane) > 1 else None))
+            machine.node.name, label, etcd_pod=f"etcd-{machine.node.name}", kube_vip=spec.cluster.api_vip is not None))
         previous = [command.remote.Command(
             f"{name}-{machine.node.name}-certificate-renewal",
             connection=machine.connection,
@@ -318,21 +323,25 @@ class EtcdBackups(pulumi.ComponentResource):
 
 
 class CertificateExpiry(pulumi.ComponentResource):
-    """When each kubeadm certificate expires, read on the first control-plane node after the last change
-    that renews them (init, a renewal round, an upgrade), as the stack output `certificateExpiry`."""
+    """When each kubeadm certificate expires on each control-plane node, read after the last change that
+    renews them (init, a renewal round, an upgrade), as the stack output `certificateExpiry`
+    ({node: {certificate: date}}): every node renews its own, so each is read on its node."""
 
-    def __init__(self, name: str, spec: StackSpec, access: ControlPlaneAccess, after: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+                 after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:CertificateExpiry", name, None, opts)
-        check = command.remote.Command(
-            f"{name}-check",
-            connection=access.connection,
-            create=bash_command(linux_bootstrap.render_certificate_expiry()),
-            logging=command.remote.Logging.STDERR,
-            triggers=[access.init.id, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *after]),
-        )
-        self.expiry = check.stdout.apply(linux_bootstrap.parse_certificate_expiry)
+        checks = {}
+        for machine in (m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost):
+            checks[machine.node.name] = command.remote.Command(
+                f"{name}-{machine.node.name}-check",
+                connection=machine.connection,
+                create=bash_command(linux_bootstrap.render_certificate_expiry()),
+                logging=command.remote.Logging.STDERR,
+                triggers=[machine.instance, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *after]),
+            )
+        self.expiry = pulumi.Output.all(**{node: check.stdout for node, check in checks.items()}).apply(
+            lambda read: {node: linux_bootstrap.parse_certificate_expiry(text) for node, text in read.items()})
         self.register_outputs({"expiry": self.expiry})
 
 
@@ -387,9 +396,9 @@ class KubeadmCluster(pulumi.ComponentResource):
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
         renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
-        # The Kubernetes provider's credential. It is read again only when it changes (a renewal round renews
-        # admin.conf's client certificate): any other change of this command (a rotated SSH key, a bastion, a
-        # new script) would run it again, and in a preview an updated command's stdout is unknown
+        # The Kubernetes provider's credential. It is read again only when it may have changed (a renewal round
+        # or a version change renews admin.conf's client certificate): any other change of this command (a
+        # rotated SSH key, a bastion, a new script) would run it again, and in a preview an updated command's stdout is unknown
         # (tools/providers.py), which makes the provider's kubeconfig unknown. So those inputs are ignored; a
         # replacement (a new renewal label) still runs with the current connection and script, since the
         # engine ignores nothing on a replacement.
@@ -398,7 +407,10 @@ class KubeadmCluster(pulumi.ComponentResource):
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_read_kubeconfig()),
             logging=command.remote.Logging.STDERR,
-            triggers=[self.init.id, spec.cluster.certificate_renewal or ""],
+            # A new version too: `kubeadm upgrade apply` renewed admin.conf on this node, and a read at the start
+            # of the next version change carries that renewed certificate to the provider, which therefore
+            # keeps working past the first year as long as the cluster is upgraded or renewed within it.
+            triggers=[self.init.id, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
             # Its previous stdout (the credential) must never travel to sshd as PULUMI_COMMAND_STDOUT.
             add_previous_output_in_env=False,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],

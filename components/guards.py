@@ -15,19 +15,14 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 
 from config.model import StackSpec
 
-from .version_pin import VERSION_KEY, KubernetesVersionPin, upgrade_refusal
+from .version_pin import KubernetesVersionPin, pin_failures
 
 FIRST_KEY = "firstControlPlane"
 NODES_KEY = "nodes"
 
 
 def version_pin_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-    old, new = (olds or {}).get(VERSION_KEY), news.get(VERSION_KEY)
-    if isinstance(old, str) and isinstance(new, str) and old != new:
-        reason = upgrade_refusal(old, new)
-        if reason is not None:
-            return [reason + " Nothing was changed."]
-    return []
+    return [reason for _, reason in pin_failures(olds, news)]
 
 
 def machine_facts(spec: StackSpec) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import StackSpec
-from render import logging, metrics
+from render import etcd_backup, logging, metrics
 
 from .k8s import helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling, WINDOWS_SYSTEM_NAMESPACE
@@ -60,7 +60,9 @@ class Observability(pulumi.ComponentResource):
                         *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if spec.nodes.windows else [])],
             windows_workloads=bool(spec.nodes.windows))
         # PrometheusRule is the chart's CRD: after the chart.
-        declare(metrics.alert_rules(), [stack])
+        snapshots = (metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, spec.etcd_backup.alert_after_hours)
+                     if spec.etcd_backup is not None else None)
+        declare(metrics.alert_rules(snapshots), [stack])
         declare(metrics.windows_dashboard(), [monitoring])
 
         # Logs.

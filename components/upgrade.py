@@ -70,7 +70,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             if isinstance(machine, ProxmoxLinuxNode):
                 upgrade_script = functools.partial(
                     cloud_init.render_upgrade_script, linux_node_init(spec, node),  # type: ignore[arg-type]
-                    index == 0)
+                    index == 0, etcd_pod=f"etcd-{node.name}" if machine in control_plane else None)
                 encode, connection, stdin = bash_command, machine.connection, None
             else:
                 upgrade_script = functools.partial(

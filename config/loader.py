@@ -28,8 +28,8 @@ SECRET_KEYS: dict[str, str] = {
     "hypervSshPassword": "SSH password for the Hyper-V hosts' OpenSSH (hyperv.auth: password)",
     "nodeSshPrivateKey": "SSH private key matching access.sshPublicKeys, for the Linux nodes",
     "windowsAdminPassword": "local Administrator password of the golden Windows images (PowerShell Direct)",
-    "windowsAdminPasswordPrevious": "while rotating windowsAdminPassword (or for a golden image built with an older "
-                                    "one): the password guests may still have; the converge sets the current one",
+    "windowsAdminPasswordPrevious": "while rotating windowsAdminPassword: the password running guests still have; "
+                                    "each guest is moved to the current one before anything signs in",
     "bastionSshPrivateKey": "SSH private key for access.bastion (only when a bastion is configured)",
     "smbUsername": "user of the SMB share storage.smbSource",
     "smbPassword": "password of the SMB share storage.smbSource",

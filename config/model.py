@@ -346,8 +346,11 @@ class WindowsActivationSpec(Spec):
 class WindowsSpec(Spec):
     # netsh int ipv4 set dynamicport: start at least 1025, at least 255 ports
     # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
-    dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 49152
-    dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 16384
+    # The default is aks-engine's 33000-65535 ("Update the range to [33000, 65535] to avoid that it conflicts
+    # with NodePort range (30000 - 32767)", parts/k8s/windowsconfigfunc.ps1 Adjust-DynamicPortRange, v0.79.0):
+    # above the NodePorts and clear of every port the node's own agents listen on (config.rules).
+    dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 33000
+    dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 32536
     # Windows versions upstream Kubernetes no longer supports, accepted anyway (with a warning) for a
     # legacy build that cannot move yet. Empty by default: an unsupported version is an error.
     allow_unsupported_versions: list[WindowsKey] = []
@@ -429,6 +432,9 @@ class EtcdBackupSpec(Spec):
     schedule: Annotated[str, Field(pattern=r"^[A-Za-z0-9*:/,.~ -]{1,64}$")] = "*-*-* 00/6:00:00"
     # Snapshots kept per node; older ones are deleted after each new one is stored.
     keep: Annotated[int, Field(ge=1, le=1000)] = 28
+    # An alert fires when a control-plane node's last stored snapshot is older than this: twice the
+    # schedule's period (12 for the default six-hourly schedule), so one missed run alerts.
+    alert_after_hours: Annotated[int, Field(ge=1, le=24 * 90)] = 12
 
 
 class StackSpec(Spec):

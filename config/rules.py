@@ -39,6 +39,11 @@ VXLAN_OVERHEAD = 50
 # Calico for Windows supports VXLAN only with VNI 4096 and port 4789 (Windows HNS limitation):
 # https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements
 WINDOWS_VXLAN_PORT = 4789
+# What a Windows node's own agents listen on (kubernetes pkg/cluster/ports/ports.go: KubeletHealthzPort 10248,
+# ProxyStatusPort 10249, KubeletPort 10250, ProxyHealthzPort 10256; windows_exporter's --web.listen-address
+# default :9182, cmd/windows_exporter/main.go).
+WINDOWS_AGENT_PORTS = ((9182, "windows_exporter"), (10248, "kubelet healthz"), (10249, "kube-proxy metrics"),
+                       (10250, "kubelet"), (10256, "kube-proxy healthz"))
 WINDOWS_MIN_VNI = 4096
 
 
@@ -357,6 +362,16 @@ def versions(spec: StackSpec) -> Iterator[Problem]:
                                                      "windows.allowUnsupportedVersions")
 
 
+@rule("cluster", "workloads")
+def envoy_gateway_support(spec: StackSpec) -> Iterator[Problem]:
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    supported = compat.ENVOY_GATEWAY.kubernetes
+    if spec.workloads.samples and minor in compat.KUBERNETES and minor not in supported:
+        yield Problem("cluster.kubernetesVersion",
+                      f"the samples' gateway, Envoy Gateway {compat.ENVOY_GATEWAY.version}, supports Kubernetes "
+                      f"{', '.join(supported)}, not {minor}; use a supported minor, or set workloads.samples: false")
+
+
 def _calico_windows() -> list[str]:
     return [key for key, build in compat.WINDOWS.items() if build.calico_images and build.upstream_supported]
 
@@ -376,7 +391,15 @@ def windows_ports(spec: StackSpec) -> Iterator[Problem]:
     if spec.nodes.windows and start <= high and low <= end:
         # Windows hands out ephemeral ports from this range; one inside the NodePort range breaks
         # the NodePort that happens to collide on that node.
-        yield Problem("windows.dynamicPortStart", f"dynamic ports {start}-{end} overlap the NodePort range {low}-{high}")
+        yield Problem("windows.dynamicPortStart", f"dynamic ports {start}-{end} overlap the NodePort range {low}-{high}; "
+                                                  "the default 33000-65535 (start 33000, count 32536) stays above it")
+    # An agent's port inside the range can be handed out (or reserved by Windows components at boot,
+    # kubernetes/kubernetes#107114) before the agent binds it after a reboot.
+    taken = sorted(port for port, _ in WINDOWS_AGENT_PORTS if start <= port <= end)
+    if spec.nodes.windows and taken:
+        names = ", ".join(f"{port} ({what})" for port, what in WINDOWS_AGENT_PORTS if port in taken)
+        yield Problem("windows.dynamicPortStart", f"dynamic ports {start}-{end} contain ports the node's own agents listen on: "
+                                                  f"{names}; use a range above them, e.g. start 33000, count 32536")
 
 
 @rule("registry")

@@ -353,18 +353,23 @@ def render_authorized_keys(node: LinuxNodeInit) -> str:
                          KEYS_TEXT="".join(f"{key}\n" for key in node.ssh_authorized_keys))
 
 
-def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed") -> str:
+def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed",
+                          etcd_pod: str | None = None) -> str:
     """The node's side of a rolling upgrade to ``node.kubernetes_version`` (render/scripts/upgrade-k8s-node.sh,
     bash, idempotent): the preparation's helpers and package syntax, entered at ``upgrade_node``. It names
-    only what an upgrade needs (distro, version, repository), so other node settings never re-run it."""
+    only what an upgrade needs (distro, version, repository), so other node settings never re-run it.
+    ``etcd_pod``: a control-plane node's own etcd Pod, through which quorum is checked right before kubeadm
+    restarts the member."""
     facts = _validate(node)
     check_machine(machine)
+    if etcd_pod is not None and not DNS_LABEL.match(etcd_pod):
+        raise ValueError(f"etcd pod {etcd_pod!r} is not a Pod name")
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
     return render_script(
         "upgrade-k8s-node.sh", MACHINE=machine,
         NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
         KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
-        UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane))
+        UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane), ETCD_POD=etcd_pod or "")
 
 
 def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) -> str:

@@ -11,8 +11,10 @@ How a snapshot is taken, with its sources:
     /var/lib/etcd is the host's (kubeadm's etcd static Pod mounts it as ``etcd-data``), so the file
     written there appears on the host and is moved off at once.
   * The target is an NFS export, mounted only for the copy; each node writes under its own name, files
-    are ``etcd-<node>-<UTC timestamp>.db`` (sortable), copied under a temporary name and renamed, and
-    only the newest ``keep`` are left.
+    are ``etcd-<node>-<UTC timestamp>.db`` (sortable), checked with ``etcdutl snapshot status`` first,
+    copied under a temporary name, compared with the snapshot (SHA-256) and renamed, and only the newest
+    ``keep`` are left. Each success is recorded for node-exporter's textfile collector (SNAPSHOT_METRIC),
+    and an alert fires when a node's last one is older than ``etcdBackup.alertAfterHours``.
   * A systemd timer (``OnCalendar=`` from the stack, ``Persistent=true`` so a missed run happens at the
     next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
     target fails the deployment instead of the first night.
@@ -33,6 +35,10 @@ TIMER = "hybrid-cluster-etcd-snapshot.timer"
 SYSTEMD_DIR = "/etc/systemd/system"
 MOUNT_POINT = "/run/hybrid-cluster-etcd-snapshot-target"
 CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
+# node-exporter's textfile collector reads this directory of the host (render/metrics.py passes it as
+# --collector.textfile.directory under the chart's /host/root mount of the node's root file system).
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+SNAPSHOT_METRIC = "hybrid_cluster_etcd_snapshot_last_success_timestamp_seconds"
 
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
 _SCHEDULE = re.compile(r"^[A-Za-z0-9*:/,.~ -]{1,64}$")
@@ -64,7 +70,8 @@ def snapshot_program(p: EtcdBackupParams) -> str:
     """The program the timer runs: one snapshot, stored on the NFS target, older ones pruned."""
     _validate(p)
     return render_script("etcd-snapshot.sh", NODE=p.node_name, TARGET=f"{p.nfs_server}:{p.nfs_path}",
-                         KEEP=p.keep, MOUNT=MOUNT_POINT, CONTAINERD_SOCKET=CONTAINERD_SOCKET)
+                         KEEP=p.keep, MOUNT=MOUNT_POINT, CONTAINERD_SOCKET=CONTAINERD_SOCKET,
+                         TEXTFILE_DIR=TEXTFILE_DIR, METRIC=SNAPSHOT_METRIC)
 
 
 def service_unit(p: EtcdBackupParams) -> str:

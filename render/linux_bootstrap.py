@@ -282,13 +282,16 @@ def render_join(join_config_yaml: str, control_plane: bool, kube_vip_manifest: s
 
 # --- reset ----------------------------------------------------------------------------------------
 
-def render_reset() -> str:
-    """Node cleanup: the delete script of init and of every join; a clean node runs it as a no-op
+def render_reset(node_name: str, etcd_pod: str | None = None) -> str:
+    """Node cleanup: the delete script of every join; a clean node runs it as a no-op
     (render/scripts/linux-reset.sh lists what kubeadm reset leaves behind and where each cleanup comes
-    from).
+    from). ``etcd_pod``: a control-plane node's own etcd Pod, through which the quorum without it is checked
+    right before reset removes its member.
     """
-
-    return render_script("linux-reset.sh")
+    _check_node_name(node_name)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    return render_script("linux-reset.sh", NODE=node_name, ETCD_POD=etcd_pod or "")
 
 
 # --- control-plane side: node registration, drain, kubeconfig -------------------------------------
@@ -333,11 +336,15 @@ OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute
 SKIP_WAIT_SECONDS = 60
 
 
-def render_mark_lost(node_name: str) -> str:
+def render_mark_lost(node_name: str, etcd_pod: str | None = None) -> str:
     """On the first control-plane node: take the Node of a machine declared lost out of service
-    (render/scripts/node-mark-lost.sh); refused while the Node is Ready."""
+    (render/scripts/node-mark-lost.sh); refused while the Node is Ready. With ``etcd_pod`` (a control-plane
+    node) its etcd member is removed too, quorum checked."""
     _check_node_name(node_name)
-    return render_script("node-mark-lost.sh", NODE=node_name, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT)
+    if etcd_pod is not None:
+        _check_node_name(etcd_pod)
+    return render_script("node-mark-lost.sh", NODE=node_name, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT,
+                         ETCD_POD=etcd_pod or "")
 
 
 # The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
@@ -424,6 +431,10 @@ def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
 # Where a finished renewal round leaves its label, so a re-run of the same round does nothing.
 RENEWAL_MARKER = "/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
 _STATIC_POD_MANIFESTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
+# kube-vip reads its kubeconfig (admin.conf) once, when it starts: after a renewal (a round, or `kubeadm
+# upgrade`) it keeps presenting the old client certificate until it restarts, and once that expires it
+# can no longer renew its leader lease, so the API VIP goes (aws/eks-anywhere#5219).
+KUBE_VIP = "kube-vip"
 # The kubelet's fileCheckFrequency default (KubeletConfiguration: "Default: 20s"), plus margin.
 _STATIC_POD_RESCAN_SECONDS = 30
 _RENEWAL_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
@@ -447,21 +458,24 @@ def parse_certificate_expiry(stdout: str) -> dict[str, str]:
     return result
 
 
-def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None) -> str:
+def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None, kube_vip: bool = False) -> str:
     """On one control-plane node, as root: renewal round ``label`` of its kubeadm certificates, then its
     control-plane static Pods restarted one at a time (manifest moved out, the kubelet stops the Pod,
     moved back), each awaited before the next. With ``etcd_pod`` (several control-plane nodes) nothing
     starts unless the other etcd members keep quorum while this one restarts; a single control-plane
-    node has no quorum to keep and its API is down for the restarts. The round's label is recorded when
-    everything is back, so the same round never runs twice here."""
+    node has no quorum to keep and its API is down for the restarts. ``kube_vip``: the node runs kube-vip,
+    which reads admin.conf only when it starts, so it is restarted last, or the API VIP would go when the
+    old certificate expires. The round's label is recorded when everything is back, so the same round never
+    runs twice here.""" 
     _check_node_name(node_name)
     if etcd_pod is not None:
         _check_node_name(etcd_pod)
     if not _RENEWAL_LABEL.match(label):
         raise ValueError(f"renewal label {label!r} must be 1-63 letters, digits, '.', '_' or '-'")
 
+    components = [*_STATIC_POD_MANIFESTS, *([KUBE_VIP] if kube_vip else [])]
     return render_script("certificate-renew.sh", NODE=node_name, LABEL=label, ETCD_POD=etcd_pod or "",
-                         COMPONENTS=list(_STATIC_POD_MANIFESTS), RESCAN_SECONDS=_STATIC_POD_RESCAN_SECONDS,
+                         COMPONENTS=components, RESCAN_SECONDS=_STATIC_POD_RESCAN_SECONDS,
                          API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=_attempts(API_READY_TIMEOUT_SECONDS),
                          POLL_SECONDS=POLL_SECONDS)
 

@@ -46,7 +46,8 @@ from typing import Any
 
 from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 from render.scheduling import system_namespace, windows_toleration
-from render.checks import DNS_SUBDOMAIN
+from render.checks import DNS_SUBDOMAIN, require
+from render.etcd_backup import TEXTFILE_DIR
 
 MONITORING_NAMESPACE = "monitoring"
 
@@ -227,6 +228,10 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
         "prometheus-node-exporter": {
             **_linux({"cpu": "50m", "memory": "64Mi"}),
             "tolerations": [_CONTROL_PLANE_TOLERATION],
+            # The host's textfile directory (render/etcd_backup.py TEXTFILE_DIR), under the chart's mount of
+            # the node's root file system at /host/root (hostRootFsMount.enabled, its default;
+            # prometheus-node-exporter values.yaml `extraArgs`, e.g. "--collector.textfile.directory=...").
+            "extraArgs": [f"--collector.textfile.directory=/host/root{TEXTFILE_DIR}"],
         },
         "thanosRuler": {"enabled": False, "thanosRulerSpec": _linux({"cpu": "50m", "memory": "64Mi"})},
         # Scrapers kubeadm's defaults make unreachable (bound to 127.0.0.1, module docstring), with the
@@ -335,9 +340,28 @@ def _disk_pressure_condition(os_name: str) -> dict[str, Any]:
     }
 
 
-def alert_rules() -> dict[str, Any]:
+def etcd_snapshot_alerts(metric: str, alert_after_hours: int) -> dict[str, Any]:
+    """The rule group for scheduled etcd snapshots (render/etcd_backup.py records each success as ``metric``):
+    a node whose last stored, verified snapshot is older than ``alert_after_hours``."""
+    require(type(alert_after_hours) is int and alert_after_hours >= 1, "alert_after_hours must be a positive integer")
+    require(bool(re.match(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$", metric)), f"{metric!r} is not a metric name")
+    seconds = alert_after_hours * 3600
+    return {"name": "hybrid-etcd-snapshots", "rules": [{
+        "alert": "EtcdSnapshotStale",
+        "expr": f"time() - max by (node) ({metric}{{{_NODE_EXPORTER}}}) > {seconds}",
+        "for": "15m",
+        "labels": {"severity": "critical"},
+        "annotations": {
+            "summary": f"No etcd snapshot of {{{{ $labels.node }}}} was stored in the last {alert_after_hours} hours.",
+            "description": ("Check `systemctl status hybrid-cluster-etcd-snapshot` and its journal on the node: the "
+                            "snapshot, its check or the copy to the NFS target failed."),
+        },
+    }]}
+
+
+def alert_rules(etcd_snapshots: dict[str, Any] | None = None) -> dict[str, Any]:
     """The monitoring.coreos.com/v1 PrometheusRule with this cluster's own alerts (the chart's defaults
-    cover the rest)."""
+    cover the rest); ``etcd_snapshots``: the group of etcd_snapshot_alerts, when snapshots are scheduled."""
     ratio = DISK_FREE_RATIO
     calico = f'{_KSM},namespace="{CALICO_NAMESPACE}",daemonset="{CALICO_WINDOWS_DAEMONSET}"'
     groups = [
@@ -433,6 +457,7 @@ def alert_rules() -> dict[str, Any]:
                 },
             },
         ]},
+        *([etcd_snapshots] if etcd_snapshots is not None else []),
     ]
     return {
         "apiVersion": "monitoring.coreos.com/v1",

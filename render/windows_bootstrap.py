@@ -366,7 +366,8 @@ def _kubernetes_inputs(p: WindowsNodeParams) -> dict[str, object]:
 
 
 def _render_kubernetes(p: WindowsNodeParams) -> str:
-    return render_script("windows-kubernetes.ps1", **_kubernetes_inputs(p))
+    return render_script("windows-kubernetes.ps1", **_kubernetes_inputs(p), UpgradeTo="", Marker="", FlagsFile="",
+                         FlagPattern="")
 
 
 # render/scripts/windows-upgrade.ps1 (its notes, with their sources, are in the file).
@@ -380,13 +381,20 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     same configuration. stdin line 1: the guest Administrator password."""
     _validate(p)
     check_machine(machine)
-    script = render_script("windows-upgrade.ps1", **_kubernetes_inputs(p), Version=p.kubernetes_version,
-                           Marker=UPGRADE_MARKER, Machine=machine)
+    script = render_script("windows-upgrade.ps1", **_kubernetes_inputs(p), UpgradeTo=p.kubernetes_version,
+                           Marker=UPGRADE_MARKER, Machine=machine, FlagsFile=KUBEADM_FLAGS_FILE,
+                           FlagPattern=KUBEADM_FLAG_PATTERN)
     return _checked(script)
 
 
 # The preparation step that installs the version-bound Kubernetes binaries.
 KUBERNETES_STEP = "kubernetes"
+
+
+def render_kubernetes_update(p: WindowsNodeParams) -> str:
+    """The update of the Kubernetes binaries step: nothing (render/scripts/windows-kubernetes-update.ps1)."""
+    _validate(p)
+    return _checked(render_script("windows-kubernetes-update.ps1", VmName=p.vm_name))
 
 
 def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:

@@ -178,7 +178,7 @@ def test_windows_joins_wait_for_the_network_prerequisites():
 def test_the_version_pin_lets_kubeadm_upgrades_through(old, new):
     provider = KubernetesVersionPinProvider()
     assert provider.check({}, {"kubernetesVersion": new}).failures == []
-    assert provider.check({"kubernetesVersion": old}, {"kubernetesVersion": new}).failures == []
+    assert provider.check({"kubernetesVersion": old, "stateFormat": 2}, {"kubernetesVersion": new}).failures == []
 
 
 @pytest.mark.parametrize("old,new,fragment", [
@@ -188,9 +188,15 @@ def test_the_version_pin_lets_kubeadm_upgrades_through(old, new):
     ("1.36.4", "2.0.0", "one minor at a time"),
 ])
 def test_a_version_change_kubeadm_cannot_follow_fails_the_preview_with_a_clear_message(old, new, fragment):
-    failures = KubernetesVersionPinProvider().check({"kubernetesVersion": old}, {"kubernetesVersion": new}).failures
+    failures = KubernetesVersionPinProvider().check({"kubernetesVersion": old, "stateFormat": 2},
+                                                    {"kubernetesVersion": new}).failures
     assert [f.property for f in failures] == ["kubernetesVersion"]
     assert fragment in failures[0].reason and "Nothing was changed." in failures[0].reason
+
+
+def test_a_state_written_by_an_earlier_release_is_refused_until_it_is_migrated():
+    failures = KubernetesVersionPinProvider().check({"kubernetesVersion": "1.36.4"}, {"kubernetesVersion": "1.36.4"}).failures
+    assert [f.property for f in failures] == ["stateFormat"] and "tools.migrate_state" in failures[0].reason
 
 
 def test_windows_kubelets_get_max_pods_from_the_block_size_and_linux_kubelets_keep_the_default():

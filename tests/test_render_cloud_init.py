@@ -290,12 +290,14 @@ def test_every_write_and_service_action_is_guarded(name):
         assert " tee " not in line and ">>" not in line, line
         shell_only = re.sub(r"\(\(.*?\)\)|'[^']*'", "", line)  # arithmetic and quoted awk/sed programs
         for target in re.findall(r"(?<![<>&0-9])>\s*\"?([^\s\"]+)", shell_only):
-            assert target in {"/dev/null", "${staged}", "${dest}"} or target.startswith("${workdir}"), line
+            # (mktemp directories: workdir, the runtime's stage and backup)
+            assert target in {"/dev/null", "${staged}", "${dest}"} or target.startswith(
+                ("${workdir}", "${backup}", "${RUNTIME_STAGE}")), line
         if "sed -i" in line:
             assert "if grep -q" in above, f"unguarded sed -i: {line}"
         # Every service change sits behind a state check just above it (or on the same line).
         if re.search(r"systemctl (enable|disable|start|stop|restart|reload)\b", line):
-            assert re.search(r"is-enabled|is-active|CHANGED|config_changed|running_kubelet_version", above + line), line
+            assert re.search(r"is-enabled|is-active|was_active|CHANGED|config_changed|running_kubelet_version", above + line), line
         if re.search(r"\b(setenforce|swapoff|modprobe|apt-mark hold|ufw disable)\b", line):
             assert re.search(r"\bif\b", above), line
 
@@ -494,9 +496,10 @@ die() { [[ "$*" == "run as root" ]] || { echo "$*"; exit 1; }; }
 """
 
 
-def run_upgrade(distro: str, first_control_plane: bool, tmp_path: Path, extra: str = "") -> list[str]:
+def run_upgrade(distro: str, first_control_plane: bool, tmp_path: Path, extra: str = "",
+                etcd_pod: str | None = None) -> list[str]:
     node = dataclasses.replace(make_node(distro, ()), kubernetes_version="1.36.4")
-    script = render_upgrade_script(node, first_control_plane=first_control_plane)
+    script = render_upgrade_script(node, first_control_plane=first_control_plane, etcd_pod=etcd_pod)
     run_sourced(script, tmp_path, UPGRADE_STUBS + extra + "upgrade_node")
     calls = tmp_path / "calls"
     return calls.read_text().splitlines() if calls.exists() else []
@@ -515,8 +518,8 @@ def test_upgrade_moves_kubeadm_then_the_cluster_then_kubelet_and_kubectl(distro,
     calls = run_upgrade(distro, True, tmp_path)
     installs = [c for c in calls if " install " in f" {c} "]
     kubeadm_calls = [c for c in calls if c.startswith("kubeadm ")]
-    assert kubeadm_calls == ["kubeadm upgrade apply v1.36.4 --yes"]
-    order = [calls.index(installs[0]), calls.index(kubeadm_calls[0]), calls.index(installs[1]),
+    assert kubeadm_calls == ["kubeadm upgrade plan v1.36.4", "kubeadm upgrade apply v1.36.4 --yes"]
+    order = [calls.index(installs[0]), calls.index(kubeadm_calls[1]), calls.index(installs[1]),
              calls.index("systemctl restart kubelet")]
     assert order == sorted(order), calls
     pin = "=1.36.4-*" if distro == "ubuntu22" else "-1.36.4-*"
@@ -529,6 +532,35 @@ def test_upgrade_moves_kubeadm_then_the_cluster_then_kubelet_and_kubectl(distro,
         assert "--disableexcludes=kubernetes" in installs[0].split()
     # The new minor's repository is written before the first install.
     assert "pkgs.k8s.io/core:/stable:/v1.36/" in (tmp_path / "repo-file").read_text()
+
+
+def test_a_plan_the_cluster_refuses_stops_before_anything_is_applied(tmp_path):
+    with pytest.raises(AssertionError):
+        run_upgrade("ubuntu22", True, tmp_path,
+                    'kubeadm() { record kubeadm "$@"; [[ $2 != plan ]]; }\n')
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert "kubeadm upgrade plan v1.36.4" in calls and not [c for c in calls if "upgrade apply" in c]
+
+
+def test_a_control_plane_node_checks_quorum_right_before_kubeadm_restarts_its_member(tmp_path):
+    control_plane, worker = tmp_path / "cp", tmp_path / "worker"
+    control_plane.mkdir(), worker.mkdir()
+    calls = run_upgrade("rocky9", False, control_plane,
+                        'check_quorum_during_outage() { record "quorum $1 $ETCD_POD $KUBECONFIG"; }\n', etcd_pod="etcd-hk-prod-w1")
+    assert calls.index("quorum hk-prod-w1 etcd-hk-prod-w1 /etc/kubernetes/admin.conf") == calls.index("kubeadm upgrade node") - 1
+    assert "quorum" not in run_upgrade("rocky9", False, worker, 'check_quorum_during_outage() { record quorum; }\n')
+
+
+def test_kube_vip_is_restarted_after_kubeadm_renewed_admin_conf(tmp_path):
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "kube-vip.yaml").write_text("kind: Pod\n")
+    extra = (f'KUBE_VIP_MANIFEST={manifests}/kube-vip.yaml\nsleep() {{ record sleep "$@"; }}\n'
+             'kubectl() { record kubectl "$@"; echo True; }\n')
+    calls = run_upgrade("rocky9", False, tmp_path, extra)
+    assert calls.index("kubeadm upgrade node") < calls.index("sleep 30")
+    assert (manifests / "kube-vip.yaml").exists() and not (tmp_path / "kube-vip.yaml.parked").exists()
+    assert any(c.startswith("kubectl --kubeconfig=/etc/kubernetes/admin.conf") and "kube-vip-hk-prod-w1" in c for c in calls)
 
 
 def test_other_nodes_run_kubeadm_upgrade_node(tmp_path):

@@ -318,7 +318,8 @@ ALL_SCRIPTS = {
     "join-control-plane": lambda: lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False)),
     "credentials-worker": lambda: lb.render_join_credentials(control_plane=False),
     "credentials-control-plane": lambda: lb.render_join_credentials(control_plane=True, ttl="15m"),
-    "reset": lb.render_reset,
+    "reset": lambda: lb.render_reset("hk-prod-worker-1"),
+    "reset-control-plane": lambda: lb.render_reset("hk-cp-3", etcd_pod="etcd-hk-cp-3"),
     "wait-for-node": lambda: lb.render_wait_for_node("hk-prod-worker-1"),
     "drain": lambda: lb.render_drain("hk-prod-worker-1"),
     "drain-control-plane": lambda: lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
@@ -657,7 +658,7 @@ def test_join_credentials_output_drives_the_join(node):
 # --- reset ----------------------------------------------------------------------------------------
 
 def test_reset_on_a_clean_node_changes_nothing(node):
-    result = node.run(lb.render_reset())
+    result = node.run(lb.render_reset("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert "no kubeadm state" in result.stdout
     assert node.calls("kubeadm") == []
@@ -696,7 +697,7 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
         "*filter\n:INPUT ACCEPT [0:0]\n:KUBE-FIREWALL - [0:0]\n-A INPUT -j KUBE-FIREWALL\n"
         "-A INPUT -p tcp --dport 22 -j ACCEPT\nCOMMIT\n")
 
-    result = node.run(lb.render_reset())
+    result = node.run(lb.render_reset("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert node.calls("kubeadm") == [["reset", "-f"]]
     assert not node.path(lb.KUBE_VIP_MANIFEST_PATH).exists()
@@ -712,7 +713,7 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
     assert "-A POSTROUTING -s 192.168.122.0/24 -j MASQUERADE" in restored
     assert "-A INPUT -p tcp --dport 22 -j ACCEPT" in restored and restored.count("COMMIT") == 2
 
-    again = node.run(lb.render_reset())
+    again = node.run(lb.render_reset("hk-prod-worker-1"))
     assert again.returncode == 0, again.stderr
     assert "no kubeadm state" in again.stdout
     assert len(node.calls("kubeadm")) == 1 and len(node.calls("iptables-restore")) == 1
@@ -1098,6 +1099,20 @@ def test_renewal_refuses_to_start_without_quorum(static_pods):
     assert not static_pods.path(lb.RENEWAL_MARKER).exists()
 
 
+def test_renewal_checks_quorum_again_right_before_it_stops_etcd_and_restarts_kube_vip_last(static_pods):
+    static_pods.path("/etc/kubernetes/manifests/kube-vip.yaml").write_text("# kube-vip\n")
+    result = static_pods.run(lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod="etcd-hk-cp-1",
+                                                          kube_vip=True))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("etcd quorum holds while hk-cp-3 is down") == 2
+    lines = result.stdout.splitlines()
+    assert lines.index("restarted kube-scheduler on hk-cp-3 with its renewed certificate") < \
+        [i for i, line in enumerate(lines) if "quorum holds" in line][-1] < \
+        lines.index("restarted etcd on hk-cp-3 with its renewed certificate")
+    moved = [call[0].rsplit("/", 1)[1] for call in static_pods.calls("mv")]
+    assert moved[-2:] == ["kube-vip.yaml", "kube-vip.yaml"]
+
+
 def test_renewal_stops_at_a_component_that_does_not_come_back(static_pods):
     result = static_pods.run(lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod=None), STUB_POD_NOT_READY="1")
     assert result.returncode == 1 and "kube-apiserver on hk-cp-3 is not Ready" in result.stderr
@@ -1118,3 +1133,67 @@ def test_certificate_scripts_pass_shellcheck(script, tmp_path):
 def test_renewal_labels_are_checked():
     with pytest.raises(ValueError, match="renewal label"):
         lb.render_renew_certificates("hk-cp-1", "2027 10; rm -rf /", None)
+
+
+# --- quorum: a removal versus a temporary outage -----------------------------------------------------
+
+ONE_MEMBER = "8e9e05c52164694d, started, hk-cp-1, https://10.30.30.11:2380, https://10.30.30.11:2379, false\n"
+FOUR_MEMBERS = ETCD_MEMBERS + (
+    "aa22ccee00112233, started, hk-cp-4, https://10.30.30.14:2380, https://10.30.30.14:2379, false\n")
+
+
+def test_the_only_member_of_a_one_member_cluster_may_restart_but_not_leave(etcd):
+    """A single control-plane node is upgraded and restarted like any other: its restart is downtime of the
+    API, not a loss of quorum; removing it is still refused."""
+    (etcd.stubs / "etcd-members").write_text(ONE_MEMBER)
+    (etcd.stubs / "nodes" / "hk-cp-1").touch()
+    (etcd.stubs / "kubelet-version-hk-cp-1").write_text("v1.36.3\n")
+    upgrade = etcd.run(lb.render_upgrade_drain("hk-cp-1", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    assert upgrade.returncode == 0, upgrade.stderr
+    assert "hk-cp-1 is the only etcd member: the API is down while it restarts" in upgrade.stdout
+    removal = etcd.run(lb.render_drain("hk-cp-1", etcd_pod="etcd-hk-cp-1"))
+    assert removal.returncode == 1 and "last etcd member" in removal.stderr
+
+
+def test_an_outage_needs_one_member_more_than_a_removal_with_an_even_count(etcd):
+    """4 members, one of the three others unhealthy: removing hk-cp-3 leaves 3 that need 2 (2 answer), but
+    taking it down for a restart leaves 4 that need 3 (only 2 answer besides it)."""
+    (etcd.stubs / "etcd-members").write_text(FOUR_MEMBERS)
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.14:2379\n")
+    (etcd.stubs / "kubelet-version-hk-cp-3").write_text("v1.36.3\n")
+    removal = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert removal.returncode == 0, removal.stderr
+    assert "2 of 3 remaining members healthy (quorum 2)" in removal.stdout
+    outage = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    assert outage.returncode == 1
+    assert "the 4 etcd members need 3 up, and only 2 others answer" in outage.stderr
+
+
+def test_a_control_plane_reset_checks_quorum_right_before_kubeadm_removes_its_member(etcd):
+    etcd.path(lb.KUBELET_CONF).write_text("kubelet")
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    refused = etcd.run(lb.render_reset("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert refused.returncode == 1 and "refusing to remove hk-cp-3" in refused.stderr
+    assert etcd.calls("kubeadm") == []
+    (etcd.stubs / "etcd-unhealthy").unlink()
+    result = etcd.run(lb.render_reset("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 0, result.stderr
+    assert "etcd quorum holds without hk-cp-3" in result.stdout and etcd.calls("kubeadm") == [["reset", "-f"]]
+
+
+def test_marking_a_lost_control_plane_node_removes_its_etcd_member_quorum_checked(etcd):
+    (etcd.stubs / "ready-hk-cp-3").write_text("Unknown\n")
+    result = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 0, result.stderr
+    assert "removed the etcd member of hk-cp-3 (fd422379fda50e48)" in result.stdout
+    assert "hk-cp-3" not in (etcd.stubs / "etcd-members").read_text()
+    again = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert again.returncode == 0 and "removed the etcd member" not in again.stdout
+
+
+def test_a_lost_member_is_not_removed_below_quorum(etcd):
+    (etcd.stubs / "ready-hk-cp-3").write_text("Unknown\n")
+    (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
+    result = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    assert result.returncode == 1 and "quorum needs 2" in result.stderr
+    assert "hk-cp-3" in (etcd.stubs / "etcd-members").read_text()

@@ -296,15 +296,17 @@ def test_join_sequence_enables_the_kubelet_between_the_two_kubeadm_runs() -> Non
     order = [
         "@('reset', '--force', \"--cri-socket=$CriSocket\")",
         "@('join', \"--config=$configFile\", '--skip-phases=kubelet-wait-bootstrap')",
-        "Get-Content -LiteralPath $FlagsFile -Raw",
-        "Invoke-CimMethod -InputObject $service -MethodName Change",
+        "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceBase",
         "Set-Service -Name kubelet -StartupType Automatic",
         "Start-Service -Name kubelet",
         "@('join', 'phase', 'kubelet-wait-bootstrap', \"--config=$configFile\")",
         "while ((Get-Service -Name kubelet).Status -ne 'Running')",
     ]
-    positions = [script.index(step) for step in order]
+    positions = [script.rindex(step) if "Set-KubeletServiceFlags" in step else script.index(step) for step in order]
     assert positions == sorted(positions)
+    # The function (lib/windows-kubelet-flags.ps1) reads kubeadm's flags file and changes the service with them.
+    function = script.split("function Set-KubeletServiceFlags", 1)[1].split("\n    }\n", 1)[0]
+    _before(function, "Get-Content -LiteralPath $FlagsFile -Raw", "Invoke-CimMethod -InputObject $service -MethodName Change")
     assert _ps_literal(script, "CriSocket") == CRI_SOCKET
     assert _ps_literal(script, "FlagsFile") == r"C:\var\lib\kubelet\kubeadm-flags.env"
 
@@ -394,7 +396,7 @@ def test_containers_feature_step_restarts_from_the_host_only_when_needed() -> No
 def test_host_settings_step_checks_before_it_changes() -> None:
     script = HK["prepare-host-settings"]
     assert "$NtpServers = @('10.10.10.5', 'stdtime.gov.hk')" in script
-    assert "$PortStart = 10000" in script and "$PortCount = 20000" in script
+    assert "$PortStart = 33000" in script and "$PortCount = 32536" in script
     _before(script, "if ($timeConfig.NtpServer -ne $peers -or $timeConfig.Type -ne 'NTP') {", "'w32tm.exe'")
     assert "'/syncfromflags:manual', '/update'" in script
     _before(script, "$current.DynamicPortRangeStartPort -ne $PortStart", "'netsh.exe' @('int', 'ipv4', 'set', 'dynamicport', $protocol")
@@ -481,7 +483,7 @@ def test_default_cni_dirs_are_the_operators_windows_defaults() -> None:
 
 def test_registry_hosts_files_one_per_upstream() -> None:
     files = registry_hosts_files(HK_PROD)
-    assert sorted(files) == ["docker.io", "ghcr.io", "mcr.microsoft.com", "registry.k8s.io"]
+    assert sorted(files) == ["docker.io", "ghcr.io", "mcr.microsoft.com", "quay.io", "registry.k8s.io"]
     docker = tomllib.loads(files["docker.io"])
     assert docker["server"] == "https://registry-1.docker.io"
     assert docker["host"]["https://harbor.hk-prod.internal/v2/dockerhub-proxy"] == {
@@ -562,13 +564,21 @@ def test_upgrade_replaces_the_binaries_at_the_target_then_runs_kubeadm_upgrade_n
     target = dataclasses.replace(HK_PROD, kubernetes_version="1.37.1")
     script = render_upgrade(target)
     assert _ps_literal(script, "BaseUrl") == "https://dl.k8s.io/release/v1.37.1/bin/windows/amd64"
-    assert _ps_literal(script, "Version") == "1.37.1"
+    assert _ps_literal(script, "UpgradeTo") == "1.37.1"
     assert _ps_literal(script, "Marker") == UPGRADE_MARKER
-    # Binaries first (each replaced only when its published SHA-256 differs), then the node's kubeadm step.
-    _before(script, "Invoke-Guest -Step $GuestStep", "Invoke-Guest -Step $UpgradeStep -Arguments @($BinDir, $Version, $Marker)")
-    upgrade = script.split("$UpgradeStep = {", 1)[1]
-    assert "    $ErrorActionPreference = 'Stop'\n" in upgrade
-    _before(upgrade, "-ceq $Version", "@('upgrade', 'node')")
-    _before(upgrade, "@('upgrade', 'node')", "Restart-Service -Name kubelet")
-    _before(upgrade, "Restart-Service -Name kubelet", "Set-Content -LiteralPath $Marker -Value $Version")
+    assert _ps_literal(script, "FlagsFile") == r"C:\var\lib\kubelet\kubeadm-flags.env"
+    # "Upgrading Windows nodes": the binaries (each replaced only when its published SHA-256 differs, the
+    # kubelet stopped for its own), then `kubeadm upgrade node`, the service's flags from kubeadm, and only
+    # then the kubelet started; the marker last.
+    step = script.split("$GuestStep = {", 1)[1]
+    assert "    $ErrorActionPreference = 'Stop'\n" in step
+    _before(step, "Save-Verified", "if (-not $UpgradeTo) {")
+    upgrade = step.split("if (-not $UpgradeTo) {", 1)[1]
+    _before(upgrade, "-ceq $UpgradeTo", "@('upgrade', 'node')")
+    _before(upgrade, "@('upgrade', 'node')", "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand")
+    _before(upgrade, "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand", "Start-Service -Name kubelet\n    $changes += 'started the kubelet with")
+    _before(upgrade, "Start-Service -Name kubelet\n    $changes += 'started the kubelet with", "Set-Content -LiteralPath $Marker -Value $UpgradeTo")
+    # In the preparation (no UpgradeTo) a kubelet the step stopped starts again at once.
+    prepare = HK["prepare-kubernetes"]
+    assert _ps_literal(prepare, "UpgradeTo") == ""
     assert powershell_errors(script) == []

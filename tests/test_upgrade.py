@@ -31,7 +31,7 @@ def instance(recording: Recording, node: str) -> str:
     vm = recording.named(f"hk-prod-{node}-vm")
     if node.startswith("hk-win"):
         return vm.id
-    return recording.state[vm.urn].outputs["macAddresses"][0]
+    return recording.state[vm.urn].outputs["networkDevices"][0]["macAddress"].lower()
 
 
 def update_text(resource, node: str, recording: Recording) -> str:
@@ -101,7 +101,7 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
     assert changed_resources(before, after) == chain | {
         "hk-prod-kubernetes-version", "hk-prod-kubernetes-version-upgraded",
         "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
-        "hk-prod-certificates-check"}
+        "hk-prod-kubeadm-kubeconfig", *(f"hk-prod-certificates-{n}-check" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3"))}
     # Windows kube-proxy's new image rolls out only after the last node's upgrade.
     proxy = after.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn
     assert step(after, ORDER[-1], "uncordon-after-upgrade").urn in after.waits_for(proxy)
@@ -118,14 +118,18 @@ def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_the
     assert bash_input(first, "K8S_VERSION") == "1.36.4" and bash_input(first, "INSTALL_KUBERNETES") == "1"
     assert prepare.ignore_changes == ["create"]
     assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create"]
-    assert sorted(hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes").ignore_changes) == ["create", "update"]
+    binaries = hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes")
+    assert binaries.ignore_changes == ["create"]
+    # Its update installs nothing: a rotated credential must not move a running kubelet (back).
+    update = script_from_ssh_command(binaries.inputs["update"])
+    assert "the upgrade chain moves them" in update and "1.36.4" not in update and "Invoke-" not in update
 
 
 # --- certificates ---------------------------------------------------------------------------------
 
 def test_without_a_renewal_round_nothing_renews_and_the_expiry_is_reported_after_the_upgrades(hk):
     assert not [r for r in hk.resources if r.name.endswith("-certificate-renewal")]
-    check = hk.named("hk-prod-certificates-check")
+    check = hk.named("hk-prod-certificates-hk-cp-2-check")
     assert step(hk, ORDER[-1], "uncordon-after-upgrade").urn in hk.waits_for(check.urn)
     assert check.inputs["triggers"][-1] == "1.36.4"
     assert "kubeadm certs check-expiration" in script_from_bash_command(check.inputs["create"])
@@ -147,7 +151,7 @@ def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin
     assert rounds[-1].urn in read.dependencies and "2027-10" in read.inputs["triggers"]
     # Only the renewal, the kubeconfig read (and the provider and what reads through it) and the report change.
     touched = changed_resources(run_program(raw_config(hk_prod_values())), renewed)
-    assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-check"} <= touched
+    assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-hk-cp-3-check"} <= touched
     assert not [name for name in touched if "-join" in name or name.endswith(("-vm", "-prepare", "-init"))]
 
 
@@ -180,6 +184,7 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     # The next minor must wait: measured from the record, 1.37 skips 1.36 on the nodes still at 1.35.
     skipping = hk_prod_values()
     skipping["cluster"]["kubernetesVersion"] = "1.37.1"
+    skipping["workloads"] = {"samples": False}   # Envoy Gateway v1.9 stops at 1.36
     refused = run_program(raw_config(skipping), state=failed.state, preview=True).plan.errors
     assert any(e.startswith("hk-prod-kubernetes-version-upgraded:") and "upgrade to 1.36 first" in e for e in refused)
 

@@ -244,10 +244,11 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
 
     def version_dependent(after: Recording) -> set[str]:
         # What legitimately follows the version: the pin and the record it moves to after the chain, the
-        # upgrade chain (each node drained, upgraded and uncordoned in turn), Windows kube-proxy's image tag
-        # and the certificate expiry report (an upgrade renews the certificates). kubeadm init, first-boot snippets and the Windows binaries
+        # upgrade chain (each node drained, upgraded and uncordoned in turn), Windows kube-proxy's image tag,
+        # the certificate expiry report and the provider's credential (an upgrade renews the certificates). kubeadm init, first-boot snippets and the Windows binaries
         # step keep the version they were created with (ignore_changes).
-        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-certificates-check"}
+        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-kubeadm-kubeconfig"}
+        names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-certificates-") and r.custom}
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
@@ -275,10 +276,11 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
 
 def refused_at_preview(before: dict, after: dict) -> str | None:
     """What the version pin's check says of the change, as a real preview would run it."""
-    from components.version_pin import VERSION_KEY, KubernetesVersionPinProvider
+    from components.version_pin import STATE_FORMAT, STATE_FORMAT_KEY, VERSION_KEY, KubernetesVersionPinProvider
 
     failures = KubernetesVersionPinProvider().check(
-        {VERSION_KEY: before["cluster"]["kubernetesVersion"]}, {VERSION_KEY: after["cluster"]["kubernetesVersion"]}).failures
+        {VERSION_KEY: before["cluster"]["kubernetesVersion"], STATE_FORMAT_KEY: STATE_FORMAT},
+        {VERSION_KEY: after["cluster"]["kubernetesVersion"]}).failures
     return failures[0].reason if failures else None
 
 

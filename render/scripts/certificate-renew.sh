@@ -22,13 +22,17 @@ if [[ -f $MARKER && "$(cat "$MARKER")" == "$LABEL" ]]; then
   echo "certificates of $NODE already renewed in round $LABEL"
   exit 0
 fi
-check_quorum_if_control_plane "$NODE"
+check_quorum_if_control_plane "$NODE" outage
 kubeadm certs renew all >/dev/null
 echo "renewed the kubeadm certificates of $NODE"
 mkdir -p "$PARKED"
 for component in "${COMPONENTS[@]}"; do
   manifest="$MANIFESTS/$component.yaml"
   [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
+  # The earlier restarts took minutes: etcd's quorum is checked again right before its member goes down.
+  if [[ $component == etcd && ! -f $PARKED/$component.yaml ]]; then
+    check_quorum_if_control_plane "$NODE" outage
+  fi
   [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
   sleep "$RESCAN_SECONDS"
   mv "$PARKED/$component.yaml" "$manifest"

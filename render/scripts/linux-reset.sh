@@ -6,10 +6,15 @@
 ## go as kubespray's reset removes them (kubernetes-sigs/kubespray roles/reset/tasks/main.yml:
 ## /var/lib/calico, /run/calico, /var/lib/cni, `ipvsadm -C`, the kube-ipvs0 link; PR #9103: the
 ## vxlan.calico link). The init/join logs (they may hold tokens) and the kube-vip manifest go too.
+## A control-plane node ($ETCD_POD, its own etcd Pod): kubeadm reset removes its etcd member, so quorum is
+## checked again right before, through the node's admin.conf (the drain checked it minutes earlier).
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
+#@ inputs NODE ETCD_POD
 LOG="$ROOT/var/log/kubeadm-reset.log"
 #@ include lib/log-helpers.sh
+#@ include lib/admin-kubeconfig.sh
+#@ include lib/etcd.sh
 has_kubeadm_state() {
   local path
   local -a manifests=()
@@ -93,6 +98,9 @@ clean_nftables() {
 
 if has_kubeadm_state; then
   command -v kubeadm >/dev/null || die "this node has kubeadm state but kubeadm is not installed"
+  if [[ -n $ETCD_POD && -f $KUBECONFIG ]]; then
+    check_quorum_without "$NODE"
+  fi
   fresh_log "$LOG"
   echo "kubeadm reset: running (output in $LOG)"
   if ! kubeadm reset -f >>"$LOG" 2>&1; then

@@ -31,6 +31,7 @@ if [[ " $taints " == *" ${OUT_OF_SERVICE_TAINT%%=*} "* ]]; then
 fi
 check_quorum_if_control_plane "$NODE"
 ready="$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' --request-timeout=30s)"
+## An empty array expands under `set -u` only as ${skip[@]+...} on bash before 4.4 (CentOS 7 ships 4.2).
 skip=()
 if [[ $ready != True ]]; then
   echo "node $NODE is not Ready: pods its kubelet cannot confirm gone are not waited for after ${SKIP_WAIT_SECONDS}s"
@@ -38,5 +39,5 @@ if [[ $ready != True ]]; then
 fi
 cordon_and_drain "$TIMEOUT" "" \
   "it stays cordoned. Eviction is not bypassed: resolve the blocking pod or PodDisruptionBudget and run the delete again" \
-  "${skip[@]}"
+  ${skip[@]+"${skip[@]}"}
 echo "node $NODE drained"

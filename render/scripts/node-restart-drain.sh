@@ -58,7 +58,7 @@ if [[ -z $marked ]] && runs_with_settings; then
 fi
 boot_id="$(node_field '{.status.nodeInfo.bootID}')"
 [[ -n $boot_id ]] || die "node $NODE reports no boot id"
-check_quorum_if_control_plane "$NODE"
+check_quorum_if_control_plane "$NODE" outage
 if [[ $marked != "$SETTINGS boot="* ]]; then
   kubectl annotate node "$NODE" --overwrite "$MARK_ANNOTATION=$SETTINGS boot=$boot_id" --request-timeout=60s >/dev/null
   marked="$SETTINGS boot=$boot_id"
@@ -70,5 +70,7 @@ if [[ $boot_id != "${marked##* boot=}" ]]; then
   echo "restart-needed: no"
   exit 0
 fi
+# The drain took up to $TIMEOUT seconds: the restart follows this line at once, so quorum is checked again.
+check_quorum_if_control_plane "$NODE" outage
 echo "node $NODE is drained for the restart that applies $SETTINGS"
 echo "restart-needed: yes"

@@ -18,7 +18,7 @@ if [[ $running == "$TARGET" && -z $marked ]]; then
   echo "node $NODE already runs kubelet $TARGET, nothing to drain"
   exit 0
 fi
-check_quorum_if_control_plane "$NODE"
+check_quorum_if_control_plane "$NODE" outage
 kubectl annotate node "$NODE" --overwrite "$MARK_ANNOTATION=$TARGET" --request-timeout=60s >/dev/null
 cordon_and_drain "$TIMEOUT" " for its upgrade to $TARGET" \
   "it stays cordoned and nothing was upgraded. Resolve the blocking pod or PodDisruptionBudget and run the update again"

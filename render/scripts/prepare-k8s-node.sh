@@ -203,63 +203,16 @@ configure_storage_clients() {
   fi
 }
 
-release_arch() {
-  case "$(uname -m)" in
-    x86_64) echo amd64 ;;
-    aarch64) echo arm64 ;;
-    *) die "unsupported architecture $(uname -m)" ;;
-  esac
-}
-
-installed_containerd_version() {
-  if [[ -x /usr/local/bin/containerd ]]; then
-    # "containerd github.com/containerd/containerd/v2 v2.1.4 <commit>"
-    /usr/local/bin/containerd --version | awk '{ print $3 }'
-  fi
-}
-
-installed_runc_version() {
-  if [[ -x /usr/local/sbin/runc ]]; then
-    /usr/local/sbin/runc --version | awk 'NR == 1 { print "v" $3 }'
-  fi
-}
-
 install_containerd() {
-  local arch workdir tarball
-  arch="$(release_arch)"
-  if [[ "$(installed_containerd_version)" != "v${CONTAINERD_VERSION}" ]]; then
-    workdir="$(mktemp -d)"
-    tarball="containerd-static-${CONTAINERD_VERSION}-linux-${arch}.tar.gz"
-    log "installing containerd ${CONTAINERD_VERSION} (static release build)"
-    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}" \
-      "${workdir}/${tarball}"
-    fetch "https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}/${tarball}.sha256sum" \
-      "${workdir}/${tarball}.sha256sum"
-    (cd "${workdir}" && sha256sum -c "${tarball}.sha256sum")
-    if systemctl is-active --quiet containerd; then
-      systemctl stop containerd
-    fi
-    tar -C /usr/local -xzf "${workdir}/${tarball}"
-    fetch "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
-      "${workdir}/containerd.service"
-    put_file /usr/local/lib/systemd/system/containerd.service 0644 <"${workdir}/containerd.service"
-    systemctl daemon-reload
-    rm -rf "${workdir}"
+  if [[ -z "${CONTAINERD_VERSION}" ]]; then
+    # The converge of a member: the runtime moves only with the upgrade chain, one drained node at a time.
+    [[ -x /usr/local/bin/containerd ]] || die "containerd is not installed"
+    log "containerd $(installed_containerd_version) and runc $(installed_runc_version) stay as installed (the upgrade chain moves them)"
+  elif runtime_outdated; then
+    stage_runtime
+    swap_runtime
   fi
   [[ -f /usr/local/lib/systemd/system/containerd.service ]] || die "containerd.service is missing"
-
-  if [[ "$(installed_runc_version)" != "v${RUNC_VERSION}" ]]; then
-    workdir="$(mktemp -d)"
-    log "installing runc ${RUNC_VERSION}"
-    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
-      "${workdir}/runc.${arch}"
-    fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum" \
-      "${workdir}/runc.sha256sum"
-    # runc.sha256sum lists every architecture; check only the binary that was downloaded.
-    (cd "${workdir}" && grep -E "[ *]runc[.]${arch}\$" runc.sha256sum | sha256sum -c -)
-    install -m 0755 "${workdir}/runc.${arch}" /usr/local/sbin/runc
-    rm -rf "${workdir}"
-  fi
 }
 
 # write_registry_hosts DIR: one hosts.toml per mirrored upstream registry (MIRRORED_REGISTRIES[i] gets
@@ -377,7 +330,7 @@ enable_kubelet() {
 
 main() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
-  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION}"
+  log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION:-as installed}"
   install_base_packages
   start_guest_agent
   disable_swap

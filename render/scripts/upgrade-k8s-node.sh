@@ -5,11 +5,14 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
-readonly MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE
+#@ inputs MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
+readonly MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
 readonly ENTRY_POINT=upgrade_node
+ADMIN_CONF=/etc/kubernetes/admin.conf
+KUBE_VIP_MANIFEST=/etc/kubernetes/manifests/kube-vip.yaml
 
 #@ include lib/prepare-helpers.sh
+#@ include lib/etcd.sh
 # The node's side of a rolling upgrade, in the kubeadm upgrade guide's order
 # (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/): kubeadm first (the
 # repository of the new minor, unhold, the pinned version, hold again), then `kubeadm upgrade apply
@@ -61,6 +64,33 @@ running_kubelet_version() {
     get node "${NODE_HOSTNAME}" -o jsonpath='{.status.nodeInfo.kubeletVersion}' 2>/dev/null || true
 }
 
+# restart_kube_vip: kube-vip reads admin.conf only when it starts, and `kubeadm upgrade` has just renewed
+# it: the static Pod is moved out for the kubelet's rescan (fileCheckFrequency 20 s), back in, and awaited
+# Ready, or the API VIP goes once the old certificate expires (aws/eks-anywhere#5219). A node without
+# kube-vip (a single control-plane node) has nothing to restart.
+restart_kube_vip() {
+  local parked="${KUBE_VIP_MANIFEST%/manifests/*}/kube-vip.yaml.parked" attempt ready=""
+  [[ -f "${KUBE_VIP_MANIFEST}" || -f "${parked}" ]] || return 0
+  [[ -f "${parked}" ]] || mv "${KUBE_VIP_MANIFEST}" "${parked}"
+  sleep 30
+  mv "${parked}" "${KUBE_VIP_MANIFEST}"
+  for attempt in $(seq 1 60); do
+    ready="$(kubectl --kubeconfig="${ADMIN_CONF}" --request-timeout=10s -n kube-system get pod \
+      "kube-vip-${NODE_HOSTNAME}" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)"
+    [[ "${ready}" == True ]] && break
+    sleep 5
+  done
+  [[ "${ready}" == True ]] || die "kube-vip on ${NODE_HOSTNAME} is not Ready 300s after its restart"
+  log "restarted kube-vip on ${NODE_HOSTNAME} with the renewed admin.conf"
+}
+
+# check_quorum_before_restart: on a control-plane node ($ETCD_POD set), kubeadm upgrade is about to restart
+# its etcd member; the drain checked quorum up to ten minutes ago, so it is checked again right now.
+check_quorum_before_restart() {
+  [[ -n "${ETCD_POD}" ]] || return 0
+  KUBECONFIG="${ADMIN_CONF}" check_quorum_during_outage "${NODE_HOSTNAME}"
+}
+
 upgrade_node() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
   # A node whose kubelet already runs the target finished every step below (the kubelet restarts last), so
@@ -79,11 +109,17 @@ upgrade_node() {
     if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
       log "the cluster configuration is already at v${K8S_VERSION}"
     else
+      # `kubeadm upgrade plan` first, as the upgrade guide does: it checks that the cluster can be upgraded
+      # to this version and fails otherwise, before anything changes.
+      kubeadm upgrade plan "v${K8S_VERSION}" || die "kubeadm upgrade plan refused v${K8S_VERSION} (see above); nothing was upgraded"
+      check_quorum_before_restart
       kubeadm upgrade apply "v${K8S_VERSION}" --yes
     fi
   else
+    check_quorum_before_restart
     kubeadm upgrade node
   fi
+  restart_kube_vip
   upgrade_kube_packages kubelet kubectl
   # The kubelet reports the version it runs on its Node (the node's own credentials may read it); a
   # run that stopped between the package and the restart restarts it here.

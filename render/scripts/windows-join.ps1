@@ -10,6 +10,7 @@ $GuestStep = {
         [string[]]$JoinPlaceholders)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
+    #@ include lib/windows-kubelet-flags.ps1
     $secrets = @($Token, $Token.Split('.')[1], $CaCertHash)
     if (Test-Path -LiteralPath $KubeletConf) {
         return [pscustomobject]@{ Changes = $changes; Joined = $false; Kubelet = [string](Get-Service -Name kubelet).Status }
@@ -44,20 +45,7 @@ $GuestStep = {
         ## Why the join skips kubelet-wait-bootstrap and runs it after the kubelet service is enabled with
         ## kubeadm's flags: render/windows_bootstrap.py module docstring.
         $null = Invoke-Checked $kubeadm @('join', "--config=$configFile", '--skip-phases=kubelet-wait-bootstrap') $secrets
-        ## The flags file holds KUBELET_KUBEADM_ARGS="..." (kubernetes/kubernetes#88287; PrepareNode.ps1
-        ## StartKubelet.ps1 trims exactly that).
-        $flagsLine = (Get-Content -LiteralPath $FlagsFile -Raw).Trim()
-        if ($flagsLine -notmatch '^KUBELET_KUBEADM_ARGS="([^"]*)"$') { throw "$FlagsFile does not hold one KUBELET_KUBEADM_ARGS line" }
-        $flags = @($Matches[1].Trim() -split ' +' | Where-Object { $_ })
-        foreach ($flag in $flags) {
-            if ($flag -cnotmatch $FlagPattern) { throw "refusing to put '$flag' from $FlagsFile on the kubelet service command line" }
-        }
-        ## The service command line is changed with Win32_Service.Change PathName
-        ## (https://learn.microsoft.com/windows/win32/cimwin32prov/change-method-in-class-win32-service),
-        ## which takes the string as is, unlike sc.exe behind Windows PowerShell's native argument quoting.
-        $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='kubelet'"
-        $result = Invoke-CimMethod -InputObject $service -MethodName Change -Arguments @{ PathName = (@($ServiceBase) + $flags) -join ' ' }
-        if ($result.ReturnValue -ne 0) { throw "Win32_Service.Change of the kubelet service returned $($result.ReturnValue)" }
+        $flags = @(Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceBase)
         Set-Service -Name kubelet -StartupType Automatic
         Start-Service -Name kubelet
         $changes += "kubelet service enabled with kubeadm flags: $($flags -join ' ')"

@@ -104,3 +104,114 @@ install_kube_version() {
       || die "${package} ${K8S_VERSION} did not install"
   done
 }
+
+# --- the container runtime (containerd and runc), shared by the preparation and the upgrade ------------------
+# Pinned to CONTAINERD_VERSION and RUNC_VERSION (config/compat.py). A change is made in two phases, so that a
+# failure never leaves a node without a runtime: stage_runtime downloads and verifies everything first, with
+# nothing stopped; swap_runtime then stops containerd, keeps the binaries it replaces, installs the staged
+# ones and checks them, and on any failure puts the old ones back and starts containerd again. Running
+# containers survive: their runc shims outlive a containerd restart, and replacing a running executable's
+# file does not touch the process.
+release_arch() {
+  case "$(uname -m)" in
+    x86_64) echo amd64 ;;
+    aarch64) echo arm64 ;;
+    *) die "unsupported architecture $(uname -m)" ;;
+  esac
+}
+
+installed_containerd_version() {
+  if [[ -x /usr/local/bin/containerd ]]; then
+    # "containerd github.com/containerd/containerd/v2 v2.1.4 <commit>"
+    /usr/local/bin/containerd --version | awk '{ print $3 }'
+  fi
+}
+
+installed_runc_version() {
+  if [[ -x /usr/local/sbin/runc ]]; then
+    /usr/local/sbin/runc --version | awk 'NR == 1 { print "v" $3 }'
+  fi
+}
+
+runtime_outdated() {
+  [[ "$(installed_containerd_version)" != "v${CONTAINERD_VERSION}" || "$(installed_runc_version)" != "v${RUNC_VERSION}" ]]
+}
+
+RUNTIME_STAGE=""
+# stage_runtime: the pinned containerd (static release build, its unit file) and runc, downloaded and checked
+# against their published SHA-256 sums into RUNTIME_STAGE; nothing on the node is touched.
+stage_runtime() {
+  local arch tarball base
+  arch="$(release_arch)"
+  RUNTIME_STAGE="$(mktemp -d)"
+  base="https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}"
+  tarball="containerd-static-${CONTAINERD_VERSION}-linux-${arch}.tar.gz"
+  log "downloading containerd ${CONTAINERD_VERSION} (static release build) and runc ${RUNC_VERSION}"
+  fetch "${base}/${tarball}" "${RUNTIME_STAGE}/${tarball}"
+  fetch "${base}/${tarball}.sha256sum" "${RUNTIME_STAGE}/${tarball}.sha256sum"
+  (cd "${RUNTIME_STAGE}" && sha256sum -c "${tarball}.sha256sum")
+  mkdir -p "${RUNTIME_STAGE}/root"
+  tar -C "${RUNTIME_STAGE}/root" -xzf "${RUNTIME_STAGE}/${tarball}"
+  fetch "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
+    "${RUNTIME_STAGE}/containerd.service"
+  fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
+    "${RUNTIME_STAGE}/runc.${arch}"
+  fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum" \
+    "${RUNTIME_STAGE}/runc.sha256sum"
+  # runc.sha256sum lists every architecture; check only the binary that was downloaded.
+  (cd "${RUNTIME_STAGE}" && grep -E "[ *]runc[.]${arch}\$" runc.sha256sum | sha256sum -c -)
+  install -m 0755 "${RUNTIME_STAGE}/runc.${arch}" "${RUNTIME_STAGE}/runc"
+}
+
+# restore_runtime BACKUP WAS_ACTIVE: the binaries kept in BACKUP back in place, containerd started again if it ran.
+restore_runtime() {
+  local backup="$1" was_active="$2"
+  log "putting containerd $(cat "${backup}/version" 2>/dev/null || echo '(none)') back"
+  if [[ -d "${backup}/bin" ]]; then
+    cp -a "${backup}/bin/." /usr/local/bin/
+  fi
+  if [[ -f "${backup}/runc" ]]; then
+    install -m 0755 "${backup}/runc" /usr/local/sbin/runc
+  fi
+  if ((was_active)); then
+    systemctl start containerd || log "containerd did not start again"
+  fi
+}
+
+# swap_runtime: the staged runtime in place of the installed one (see above); dies, with the old one
+# running again, if anything fails.
+swap_runtime() {
+  local backup was_active=0 name
+  [[ -n "${RUNTIME_STAGE}" ]] || die "swap_runtime before stage_runtime"
+  backup="$(mktemp -d)"
+  installed_containerd_version >"${backup}/version"
+  mkdir -p "${backup}/bin"
+  for name in "${RUNTIME_STAGE}"/root/bin/*; do
+    if [[ -e "/usr/local/bin/${name##*/}" ]]; then
+      cp -a "/usr/local/bin/${name##*/}" "${backup}/bin/"
+    fi
+  done
+  if [[ -x /usr/local/sbin/runc ]]; then
+    cp -a /usr/local/sbin/runc "${backup}/runc"
+  fi
+  if systemctl is-active --quiet containerd; then
+    was_active=1
+    systemctl stop containerd
+  fi
+  if ! { cp -a "${RUNTIME_STAGE}/root/bin/." /usr/local/bin/ \
+    && install -m 0755 "${RUNTIME_STAGE}/runc" /usr/local/sbin/runc \
+    && [[ "$(installed_containerd_version)" == "v${CONTAINERD_VERSION}" ]] \
+    && [[ "$(installed_runc_version)" == "v${RUNC_VERSION}" ]]; }; then
+    restore_runtime "${backup}" "${was_active}"
+    die "containerd ${CONTAINERD_VERSION} / runc ${RUNC_VERSION} did not install; the previous runtime is back"
+  fi
+  put_file /usr/local/lib/systemd/system/containerd.service 0644 <"${RUNTIME_STAGE}/containerd.service"
+  systemctl daemon-reload
+  if ((was_active)) && ! systemctl start containerd; then
+    restore_runtime "${backup}" "${was_active}"
+    die "containerd ${CONTAINERD_VERSION} did not start; the previous runtime is back"
+  fi
+  rm -rf "${RUNTIME_STAGE}" "${backup}"
+  RUNTIME_STAGE=""
+  log "installed containerd ${CONTAINERD_VERSION} and runc ${RUNC_VERSION}"
+}

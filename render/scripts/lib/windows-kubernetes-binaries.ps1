@@ -1,10 +1,13 @@
-## Included by windows-kubernetes.ps1 (preparation step 4) and windows-upgrade.ps1.
+## Included by windows-kubernetes.ps1 (preparation step 4, $UpgradeTo empty) and windows-upgrade.ps1
+## ($UpgradeTo the version, with $Marker, $FlagsFile and $FlagPattern), so that one guest step does both.
 $Step = 'Kubernetes binaries and kubelet service'
 $GuestStep = {
-    param([string]$BaseUrl, [string]$BinDir, [string[]]$Binaries, [string[]]$Directories, [string]$ServiceCommand)
+    param([string]$BaseUrl, [string]$BinDir, [string[]]$Binaries, [string[]]$Directories, [string]$ServiceCommand,
+        [string]$UpgradeTo, [string]$Marker, [string]$FlagsFile, [string]$FlagPattern)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
     #@ include lib/windows-guest-download.ps1
+    #@ include lib/windows-kubelet-flags.ps1
     foreach ($directory in @($BinDir) + $Directories) {
         if (-not (Test-Path -LiteralPath $directory)) {
             $null = New-Item -ItemType Directory -Path $directory -Force
@@ -12,7 +15,8 @@ $GuestStep = {
         }
     }
     ## A binary is replaced only when its SHA-256 differs from the published one; a running kubelet is
-    ## stopped first (its executable is locked) and started again afterwards.
+    ## stopped first (its executable is locked) and started again afterwards; in an upgrade only once
+    ## `kubeadm upgrade node` has written the new configuration.
     $restartKubelet = $false
     foreach ($binary in $Binaries) {
         $path = Join-Path $BinDir $binary
@@ -44,10 +48,31 @@ $GuestStep = {
         $null = Invoke-Checked 'sc.exe' @('failure', 'kubelet', 'reset=', '0', 'actions=', 'restart/10000')
         $changes += 'registered the kubelet service (disabled until the join)'
     }
-    if ($restartKubelet) { Start-Service -Name kubelet }
+    if (-not $UpgradeTo) {
+        if ($restartKubelet) { Start-Service -Name kubelet }
+        return [pscustomobject]@{ Changes = $changes }
+    }
+    ## Upgrade, in the order of "Upgrading Windows nodes" (windows-upgrade.ps1 has the source). $Marker records
+    ## the version the last complete upgrade reached, so a re-run for another reason (a rotated guest
+    ## password) leaves a finished node alone, but for a kubelet an interrupted run left stopped.
+    if ((Test-Path -LiteralPath $Marker) -and ((Get-Content -LiteralPath $Marker -Raw).Trim() -ceq $UpgradeTo)) {
+        if ((Get-Service -Name kubelet).Status -ne 'Running') {
+            Start-Service -Name kubelet
+            $changes += 'started the kubelet'
+        }
+        return [pscustomobject]@{ Changes = $changes }
+    }
+    $null = Invoke-Checked (Join-Path $BinDir 'kubeadm.exe') @('upgrade', 'node')
+    $changes += 'kubeadm upgrade node'
+    $flags = @(Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand)
+    $changes += "kubelet service flags: $($flags -join ' ')"
+    Stop-Service -Name kubelet -Force
+    Start-Service -Name kubelet
+    $changes += 'started the kubelet with its new configuration'
+    Set-Content -LiteralPath $Marker -Value $UpgradeTo -NoNewline
     [pscustomobject]@{ Changes = $changes }
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($BaseUrl, $BinDir, $Binaries, $Directories, $ServiceCommand)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($BaseUrl, $BinDir, $Binaries, $Directories, $ServiceCommand, $UpgradeTo, $Marker, $FlagsFile, $FlagPattern)
 #@ include lib/windows-host-report.ps1
