@@ -356,6 +356,22 @@ def etcd_snapshot_alerts(metric: str, alert_after_hours: int) -> dict[str, Any]:
             "description": ("Check `systemctl status hybrid-cluster-etcd-snapshot` and its journal on the node: the "
                             "snapshot, its check or the copy to the NFS target failed."),
         },
+    }, {
+        # A control-plane node that has never recorded a snapshot (the timer never succeeded there, or the
+        # textfile was lost) has no series for the rule above; kube-state-metrics' kube_node_role{node,role}
+        # (docs/metrics/cluster/node-metrics.md) lists the nodes kubeadm labelled
+        # node-role.kubernetes.io/control-plane, so each one without a snapshot series alerts after the
+        # same time.
+        "alert": "EtcdSnapshotMissing",
+        "expr": (f'group by (node) (kube_node_role{{{_KSM},role="control-plane"}})'
+                 f" unless on (node) group by (node) ({metric}{{{_NODE_EXPORTER}}})"),
+        "for": f"{alert_after_hours}h",
+        "labels": {"severity": "critical"},
+        "annotations": {
+            "summary": f"{{{{ $labels.node }}}} has stored no etcd snapshot for {alert_after_hours} hours.",
+            "description": ("Check that the hybrid-cluster-etcd-snapshot timer is enabled on the node and that "
+                            "node-exporter reads its textfile directory."),
+        },
     }]}
 
 

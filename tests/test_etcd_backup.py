@@ -53,12 +53,16 @@ STUBS = {
     "crictl": r"""
 case "$*" in
   *" ps "*) echo 0123456789ab ;;
-  *" exec "*)
+  *" exec "*" snapshot save "*)
     # crictl --runtime-endpoint E exec ID etcdctl ... snapshot save PATH: the container's /var/lib/etcd
     # is the host's (here the scratch directory the test points both at).
     path="${!#}"
     echo "snapshot" >"$path"
     printf '%s\n' "$*" >>"$T/crictl-exec"
+    ;;
+  *" exec "*" etcdutl snapshot status "*)
+    printf '%s\n' "$*" >>"$T/crictl-exec"
+    [[ -z ${CORRUPT:-} ]] || { echo "Error: snapshot file integrity check failed" >&2; exit 1; }
     ;;
 esac
 """,
@@ -69,7 +73,7 @@ esac
 }
 
 
-def run_snapshot(tmp_path: Path, existing: list[str]) -> subprocess.CompletedProcess[str]:
+def run_snapshot(tmp_path: Path, existing: list[str], **env: str) -> subprocess.CompletedProcess[str]:
     stubs, etcd_dir, target = tmp_path / "stubs", tmp_path / "var-lib-etcd", tmp_path / "target"
     for directory in (stubs, etcd_dir, target / "hk-cp-2"):
         directory.mkdir(parents=True, exist_ok=True)
@@ -80,10 +84,12 @@ def run_snapshot(tmp_path: Path, existing: list[str]) -> subprocess.CompletedPro
         (target / "hk-cp-2" / name).write_text("old\n")
     # The program's fixed paths, pointed at the scratch directory for the test.
     program = (etcd_backup.snapshot_program(PARAMS)
-               .replace("/var/lib/etcd/", f"{etcd_dir}/").replace(f"MOUNT='{etcd_backup.MOUNT_POINT}'", f"MOUNT='{target}'"))
-    return subprocess.run(["bash", "-c", program], capture_output=True, text=True,
+               .replace("/var/lib/etcd/", f"{etcd_dir}/").replace(f"MOUNT='{etcd_backup.MOUNT_POINT}'", f"MOUNT='{target}'")
+               .replace(f"TEXTFILE_DIR='{etcd_backup.TEXTFILE_DIR}'", f"TEXTFILE_DIR='{tmp_path / 'textfile'}'"))
+    assert etcd_backup.TEXTFILE_DIR not in program, "the test must not write to the machine's own paths"
+    return subprocess.run(["bash", "-c", program], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "T": str(tmp_path),
-                               "ETCD_DIR": str(etcd_dir)})
+                               "ETCD_DIR": str(etcd_dir), **env})
 
 
 def test_a_snapshot_is_stored_under_the_node_and_only_the_newest_are_kept(tmp_path):
@@ -98,7 +104,31 @@ def test_a_snapshot_is_stored_under_the_node_and_only_the_newest_are_kept(tmp_pa
                                                           str(tmp_path / "target")]
     assert not (tmp_path / "mounted").exists(), "the target is unmounted after the copy"
     assert list((tmp_path / "var-lib-etcd").iterdir()) == [], "the snapshot does not stay beside etcd's data"
-    assert "--cacert=/etc/kubernetes/pki/etcd/ca.crt" in (tmp_path / "crictl-exec").read_text()
+    execs = (tmp_path / "crictl-exec").read_text().splitlines()
+    assert "--cacert=/etc/kubernetes/pki/etcd/ca.crt" in execs[0] and "snapshot save" in execs[0]
+    assert "etcdutl snapshot status" in execs[1], "the snapshot is verified before it is copied"
+    metric = (tmp_path / "textfile" / f"{etcd_backup.SNAPSHOT_METRIC}.prom").read_text()
+    assert f'{etcd_backup.SNAPSHOT_METRIC}{{node="hk-cp-2"}} ' in metric and "# TYPE" in metric
+    assert [p.name for p in (tmp_path / "textfile").iterdir()] == [f"{etcd_backup.SNAPSHOT_METRIC}.prom"]
+
+
+def test_a_snapshot_that_fails_verification_is_not_stored_and_records_no_success(tmp_path):
+    result = run_snapshot(tmp_path, [], CORRUPT="1")
+    assert result.returncode == 1 and "failed etcdutl snapshot status" in result.stderr
+    assert list((tmp_path / "target" / "hk-cp-2").iterdir()) == []
+    assert not (tmp_path / "textfile").exists(), "no success is recorded, so the staleness alert fires"
+    assert list((tmp_path / "var-lib-etcd").iterdir()) == []
+
+
+def test_a_copy_that_differs_from_the_snapshot_is_discarded(tmp_path):
+    # install writes the copy; a stub install that truncates it stands for a short write on NFS.
+    (tmp_path / "stubs").mkdir()
+    (tmp_path / "stubs" / "install").write_text('#!/usr/bin/env bash\n: >"${!#}"\n')
+    (tmp_path / "stubs" / "install").chmod(0o755)
+    result = run_snapshot(tmp_path, [])
+    assert result.returncode == 1 and "differs from the snapshot" in result.stderr
+    assert list((tmp_path / "target" / "hk-cp-2").iterdir()) == []
+    assert not (tmp_path / "textfile").exists()
 
 
 def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it_on_removal():
@@ -113,9 +143,13 @@ def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it
         ready = "hk-prod-kubeadm-hk-cp-1-ready" if node == "hk-cp-1" else f"hk-prod-kubeadm-{node}-drain"
         assert recording.named(ready).urn in schedule.dependencies
     assert not [r for r in recording.resources if r.name.startswith("hk-prod-etcd-backup-hk-lnx")]
+    rule = "hk-prod-observability-prometheusrule-monitoring-hybrid-cluster"
+    assert "hybrid-etcd-snapshots" in [g["name"] for g in recording.named(rule).inputs["spec"]["groups"]]
     values = hk_prod_values()
     del values["etcdBackup"]
-    assert not [r for r in run_program(raw_config(values)).resources if r.name.startswith("hk-prod-etcd-backup-")]
+    without = run_program(raw_config(values))
+    assert not [r for r in without.resources if r.name.startswith("hk-prod-etcd-backup-")]
+    assert "hybrid-etcd-snapshots" not in [g["name"] for g in without.named(rule).inputs["spec"]["groups"]]
 
 
 def test_install_puts_the_files_enables_the_timer_and_proves_the_target_and_remove_undoes_it(tmp_path):

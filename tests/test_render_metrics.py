@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from config import compat
-from render import metrics
+from render import etcd_backup, metrics
 from render.labels import OS_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE
 from render.scheduling import PSA_MODES
 
@@ -47,8 +47,11 @@ def metric_names(expr: str) -> set[str]:
     return {s.name for s in selectors(expr)}
 
 
+SNAPSHOTS = metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, 12)
+
+
 def all_rules() -> list[dict]:
-    return [rule for group in metrics.alert_rules()["spec"]["groups"] for rule in group["rules"]]
+    return [rule for group in metrics.alert_rules(SNAPSHOTS)["spec"]["groups"] for rule in group["rules"]]
 
 
 def dashboard_model() -> dict:
@@ -82,6 +85,22 @@ def test_every_alert_expression_parses(rule):
 @pytest.mark.parametrize("expr", dashboard_exprs())
 def test_every_dashboard_expression_parses(expr):
     assert selectors(grafana_expr(expr))
+
+
+def test_etcd_snapshot_alerts_read_the_metric_the_snapshot_program_writes():
+    stale, missing = SNAPSHOTS["rules"]
+    assert metric_names(stale["expr"]) == {etcd_backup.SNAPSHOT_METRIC}
+    assert stale["expr"].endswith(f"> {12 * 3600}"), "twice the default six-hourly period, in seconds"
+    # A node that never stored one is found through kube-state-metrics' control-plane role.
+    assert metric_names(missing["expr"]) == {"kube_node_role", etcd_backup.SNAPSHOT_METRIC}
+    assert missing["for"] == "12h"
+    for rule in SNAPSHOTS["rules"]:
+        for selector in selectors(rule["expr"]):
+            if selector.name == etcd_backup.SNAPSHOT_METRIC:
+                assert 'job="node-exporter"' in str(selector)
+    assert "hybrid-etcd-snapshots" not in [g["name"] for g in metrics.alert_rules()["spec"]["groups"]]
+    with pytest.raises(ValueError, match="positive"):
+        metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, 0)
 
 
 def test_the_node_variable_query_names_an_exported_metric():
