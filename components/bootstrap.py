@@ -162,17 +162,18 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         previous: pulumi.Resource = machine.ready
         self.prepare: list[command.remote.Command] = []
         for step, script in windows_bootstrap.render_prepare_steps(params):
-            binaries = step == windows_bootstrap.KUBERNETES_STEP
+            binaries = step in (windows_bootstrap.KUBERNETES_STEP, windows_bootstrap.CONTAINERD_BINARIES_STEP)
             previous = command.remote.Command(
                 f"{name}-prepare-{step}",
                 connection=machine.host_connection,
                 create=ssh_command(script),
-                # The Kubernetes binaries are installed at the version of the day the instance is created (a
-                # replaced VM is a new instance: the engine ignores nothing on a replacement, so it gets the
-                # stack's current version); later the upgrade chain moves them (components/upgrade.py), one
-                # node at a time behind a drain. So their update does nothing: a rotated credential re-runs
-                # it on every node at once, and a stored older text would move the kubelet back.
-                update=ssh_command(windows_bootstrap.render_kubernetes_update(params) if binaries else script),
+                # The Kubernetes binaries and containerd are installed at the versions of the day the instance
+                # is created (a replaced VM is a new instance: the engine ignores nothing on a replacement, so
+                # it gets the stack's current versions); later the upgrade chain moves them
+                # (components/upgrade.py), behind a drain. So their update leaves the binaries alone: a
+                # rotated credential re-runs it on every node at once, and a stored older text would move
+                # them back.
+                update=ssh_command(windows_bootstrap.render_prepare_update(params, step, script)),
                 stdin=password_line,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 triggers=[machine.instance],

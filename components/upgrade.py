@@ -1,12 +1,15 @@
-"""The rolling Kubernetes upgrade chain: every node moved to `cluster.kubernetesVersion`, one at a time.
+"""The rolling upgrade chain: every node moved to `cluster.kubernetesVersion` and to the containerd and runc
+that config/compat.py pins for it, one at a time.
 
 Order, as the kubeadm upgrade guide and the version-skew policy want it
 (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/,
 https://kubernetes.io/releases/version-skew-policy/: no kubelet newer than its API servers): the first
 control-plane node (`kubeadm upgrade apply`), the other control-plane nodes (`kubeadm upgrade node`),
-then the Linux workers zone by zone, then the Windows workers zone by zone. Each node is three steps:
-drain (on the first control-plane node; quorum checked for a control-plane node), the node's own
-upgrade (packages or binaries, kubeadm, kubelet restart), uncordon once it is Ready at the new version.
+then the Linux workers zone by zone, then the Windows workers zone by zone. Each node is three steps (a
+Windows node four): drain (on the first control-plane node; quorum checked for a control-plane node),
+the node's own upgrade (the runtime, staged before anything stops and swapped with the kubelet stopped;
+on Windows its own step first; packages or binaries, kubeadm, kubelet restart), uncordon once it is
+Ready at the new version on the new runtime. A runtime pin change alone runs the same chain.
 A node that fails stops the chain with that node cordoned and no other node touched.
 
 The steps have no `create`: a new cluster or a new node is already at the stack's version (first boot
@@ -25,6 +28,7 @@ from collections.abc import Callable, Mapping
 import pulumi
 import pulumi_command as command
 
+from config import compat
 from config.model import StackSpec
 from render import cloud_init, linux_bootstrap, windows_bootstrap
 from render.hyperv import ssh_command
@@ -50,6 +54,8 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                  node_ready: Mapping[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubernetesUpgrade", name, None, opts)
         version = spec.cluster.kubernetes_version
+        # Linux and Windows nodes run the same containerd release (config/compat.py).
+        runtime = compat.KUBERNETES[compat.kubernetes_minor(version)].containerd
         zone_order = {zone: index for index, zone in enumerate(spec.zones)}
 
         def by_zone(machine: ProxmoxLinuxNode | HypervWindowsNode) -> tuple[int, str]:
@@ -63,6 +69,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         # Nothing is upgraded while a node is still joining: the chain starts after every node is Ready.
         previous: list[pulumi.Resource] = list(node_ready.values())
         self.steps: list[command.remote.Command] = []
+        order: list[command.remote.Command] = []
         for index, machine in enumerate([*control_plane, *linux_workers, *windows_workers]):
             node = machine.node
             prefix = f"{name}-{node.name}"
@@ -81,28 +88,44 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 f"{prefix}-drain-for-upgrade",
                 connection=access.connection,
                 update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_drain, node.name, version,
-                                                      etcd_pod=etcd_pod), bash_command, machine.instance),
+                                                      runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
             )
+            before_upgrade: command.remote.Command = drain
+            if isinstance(machine, HypervWindowsNode):
+                # Windows: the runtime is its own step, before the Kubernetes binaries (on Linux the node's
+                # upgrade script does both).
+                before_upgrade = command.remote.Command(
+                    f"{prefix}-runtime-upgrade",
+                    connection=connection,
+                    update=_for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
+                                                          windows_params(spec, node)),  # type: ignore[arg-type]
+                                        encode, machine.instance),
+                    stdin=stdin,
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                )
+                self.steps.append(before_upgrade)
             upgrade = command.remote.Command(
                 f"{prefix}-node-upgrade",
                 connection=connection,
                 update=_for_machine(upgrade_script, encode, machine.instance),
                 stdin=stdin,
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
             )
             uncordon = command.remote.Command(
                 f"{prefix}-uncordon-after-upgrade",
                 connection=access.connection,
-                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_uncordon, node.name, version),
-                                    bash_command, machine.instance),
+                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_uncordon, node.name, version,
+                                                      runtime), bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
             )
             self.steps += [drain, upgrade, uncordon]
+            order.append(upgrade)
             previous = [uncordon]
         # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
         self.done: list[pulumi.Resource] = previous
-        self.register_outputs({"version": version, "order": [s.urn for s in self.steps[1::3]]})
+        self.register_outputs({"version": version, "runtime": runtime, "order": [s.urn for s in order]})

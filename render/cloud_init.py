@@ -205,7 +205,9 @@ def containerd_config_toml(node: LinuxNodeInit) -> str:
     certs_dir = _toml_string(CONTAINERD_CERTS_DIR)
     if _containerd_major(node.containerd_version) == 2:
         return (
-            f"{MANAGED_MARKER}; containerd {node.containerd_version} uses config version 3\n"
+            # The major, not the release: a runtime pin change must not rewrite (and restart) every node's
+            # containerd at once; the upgrade chain moves the binaries node by node.
+            f"{MANAGED_MARKER}; containerd 2.x uses config version 3\n"
             "version = 3\n"
             "\n"
             "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n"
@@ -225,7 +227,7 @@ def containerd_config_toml(node: LinuxNodeInit) -> str:
             "  SystemdCgroup = true\n"
         )
     return (
-        f"{MANAGED_MARKER}; containerd {node.containerd_version} uses config version 2\n"
+        f"{MANAGED_MARKER}; containerd 1.x uses config version 2\n"
         "version = 2\n"
         "\n"
         "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
@@ -355,9 +357,10 @@ def render_authorized_keys(node: LinuxNodeInit) -> str:
 
 def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed",
                           etcd_pod: str | None = None) -> str:
-    """The node's side of a rolling upgrade to ``node.kubernetes_version`` (render/scripts/upgrade-k8s-node.sh,
-    bash, idempotent): the preparation's helpers and package syntax, entered at ``upgrade_node``. It names
-    only what an upgrade needs (distro, version, repository), so other node settings never re-run it.
+    """The node's side of a rolling upgrade to ``node.kubernetes_version`` and the pinned containerd and runc
+    (render/scripts/upgrade-k8s-node.sh, bash, idempotent): the preparation's helpers and package syntax,
+    entered at ``upgrade_node``. It names only what an upgrade needs (distro, versions, repository), so
+    other node settings never re-run it.
     ``etcd_pod``: a control-plane node's own etcd Pod, through which quorum is checked right before kubeadm
     restarts the member."""
     facts = _validate(node)
@@ -368,7 +371,7 @@ def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machin
     return render_script(
         "upgrade-k8s-node.sh", MACHINE=machine,
         NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
-        KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
+        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version, KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
         UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane), ETCD_POD=etcd_pod or "")
 
 
@@ -377,9 +380,9 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     pipefail``), logging to stdout.
 
     ``install_kubernetes=False`` renders the converge that later runs over SSH: everything but the
-    kubelet/kubeadm/kubectl installation, and no Kubernetes version in its text. A node keeps the
-    version it was created with until the upgrade chain moves it (components/upgrade.py), so a version
-    change in the stack re-runs nothing on the nodes by itself.
+    kubelet/kubeadm/kubectl and containerd/runc installations, and neither version in its text. A node
+    keeps the versions it was created with until the upgrade chain moves them (components/upgrade.py),
+    so a version or runtime pin change in the stack re-runs nothing on the nodes by itself.
     """
     facts = _validate(node)
     repo_path, repo_content = _kubernetes_repo_file(node, facts)
@@ -392,7 +395,9 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
         NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family,
         PKG_MANAGER=facts.package_manager, INSTALL_KUBERNETES=int(install_kubernetes),
         K8S_VERSION=node.kubernetes_version if install_kubernetes else "", K8S_MINOR=minor,
-        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version,
+        # The converge leaves the runtime as installed too: the upgrade chain moves it behind a drain.
+        CONTAINERD_VERSION=node.containerd_version if install_kubernetes else "",
+        RUNC_VERSION=node.runc_version if install_kubernetes else "",
         DISTRO_PACKAGES=list(facts.packages), CHRONY_CONF=facts.chrony_conf,
         CHRONY_SERVICE=facts.chrony_service, CONTAINERD_CONFIG=CONTAINERD_CONFIG_PATH,
         CONTAINERD_CERTS_DIR=CONTAINERD_CERTS_DIR, KUBERNETES_REPO_FILE=repo_path,

@@ -374,32 +374,34 @@ def _check_node_args(node_name: str, timeout_seconds: int, etcd_pod: str | None 
         _check_node_name(etcd_pod)
 
 
-def render_upgrade_drain(node_name: str, version: str, timeout_seconds: int = 600,
+def render_upgrade_drain(node_name: str, version: str, runtime: str, timeout_seconds: int = 600,
                          etcd_pod: str | None = None, machine: str = "unnamed") -> str:
     """On the first control-plane node, before a node's upgrade: unless the Node's kubelet already runs
-    ``version`` (and no earlier run of the chain left it cordoned), mark it with UPGRADE_ANNOTATION,
+    ``version`` on containerd ``runtime`` (and no earlier run of the chain left it cordoned), mark it with UPGRADE_ANNOTATION,
     cordon and drain it. For a control-plane node the etcd quorum without it is checked first: its
     etcd member restarts when kubeadm upgrades the static Pods. The drain is render_drain's (same
     flags, PodDisruptionBudgets respected, no eviction bypass)."""
     _check_version(version)
-
+    _check_version(runtime)
     _check_node_args(node_name, timeout_seconds, etcd_pod)
     check_machine(machine)
-    return render_script("node-upgrade-drain.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
+    return render_script("node-upgrade-drain.sh", NODE=node_name, TARGET=f"v{version}", RUNTIME=runtime,
+                         TIMEOUT=timeout_seconds,
                          ETCD_POD=etcd_pod or "", MARK_ANNOTATION=UPGRADE_ANNOTATION,
                          MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
 
 
-def render_upgrade_uncordon(node_name: str, version: str, timeout_seconds: int = 900,
+def render_upgrade_uncordon(node_name: str, version: str, runtime: str, timeout_seconds: int = 900,
                             machine: str = "unnamed") -> str:
     """On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
-    ``version``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
+    ``version`` on containerd ``runtime``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
     does not come back stops the chain here: no further node is drained."""
     _check_version(version)
-
+    _check_version(runtime)
     _check_node_args(node_name, timeout_seconds)
     check_machine(machine)
-    return render_script("node-upgrade-uncordon.sh", NODE=node_name, TARGET=f"v{version}", TIMEOUT=timeout_seconds,
+    return render_script("node-upgrade-uncordon.sh", NODE=node_name, TARGET=f"v{version}", RUNTIME=runtime,
+                         TIMEOUT=timeout_seconds,
                          ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
                          MARK_ANNOTATION=UPGRADE_ANNOTATION, MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
 

@@ -299,7 +299,8 @@ def containerd_config_toml(p: WindowsNodeParams) -> str:
     """
     _validate(p)
     return (
-        f"# managed by render/windows_bootstrap.py; containerd {p.containerd_version} uses config version 3\n"
+        # The major only: a runtime pin change must not rewrite (and restart) containerd on every node at once.
+        "# managed by render/windows_bootstrap.py; containerd 2.x uses config version 3\n"
         "version = 3\n"
         "\n"
         "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n"
@@ -322,18 +323,16 @@ def registry_hosts_files(p: WindowsNodeParams) -> dict[str, str]:
     return {upstream: registry_hosts_toml(upstream, mirrors) for upstream, mirrors in grouped.items()}
 
 
+def _containerd_tarball(version: str) -> str:
+    return (f"https://github.com/containerd/containerd/releases/download/v{version}/"
+            f"containerd-{version}-windows-amd64.tar.gz")
+
+
 def _render_containerd(p: WindowsNodeParams) -> str:
-    version = p.containerd_version
-    tarball = (
-        f"https://github.com/containerd/containerd/releases/download/v{version}/"
-        f"containerd-{version}-windows-amd64.tar.gz"
-    )
     hosts = registry_hosts_files(p)
     return render_script(
         "windows-containerd.ps1",
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
-        Version=version,
-        TarballUrl=tarball,
         ConfigText=containerd_config_toml(p),
         Directories=[p.cni_bin_dir, p.cni_conf_dir, REGISTRY_HOSTS_DIR],
         HostsDir=REGISTRY_HOSTS_DIR,
@@ -387,14 +386,45 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     return _checked(script)
 
 
-# The preparation step that installs the version-bound Kubernetes binaries.
+def render_containerd_binaries(p: WindowsNodeParams, machine: str = "unnamed", keep_member_version: bool = True) -> str:
+    """The host script that installs containerd ``p.containerd_version`` in ``p.vm_name``
+    (render/scripts/windows-containerd-binaries.ps1): staged and verified first, swapped with the kubelet
+    stopped, the old binaries back on any failure. As a preparation step (``keep_member_version``) it
+    leaves a member's runtime alone; the upgrade chain renders it with False for the drained node and its
+    ``machine``. stdin line 1: the guest Administrator password."""
+    _validate(p)
+    check_machine(machine)
+    return _checked(render_script(
+        "windows-containerd-binaries.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
+        Version=p.containerd_version, TarballUrl=_containerd_tarball(p.containerd_version),
+        KubeletConf=KUBELET_KUBECONFIG, KeepMemberVersion=int(keep_member_version), Machine=machine))
+
+
+def render_runtime_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
+    """The upgrade chain's runtime step for a drained Windows node: render_containerd_binaries for it."""
+    return render_containerd_binaries(p, machine, keep_member_version=False)
+
+
+# The preparation steps that install version-bound binaries (the runtime; Kubernetes).
+CONTAINERD_BINARIES_STEP = "containerd-binaries"
 KUBERNETES_STEP = "kubernetes"
 
 
-def render_kubernetes_update(p: WindowsNodeParams) -> str:
-    """The update of the Kubernetes binaries step: nothing (render/scripts/windows-kubernetes-update.ps1)."""
+def render_binaries_update(p: WindowsNodeParams, what: str) -> str:
+    """The update of a version-bound preparation step: nothing (render/scripts/windows-binaries-update.ps1)."""
     _validate(p)
-    return _checked(render_script("windows-kubernetes-update.ps1", VmName=p.vm_name))
+    return _checked(render_script("windows-binaries-update.ps1", VmName=p.vm_name, What=what))
+
+
+def render_prepare_update(p: WindowsNodeParams, step: str, script: str) -> str:
+    """The update of preparation ``step`` (whose create is ``script``): the version-bound steps leave their
+    binaries to the upgrade chain and name no version, so a pin change re-runs nothing; the others
+    converge as created."""
+    if step == KUBERNETES_STEP:
+        return render_binaries_update(p, "Kubernetes binaries")
+    if step == CONTAINERD_BINARIES_STEP:
+        return render_binaries_update(p, "containerd binaries")
+    return script
 
 
 def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
@@ -404,6 +434,7 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
     return [
         ("containers-feature", _checked(_render_containers_feature(p))),
         ("host-settings", _checked(_render_host_settings(p))),
+        (CONTAINERD_BINARIES_STEP, render_containerd_binaries(p)),
         ("containerd", _checked(_render_containerd(p))),
         (KUBERNETES_STEP, _checked(_render_kubernetes(p))),
     ]

@@ -17,6 +17,11 @@ JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
 UPGRADE_STEPS = ["drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"]
 
 
+def upgrade_steps(windows: bool) -> list[str]:
+    """A node's upgrade chain steps: a Windows node moves its runtime in a step of its own."""
+    return UPGRADE_STEPS[:1] + ["runtime-upgrade"] + UPGRADE_STEPS[1:] if windows else UPGRADE_STEPS
+
+
 def up(values: dict, state=None, **kwargs) -> Recording:
     run = run_program(raw_config(values), state=state, **kwargs)
     assert not run.plan.errors, run.plan.errors
@@ -33,11 +38,11 @@ def node_resources(node: str, windows: bool = False) -> set[str]:
     names = {f"hk-prod-{node}-vm", f"hk-prod-scheduling-node-{node}"}
     join_prefix = "hk-prod-kubeadm-windows" if windows else "hk-prod-kubeadm"
     names |= {f"{join_prefix}-{node}-{step}" for step in JOIN_STEPS}
-    names |= {f"hk-prod-upgrade-{node}-{step}" for step in UPGRADE_STEPS}
+    names |= {f"hk-prod-upgrade-{node}-{step}" for step in upgrade_steps(windows)}
     if windows:
         names |= {f"hk-prod-{node}-activation"} | {
             f"{join_prefix}-{node}-prepare-{step}"
-            for step in ("containers-feature", "host-settings", "containerd", "kubernetes")}
+            for step in ("containers-feature", "host-settings", "containerd-binaries", "containerd", "kubernetes")}
     else:
         names |= {f"hk-prod-{node}-{step}" for step in NODE_STEPS_LINUX}
     return names
@@ -53,7 +58,7 @@ def assert_node_rebuilt(run: Recording, node: str, windows: bool = False) -> Non
     for step in JOIN_STEPS:
         assert "replace" in run.plan.of(f"{join_prefix}-{node}-{step}"), step
     assert set(run.plan.of(f"hk-prod-scheduling-node-{node}")) & {"replace", "update"}
-    for step in UPGRADE_STEPS:
+    for step in upgrade_steps(windows):
         assert run.plan.of(f"hk-prod-upgrade-{node}-{step}") == ["update"], step
 
 
@@ -215,10 +220,10 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
     lost = marked.named(f"{prefix}-{node}-lost")
     assert marked.plan.of(lost.name) == ["create"] and lost.inputs["connection"].value["host"] == "10.30.30.11"
     assert {s.name for s in marked.plan.steps if s.op != "same"} - {lost.name, "hk-prod-machines"} == {
-        f"hk-prod-upgrade-{node}-{step}" for step in UPGRADE_STEPS} | {
+        f"hk-prod-upgrade-{node}-{step}" for step in upgrade_steps(windows)} | {
         f"hk-prod-restarts-{node}-{step}" for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart")
         if not windows} | ({f"hk-prod-certificates-{node}-check"} if pool == "controlPlane" else set())
-    for step in UPGRADE_STEPS:
+    for step in upgrade_steps(windows):
         assert not built.state[built.named(f"hk-prod-upgrade-{node}-{step}").urn].inputs.get("delete")
 
     # A release or a setting change that would re-run the node's steps does not reach it now.

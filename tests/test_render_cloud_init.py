@@ -491,6 +491,9 @@ apt-mark() {
 kubeadm() { record kubeadm "$@"; }
 systemctl() { record systemctl "$@"; }
 cluster_kubernetes_version() { cat "$T/cluster-version" 2>/dev/null || echo v1.36.3; }
+# The runtime is at its pin unless a test says otherwise (nothing here may download).
+runtime_outdated() { [[ -f "$T/runtime-outdated" ]]; }
+stage_runtime() { echo "unexpected stage_runtime" >&2; exit 3; }
 running_kubelet_version() { echo "v$(installed_kube_version kubelet)-running-is-stale"; }
 die() { [[ "$*" == "run as root" ]] || { echo "$*"; exit 1; }; }
 """
@@ -623,3 +626,199 @@ def test_authorized_keys_follow_the_stack_and_an_unchanged_file_is_left_alone(tm
     rotated = _run_authorized_keys(render_authorized_keys(dataclasses.replace(node, ssh_authorized_keys=(new,))), root, stubs)
     assert rotated.returncode == 0 and target.read_text() == f"{new}\n"
     assert not list(target.parent.glob(".authorized_keys.*"))
+
+
+# --- the container runtime: staged, swapped, put back ------------------------------------------------
+# lib/prepare-helpers.sh run for real against a scratch root (HYBRID_CLUSTER_TEST_ROOT): real tar, sha256sum,
+# install and mv; only the downloads (fetch), the architecture and systemctl are stubs.
+
+def _executable(path: Path, body: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/usr/bin/env bash\n{body}\n")
+    path.chmod(0o755)
+
+
+def _runtime_release(tmp_path: Path, containerd: str, runc: str) -> Path:
+    """The files the runtime's URLs serve, as published: the static tarball and its .sha256sum, the unit, runc
+    and the runc.sha256sum that lists every architecture."""
+    import hashlib
+    import tarfile
+
+    release, build = tmp_path / "release", tmp_path / "build"
+    release.mkdir()
+    _executable(build / "bin/containerd", f'echo "containerd github.com/containerd/containerd/v2 v{containerd} 0123abcd"')
+    _executable(build / "bin/containerd-shim-runc-v2", "exit 0")
+    tarball = f"containerd-static-{containerd}-linux-amd64.tar.gz"
+    with tarfile.open(release / tarball, "w:gz") as archive:
+        archive.add(build / "bin", arcname="bin")
+    digest = hashlib.sha256((release / tarball).read_bytes()).hexdigest()
+    (release / f"{tarball}.sha256sum").write_text(f"{digest}  {tarball}\n")
+    (release / "containerd.service").write_text(f"[Service]\n# containerd {containerd}\n")
+    _executable(release / "runc.amd64", f'echo "runc version {runc}"; echo "commit: v{runc}-0"')
+    runc_digest = hashlib.sha256((release / "runc.amd64").read_bytes()).hexdigest()
+    (release / "runc.sha256sum").write_text(f"{'0' * 64}  runc.arm64\n{runc_digest}  runc.amd64\n")
+    return release
+
+
+RUNTIME_STUBS = r"""
+fetch() { cp "$T/release/${1##*/}" "$2"; }
+release_arch() { echo amd64; }
+systemctl() {
+  printf '%s\n' "$*" >>"$T/systemctl"
+  case "$1 ${2:-}" in
+    "is-active --quiet") [[ -f "$T/active-$3" ]] ;;
+    "stop "*) rm -f "$T/active-$2" ;;
+    "start "*) [[ ! -f "$T/fail-start" ]] || { rm -f "$T/fail-start"; return 1; }; touch "$T/active-$2" ;;
+    *) return 0 ;;
+  esac
+}
+"""
+
+
+def _runtime_node(tmp_path: Path) -> Path:
+    """A node running containerd 2.1.3 and runc 1.5.0 with its unit, containerd active."""
+    root = tmp_path / "root"
+    _executable(root / "usr/local/bin/containerd", 'echo "containerd github.com/containerd/containerd/v2 v2.1.3 feedbeef"')
+    _executable(root / "usr/local/bin/containerd-shim-runc-v2", "exit 0")
+    _executable(root / "usr/local/sbin/runc", 'echo "runc version 1.5.0"')
+    (root / "usr/local/lib/systemd/system").mkdir(parents=True)
+    (root / "usr/local/lib/systemd/system/containerd.service").write_text("[Service]\n# containerd 2.1.3\n")
+    (tmp_path / "active-containerd").touch()
+    return root
+
+
+def _swap(tmp_path: Path, root: Path, release_runc: str = "1.5.1") -> subprocess.CompletedProcess[str]:
+    _runtime_release(tmp_path, "2.1.4", release_runc)
+    script = tmp_path / "prepare.sh"
+    script.write_text(render_prepare_script(make_node("ubuntu22", ())))
+    return subprocess.run(["bash", "-c", f'source "$1"\n{RUNTIME_STUBS}\nruntime_outdated || exit 9\nstage_runtime\nswap_runtime',
+                           "bash", str(script)], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "T": str(tmp_path), "HYBRID_CLUSTER_TEST_ROOT": str(root)})
+
+
+def _versions(root: Path) -> tuple[str, str]:
+    containerd = subprocess.run([root / "usr/local/bin/containerd", "--version"], capture_output=True, text=True).stdout
+    runc = subprocess.run([root / "usr/local/sbin/runc", "--version"], capture_output=True, text=True).stdout
+    return containerd.split()[2], runc.split()[2]
+
+
+def test_the_runtime_is_swapped_after_everything_is_staged_even_with_its_shims_running(tmp_path):
+    root = _runtime_node(tmp_path)
+    # A running shim: its file cannot be opened for writing (ETXTBSY), only replaced.
+    shim = root / "usr/local/bin/containerd-shim-runc-v2"
+    shim.write_bytes(Path("/bin/sleep").read_bytes())
+    running = subprocess.Popen([shim, "30"])
+    try:
+        result = _swap(tmp_path, root)
+    finally:
+        running.kill()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _versions(root) == ("v2.1.4", "1.5.1")
+    assert (root / "usr/local/lib/systemd/system/containerd.service").read_text() == "[Service]\n# containerd 2.1.4\n"
+    calls = (tmp_path / "systemctl").read_text().splitlines()
+    assert calls == ["is-active --quiet containerd", "stop containerd", "daemon-reload", "start containerd"]
+    assert not list(root.rglob("*.new")), "no half-placed file is left"
+
+
+def test_a_runtime_that_does_not_start_is_put_back_and_started_again(tmp_path):
+    root = _runtime_node(tmp_path)
+    (tmp_path / "fail-start").touch()
+    result = _swap(tmp_path, root)
+    assert result.returncode == 1 and "did not start; the previous runtime is back" in result.stdout
+    assert _versions(root) == ("v2.1.3", "1.5.0")
+    assert (root / "usr/local/lib/systemd/system/containerd.service").read_text() == "[Service]\n# containerd 2.1.3\n"
+    calls = (tmp_path / "systemctl").read_text().splitlines()
+    assert calls[-2:] == ["daemon-reload", "start containerd"] and (tmp_path / "active-containerd").exists()
+
+
+def test_a_release_that_installs_another_version_is_put_back(tmp_path):
+    # runc's published binary reports another version than the pin: nothing new stays.
+    root = _runtime_node(tmp_path)
+    result = _swap(tmp_path, root, release_runc="1.4.9")
+    assert result.returncode == 1 and "did not install; the previous runtime is back" in result.stdout
+    assert _versions(root) == ("v2.1.3", "1.5.0") and (tmp_path / "active-containerd").exists()
+
+
+def test_a_download_that_fails_its_checksum_stops_nothing(tmp_path):
+    root = _runtime_node(tmp_path)
+    (tmp_path / "other").mkdir()
+    release = _runtime_release(tmp_path / "other", "2.1.4", "1.5.1")
+    (tmp_path / "release").mkdir()
+    for file in release.iterdir():
+        (tmp_path / "release" / file.name).write_bytes(file.read_bytes())
+    (tmp_path / "release/containerd-static-2.1.4-linux-amd64.tar.gz.sha256sum").write_text(
+        f"{'1' * 64}  containerd-static-2.1.4-linux-amd64.tar.gz\n")
+    script = tmp_path / "prepare.sh"
+    script.write_text(render_prepare_script(make_node("ubuntu22", ())))
+    result = subprocess.run(["bash", "-c", f'source "$1"\n{RUNTIME_STUBS}\nstage_runtime\nswap_runtime', "bash", str(script)],
+                            capture_output=True, text=True, cwd=tmp_path,
+                            env={**os.environ, "T": str(tmp_path), "HYBRID_CLUSTER_TEST_ROOT": str(root)})
+    assert result.returncode != 0 and "containerd-static-2.1.4-linux-amd64.tar.gz: FAILED" in result.stdout
+    assert not (tmp_path / "systemctl").exists(), "nothing was stopped"
+    assert _versions(root) == ("v2.1.3", "1.5.0")
+
+
+# --- the runtime in the node's upgrade ------------------------------------------------------------------
+
+RUNTIME_UPGRADE_STUBS = r"""
+stage_runtime() { record stage_runtime; [[ ! -f "$T/stage-fails" ]] || exit 1; }
+swap_runtime() { record swap_runtime; [[ ! -f "$T/swap-fails" ]] || exit 1; rm -f "$T/runtime-outdated"; }
+systemctl() { record systemctl "$@"; [[ "$1 ${2:-}" != "is-active --quiet" ]] || [[ -f "$T/kubelet-active" ]]; }
+"""
+
+
+def _at_kubernetes_target(tmp_path: Path) -> str:
+    for package in ("kubeadm", "kubelet", "kubectl"):
+        (tmp_path / f"version-{package}").write_text("1.36.4\n")
+    return 'running_kubelet_version() { echo v1.36.4; }\n'
+
+
+def test_a_runtime_pin_change_alone_swaps_the_runtime_with_the_kubelet_stopped_and_runs_no_kubeadm(tmp_path):
+    (tmp_path / "runtime-outdated").touch()
+    (tmp_path / "kubelet-active").touch()
+    calls = run_upgrade("rocky9", False, tmp_path, _at_kubernetes_target(tmp_path) + RUNTIME_UPGRADE_STUBS)
+    assert not [c for c in calls if c.startswith("kubeadm")]
+    assert calls == ["stage_runtime", "systemctl is-active --quiet kubelet", "systemctl stop kubelet", "swap_runtime",
+                     "systemctl start kubelet"]
+
+
+def test_with_both_changes_the_runtime_is_staged_first_and_swapped_after_kubeadm(tmp_path):
+    (tmp_path / "runtime-outdated").touch()
+    (tmp_path / "kubelet-active").touch()
+    calls = run_upgrade("rocky9", False, tmp_path, RUNTIME_UPGRADE_STUBS)
+    assert calls.index("stage_runtime") < calls.index("kubeadm upgrade node") < calls.index("swap_runtime")
+    assert calls.index("systemctl stop kubelet") < calls.index("swap_runtime") < calls.index("systemctl start kubelet")
+
+
+@pytest.mark.parametrize("failure", ["stage-fails", "swap-fails"])
+def test_a_failed_runtime_change_leaves_the_kubelet_running(failure, tmp_path):
+    (tmp_path / "runtime-outdated").touch()
+    (tmp_path / "kubelet-active").touch()
+    (tmp_path / failure).touch()
+    with pytest.raises(AssertionError):
+        run_upgrade("rocky9", False, tmp_path, _at_kubernetes_target(tmp_path) + RUNTIME_UPGRADE_STUBS)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    stops = calls.count("systemctl stop kubelet")
+    assert calls.count("systemctl start kubelet") == stops, calls
+    if failure == "stage-fails":
+        assert stops == 0, "nothing stops before the runtime is staged"
+
+
+def test_the_upgrade_names_the_runtime_pins(tmp_path):
+    script = render_upgrade_script(make_node("ubuntu22", ()), first_control_plane=False)
+    assert bash_input(script, "CONTAINERD_VERSION") == "2.1.4" and bash_input(script, "RUNC_VERSION") == "1.5.1"
+
+
+def test_the_converge_names_no_runtime_version_and_leaves_the_runtime(tmp_path):
+    node = make_node("ubuntu22", ())
+    converge = render_prepare_script(node, install_kubernetes=False)
+    assert bash_input(converge, "CONTAINERD_VERSION") == "" and bash_input(converge, "RUNC_VERSION") == ""
+    assert converge == render_prepare_script(dataclasses.replace(node, containerd_version="2.1.5", runc_version="1.5.2"),
+                                             install_kubernetes=False)
+    root = _runtime_node(tmp_path)
+    result = run_sourced(converge, tmp_path, f'HYBRID_CLUSTER_TEST_ROOT={root}\n'
+                         'RUNTIME_BIN="$HYBRID_CLUSTER_TEST_ROOT/usr/local/bin"\n'
+                         'RUNC_PATH="$HYBRID_CLUSTER_TEST_ROOT/usr/local/sbin/runc"\n'
+                         'CONTAINERD_UNIT="$HYBRID_CLUSTER_TEST_ROOT/usr/local/lib/systemd/system/containerd.service"\n'
+                         'stage_runtime() { exit 7; }\ninstall_containerd')
+    assert "stay as installed" in result.stdout and _versions(root) == ("v2.1.3", "1.5.0")

@@ -179,6 +179,10 @@ case "$1" in
   get)
     [[ -z ${STUB_API_ERROR:-} ]] || { echo "The connection to the server was refused" >&2; exit 1; }
     case "$*" in
+      *kubeletVersion*containerRuntimeVersion*)
+        printf '%s %s\n' "$(cat "$STUB_DIR/kubelet-version-$3" 2>/dev/null || true)" \
+          "$(cat "$STUB_DIR/runtime-version-$3" 2>/dev/null || echo containerd://2.3.5)"
+        exit 0 ;;
       *kubeletVersion*) cat "$STUB_DIR/kubelet-version-$3" 2>/dev/null || true; exit 0 ;;
       *"{.spec.taints[*].key}"*) cat "$STUB_DIR/taints-$3" 2>/dev/null || true; exit 0 ;;
       *'conditions[?(@.type=="Ready")].status'*) cat "$STUB_DIR/ready-$3" 2>/dev/null || echo True; exit 0 ;;
@@ -812,7 +816,7 @@ def test_deregister_removes_a_member_reset_left_behind_then_the_node_and_is_idem
     script = lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1")
     result = etcd.run(script)
     assert result.returncode == 0, result.stderr
-    assert "removed etcd member hk-cp-3 (fd422379fda50e48)" in result.stdout
+    assert "removed the etcd member of hk-cp-3 (fd422379fda50e48)" in result.stdout
     assert "hk-cp-3" not in (etcd.stubs / "etcd-members").read_text()
     assert "member remove" in etcd_verbs(etcd)
     assert not (etcd.stubs / "nodes" / "hk-cp-3").exists()
@@ -960,10 +964,14 @@ def test_init_and_join_refuse_to_touch_a_node_that_holds_control_plane_state(nod
 
 # --- the rolling upgrade's steps on the first control-plane node ---------------------------------
 
+# The containerd release the stubs' nodes report by default (kubelet: "containerd://2.3.5").
+RUNTIME = "2.3.5"
+
+
 def test_upgrade_drain_marks_cordons_and_drains_a_node_behind_its_target(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", timeout_seconds=300))
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=300))
     assert result.returncode == 0, result.stderr
     verbs = [call[0] for call in control_plane.calls("kubectl")]
     assert verbs == ["get", "get", "get", "annotate", "cordon", "drain"]
@@ -975,10 +983,38 @@ def test_upgrade_drain_marks_cordons_and_drains_a_node_behind_its_target(control
 def test_upgrade_drain_leaves_a_node_already_at_its_target_alone(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"))
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0, result.stderr
-    assert "already runs kubelet v1.36.4" in result.stdout
+    assert "already runs kubelet v1.36.4 on containerd 2.3.5" in result.stdout
     assert not any(c[0] in ("annotate", "cordon", "drain") for c in control_plane.calls("kubectl"))
+
+
+@pytest.mark.parametrize("reported", ["containerd://2.3.4", "containerd://v2.3.4"])
+def test_upgrade_drain_drains_a_node_at_the_kubernetes_target_on_an_older_runtime(control_plane, reported):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text(reported + "\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    assert result.returncode == 0, result.stderr
+    assert [c[0] for c in control_plane.calls("kubectl")][-3:] == ["annotate", "cordon", "drain"]
+
+
+def test_upgrade_drain_reads_a_runtime_reported_with_a_v_prefix_as_current(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text("containerd://v2.3.5\n")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    assert result.returncode == 0 and "nothing to drain" in result.stdout
+
+
+def test_upgrade_uncordon_waits_for_the_new_runtime_too(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
+    (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text("containerd://2.3.4\n")
+    (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
+    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
+    assert result.returncode == 1 and "not v1.36.4 on containerd 2.3.5" in result.stderr
+    assert not any(c[0] == "uncordon" for c in control_plane.calls("kubectl"))
 
 
 def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
@@ -987,7 +1023,7 @@ def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"))
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0, result.stderr
     assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["cordon", "drain"]
 
@@ -995,7 +1031,7 @@ def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
 def test_upgrade_drain_of_a_control_plane_node_refuses_without_quorum(etcd):
     (etcd.stubs / "kubelet-version-hk-cp-3").write_text("v1.36.3\n")
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
-    result = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1
     assert not any(c[0] in ("annotate", "cordon", "drain") for c in etcd.calls("kubectl"))
 
@@ -1003,14 +1039,14 @@ def test_upgrade_drain_of_a_control_plane_node_refuses_without_quorum(etcd):
 def test_upgrade_drain_fails_loudly_when_the_drain_is_refused(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"), STUB_DRAIN_FAIL="1")
+    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
     assert result.returncode == 1
     assert "nothing was upgraded" in result.stderr and "stays cordoned" in result.stderr
 
 
 def test_upgrade_steps_need_the_control_plane(node):
-    for script in (lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4"),
-                   lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4")):
+    for script in (lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME),
+                   lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)):
         result = node.run(script)
         assert result.returncode == 1 and "cannot" in result.stderr
 
@@ -1019,7 +1055,7 @@ def test_upgrade_uncordon_lifts_only_the_chains_own_cordon_once_the_node_runs_th
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    script = lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4")
+    script = lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)
     result = control_plane.run(script)
     assert result.returncode == 0, result.stderr
     assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["uncordon", "annotate"]
@@ -1034,19 +1070,22 @@ def test_upgrade_uncordon_stops_the_chain_when_the_node_does_not_come_back_at_th
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", timeout_seconds=30))
+    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
     assert result.returncode == 1
-    assert "runs kubelet v1.36.3, not v1.36.4" in result.stderr and "stays cordoned" in result.stderr
+    assert "'v1.36.3 containerd://2.3.5', not v1.36.4 on containerd 2.3.5" in result.stderr
+    assert "stays cordoned" in result.stderr
     assert not any(c[0] == "uncordon" for c in control_plane.calls("kubectl"))
 
 
 @pytest.mark.parametrize("render", [lb.render_upgrade_drain, lb.render_upgrade_uncordon])
 def test_upgrade_steps_pass_shellcheck_and_reject_bad_versions(render, tmp_path):
     script = tmp_path / "step.sh"
-    script.write_text("#!/usr/bin/env bash\n" + render("hk-prod-worker-1", "1.36.4"))
+    script.write_text("#!/usr/bin/env bash\n" + render("hk-prod-worker-1", "1.36.4", RUNTIME))
     shellcheck(script)
     with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
-        render("hk-prod-worker-1", "1.36")
+        render("hk-prod-worker-1", "1.36", RUNTIME)
+    with pytest.raises(ValueError, match="MAJOR.MINOR.PATCH"):
+        render("hk-prod-worker-1", "1.36.4", "2.3")
 
 
 # --- control-plane certificates ----------------------------------------------------------------
@@ -1148,7 +1187,7 @@ def test_the_only_member_of_a_one_member_cluster_may_restart_but_not_leave(etcd)
     (etcd.stubs / "etcd-members").write_text(ONE_MEMBER)
     (etcd.stubs / "nodes" / "hk-cp-1").touch()
     (etcd.stubs / "kubelet-version-hk-cp-1").write_text("v1.36.3\n")
-    upgrade = etcd.run(lb.render_upgrade_drain("hk-cp-1", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    upgrade = etcd.run(lb.render_upgrade_drain("hk-cp-1", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert upgrade.returncode == 0, upgrade.stderr
     assert "hk-cp-1 is the only etcd member: the API is down while it restarts" in upgrade.stdout
     removal = etcd.run(lb.render_drain("hk-cp-1", etcd_pod="etcd-hk-cp-1"))
@@ -1164,7 +1203,7 @@ def test_an_outage_needs_one_member_more_than_a_removal_with_an_even_count(etcd)
     removal = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert removal.returncode == 0, removal.stderr
     assert "2 of 3 remaining members healthy (quorum 2)" in removal.stdout
-    outage = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", etcd_pod="etcd-hk-cp-1"))
+    outage = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert outage.returncode == 1
     assert "the 4 etcd members need 3 up, and only 2 others answer" in outage.stderr
 

@@ -32,6 +32,9 @@ from render.windows_bootstrap import (
     registry_hosts_files,
     render_join,
     render_prepare_steps,
+    render_prepare_update,
+    render_runtime_upgrade,
+    CONTAINERD_BINARIES_STEP,
     render_upgrade,
     UPGRADE_MARKER,
     render_reset,
@@ -78,6 +81,7 @@ def _scripts(p: WindowsNodeParams) -> dict[str, str]:
     scripts["join"] = render_join(p, JOIN_CONFIG)
     scripts["reset"] = render_reset(p)
     scripts["upgrade"] = render_upgrade(p)
+    scripts["runtime-upgrade"] = render_runtime_upgrade(p)
     return scripts
 
 
@@ -138,7 +142,7 @@ def test_scripts_fail_loudly_from_the_first_statement(name: str) -> None:
 
 def test_prepare_steps_are_ordered_and_named() -> None:
     assert [name for name, _ in render_prepare_steps(HK_PROD)] == [
-        "containers-feature", "host-settings", "containerd", "kubernetes",
+        "containers-feature", "host-settings", "containerd-binaries", "containerd", "kubernetes",
     ]
 
 
@@ -407,18 +411,53 @@ def test_host_settings_step_checks_before_it_changes() -> None:
     assert "Set-Service -Name W32Time -StartupType Automatic" in script
 
 
-def test_containerd_step_pins_verifies_and_checks_before_it_changes() -> None:
+def test_containerd_step_configures_and_runs_the_installed_containerd() -> None:
     script = HK["prepare-containerd"]
-    assert _ps_literal(script, "TarballUrl") == (
-        "https://github.com/containerd/containerd/releases/download/v2.3.5/containerd-2.3.5-windows-amd64.tar.gz"
-    )
-    assert '"$TarballUrl.sha256sum"' in script
-    _before(script, "if ($installed -notmatch", "Save-Verified $TarballUrl")
-    _before(script, "if ((Get-FileSha256 $partial) -ne $Digest) {", "Copy-Item -LiteralPath $partial -Destination $Path")
+    # The binaries are the step before's: this one names no release, so a pin change does not re-run it.
+    assert "2.3.5" not in script and "TarballUrl" not in script
+    _before(script, "if (-not (Test-Path -LiteralPath $exe)) { throw", "@('--register-service')")
     _before(script, "if (-not (Get-Service -Name containerd -ErrorAction SilentlyContinue)) {", "@('--register-service')")
     assert "if ((Test-Path -LiteralPath $Path) -and ([System.IO.File]::ReadAllText($Path) -ceq $Text)) { return $false }" in script
     assert "if ($configChanged -and $containerd.Status -eq 'Running') {" in script
     assert "$Directories = @('C:/opt/cni/bin', 'C:/etc/cni/net.d', 'C:\\etc\\containerd\\certs.d')" in script
+
+
+@pytest.mark.parametrize("name", ["prepare-containerd-binaries", "runtime-upgrade"])
+def test_containerd_binaries_are_staged_and_verified_before_anything_stops(name: str) -> None:
+    script = HK[name]
+    assert _ps_literal(script, "TarballUrl") == (
+        "https://github.com/containerd/containerd/releases/download/v2.3.5/containerd-2.3.5-windows-amd64.tar.gz"
+    )
+    assert f"$KeepMemberVersion = {1 if name.startswith('prepare') else 0}" in script.splitlines()
+    assert '"$TarballUrl.sha256sum"' in script
+    step = script.split("$GuestStep = {", 1)[1]
+    # In the step's own code (the functions are defined above it): stage, then stop the kubelet, swap, start.
+    body = step.split("$containerdDir = Join-Path $env:ProgramFiles 'containerd'", 1)[1]
+    _before(body, "$stage = Get-StagedContainerd $Version $TarballUrl", "Stop-Service -Name kubelet -Force")
+    _before(body, "Stop-Service -Name kubelet -Force", "Install-StagedContainerd $stage $Version $containerdDir")
+    # The kubelet is started again whatever the swap did (## notes are dropped at render time).
+    assert "} finally {\n            if ($kubeletWasRunning) { Start-Service -Name kubelet }" in body
+    # A member keeps its runtime in the preparation: only the chain moves it.
+    _before(body, "$KeepMemberVersion -and (Test-Path -LiteralPath $KubeletConf)", "Get-StagedContainerd")
+    assert _ps_literal(script, "KubeletConf") == r"C:\etc\kubernetes\kubelet.conf"
+    # The download is verified before it is kept; the swap moves running binaries aside, never overwrites them.
+    _before(step, "if ((Get-FileSha256 $partial) -ne $Digest) {", "Copy-Item -LiteralPath $partial -Destination $Path")
+    install = step.split("function Install-StagedContainerd", 1)[1].split("\n}\n", 1)[0]
+    _before(install, "Move-Item -LiteralPath $target -Destination $aside", "Copy-Item -LiteralPath $binary.FullName -Destination $target")
+    _before(install, 'if ($installed -ne "v$Version") { throw', "if ($wasRunning) { Start-Service -Name containerd }")
+    rollback = install.split("} catch {", 1)[1]
+    _before(rollback, "Remove-Item -LiteralPath $target", "Move-Item -LiteralPath $pair[1] -Destination $pair[0] -Force")
+    _before(rollback, "Move-Item -LiteralPath $pair[1]", "throw ")
+
+
+def test_the_update_of_the_binaries_steps_installs_nothing_and_names_no_version() -> None:
+    script = render_prepare_update(HK_PROD, CONTAINERD_BINARIES_STEP, HK["prepare-containerd-binaries"])
+    assert "the upgrade chain moves them" in script and "2.3.5" not in script and "Invoke-" not in script
+    assert "ReadLine" not in script and powershell_errors(script) == []
+    newer = dataclasses.replace(HK_PROD, containerd_version="2.3.6")
+    assert render_prepare_update(newer, CONTAINERD_BINARIES_STEP, "") == script
+    # The other steps converge as created.
+    assert render_prepare_update(HK_PROD, "containerd", HK["prepare-containerd"]) == HK["prepare-containerd"]
 
 
 def test_kubernetes_step_pins_binaries_and_registers_a_disabled_kubelet() -> None:

@@ -17,6 +17,13 @@ ORDER = ["hk-cp-1", "hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-3", "hk-lnx-2", "h
 STEPS = ("drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade")
 
 
+def steps_of(node: str) -> tuple[str, ...]:
+    """A node's steps in order: a Windows node moves its runtime in a step of its own before the binaries."""
+    if node.startswith("hk-win"):
+        return ("drain-for-upgrade", "runtime-upgrade", "node-upgrade", "uncordon-after-upgrade")
+    return STEPS
+
+
 @pytest.fixture(scope="module")
 def hk() -> Recording:
     return run_program(raw_config(hk_prod_values()))
@@ -48,7 +55,7 @@ def update_text(resource, node: str, recording: Recording) -> str:
 
 
 def test_one_node_at_a_time_in_the_upgrade_guides_order(hk):
-    chain = [step(hk, node, name) for node in ORDER for name in STEPS]
+    chain = [step(hk, node, name) for node in ORDER for name in steps_of(node)]
     chain_urns = {s.urn for s in chain}
     for earlier, later in zip(chain, chain[1:]):
         # Each step waits for the one before it, and no other step (its machine id reaches it too).
@@ -63,10 +70,15 @@ def test_one_node_at_a_time_in_the_upgrade_guides_order(hk):
 
 def test_creating_the_chain_runs_nothing_and_a_version_change_runs_it(hk):
     for node in ORDER:
-        for name in STEPS:
+        for name in steps_of(node):
             inputs = step(hk, node, name).inputs
             assert "create" not in inputs and "delete" not in inputs, (node, name)
-            assert "1.36.4" in update_text(step(hk, node, name), node, hk), (node, name)
+            text = update_text(step(hk, node, name), node, hk)
+            assert ("1.36.4" in text) == (name != "runtime-upgrade"), (node, name)
+            # The steps name the runtime too, so a runtime pin change runs the chain as well (a Windows
+            # node's Kubernetes step does not: its runtime step before it moves containerd).
+            windows_binaries = node.startswith("hk-win") and name == "node-upgrade"
+            assert ("2.3.5" in text) != windows_binaries, (node, name)
 
 
 def test_drain_and_uncordon_run_on_the_first_control_plane_node_and_the_upgrade_on_the_node(hk):
@@ -125,6 +137,46 @@ def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_the
     assert "the upgrade chain moves them" in update and "1.36.4" not in update and "Invoke-" not in update
 
 
+# --- the container runtime ------------------------------------------------------------------------
+
+def with_runtime(monkeypatch, containerd: str, runc: str) -> None:
+    """The matrix with another containerd/runc pin for the stack's minor, as a release of this program would ship it."""
+    import dataclasses
+
+    from config import compat
+
+    minor = compat.kubernetes_minor(hk_prod_values()["cluster"]["kubernetesVersion"])
+    release = dataclasses.replace(compat.KUBERNETES[minor], containerd=containerd, runc=runc)
+    monkeypatch.setitem(compat.KUBERNETES, minor, release)
+
+
+def test_a_runtime_pin_change_runs_only_the_chain_behind_its_drains(hk, monkeypatch):
+    with_runtime(monkeypatch, "2.3.6", "1.5.2")
+    after = run_program(raw_config(hk_prod_values()))
+    chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in steps_of(node)
+             if not (node.startswith("hk-win") and name == "node-upgrade")}
+    touched = changed_resources(hk, after)
+    # The chain (a Windows node's Kubernetes step names no runtime), and nothing that runs on every node at
+    # once: no preparation, no containerd configuration, no join, no machine.
+    assert touched == chain, sorted(touched ^ chain)
+    linux = update_text(step(after, "hk-lnx-2", "node-upgrade"), "hk-lnx-2", after)
+    assert bash_input(linux, "CONTAINERD_VERSION") == "2.3.6" and bash_input(linux, "RUNC_VERSION") == "1.5.2"
+    windows = update_text(step(after, "hk-win-2", "runtime-upgrade"), "hk-win-2", after)
+    assert "$Version = '2.3.6'" in windows.splitlines()
+    assert bash_input(update_text(step(after, "hk-win-2", "drain-for-upgrade"), "hk-win-2", after), "RUNTIME") == "2.3.6"
+    # A node created later installs the new pin at once (the creates carry it; updates ignore them).
+    prepare = after.named("hk-prod-hk-lnx-1-prepare")
+    assert bash_input(script_from_bash_command(prepare.inputs["create"]), "CONTAINERD_VERSION") == "2.3.6"
+    assert bash_input(script_from_bash_command(prepare.inputs["update"]), "CONTAINERD_VERSION") == ""
+    binaries = after.named("hk-prod-kubeadm-windows-hk-win-1-prepare-containerd-binaries")
+    assert binaries.ignore_changes == ["create"]
+    create = script_from_ssh_command(binaries.inputs["create"]).splitlines()
+    assert "$Version = '2.3.6'" in create and "$KeepMemberVersion = 1" in create
+    assert "2.3.6" not in script_from_ssh_command(binaries.inputs["update"])
+    # The chain's runtime step moves the drained member.
+    assert "$KeepMemberVersion = 0" in windows.splitlines()
+
+
 # --- certificates ---------------------------------------------------------------------------------
 
 def test_without_a_renewal_round_nothing_renews_and_the_expiry_is_reported_after_the_upgrades(hk):
@@ -160,7 +212,7 @@ def test_a_machine_id_that_would_break_a_script_is_refused():
 
     for machine in ("", "a\nb", " padded", "x" * 201):
         with pytest.raises(ValueError, match="machine id"):
-            linux_bootstrap.render_upgrade_drain("hk-lnx-1", "1.36.4", machine=machine)
+            linux_bootstrap.render_upgrade_drain("hk-lnx-1", "1.36.4", "2.3.5", machine=machine)
 
 
 # --- the version record --------------------------------------------------------------------------

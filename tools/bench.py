@@ -38,6 +38,7 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     # The upgrade chain has no create step (components/upgrade.py): nothing runs when it is declared.
     ("command:remote:Command", "-drain-for-upgrade", 0, "upgrade chain: nothing on create (drains on a version change)"),
     ("command:remote:Command", "-node-upgrade", 0, "upgrade chain: nothing on create (upgrades on a version change)"),
+    ("command:remote:Command", "-runtime-upgrade", 0, "upgrade chain: nothing on create (Windows containerd on a pin change)"),
     ("command:remote:Command", "-uncordon-after-upgrade", 0, "upgrade chain: nothing on create (uncordons on a version change)"),
     # The reboot chain has no create step either (components/maintenance.py).
     ("command:remote:Command", "-drain-for-restart", 0, "reboot chain: nothing on create (drains when VM settings change)"),
@@ -50,7 +51,8 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-vm", 600, "Windows VM: copy golden VHDX, create, boot, name, address"),
     ("command:remote:Command", "-prepare-containers-feature", 420, "Containers feature and its reboot"),
     ("command:remote:Command", "-prepare-host-settings", 30, "w32time, ports, firewall"),
-    ("command:remote:Command", "-prepare-containerd", 180, "containerd download and service"),
+    ("command:remote:Command", "-prepare-containerd-binaries", 150, "containerd download, check and install"),
+    ("command:remote:Command", "-prepare-containerd", 30, "containerd configuration and service"),
     ("command:remote:Command", "-prepare-kubernetes", 150, "kubelet/kubeadm download and service"),
     ("command:remote:Command", "-init", 240, "kubeadm init"),
     ("command:remote:Command", "-join-credentials", 5, "kubeadm token create"),
@@ -249,7 +251,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # step keep the version they were created with (ignore_changes).
         names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-kubeadm-kubeconfig"}
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-certificates-") and r.custom}
-        names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")}
+        # (A Windows node's runtime step names only the containerd pin, which a patch leaves.)
+        names |= {r.name for r in after.resources
+                  if r.name.startswith(f"{CLUSTER}-upgrade-") and not r.name.endswith("-runtime-upgrade")}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 

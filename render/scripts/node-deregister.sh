@@ -13,15 +13,9 @@ if [[ ! -f $KUBECONFIG ]]; then
   echo "warning: $KUBECONFIG is missing, the control plane is gone; nothing to deregister" >&2
   exit 0
 fi
+# (kubeadm reset removes the member itself; this is for a reset that could not.)
 if [[ -n $ETCD_POD ]]; then
-  id="$(member_id "$NODE")"
-  if [[ -n $id ]]; then
-    check_quorum_without "$NODE"
-    etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $NODE ($id)"
-    echo "removed etcd member $NODE ($id): kubeadm reset had not"
-  else
-    echo "etcd member $NODE is already gone"
-  fi
+  remove_member "$NODE"
 fi
 kubectl delete node "$NODE" --ignore-not-found --request-timeout=60s
 echo "node $NODE deregistered"

@@ -28,11 +28,6 @@ kubectl cordon "$NODE" --request-timeout=60s
 kubectl taint node "$NODE" "$OUT_OF_SERVICE_TAINT" --overwrite --request-timeout=60s
 echo "node $NODE is out of service: its pods are deleted and their volumes detached"
 if [[ -n $ETCD_POD ]]; then
-  id="$(member_id "$NODE")"
-  if [[ -n $id ]]; then
-    check_quorum_without "$NODE"
-    etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $NODE ($id)"
-    echo "removed the etcd member of $NODE ($id)"
-  fi
+  remove_member "$NODE"
 fi
 echo "remove $NODE from the stack next"

@@ -206,13 +206,13 @@ configure_storage_clients() {
 install_containerd() {
   if [[ -z "${CONTAINERD_VERSION}" ]]; then
     # The converge of a member: the runtime moves only with the upgrade chain, one drained node at a time.
-    [[ -x /usr/local/bin/containerd ]] || die "containerd is not installed"
+    [[ -x "${RUNTIME_BIN}/containerd" ]] || die "containerd is not installed"
     log "containerd $(installed_containerd_version) and runc $(installed_runc_version) stay as installed (the upgrade chain moves them)"
   elif runtime_outdated; then
     stage_runtime
     swap_runtime
   fi
-  [[ -f /usr/local/lib/systemd/system/containerd.service ]] || die "containerd.service is missing"
+  [[ -f "${CONTAINERD_UNIT}" ]] || die "containerd.service is missing"
 }
 
 # write_registry_hosts DIR: one hosts.toml per mirrored upstream registry (MIRRORED_REGISTRIES[i] gets

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# upgrade-k8s-node.sh - moves this node to Kubernetes $K8S_VERSION (kubeadm upgrade).
+# upgrade-k8s-node.sh - moves this node to Kubernetes $K8S_VERSION (kubeadm upgrade) and to containerd
+# $CONTAINERD_VERSION with runc $RUNC_VERSION.
 # Rendered from render/scripts/upgrade-k8s-node.sh by render/cloud_init.py; change that file, not this copy.
-# It names only what an upgrade needs (distro, version, repository), so other node settings never re-run it.
+# It names only what an upgrade needs (distro, versions, repository), so other node settings never re-run it.
 set -Eeuo pipefail
 umask 022
 
-#@ inputs MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
-readonly MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
+#@ inputs MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION CONTAINERD_VERSION RUNC_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
+readonly MACHINE NODE_HOSTNAME PKG_MANAGER K8S_VERSION CONTAINERD_VERSION RUNC_VERSION KUBERNETES_REPO_FILE KUBERNETES_REPO_TEXT \
+  UPGRADE_FIRST_CONTROL_PLANE ETCD_POD
 readonly ENTRY_POINT=upgrade_node
 ADMIN_CONF=/etc/kubernetes/admin.conf
 KUBE_VIP_MANIFEST=/etc/kubernetes/manifests/kube-vip.yaml
@@ -17,8 +19,11 @@ KUBE_VIP_MANIFEST=/etc/kubernetes/manifests/kube-vip.yaml
 # (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/): kubeadm first (the
 # repository of the new minor, unhold, the pinned version, hold again), then `kubeadm upgrade apply
 # vX.Y.Z -y` on the first control-plane node or `kubeadm upgrade node` on every other node, then kubelet
-# and kubectl, `systemctl daemon-reload` and a kubelet restart. The chain around it
-# (components/upgrade.py) drains the node before and uncordons it after, one node at a time.
+# and kubectl, `systemctl daemon-reload` and a kubelet restart. A container runtime pin change
+# (config/compat.py) rides the same drain: the new containerd and runc are downloaded and verified before
+# anything stops, then swapped in with the kubelet stopped, and a failure puts the old runtime back
+# (lib/prepare-helpers.sh). The chain around it (components/upgrade.py) drains the node before and
+# uncordons it after.
 # upgrade_kube_packages PACKAGE...: moves the named packages to K8S_VERSION; a package already there is left.
 upgrade_kube_packages() {
   local package
@@ -91,43 +96,80 @@ check_quorum_before_restart() {
   KUBECONFIG="${ADMIN_CONF}" check_quorum_during_outage "${NODE_HOSTNAME}"
 }
 
+kubernetes_current() {
+  [[ "$(running_kubelet_version)" == "v${K8S_VERSION}" && "$(installed_kube_version kubeadm)" == "${K8S_VERSION}" ]] \
+    && { ((UPGRADE_FIRST_CONTROL_PLANE == 0)) || [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; }
+}
+
+# upgrade_runtime: the staged containerd and runc swapped in with the kubelet stopped (nothing restarts
+# containers meanwhile); whatever happens, the kubelet is started again, on the old runtime if the swap
+# failed (swap_runtime puts it back and dies).
+upgrade_runtime() {
+  local kubelet_was_active=0
+  if systemctl is-active --quiet kubelet; then
+    kubelet_was_active=1
+    systemctl stop kubelet
+    trap 'systemctl start kubelet' EXIT
+  fi
+  swap_runtime
+  trap - EXIT
+  if ((kubelet_was_active)); then
+    systemctl start kubelet
+  fi
+}
+
 upgrade_node() {
   [[ "${EUID}" -eq 0 ]] || die "run as root"
+  local kubernetes=1 runtime=1
   # A node whose kubelet already runs the target finished every step below (the kubelet restarts last), so
   # a run caused by anything else (a rotated SSH key, new script text) changes nothing: no `kubeadm upgrade
   # node`, which would rewrite the kubelet configuration and renew certificates again.
-  if [[ "$(running_kubelet_version)" == "v${K8S_VERSION}" \
-    && "$(installed_kube_version kubeadm)" == "${K8S_VERSION}" ]] \
-    && { ((UPGRADE_FIRST_CONTROL_PLANE == 0)) || [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; }; then
-    log "${NODE_HOSTNAME} (machine ${MACHINE}) already runs Kubernetes ${K8S_VERSION}, nothing to upgrade"
+  if kubernetes_current; then
+    kubernetes=0
+  fi
+  if ! runtime_outdated; then
+    runtime=0
+  fi
+  if ((kubernetes == 0 && runtime == 0)); then
+    log "${NODE_HOSTNAME} (machine ${MACHINE}) already runs Kubernetes ${K8S_VERSION} on containerd ${CONTAINERD_VERSION}, nothing to upgrade"
     return 0
   fi
-  log "upgrading ${NODE_HOSTNAME} (machine ${MACHINE}) to Kubernetes ${K8S_VERSION}"
-  upgrade_kube_packages kubeadm
-  if ((UPGRADE_FIRST_CONTROL_PLANE)); then
-    # Re-running after a failure later in this function must not apply the same upgrade twice.
-    if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
-      log "the cluster configuration is already at v${K8S_VERSION}"
-    else
-      # `kubeadm upgrade plan` first, as the upgrade guide does: it checks that the cluster can be upgraded
-      # to this version and fails otherwise, before anything changes.
-      kubeadm upgrade plan "v${K8S_VERSION}" || die "kubeadm upgrade plan refused v${K8S_VERSION} (see above); nothing was upgraded"
-      check_quorum_before_restart
-      kubeadm upgrade apply "v${K8S_VERSION}" --yes
-    fi
-  else
-    check_quorum_before_restart
-    kubeadm upgrade node
+  if ((runtime)); then
+    # Everything the runtime change needs is on the node before anything stops.
+    stage_runtime
   fi
-  restart_kube_vip
-  upgrade_kube_packages kubelet kubectl
+  if ((kubernetes)); then
+    log "upgrading ${NODE_HOSTNAME} (machine ${MACHINE}) to Kubernetes ${K8S_VERSION}"
+    upgrade_kube_packages kubeadm
+    if ((UPGRADE_FIRST_CONTROL_PLANE)); then
+      # Re-running after a failure later in this function must not apply the same upgrade twice.
+      if [[ "$(cluster_kubernetes_version)" == "v${K8S_VERSION}" ]]; then
+        log "the cluster configuration is already at v${K8S_VERSION}"
+      else
+        # `kubeadm upgrade plan` first, as the upgrade guide does: it checks that the cluster can be upgraded
+        # to this version and fails otherwise, before anything changes.
+        kubeadm upgrade plan "v${K8S_VERSION}" || die "kubeadm upgrade plan refused v${K8S_VERSION} (see above); nothing was upgraded"
+        check_quorum_before_restart
+        kubeadm upgrade apply "v${K8S_VERSION}" --yes
+      fi
+    else
+      check_quorum_before_restart
+      kubeadm upgrade node
+    fi
+    restart_kube_vip
+    upgrade_kube_packages kubelet kubectl
+  fi
+  if ((runtime)); then
+    log "moving ${NODE_HOSTNAME} to containerd ${CONTAINERD_VERSION} and runc ${RUNC_VERSION}"
+    upgrade_runtime
+  fi
   # The kubelet reports the version it runs on its Node (the node's own credentials may read it); a
   # run that stopped between the package and the restart restarts it here.
   if [[ "$(running_kubelet_version)" != "v${K8S_VERSION}" ]]; then
     systemctl daemon-reload
     systemctl restart kubelet
   fi
-  log "${NODE_HOSTNAME} runs kubelet ${K8S_VERSION}"
+  log "${NODE_HOSTNAME} runs kubelet ${K8S_VERSION} on containerd ${CONTAINERD_VERSION}"
 }
 
 #@ include lib/run-entry-point.sh

@@ -1,6 +1,6 @@
-# Install containerd in a Windows node VM. Rendered by render/windows_bootstrap.py.
+# Configure and run containerd in a Windows node VM (its binaries: windows-containerd-binaries.ps1). Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec Version TarballUrl ConfigText Directories[] HostsDir HostsUpstreams[] HostsTexts[] ManagedMarker
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec ConfigText Directories[] HostsDir HostsUpstreams[] HostsTexts[] ManagedMarker
 $HostsFiles = @{}
 for ($i = 0; $i -lt $HostsUpstreams.Count; $i++) { $HostsFiles[$HostsUpstreams[$i]] = $HostsTexts[$i] }
 $Step = 'containerd'
@@ -8,37 +8,16 @@ $Step = 'containerd'
 #@ include lib/hyperv-guest-wait.ps1
 #@ include lib/windows-host-functions.ps1
 $GuestStep = {
-    param([string]$Version, [string]$TarballUrl, [string]$ConfigText, [string[]]$Directories,
+    param([string]$ConfigText, [string[]]$Directories,
         [string]$HostsDir, [hashtable]$HostsFiles, [string]$ManagedMarker)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
     #@ include lib/windows-guest-download.ps1
-    ## Release asset (the $TarballUrl input):
-    ## github.com/containerd/containerd/releases/download/v<V>/containerd-<V>-windows-amd64.tar.gz
-    ## with <asset>.sha256sum ("<digest>  <file>") beside it; the tarball holds bin\*.exe, which go to
-    ## $env:ProgramFiles\containerd; `containerd.exe --register-service` registers the "containerd" service
-    ## reading $env:ProgramFiles\containerd\config.toml: containerd docs/getting-started.md "Installing
-    ## containerd on Windows", sig-windows-tools Install-Containerd.ps1 (tar.exe -xvf ... --strip=1).
+    ## The service reads $env:ProgramFiles\containerd\config.toml; `containerd.exe --register-service` registers
+    ## it (containerd docs/getting-started.md; sig-windows-tools Install-Containerd.ps1).
     $containerdDir = Join-Path $env:ProgramFiles 'containerd'
     $exe = Join-Path $containerdDir 'containerd.exe'
-    ## `containerd --version` prints "containerd <module> v<V> <commit>".
-    $installed = ''
-    if (Test-Path -LiteralPath $exe) { $installed = (Invoke-Checked $exe @('--version')) -join ' ' }
-    if ($installed -notmatch "(^|\s)v$([regex]::Escape($Version))(\s|$)") {
-        $work = Join-Path $env:TEMP "containerd-$Version"
-        if (Test-Path -LiteralPath $work) { Remove-Item -LiteralPath $work -Recurse -Force }
-        $null = New-Item -ItemType Directory -Path $work -Force
-        $tarball = Join-Path $work 'containerd.tar.gz'
-        Save-Verified $TarballUrl (Get-PublishedSha256 "$TarballUrl.sha256sum" (Join-Path $work 'sha256sum')) $tarball
-        $null = Invoke-Checked 'tar.exe' @('-xzf', $tarball, '-C', $work)
-        if ((Get-Service -Name containerd -ErrorAction SilentlyContinue) -and (Get-Service -Name containerd).Status -ne 'Stopped') {
-            Stop-Service -Name containerd -Force
-        }
-        $null = New-Item -ItemType Directory -Path $containerdDir -Force
-        Copy-Item -Path (Join-Path $work 'bin\*') -Destination $containerdDir -Force
-        Remove-Item -LiteralPath $work -Recurse -Force
-        $changes += "installed containerd $Version"
-    }
+    if (-not (Test-Path -LiteralPath $exe)) { throw "containerd is not installed in $containerdDir" }
     foreach ($directory in $Directories) {
         if (-not (Test-Path -LiteralPath $directory)) {
             $null = New-Item -ItemType Directory -Path $directory -Force
@@ -76,5 +55,5 @@ $GuestStep = {
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($Version, $TarballUrl, $ConfigText, $Directories, $HostsDir, $HostsFiles, $ManagedMarker)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($ConfigText, $Directories, $HostsDir, $HostsFiles, $ManagedMarker)
 #@ include lib/windows-host-report.ps1

@@ -100,3 +100,17 @@ member_id() {
     fi
   done <<<"$(etcd_members)"
 }
+
+# remove_member NODE: NODE's etcd member removed by name, once the others are checked to keep quorum without
+# it (check_quorum_without); a node without a member is left alone. Says what it did.
+remove_member() {
+  local id
+  id="$(member_id "$1")"
+  if [[ -z $id ]]; then
+    echo "etcd member $1 is already gone"
+    return 0
+  fi
+  check_quorum_without "$1"
+  etcd_ctl https://127.0.0.1:2379 member remove "$id" >/dev/null || die "could not remove etcd member $1 ($id)"
+  echo "removed the etcd member of $1 ($id)"
+}

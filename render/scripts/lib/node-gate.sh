@@ -19,3 +19,16 @@ exit_unless_node_present() {
     exit 0
   fi
 }
+
+# node_runs_target KUBELET RUNTIME: whether $NODE's kubelet reports version KUBELET and its container runtime
+# RUNTIME, as the
+# kubelet records them in .status.nodeInfo (kubeletVersion "v1.36.4"; containerRuntimeVersion
+# "containerd://2.3.5", the CRI runtime's name and version); RUNNING is set to what it reports, for messages.
+node_runs_target() {
+  local kubelet=$1 wanted=$2 runtime
+  RUNNING="$(kubectl get node "$NODE" --request-timeout=30s \
+    -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.nodeInfo.containerRuntimeVersion}' || true)"
+  runtime="${RUNNING#* }"
+  runtime="${runtime#containerd://}"
+  [[ ${RUNNING%% *} == "$kubelet" && ${runtime#v} == "$wanted" ]]
+}

@@ -18,7 +18,7 @@ put_file() {
     CHANGED=0
     return 0
   fi
-  install -D -m "${mode}" "${staged}" "${path}"
+  install -D -m "${mode}" "${staged}" "${path}" || { rm -f "${staged}"; return 1; }
   rm -f "${staged}"
   CHANGED=1
   log "wrote ${path}"
@@ -112,6 +112,12 @@ install_kube_version() {
 # ones and checks them, and on any failure puts the old ones back and starts containerd again. Running
 # containers survive: their runc shims outlive a containerd restart, and replacing a running executable's
 # file does not touch the process.
+# Where the runtime lives (containerd's getting-started guide: /usr/local/bin, /usr/local/sbin/runc, the unit in
+# /usr/local/lib/systemd/system). Tests point them at a scratch directory; on a node the variable is unset.
+RUNTIME_BIN="${HYBRID_CLUSTER_TEST_ROOT:-}/usr/local/bin"
+RUNC_PATH="${HYBRID_CLUSTER_TEST_ROOT:-}/usr/local/sbin/runc"
+CONTAINERD_UNIT="${HYBRID_CLUSTER_TEST_ROOT:-}/usr/local/lib/systemd/system/containerd.service"
+
 release_arch() {
   case "$(uname -m)" in
     x86_64) echo amd64 ;;
@@ -121,15 +127,15 @@ release_arch() {
 }
 
 installed_containerd_version() {
-  if [[ -x /usr/local/bin/containerd ]]; then
+  if [[ -x "${RUNTIME_BIN}"/containerd ]]; then
     # "containerd github.com/containerd/containerd/v2 v2.1.4 <commit>"
-    /usr/local/bin/containerd --version | awk '{ print $3 }'
+    "${RUNTIME_BIN}"/containerd --version | awk '{ print $3 }'
   fi
 }
 
 installed_runc_version() {
-  if [[ -x /usr/local/sbin/runc ]]; then
-    /usr/local/sbin/runc --version | awk 'NR == 1 { print "v" $3 }'
+  if [[ -x "${RUNC_PATH}" ]]; then
+    "${RUNC_PATH}" --version | awk 'NR == 1 { print "v" $3 }'
   fi
 }
 
@@ -163,19 +169,40 @@ stage_runtime() {
   install -m 0755 "${RUNTIME_STAGE}/runc.${arch}" "${RUNTIME_STAGE}/runc"
 }
 
+# replace_executable SOURCE DEST: SOURCE's copy put at DEST by a rename. A running executable's file cannot
+# be opened for writing (ETXTBSY: running shims hold containerd-shim-runc-v2, running containers runc), but it
+# can be replaced: the rename gives DEST a new inode and the running processes keep the old one.
+replace_executable() {
+  install -m 0755 "$1" "$2.new" && mv -f "$2.new" "$2"
+}
+
 # restore_runtime BACKUP WAS_ACTIVE: the binaries kept in BACKUP back in place, containerd started again if it ran.
 restore_runtime() {
-  local backup="$1" was_active="$2"
+  local backup="$1" was_active="$2" file
   log "putting containerd $(cat "${backup}/version" 2>/dev/null || echo '(none)') back"
-  if [[ -d "${backup}/bin" ]]; then
-    cp -a "${backup}/bin/." /usr/local/bin/
-  fi
+  for file in "${backup}"/bin/*; do
+    [[ -e "${file}" ]] || continue
+    replace_executable "${file}" "${RUNTIME_BIN}/${file##*/}" || log "could not put ${file##*/} back"
+  done
   if [[ -f "${backup}/runc" ]]; then
-    install -m 0755 "${backup}/runc" /usr/local/sbin/runc
+    replace_executable "${backup}/runc" "${RUNC_PATH}" || log "could not put runc back"
+  fi
+  if [[ -f "${backup}/containerd.service" ]]; then
+    put_file "${CONTAINERD_UNIT}" 0644 <"${backup}/containerd.service"
+    systemctl daemon-reload || log "systemctl daemon-reload failed"
   fi
   if ((was_active)); then
     systemctl start containerd || log "containerd did not start again"
   fi
+}
+
+# install_staged_runtime: every staged binary in its place; fails on the first that cannot be placed.
+install_staged_runtime() {
+  local file
+  for file in "${RUNTIME_STAGE}"/root/bin/*; do
+    replace_executable "${file}" "${RUNTIME_BIN}/${file##*/}" || return 1
+  done
+  replace_executable "${RUNTIME_STAGE}/runc" "${RUNC_PATH}"
 }
 
 # swap_runtime: the staged runtime in place of the installed one (see above); dies, with the old one
@@ -187,26 +214,30 @@ swap_runtime() {
   installed_containerd_version >"${backup}/version"
   mkdir -p "${backup}/bin"
   for name in "${RUNTIME_STAGE}"/root/bin/*; do
-    if [[ -e "/usr/local/bin/${name##*/}" ]]; then
-      cp -a "/usr/local/bin/${name##*/}" "${backup}/bin/"
+    if [[ -e "${RUNTIME_BIN}/${name##*/}" ]]; then
+      cp -a "${RUNTIME_BIN}/${name##*/}" "${backup}/bin/"
     fi
   done
-  if [[ -x /usr/local/sbin/runc ]]; then
-    cp -a /usr/local/sbin/runc "${backup}/runc"
+  if [[ -x "${RUNC_PATH}" ]]; then
+    cp -a "${RUNC_PATH}" "${backup}/runc"
+  fi
+  if [[ -f "${CONTAINERD_UNIT}" ]]; then
+    cp -a "${CONTAINERD_UNIT}" "${backup}/containerd.service"
   fi
   if systemctl is-active --quiet containerd; then
     was_active=1
     systemctl stop containerd
   fi
-  if ! { cp -a "${RUNTIME_STAGE}/root/bin/." /usr/local/bin/ \
-    && install -m 0755 "${RUNTIME_STAGE}/runc" /usr/local/sbin/runc \
+  # From here on every command is checked: nothing may stop the script with the runtime half-swapped.
+  if ! { mkdir -p "${RUNTIME_BIN}" "${RUNC_PATH%/*}" \
+    && install_staged_runtime \
     && [[ "$(installed_containerd_version)" == "v${CONTAINERD_VERSION}" ]] \
-    && [[ "$(installed_runc_version)" == "v${RUNC_VERSION}" ]]; }; then
+    && [[ "$(installed_runc_version)" == "v${RUNC_VERSION}" ]] \
+    && put_file "${CONTAINERD_UNIT}" 0644 <"${RUNTIME_STAGE}/containerd.service" \
+    && systemctl daemon-reload; }; then
     restore_runtime "${backup}" "${was_active}"
     die "containerd ${CONTAINERD_VERSION} / runc ${RUNC_VERSION} did not install; the previous runtime is back"
   fi
-  put_file /usr/local/lib/systemd/system/containerd.service 0644 <"${RUNTIME_STAGE}/containerd.service"
-  systemctl daemon-reload
   if ((was_active)) && ! systemctl start containerd; then
     restore_runtime "${backup}" "${was_active}"
     die "containerd ${CONTAINERD_VERSION} did not start; the previous runtime is back"
