@@ -1236,3 +1236,22 @@ def test_a_lost_member_is_not_removed_below_quorum(etcd):
     result = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1 and "quorum needs 2" in result.stderr
     assert "hk-cp-3" in (etcd.stubs / "etcd-members").read_text()
+
+
+def test_a_one_control_plane_stack_drains_its_only_member_for_an_upgrade(etcd):
+    """The program's own drain for a stack with one control-plane node (what most labs run), run against
+    etcd stubs: the chain does not stop at its first step."""
+    from render.shell import script_from_bash_command
+    from tests.conftest import hk_prod_values, raw_config
+    from tools.mockrun import run_program
+
+    values = hk_prod_values()
+    values["nodes"]["controlPlane"] = values["nodes"]["controlPlane"][:1]
+    recording = run_program(raw_config(values))
+    drain = script_from_bash_command(recording.named("hk-prod-upgrade-hk-cp-1-drain-for-upgrade").inputs["update"])
+    (etcd.stubs / "etcd-members").write_text(ONE_MEMBER)
+    (etcd.stubs / "nodes" / "hk-cp-1").touch()
+    (etcd.stubs / "kubelet-version-hk-cp-1").write_text("v1.36.3\n")
+    result = etcd.run(drain)
+    assert result.returncode == 0, result.stderr
+    assert "only etcd member" in result.stdout and [c[0] for c in etcd.calls("kubectl")][-2:] == ["cordon", "drain"]
