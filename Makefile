@@ -1,10 +1,12 @@
 # The two commands a new user runs:  make synth  (render hk-prod offline)  and  make test.
+# make test: the maintainer loop (every check but the slow tier, in parallel; about two minutes on two cores).
+# make check: what CI runs: the linters and every test, the slow tier (fuzz, 300 nodes) included.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: test synth tools clean lint-scripts
+.PHONY: test test-all check lint synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,7 +22,15 @@ tools:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init >/dev/null; }
 
 test: $(VENV)/.installed tools
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto -m "not slow"
+
+test-all: $(VENV)/.installed tools
+	$(PY) -m pytest -q -n auto
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check .
+
+check: lint test-all
 
 # Only the script files (render/scripts/): shellcheck and the PowerShell parser, as written.
 lint-scripts: $(VENV)/.installed

@@ -11,8 +11,8 @@ from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
 from components.scheduling import Scheduling
-from components.upgrade import KubernetesUpgrade
 from components.storage import Storage
+from components.upgrade import KubernetesUpgrade
 from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load

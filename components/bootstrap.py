@@ -13,8 +13,8 @@ by name if reset could not remove it, never below quorum, and the Node object), 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pulumi
 import pulumi_command as command

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as kubernetes

@@ -16,8 +16,7 @@ from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from render import hyperv, windows_activation
-from render.cloud_init import (LinuxNodeInit, RegistryMirror, render_authorized_keys, render_prepare_script,
-                               render_user_data)
+from render.cloud_init import LinuxNodeInit, RegistryMirror, render_authorized_keys, render_prepare_script, render_user_data
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 

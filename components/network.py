@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
-import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import StackSpec

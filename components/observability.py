@@ -4,7 +4,7 @@ from both OSes (Fluent Bit on Linux nodes and on every Windows build) shipped to
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_kubernetes as kubernetes
@@ -14,7 +14,7 @@ from config.model import StackSpec
 from render import etcd_backup, logging, metrics
 
 from .k8s import helm_release, kubernetes_object, resource_name
-from .scheduling import Scheduling, WINDOWS_SYSTEM_NAMESPACE
+from .scheduling import WINDOWS_SYSTEM_NAMESPACE, Scheduling
 
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 
@@ -68,7 +68,8 @@ class Observability(pulumi.ComponentResource):
         # Logs.
         output = log_output(spec)
         logging_ns = declare(logging.logging_namespace())
-        helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE, logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE),
+        helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE,
+                     logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE),
                      provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
         if spec.nodes.windows:
             # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.

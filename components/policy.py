@@ -5,7 +5,7 @@ data.inventory for the Rego that follows runtimeClassName.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pulumi
 

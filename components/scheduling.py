@@ -5,7 +5,7 @@ HostProcess system pods) with their quotas, defaults and Pod Security levels.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import pulumi
 

@@ -7,7 +7,7 @@ credentials until re-staged, so the workloads using shared-files need a rolling 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pulumi
 import pulumi_kubernetes as kubernetes

@@ -14,8 +14,7 @@ import re
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import (CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider,
-                            UpdateResult)
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 VERSION_KEY = "kubernetesVersion"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")

@@ -4,10 +4,9 @@ Windows pods start only once Windows nodes of their build are Ready and Windows 
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
-
 import pulumi_command as command
 
 from config import compat

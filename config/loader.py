@@ -7,9 +7,10 @@ import difflib
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
@@ -210,7 +211,8 @@ def read_stack_document(path: str | os.PathLike[str]) -> Any:
         loader.dispose()
     if loader.duplicates:
         raise SpecError([Problem(f"{name}:{line}", f"key {key!r} is written twice (first on line {first}); "
-                                                   "YAML keeps only one of them") for key, line, first in sorted(loader.duplicates, key=lambda d: d[1])])
+                                                   "YAML keeps only one of them")
+                         for key, line, first in sorted(loader.duplicates, key=lambda d: d[1])])
     return document
 
 

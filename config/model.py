@@ -335,7 +335,7 @@ class WindowsActivationSpec(Spec):
     kms_port: Annotated[int, Field(ge=1, le=65535)] = 1688
 
     @model_validator(mode="after")
-    def _kms_host_with_kms_only(self) -> "WindowsActivationSpec":
+    def _kms_host_with_kms_only(self) -> WindowsActivationSpec:
         if self.mode == "kms" and self.kms_host is None:
             raise ValueError("kmsHost is required with mode: kms")
         if self.mode != "kms" and self.kms_host is not None:

@@ -6,10 +6,11 @@ so one run reports every problem it can find, each at its config key path.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from datetime import date
 from ipaddress import IPv4Address, IPv4Network
-from typing import Callable, Iterator, Literal
+from typing import Literal
 
 from render import network, scheduling
 from render.checks import NETBIOS_NAME
@@ -219,7 +220,8 @@ def pod_cidr_capacity(spec: StackSpec) -> Iterator[Problem]:
     capacity = 2 ** (mask - pod.prefixlen)
     count = sum(1 for _ in _node_paths(spec))
     if count > capacity:
-        yield Problem("cluster.nodeCidrMaskSize", f"pod CIDR {pod} holds {capacity} node ranges of /{mask}, but the stack has {count} nodes")
+        yield Problem("cluster.nodeCidrMaskSize",
+                      f"pod CIDR {pod} holds {capacity} node ranges of /{mask}, but the stack has {count} nodes")
 
 
 @rule("calico", "network", "nodes")
@@ -227,7 +229,8 @@ def calico_network(spec: StackSpec) -> Iterator[Problem]:
     calico = spec.calico
     limit = spec.network.underlay_mtu - VXLAN_OVERHEAD
     if calico.encapsulation.startswith("VXLAN") and calico.mtu > limit:
-        yield Problem("calico.mtu", f"{calico.mtu} exceeds the underlay MTU {spec.network.underlay_mtu} minus VXLAN's {VXLAN_OVERHEAD} bytes ({limit})")
+        yield Problem("calico.mtu", f"{calico.mtu} exceeds the underlay MTU {spec.network.underlay_mtu} "
+                      f"minus VXLAN's {VXLAN_OVERHEAD} bytes ({limit})")
     if spec.nodes.windows:
         # Calico for Windows: VXLAN only (no IPIP, no cross-subnet), no BGP with VXLAN
         # (https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements).
@@ -302,7 +305,8 @@ def references(spec: StackSpec) -> Iterator[Problem]:
             elif host.zone != node.zone:
                 yield Problem(f"{path}.hypervHost", f"{node.hyperv_host} is in zone {host.zone}, not {node.zone}")
             elif node.version not in host.golden_images:
-                yield Problem(f"{path}.version", f"Hyper-V host {host.name} has no golden image for {node.version} (hyperv.hosts[].goldenImages)")
+                yield Problem(f"{path}.version",
+                              f"Hyper-V host {host.name} has no golden image for {node.version} (hyperv.hosts[].goldenImages)")
 
 
 @rule("proxmox", "nodes")
@@ -331,7 +335,8 @@ def versions(spec: StackSpec) -> Iterator[Problem]:
     minor = compat.kubernetes_minor(version)
     release = compat.KUBERNETES.get(minor)
     if release is None:
-        yield Problem("cluster.kubernetesVersion", f"Kubernetes {minor} is not supported; supported: {', '.join(compat.supported_versions())}")
+        yield Problem("cluster.kubernetesVersion",
+                      f"Kubernetes {minor} is not supported; supported: {', '.join(compat.supported_versions())}")
         return
     if compat.patch_number(version) > compat.patch_number(release.patch):
         # Newer than any release the matrix knows: the packages and images would not exist.

@@ -43,10 +43,11 @@ Design choices, with their sources:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import yaml
+
 from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_machine, is_host
 from render.script_files import render_script
 
@@ -371,7 +372,8 @@ def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machin
     return render_script(
         "upgrade-k8s-node.sh", MACHINE=machine,
         NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
-        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version, KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
+        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version, KUBERNETES_REPO_FILE=repo_path,
+        KUBERNETES_REPO_TEXT=_text(repo_content),
         UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane), ETCD_POD=etcd_pod or "")
 
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
 from render.checks import DNS_SUBDOMAIN
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"

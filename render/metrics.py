@@ -3,9 +3,10 @@ Linux parts, and with Windows nodes its Windows rules, dashboards and windows_ex
 PrometheusRule and a Grafana dashboard for Windows nodes.
 
 This module owns the monitoring namespace name, the windows_exporter collector set and the render
-functions below (the chart pin lives in config.compat.CHARTS). It is pure: no Pulumi and no ``config`` imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The
-lead's component creates the Grafana admin Secret from a Pulumi secret, installs the chart and turns each
-dict into a resource.
+functions below (the chart pin lives in config.compat.CHARTS). It is pure: no Pulumi and no ``config``
+imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The component
+(components/observability.py) creates the Grafana admin Secret from a Pulumi secret, installs the chart and
+turns each dict into a resource.
 
 Design decisions, with their sources:
 
@@ -20,11 +21,12 @@ Design decisions, with their sources:
   the same job. ``windows_exporter_values()`` configures that subchart (keys from
   charts/prometheus-windows-exporter/values.yaml): our pinned image, our collectors (a superset of the
   ``memory`` and ``container`` ones the chart's rules need), our namespace, the Windows taint only.
-* It runs as a HostProcess container (the subchart's default ``securityContext.windowsOptions.hostProcess``): one DaemonSet serves every Windows build, because a HostProcess
-  image need not match the host build ("One image works on every Windows version that supports HostProcess
-  containers", prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, quoted in
-  config/compat.py; the exporter's Dockerfile: "this image doesn't really matter for hostprocess"). The
-  DaemonSet is still limited, by node affinity, to the Windows builds the stack declares.
+* It runs as a HostProcess container (the subchart's default ``securityContext.windowsOptions.hostProcess``):
+  one DaemonSet serves every Windows build, because a HostProcess image need not match the host build
+  ("One image works on every Windows version that supports HostProcess containers",
+  prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, quoted in config/compat.py; the
+  exporter's Dockerfile: "this image doesn't really matter for hostprocess"). The DaemonSet is still
+  limited, by node affinity, to the Windows builds the stack declares.
 * It lives in ``windows-system``, the namespace at Pod Security level ``privileged`` that
   render.scheduling provides for Windows HostProcess system pods: ``baseline`` refuses
   ``windowsOptions.hostProcess`` (check_windowsHostProcess.go, see render/scheduling.py). The monitoring
@@ -44,10 +46,10 @@ import json
 import re
 from typing import Any
 
-from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
-from render.scheduling import system_namespace, windows_toleration
 from render.checks import DNS_SUBDOMAIN, require
 from render.etcd_backup import TEXTFILE_DIR
+from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
+from render.scheduling import system_namespace, windows_toleration
 
 MONITORING_NAMESPACE = "monitoring"
 

@@ -60,13 +60,13 @@ from pathlib import Path
 import yaml
 
 from render.checks import DNS_LABEL
-from render.script_files import render_script
 from render.labels import (
     OS_LABEL,
     WINDOWS_TAINT_EFFECT,
     WINDOWS_TAINT_KEY,
     WINDOWS_TAINT_VALUE,
 )
+from render.script_files import render_script
 
 GATEKEEPER_NAMESPACE = "gatekeeper-system"
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 SCRIPTS_DIR = Path(__file__).parent / "scripts"
 
@@ -149,7 +149,7 @@ def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen:
                 missing, extra = set(names) - set(values), set(values) - set(names)
                 raise ValueError(f"{name}: inputs do not match its #@ inputs line "
                                  f"(missing {sorted(missing)}, not declared {sorted(extra)})")
-            for arg, input_name in zip(args, names):
+            for arg, input_name in zip(args, names, strict=False):
                 out.append(inner + _assignment(language, input_name, arg.endswith("[]"), values[input_name]))
         else:
             raise ValueError(f"{name}: unknown directive {line.strip()!r}")

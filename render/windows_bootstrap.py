@@ -36,8 +36,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
 from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, check_machine, is_host
+from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
 from render.hyperv import (
     HEARTBEAT_TIMEOUT_SECONDS,
     POWERSHELL_DIRECT_TIMEOUT_SECONDS,

@@ -9,8 +9,8 @@ Whether the samples are deployed at all is the caller's switch.
 
 Design decisions, with their sources:
 
-* Images (pinned in config.compat as SAMPLE_WINDOWS_IMAGE and SAMPLE_LINUX_IMAGE). The Windows one is the ASP.NET Core sample from dotnet/dotnet-docker
-  (samples/aspnetapp: Kestrel on port 8080, ``/healthz`` mapped with ``MapHealthChecks`` in
+* Images (pinned in config.compat as SAMPLE_WINDOWS_IMAGE and SAMPLE_LINUX_IMAGE). The Windows one is the
+  ASP.NET Core sample from dotnet/dotnet-docker (samples/aspnetapp: Kestrel on port 8080, ``/healthz`` mapped with ``MapHealthChecks`` in
   samples/aspnetapp/aspnetapp/Program.cs) built on ``aspnet:10.0-nanoserver-ltsc2022``
   (samples/aspnetapp/Dockerfile.nanoserver), which runs as ``ContainerUser`` (``USER ContainerUser`` in
   src/runtime/10.0/nanoserver-ltsc2022/amd64/Dockerfile). The repository's tag table publishes the sample
@@ -88,7 +88,6 @@ from render.scheduling import (
     ZONE_LABEL,
     parse_quantity,
 )
-
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.

@@ -75,3 +75,13 @@ def synth_key_file(tmp_path_factory):
 @pytest.fixture
 def hk_values() -> dict:
     return copy.deepcopy(hk_prod_values())
+
+
+@pytest.fixture(scope="session")
+def hk_recording():
+    """hk-prod declared once per test process under the mock engine (tools/mockrun.py), for the many tests
+    that only read what it declares. Read-only: a test that changes the stack runs its own program."""
+    from tools.mockrun import run_program
+    recording = run_program(raw_config(hk_prod_values()))
+    assert not recording.plan.errors, recording.plan.errors
+    return recording

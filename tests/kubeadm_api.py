@@ -20,7 +20,7 @@ as sigs.k8s.io/yaml would when decoding into map[string]string.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -347,11 +347,11 @@ class KubeletConfiguration(Strict):
     maxParallelImagePulls: int | None = Field(default=None, ge=0)
 
 
-Document = Union[
-    V1Beta3InitConfiguration, V1Beta3ClusterConfiguration, V1Beta3JoinConfiguration,
-    V1Beta4InitConfiguration, V1Beta4ClusterConfiguration, V1Beta4JoinConfiguration,
-    KubeletConfiguration,
-]
+Document = (
+    V1Beta3InitConfiguration | V1Beta3ClusterConfiguration | V1Beta3JoinConfiguration
+    | V1Beta4InitConfiguration | V1Beta4ClusterConfiguration | V1Beta4JoinConfiguration
+    | KubeletConfiguration
+)
 
 MODELS: dict[tuple[str, str], type[BaseModel]] = {
     (V1BETA3, "InitConfiguration"): V1Beta3InitConfiguration,

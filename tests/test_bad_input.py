@@ -197,9 +197,10 @@ def test_pulumi_namespace_entries_are_allowed_and_secured_foreign_values_are_ref
 
 def test_the_pulumi_runtime_path_applies_the_same_namespace_rules(monkeypatch):
     from pulumi.runtime import config as runtime_config
+
     from config.loader import from_pulumi_runtime
-    monkeypatch.setattr(runtime_config, "get_config_env", lambda: {})
-    monkeypatch.setattr(runtime_config, "get_config_secret_keys_env", lambda: [])
+    monkeypatch.setattr(runtime_config, "get_config_env", dict)
+    monkeypatch.setattr(runtime_config, "get_config_secret_keys_env", list)
     runtime_config.set_all_config({"hybrid-cluster:zones": '["hk-1"]', "hybrid-clustre:zones": '["hk-2"]',
                                    "kubernetes:kubeconfig": "apiVersion: v1"}, [])
     raw = from_pulumi_runtime()
@@ -284,6 +285,7 @@ def _mutations(rng: random.Random, values: dict, count: int) -> None:
             continue  # an earlier mutation removed or replaced this path's parent
 
 
+@pytest.mark.slow
 def test_random_stacks_are_refused_with_key_paths_or_declared_by_the_whole_program():
     """Mutated copies of hk-prod: each either fails with SpecError (every problem at a key path) or runs
     through __main__.py under the mock engine with no exception and no error logged."""

@@ -38,12 +38,14 @@ def test_every_single_change_touches_only_its_minimal_set():
         assert row["equal"], row
 
 
+@pytest.mark.slow
 def test_critical_path_does_not_grow_with_node_count():
     small = bench.critical_path(bench.run_program(bench.raw(bench.generate_stack(3)), stack=bench.CLUSTER))
     large = bench.critical_path(bench.run_program(bench.raw(bench.generate_stack(60)), stack=bench.CLUSTER))
     assert large.seconds <= small.seconds * 1.10
 
 
+@pytest.mark.slow
 def test_a_large_stack_declares_despite_chains_deeper_than_pythons_default_recursion():
     """The serial upgrade and reboot chains are about six steps per node deep; 300 nodes is past what the
     SDK's recursive cycle check survives at the default recursion limit (between 200 and 300 nodes)."""

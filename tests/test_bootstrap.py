@@ -33,9 +33,9 @@ def script(resource, phase: str = "create") -> str:
     return text
 
 
-@pytest.fixture(scope="module")
-def hk() -> Recording:
-    return run_program(raw_config(hk_prod_values()))
+@pytest.fixture
+def hk(hk_recording) -> Recording:
+    return hk_recording
 
 
 def test_one_fresh_credential_and_join_per_node(hk):
@@ -212,11 +212,11 @@ def test_windows_kubelets_get_max_pods_from_the_block_size_and_linux_kubelets_ke
         assert "max-pods" not in linux and "node-ip" in linux
 
 
-def test_a_1_35_cluster_enables_the_mutating_admission_policy_beta_on_its_api_servers():
+def test_a_1_35_cluster_enables_the_mutating_admission_policy_beta_on_its_api_servers(hk_recording):
     values = hk_prod_values()
     values["cluster"]["kubernetesVersion"] = "1.35.9"
     init = script_from_bash_command(run_program(raw_config(values)).named("hk-prod-kubeadm-init").inputs["create"])
     assert "  - name: feature-gates\n    value: MutatingAdmissionPolicy=true\n" in init
     assert "  - name: runtime-config\n    value: admissionregistration.k8s.io/v1beta1=true\n" in init
-    current = script_from_bash_command(run_program(raw_config(hk_prod_values())).named("hk-prod-kubeadm-init").inputs["create"])
+    current = script_from_bash_command(hk_recording.named("hk-prod-kubeadm-init").inputs["create"])
     assert "MutatingAdmissionPolicy" not in current

@@ -14,7 +14,7 @@ import pytest
 # is run as `.venv/bin/pytest tests/test_compat.py` from the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from config import compat  # noqa: E402
+from config import compat
 
 # registry host (has a dot or a port), repository path, and a tag; no digest-only or bare names.
 IMAGE_REF = re.compile(r"^(?P<host>[a-z0-9.-]+\.[a-z]{2,}(?::\d+)?)/(?P<path>[a-z0-9._/-]+):(?P<tag>[\w][\w.-]{0,127})$")
@@ -90,7 +90,7 @@ def test_supported_minors_are_maintained_and_consecutive():
     for minor in minors:
         assert compat.KUBERNETES[minor].end_of_life > compat.AS_OF, f"{minor} is past end of life"
     numbers = [_minor_tuple(m) for m in minors]
-    for older, newer in zip(numbers, numbers[1:]):
+    for older, newer in zip(numbers, numbers[1:], strict=False):
         assert newer == (older[0], older[1] + 1), f"gap between {older} and {newer}"
 
 

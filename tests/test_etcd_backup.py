@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -131,8 +130,8 @@ def test_a_copy_that_differs_from_the_snapshot_is_discarded(tmp_path):
     assert not (tmp_path / "textfile").exists()
 
 
-def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it_on_removal():
-    recording = run_program(raw_config(hk_prod_values()))
+def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it_on_removal(hk_recording):
+    recording = hk_recording
     for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3"):
         schedule = recording.named(f"hk-prod-etcd-backup-{node}")
         install = script_from_bash_command(schedule.inputs["create"])

@@ -147,6 +147,7 @@ def test_every_template_carries_the_one_placement_library_verbatim():
 
 def test_the_sync_tool_rewrites_a_stale_copy_and_nothing_else(tmp_path):
     import shutil
+
     from tools import rego_libs as sync
     root = tmp_path / "gatekeeper"
     shutil.copytree(POLICY_DIR, root)

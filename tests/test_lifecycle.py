@@ -28,9 +28,9 @@ def up(values: dict, state=None, **kwargs) -> Recording:
     return run
 
 
-@pytest.fixture(scope="module")
-def built() -> Recording:
-    return up(hk_prod_values())
+@pytest.fixture
+def built(hk_recording) -> Recording:
+    return hk_recording
 
 
 def node_resources(node: str, windows: bool = False) -> set[str]:
@@ -435,7 +435,8 @@ def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster
     provider that has no clusterIdentifier (and through it every object); an unchanged identifier keeps it."""
     from tools import providers
     from tools.engine import Unknown, contains_unknown, unwrap
-    assert providers.kubernetes_provider_replaces({"kubeconfig": "a"}, {"kubeconfig": Unknown()}, contains_unknown, unwrap) == ["kubeconfig"]
+    replaces = providers.kubernetes_provider_replaces({"kubeconfig": "a"}, {"kubeconfig": Unknown()}, contains_unknown, unwrap)
+    assert replaces == ["kubeconfig"]
     assert providers.kubernetes_provider_replaces({"kubeconfig": "a", "clusterIdentifier": "x"},
                                                   {"kubeconfig": Unknown(), "clusterIdentifier": "x"},
                                                   contains_unknown, unwrap) == []

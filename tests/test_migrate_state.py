@@ -8,17 +8,17 @@ import json
 
 import pytest
 
+from render import linux_bootstrap
+from render.shell import bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tools import migrate_state
 from tools.engine import Entry, from_export, to_export
 from tools.mockrun import run_program
-from render import linux_bootstrap
-from render.shell import bash_command
 
 
-@pytest.fixture(scope="module")
-def built():
-    return run_program(raw_config(hk_prod_values()))
+@pytest.fixture
+def built(hk_recording):
+    return hk_recording
 
 
 def format_one(state: dict[str, Entry]) -> dict[str, Entry]:

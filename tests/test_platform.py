@@ -8,16 +8,16 @@ import pytest
 
 from tests.conftest import hk_prod_values, raw_config, with_legacy_windows_build
 from tests.crd_schema import SCHEMA_DIR, validate_custom_resource
-from tools.mockrun import changed_resources, Recording, run_program
+from tools.mockrun import Recording, changed_resources, run_program
 from tools.synth import plain
 
 INSTALLATION_SCHEMA = SCHEMA_DIR / "operator.tigera.io_v1_Installation.json"
 CONSTRAINT_TEMPLATE_SCHEMA = SCHEMA_DIR / "templates.gatekeeper.sh_v1_ConstraintTemplate.json"
 
 
-@pytest.fixture(scope="module")
-def hk() -> Recording:
-    return run_program(raw_config(hk_prod_values()))
+@pytest.fixture
+def hk(hk_recording) -> Recording:
+    return hk_recording
 
 
 @pytest.fixture(scope="module")

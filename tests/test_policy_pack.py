@@ -26,7 +26,7 @@ if str(PACK) not in sys.path:
     # that same module object, so rules.UNKNOWN is one sentinel.
     sys.path.insert(0, str(PACK))
 
-import rules
+import rules  # noqa: E402  (the pack's folder must be on sys.path first)
 
 # --- the program's resources in the shape the rules take ------------------------------------------------
 
@@ -354,6 +354,7 @@ def _declared(obj: dict, name: str) -> rules.Declared:
 
 def _suite_cases():
     import yaml
+
     from render import policy
     cases = []
     for folder in sorted(f for _, f in policy.CONSTRAINTS.values()):

@@ -8,7 +8,7 @@ import pytest
 from pulumi.runtime.sync_await import _sync_await
 
 from tests.conftest import raw_config
-from tools.mockrun import changed_resources, Recording, Secret, Unknown, placeholder_secrets, run_program
+from tools.mockrun import Recording, Secret, Unknown, changed_resources, placeholder_secrets, run_program
 
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
 SNIPPET = "proxmoxve:index/fileLegacy:FileLegacy"
@@ -21,10 +21,9 @@ def record(values: dict, preview: bool = False) -> Recording:
     return run_program(raw_config(values), stack="hk-prod", preview=preview)
 
 
-@pytest.fixture(scope="module")
-def hk() -> Recording:
-    from tests.conftest import hk_prod_values
-    return record(hk_prod_values())
+@pytest.fixture
+def hk(hk_recording) -> Recording:
+    return hk_recording
 
 
 def _walk(value):

@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from render.script_files import lint_form
-from tests.validators import bash_input, cloud_init_schema, shellcheck
 from render.cloud_init import (
     PREPARE_SCRIPT_PATH,
     LinuxNodeInit,
@@ -23,6 +21,8 @@ from render.cloud_init import (
     render_upgrade_script,
     render_user_data,
 )
+from render.script_files import lint_form
+from tests.validators import bash_input, cloud_init_schema, shellcheck
 
 PACKAGE_MANAGER = {"ubuntu22": "apt", "rocky9": "dnf", "centos7": "yum"}
 HARBOR_MIRRORS = (

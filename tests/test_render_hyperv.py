@@ -13,12 +13,9 @@ import tree_sitter_powershell
 from tree_sitter import Language, Node, Parser
 
 from components.machines import hyperv_vm
-from tests.conftest import hk_prod_spec
-from tests.validators import powershell_errors
 from render.hyperv import (
     MAX_SSH_COMMAND_CHARS,
     HostNicOffload,
-    HypervVm,
     ps_quote,
     render_create,
     render_delete,
@@ -27,6 +24,8 @@ from render.hyperv import (
     script_from_ssh_command,
     ssh_command,
 )
+from tests.conftest import hk_prod_spec
+from tests.validators import powershell_errors
 
 PARSER = Parser(Language(tree_sitter_powershell.language()))
 
@@ -255,7 +254,8 @@ def test_offload_scripts_use_registry_keywords_and_match() -> None:
     assert "$DesiredValue = '0'" in disable
     assert "$DesiredValue = '1'" in restore
     # Identical apart from the value and comment: restore is the exact inverse of disable.
-    strip = lambda s: [l for l in s.splitlines() if not l.startswith(("#", "$DesiredValue"))]
+    def strip(script: str) -> list[str]:
+        return [line for line in script.splitlines() if not line.startswith(("#", "$DesiredValue"))]
     assert strip(disable) == strip(restore)
 
 

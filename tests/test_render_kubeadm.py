@@ -299,7 +299,8 @@ def test_other_kubernetes_namespace_labels_the_kubelet_refuses_are_rejected(labe
 def test_self_settable_kubernetes_labels_are_accepted() -> None:
     labels = {"node.kubernetes.io/pool": "general", "topology.kubernetes.io/region": "hk", "example.com/team": "infra"}
     rendered = render_join_config(make_cluster(KUBEADM_V1BETA4), dataclasses.replace(LINUX_WORKER, labels=labels))
-    node_labels = args_as_dict(KUBEADM_V1BETA4, by_kind(rendered)["JoinConfiguration"]["nodeRegistration"]["kubeletExtraArgs"])["node-labels"]
+    extra_args = by_kind(rendered)["JoinConfiguration"]["nodeRegistration"]["kubeletExtraArgs"]
+    node_labels = args_as_dict(KUBEADM_V1BETA4, extra_args)["node-labels"]
     assert node_labels == "example.com/team=infra,node.kubernetes.io/pool=general,topology.kubernetes.io/region=hk"
 
 

@@ -16,10 +16,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from config.compat import KUBE_VIP_IMAGE
 from render import linux_bootstrap as lb
 from render.cloud_init import PREPARE_SCRIPT_PATH
 from render.readiness import render_wait_for_cloud_init
-from config.compat import KUBE_VIP_IMAGE
 from render.shell import bash_command
 from tests.validators import first_command, shellcheck
 

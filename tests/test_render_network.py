@@ -9,9 +9,9 @@ import json
 import kubernetes_validate
 import pytest
 
-from render import network, windows_bootstrap
-from render.network import CalicoParams
 from components.network import calico_params
+from render import network
+from render.network import CalicoParams
 from tests.conftest import hk_prod_spec
 from tests.crd_schema import SCHEMA_DIR, CustomResourceInvalid, validate_custom_resource
 from tests.validators import powershell_errors

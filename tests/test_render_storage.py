@@ -9,9 +9,9 @@ import json
 import kubernetes_validate
 import pytest
 
+from components.storage import storage_params
 from render import labels, storage
 from render.scheduling import parse_quantity, windows_toleration
-from components.storage import storage_params
 from render.storage import StorageParams
 from tests.conftest import hk_prod_spec
 

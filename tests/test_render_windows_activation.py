@@ -43,7 +43,7 @@ def _key_table(script):
     editions, keys = listed("KeyEditions"), listed("KeyValues")
     assert len(editions) == len(keys)
     assert "for ($i = 0; $i -lt $KeyEditions.Count; $i++) { $ProductKeys[$KeyEditions[$i]] = $KeyValues[$i] }" in script
-    return dict(zip(editions, keys))
+    return dict(zip(editions, keys, strict=False))
 
 
 def test_kms_installs_the_gvlk_sets_the_host_and_activates_only_when_needed():

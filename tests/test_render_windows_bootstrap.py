@@ -15,30 +15,30 @@ from pathlib import Path
 import pytest
 
 from components.bootstrap import windows_params
-from tests.conftest import hk_prod_spec
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
 from render.script_files import ps_array
 from render.windows_bootstrap import (
-    CRI_SOCKET,
     CALICO_WINDOWS_CNI_BIN_DIR,
     CALICO_WINDOWS_CNI_CONF_DIR,
+    CONTAINERD_BINARIES_STEP,
+    CRI_SOCKET,
     DEFAULT_CNI_BIN_DIR,
     DEFAULT_CNI_CONF_DIR,
     JOIN_LINE_PATTERN,
     KUBEADM_FLAG_PATTERN,
     REGISTRY_HOSTS_DIR,
+    UPGRADE_MARKER,
     WindowsNodeParams,
     containerd_config_toml,
     registry_hosts_files,
     render_join,
     render_prepare_steps,
     render_prepare_update,
-    render_runtime_upgrade,
-    CONTAINERD_BINARIES_STEP,
-    render_upgrade,
-    UPGRADE_MARKER,
     render_reset,
+    render_runtime_upgrade,
+    render_upgrade,
 )
+from tests.conftest import hk_prod_spec
 from tests.validators import powershell_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,7 +263,8 @@ def test_pattern_accepts_what_kubeadm_prints(line: str, endpoint: str) -> None:
         f"kubeadm join 10.30.30.10:6443 --token {TOKEN} --discovery-token-ca-cert-hash sha256:{'0f' * 31}",
         f"kubeadm join 10.30.30.10:6443 --token {TOKEN} --discovery-token-ca-cert-hash md5:{'0f' * 16}",
         # Control-plane joins and extra options are not for Windows nodes.
-        f"kubeadm join 10.30.30.10:6443 --token {TOKEN} --discovery-token-ca-cert-hash {HASH} --control-plane --certificate-key {'ab' * 32}",
+        f"kubeadm join 10.30.30.10:6443 --token {TOKEN} --discovery-token-ca-cert-hash {HASH} --control-plane "
+        f"--certificate-key {'ab' * 32}",
         f"kubeadm join 10.30.30.10:6443 --token {TOKEN} --discovery-token-ca-cert-hash {HASH} --discovery-token-ca-cert-hash {HASH}",
         f"kubeadm join 10.30.30.10:6443 --discovery-token-ca-cert-hash {HASH} --token {TOKEN}",
         f"kubeadm join 10.30.30.10:6443; Remove-Item C:\\ --token {TOKEN} --discovery-token-ca-cert-hash {HASH}",
@@ -615,8 +616,9 @@ def test_upgrade_replaces_the_binaries_at_the_target_then_runs_kubeadm_upgrade_n
     upgrade = step.split("if (-not $UpgradeTo) {", 1)[1]
     _before(upgrade, "-ceq $UpgradeTo", "@('upgrade', 'node')")
     _before(upgrade, "@('upgrade', 'node')", "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand")
-    _before(upgrade, "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand", "Start-Service -Name kubelet\n    $changes += 'started the kubelet with")
-    _before(upgrade, "Start-Service -Name kubelet\n    $changes += 'started the kubelet with", "Set-Content -LiteralPath $Marker -Value $UpgradeTo")
+    started = "Start-Service -Name kubelet\n    $changes += 'started the kubelet with"
+    _before(upgrade, "Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceCommand", started)
+    _before(upgrade, started, "Set-Content -LiteralPath $Marker -Value $UpgradeTo")
     # In the preparation (no UpgradeTo) a kubelet the step stopped starts again at once.
     prepare = HK["prepare-kubernetes"]
     assert _ps_literal(prepare, "UpgradeTo") == ""

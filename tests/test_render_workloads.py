@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 
 import kubernetes_validate
 import pytest
 
 from config import compat
+from render.labels import OS_LABEL
 from render.scheduling import (
     DISTRO_LABEL,
     WINDOWS_BUILD_LABEL,
@@ -30,7 +30,6 @@ from render.scheduling import (
     parse_quantity,
     runtime_classes,
 )
-from render.labels import OS_LABEL
 from render.workloads import (
     GATEWAY_CONTROLLER,
     GATEWAY_HTTP_NODE_PORT,
@@ -204,7 +203,8 @@ def psa_violations(spec: dict, level: str) -> list[str]:
                   if c.get("securityContext", {}).get("allowPrivilegeEscalation") is not False]
         pod_seccomp = pod_sc.get("seccompProfile", {}).get("type") in ("RuntimeDefault", "Localhost")
         found += [f"{c['name']}: seccomp" for c in every
-                  if not pod_seccomp and c.get("securityContext", {}).get("seccompProfile", {}).get("type") not in ("RuntimeDefault", "Localhost")]
+                  if not pod_seccomp
+                  and c.get("securityContext", {}).get("seccompProfile", {}).get("type") not in ("RuntimeDefault", "Localhost")]
         for c in every:
             caps = c.get("securityContext", {}).get("capabilities", {})
             if "ALL" not in caps.get("drop", []):

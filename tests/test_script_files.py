@@ -78,7 +78,8 @@ def test_inputs_are_quoted_for_each_language(scratch):
     (scratch / "a.sh").write_text("#@ inputs NAME COUNT FLAG ITEMS[]\necho \"$NAME\"\n")
     (scratch / "a.ps1").write_text("#@ inputs Name Count Flag Items[] Text\n$Name\n")
     bash = render_script("a.sh", NAME="it's $(rm -rf /)", COUNT=3, FLAG=False, ITEMS=["a b", "c"])
-    assert bash.splitlines()[:5] == ["# shellcheck disable=SC2016 # literal text, not expanded here","NAME='it'\"'\"'s $(rm -rf /)'", "COUNT=3", "FLAG=false", "ITEMS=('a b' 'c')"]
+    assert bash.splitlines()[:5] == ["# shellcheck disable=SC2016 # literal text, not expanded here",
+                                     "NAME='it'\"'\"'s $(rm -rf /)'", "COUNT=3", "FLAG=false", "ITEMS=('a b' 'c')"]
     ps = render_script("a.ps1", Name="it’s $x", Count=3, Flag=True, Items=["a", "b'c"], Text="one\ntwo")
     assert ps.splitlines()[:5] == ["$Name = 'it’’s $x'", "$Count = 3", "$Flag = $true",
                                    "$Items = @('a', 'b''c')", "$Text = (@('one', 'two') -join \"`n\")"]

@@ -24,9 +24,9 @@ def steps_of(node: str) -> tuple[str, ...]:
     return STEPS
 
 
-@pytest.fixture(scope="module")
-def hk() -> Recording:
-    return run_program(raw_config(hk_prod_values()))
+@pytest.fixture
+def hk(hk_recording) -> Recording:
+    return hk_recording
 
 
 def step(recording: Recording, node: str, name: str):
@@ -57,7 +57,7 @@ def update_text(resource, node: str, recording: Recording) -> str:
 def test_one_node_at_a_time_in_the_upgrade_guides_order(hk):
     chain = [step(hk, node, name) for node in ORDER for name in steps_of(node)]
     chain_urns = {s.urn for s in chain}
-    for earlier, later in zip(chain, chain[1:]):
+    for earlier, later in zip(chain, chain[1:], strict=False):
         # Each step waits for the one before it, and no other step (its machine id reaches it too).
         assert chain_urns & set(later.dependencies) == {earlier.urn}, later.name
     # The chain starts once every node has joined and is Ready.
@@ -104,10 +104,10 @@ def test_the_first_node_applies_the_upgrade_and_the_others_follow_it(hk):
     assert bash_input(update_text(step(hk, "hk-lnx-1", "drain-for-upgrade"), "hk-lnx-1", hk), "ETCD_POD") == ""
 
 
-def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_the_expiry_report():
+def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_the_expiry_report(hk):
     values = hk_prod_values()
     values["cluster"]["kubernetesVersion"] = "1.36.3"
-    before, after = run_program(raw_config(values)), run_program(raw_config(hk_prod_values()))
+    before, after = run_program(raw_config(values)), hk
     chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
     # Plus the certificate expiry report, read again after the upgrade renewed the certificates.
     assert changed_resources(before, after) == chain | {
@@ -188,21 +188,21 @@ def test_without_a_renewal_round_nothing_renews_and_the_expiry_is_reported_after
     assert "certificateExpiry" in hk.outputs
 
 
-def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin_conf_again():
+def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin_conf_again(hk):
     values = hk_prod_values()
     values["cluster"]["certificateRenewal"] = "2027-10"
     renewed = run_program(raw_config(values))
     rounds = [renewed.named(f"hk-prod-kubeadm-{node}-certificate-renewal") for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
-    for earlier, later in zip(rounds, rounds[1:]):
+    for earlier, later in zip(rounds, rounds[1:], strict=False):
         assert earlier.urn in later.dependencies
-    for node, renewal in zip(("hk-cp-1", "hk-cp-2", "hk-cp-3"), rounds):
+    for node, renewal in zip(("hk-cp-1", "hk-cp-2", "hk-cp-3"), rounds, strict=False):
         script = script_from_bash_command(renewal.inputs["create"])
         assert bash_input(script, "NODE") == node and bash_input(script, "LABEL") == "2027-10"
         assert bash_input(script, "ETCD_POD") == f"etcd-{node}" and "check_quorum_without" in script
     read = renewed.named("hk-prod-kubeadm-kubeconfig")
     assert rounds[-1].urn in read.dependencies and "2027-10" in read.inputs["triggers"]
     # Only the renewal, the kubeconfig read (and the provider and what reads through it) and the report change.
-    touched = changed_resources(run_program(raw_config(hk_prod_values())), renewed)
+    touched = changed_resources(hk, renewed)
     assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-hk-cp-3-check"} <= touched
     assert not [name for name in touched if "-join" in name or name.endswith(("-vm", "-prepare", "-init"))]
 

@@ -23,11 +23,12 @@ def _tool(name: str) -> str:
     return found
 
 
-def shellcheck(path: Path) -> None:
-    """shellcheck at its default severity (style and up); any finding fails."""
-    result = subprocess.run([_tool("shellcheck"), "--shell=bash", "--external-sources", str(path)],
+def shellcheck(*paths: Path) -> None:
+    """shellcheck at its default severity (style and up) on each file, in one run; any finding fails."""
+    result = subprocess.run([_tool("shellcheck"), "--shell=bash", "--external-sources", *map(str, paths)],
                             capture_output=True, text=True)
-    assert result.returncode == 0, f"shellcheck {path.name}:\n{result.stdout}{result.stderr}"
+    names = ", ".join(path.name for path in paths[:3]) + (", ..." if len(paths) > 3 else "")
+    assert result.returncode == 0, f"shellcheck {names}:\n{result.stdout}{result.stderr}"
 
 
 def bash_input(script: str, name: str) -> str:

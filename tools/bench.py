@@ -20,10 +20,10 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
-from typing import Callable
 
 from tools.mockrun import Recording, changed_resources, placeholder_secrets, run_program
 
@@ -133,7 +133,8 @@ def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     workers = nodes - control_plane
     windows = max(1, round(workers * windows_share)) if workers > 1 else 0
     linux = workers - windows
-    values["cluster"].update(name=CLUSTER, kubernetesVersion=PATCH_UPGRADE[0], podCidr="10.128.0.0/14", apiVip="10.30.0.10" if control_plane > 1 else None)
+    values["cluster"].update(name=CLUSTER, kubernetesVersion=PATCH_UPGRADE[0], podCidr="10.128.0.0/14",
+                             apiVip="10.30.0.10" if control_plane > 1 else None)
     if control_plane == 1:
         del values["cluster"]["apiVip"]
     values["network"]["nodes"].update(cidr="10.30.0.0/16", gateway="10.30.0.1")
@@ -247,8 +248,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
     def version_dependent(after: Recording) -> set[str]:
         # What legitimately follows the version: the pin and the record it moves to after the chain, the
         # upgrade chain (each node drained, upgraded and uncordoned in turn), Windows kube-proxy's image tag,
-        # the certificate expiry report and the provider's credential (an upgrade renews the certificates). kubeadm init, first-boot snippets and the Windows binaries
-        # step keep the version they were created with (ignore_changes).
+        # the certificate expiry report and the provider's credential (an upgrade renews the certificates).
+        # kubeadm init, first-boot snippets and the Windows binaries steps keep the versions they were
+        # created with (ignore_changes).
         names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-kubeadm-kubeconfig"}
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-certificates-") and r.custom}
         # (A Windows node's runtime step names only the containerd pin, which a patch leaves.)
@@ -330,7 +332,8 @@ def markdown(report: dict) -> str:
              "declares; durations are the estimates in `tools/bench.py` `DURATIONS`, not measurements.", "",
              f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores, {report['machine']['memory']}, "
              f"Python {report['machine']['python']}.", "", "## Scale", "",
-             "| nodes | resources | evaluation wall s | CPU s | peak RSS MiB | critical path (resources) | critical path est. | one-at-a-time est. |",
+             "| nodes | resources | evaluation wall s | CPU s | peak RSS MiB | critical path (resources) "
+             "| critical path est. | one-at-a-time est. |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in report["sizes"]:
         lines.append(f"| {row['nodes']} | {row['resources']} | {row['wall_seconds']} | {row['cpu_seconds']} | "

@@ -50,7 +50,7 @@ def plan(before: list[dict], after: list[dict]) -> Plan:
         # Changes under ignore_changes are not part of a plan (the engine keeps the old value).
         ignored = new[urn].get("ignoreChanges", [])
         paths = [p for p in changed_paths(old[urn]["inputs"], new[urn]["inputs"])
-                 if not any(p == i or p.startswith(f"{i}.") or p.startswith(f"{i}[") for i in ignored)]
+                 if not any(p == i or p.startswith((f"{i}.", f"{i}[")) for i in ignored)]
         if paths:
             result.updates.append((new[urn], paths))
         else:

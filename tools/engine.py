@@ -28,8 +28,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from tools import providers
 
@@ -157,7 +158,7 @@ def diff_paths(old: Any, new: Any, path: str = "") -> list[str]:
                 found += diff_paths(old[key], new[key], sub)
         return found
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [p for i, (a, b) in enumerate(zip(old, new)) for p in diff_paths(a, b, f"{path}[{i}]")]
+        return [p for i, (a, b) in enumerate(zip(old, new, strict=False)) for p in diff_paths(a, b, f"{path}[{i}]")]
     return [] if old == new else [path or "(value)"]
 
 

@@ -13,9 +13,10 @@ import hashlib
 import json
 import runpy
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import pulumi
 from google.protobuf import json_format
@@ -27,8 +28,17 @@ from pulumi.runtime.sync_await import _sync_await
 
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
 from tools import engine
-from tools.engine import (STAND_IN_JOIN_LINE, STAND_IN_KUBECONFIG, STAND_IN_STDOUT, Deployment, Entry, Plan,  # noqa: F401
-                          Registration, Secret, Unknown)
+from tools.engine import (  # noqa: F401
+    STAND_IN_JOIN_LINE,
+    STAND_IN_KUBECONFIG,
+    STAND_IN_STDOUT,
+    Deployment,
+    Entry,
+    Plan,
+    Registration,
+    Secret,
+    Unknown,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import yaml
 
@@ -106,7 +107,7 @@ def _active_cluster(kubeconfig: Any) -> Any:
         context_name = document.get("current-context")
         context = next(c["context"] for c in document["contexts"] if c["name"] == context_name)
         return next(c["cluster"] for c in document["clusters"] if c["name"] == context["cluster"])
-    except Exception:  # noqa: BLE001 - an unreadable kubeconfig has no active cluster (found == false upstream)
+    except Exception:
         return None
 
 
