@@ -22,17 +22,17 @@ import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import etcd_backup, kubeadm, linux_bootstrap, network, windows_bootstrap
+from render import etcd_backup, kubeadm, linux_bootstrap, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
-from render.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 from render.shell import bash_command
+from vocab import windows_pods
+from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
+from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 
 from .lifecycle import command_options
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
-LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
-WINDOWS_CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
 # Every Windows node registers with this taint, so no pod lands there without tolerating it.
 WINDOWS_TAINT = kubeadm.Taint(key=WINDOWS_TAINT_KEY, value=WINDOWS_TAINT_VALUE, effect=WINDOWS_TAINT_EFFECT)
 # Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
@@ -76,7 +76,7 @@ def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_
         taints=(WINDOWS_TAINT,) if windows else None,
         control_plane=control_plane,
         # Linux nodes take further blocks when one is full; a Windows node has one (render.network).
-        max_pods=network.windows_max_pods(spec.calico.block_size) if windows else None,
+        max_pods=windows_pods.windows_max_pods(spec.calico.block_size) if windows else None,
     )
 
 

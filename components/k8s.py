@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from config.compat import HelmChart
-from render.labels import OS_LABEL
+from vocab.labels import OS_LABEL
 
 # apiVersion group -> pulumi_kubernetes module
 _MODULES = {

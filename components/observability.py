@@ -12,9 +12,10 @@ import pulumi_kubernetes as kubernetes
 from config import compat
 from config.model import StackSpec
 from render import etcd_backup, logging, metrics
+from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
 from .k8s import helm_release, kubernetes_object, resource_name
-from .scheduling import WINDOWS_SYSTEM_NAMESPACE, Scheduling
+from .scheduling import Scheduling
 
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 

@@ -11,12 +11,11 @@ import pulumi
 
 from config import compat
 from config.model import StackSpec
-from config.rules import namespace_params
 from render import scheduling
+from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
 from .k8s import kubernetes_object, resource_name
 
-WINDOWS_SYSTEM_NAMESPACE = "windows-system"
 
 class Scheduling(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
@@ -35,7 +34,7 @@ class Scheduling(pulumi.ComponentResource):
         }
 
         self.namespaces: dict[str, pulumi.Resource] = {}
-        for params in (namespace_params(n) for n in spec.namespaces):
+        for params in (n.params() for n in spec.namespaces):
             namespace, *policies = scheduling.namespace(params)
             self.namespaces[params.name] = declare(namespace)
             for obj in policies:

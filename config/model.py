@@ -12,10 +12,11 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from render import checks
-from render.checks import DNS_LABEL
+from vocab import checks
+from vocab.checks import DNS_LABEL
+from vocab.namespaces import NamespaceParams
 
-# Kubernetes object names and our VM names share the DNS-1123 label rule (render/checks.py).
+# Kubernetes object names and our VM names share the DNS-1123 label rule (vocab/checks.py).
 DNS1123_LABEL = DNS_LABEL
 
 
@@ -40,7 +41,7 @@ IPv4Addr = Annotated[IPv4Address, BeforeValidator(_from_text(IPv4Address, "10.30
 
 
 def _text_type(accepts, description: str, max_length: int | None = None):
-    """A string the renderers accept (`accepts`, from render.checks). The message says what is expected and
+    """A string the renderers accept (`accepts`, from vocab.checks). The message says what is expected and
     never repeats the value: it could be a credential typed into the wrong key."""
     def check(value: str) -> str:
         if not accepts(value):
@@ -401,6 +402,15 @@ class NamespaceSpec(Spec):
     default_cpu_limit: Quantity = "1"
     default_memory_limit: Quantity = "512Mi"
     pod_security: Literal["restricted", "baseline", "privileged"] = "restricted"
+
+    def params(self) -> NamespaceParams:
+        """The namespace as the renderer and the shared checks take it (vocab.namespaces)."""
+        return NamespaceParams(
+            name=self.name, os=self.os, cpu_requests=self.cpu_requests, memory_requests=self.memory_requests,
+            cpu_limits=self.cpu_limits, memory_limits=self.memory_limits, pods=self.pods,
+            default_cpu_request=self.default_cpu_request, default_memory_request=self.default_memory_request,
+            default_cpu_limit=self.default_cpu_limit, default_memory_limit=self.default_memory_limit,
+            pod_security=self.pod_security)
 
 
 # Sized for the sample workloads at the peak of a rollout (replicas + 1 pods, render.workloads.peak_footprint)

@@ -12,8 +12,9 @@ from datetime import date
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
-from render import network, scheduling
-from render.checks import NETBIOS_NAME
+from vocab import windows_pods
+from vocab.checks import NETBIOS_NAME
+from vocab.namespaces import check_namespace
 
 from . import compat
 from .model import StackSpec, VlanSpec
@@ -256,14 +257,14 @@ WINDOWS_SMALL_BLOCK = 27
 
 @rule("calico", "nodes")
 def windows_pod_capacity(spec: StackSpec) -> Iterator[Problem]:
-    """A Windows node has one block, four addresses short (render.network.windows_pod_capacity); its kubelet
+    """A Windows node has one block, four addresses short (vocab.windows_pods.windows_pod_capacity); its kubelet
     gets maxPods to match, so the block size sets how many pods each Windows node runs."""
     if not spec.nodes.windows:
         return
-    capacity = network.windows_pod_capacity(spec.calico.block_size)
+    capacity = windows_pods.windows_pod_capacity(spec.calico.block_size)
     if capacity < 1:
         yield Problem("calico.blockSize", f"a /{spec.calico.block_size} block leaves no pod address on a Windows node "
-                      f"(Windows reserves {network.CALICO_WINDOWS_RESERVED_IPS_PER_BLOCK} per block): use /29 or larger")
+                      f"(Windows reserves {windows_pods.CALICO_WINDOWS_RESERVED_IPS_PER_BLOCK} per block): use /29 or larger")
     elif spec.calico.block_size > WINDOWS_SMALL_BLOCK:
         yield Problem("calico.blockSize", f"each Windows node can run only {capacity} pods with /{spec.calico.block_size} "
                       "blocks (one block per Windows node)", severity="warning")
@@ -427,20 +428,9 @@ def check(spec: StackSpec, parsed: set[str]) -> list[Problem]:
     return [problem for sections, fn in RULES if sections <= parsed for problem in fn(spec)]
 
 
-def namespace_params(namespace) -> scheduling.NamespaceParams:
-    """The renderer's input for one configured application namespace (components/scheduling.py uses it too)."""
-    return scheduling.NamespaceParams(
-        name=namespace.name, os=namespace.os, cpu_requests=namespace.cpu_requests,
-        memory_requests=namespace.memory_requests, cpu_limits=namespace.cpu_limits,
-        memory_limits=namespace.memory_limits, pods=namespace.pods,
-        default_cpu_request=namespace.default_cpu_request, default_memory_request=namespace.default_memory_request,
-        default_cpu_limit=namespace.default_cpu_limit, default_memory_limit=namespace.default_memory_limit,
-        pod_security=namespace.pod_security)
-
-
 @rule("namespaces", "workloads", "policy")
 def namespaces(spec: StackSpec) -> Iterator[Problem]:
-    """The renderer's own namespace checks (name prefix per OS, quantities that relate), at the key path,
+    """The namespace checks the renderer applies too (vocab.namespaces: name prefix per OS, quantities that relate), at the key path,
     and every reference to a namespace names one that is declared, for the right OS."""
     declared = {}
     for index, namespace in enumerate(spec.namespaces):
@@ -448,7 +438,7 @@ def namespaces(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"namespaces[{index}].name", f"namespace {namespace.name!r} is declared twice")
         declared[namespace.name] = namespace
         try:
-            scheduling.namespace(namespace_params(namespace))
+            check_namespace(namespace.params())
         except ValueError as error:
             yield Problem(f"namespaces[{index}]", str(error))
     for key, os_name in (("windowsNamespace", "windows"), ("linuxNamespace", "linux")):

@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from render.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_machine, is_host
 from render.script_files import render_script
+from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_machine, is_host
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
 CONTAINERD_CONFIG_PATH = "/etc/containerd/config.toml"

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from render.checks import DNS_LABEL, is_host
 from render.script_files import render_script
+from vocab.checks import DNS_LABEL, is_host
 
 SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
 SERVICE = "hybrid-cluster-etcd-snapshot.service"

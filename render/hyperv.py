@@ -23,8 +23,8 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from render.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text
 from render.script_files import ps_quote, render_script  # noqa: F401 (ps_quote: imported from here too)
+from vocab.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text
 
 # ---------------------------------------------------------------------------------------
 # Inputs

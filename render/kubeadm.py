@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from render.checks import DNS_SUBDOMAIN
+from vocab.checks import DNS_SUBDOMAIN
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"

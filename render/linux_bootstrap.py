@@ -30,9 +30,9 @@ import re
 
 import yaml
 
-from render.checks import DNS_SUBDOMAIN, check_machine
 from render.readiness import cloud_init_wait_inputs
 from render.script_files import render_script
+from vocab.checks import DNS_SUBDOMAIN, check_machine
 
 TEST_ROOT_VARIABLE = "HYBRID_CLUSTER_TEST_ROOT"
 

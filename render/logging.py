@@ -64,9 +64,9 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
-from render.checks import DNS_LABEL, HOST_NAME, LOKI_TENANT, require
-from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 from render.scheduling import system_namespace, windows_toleration
+from vocab.checks import DNS_LABEL, HOST_NAME, LOKI_TENANT, require
+from vocab.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 
 LOGGING_NAMESPACE = "logging"
 

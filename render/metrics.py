@@ -46,17 +46,14 @@ import json
 import re
 from typing import Any
 
-from render.checks import DNS_SUBDOMAIN, require
 from render.etcd_backup import TEXTFILE_DIR
-from render.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 from render.scheduling import system_namespace, windows_toleration
+from vocab.checks import DNS_SUBDOMAIN, require
+from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
+from vocab.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 
 MONITORING_NAMESPACE = "monitoring"
 
-WINDOWS_EXPORTER = "windows-exporter"
-# The privileged namespace of render.scheduling.system_namespace, created by components/scheduling.py
-# as WINDOWS_SYSTEM_NAMESPACE.
-WINDOWS_EXPORTER_NAMESPACE = "windows-system"
 # windows_exporter's default listen port (`--telemetry.addr` default `:9182`, windows_exporter README.md).
 WINDOWS_EXPORTER_PORT = 9182
 WINDOWS_EXPORTER_PORT_NAME = "http-metrics"
@@ -259,7 +256,7 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
 
 def windows_exporter_values(image: str) -> dict[str, Any]:
     """Values for kube-prometheus-stack's prometheus-windows-exporter subchart: windows_exporter as a
-    HostProcess DaemonSet in WINDOWS_EXPORTER_NAMESPACE on every Windows node, scraped as job
+    HostProcess DaemonSet in WINDOWS_SYSTEM_NAMESPACE on every Windows node, scraped as job
     "windows-exporter" with a `node` label. ``image`` is config.compat WINDOWS[...].windows_exporter_image
     (registry/repository:tag): one image serves every build (HostProcess), so adding a build changes nothing
     here. The node's firewall rule for the port is the node's own (render/windows_bootstrap.py
@@ -273,7 +270,7 @@ def windows_exporter_values(image: str) -> dict[str, Any]:
         # windows_exporter's YAML config file (the chart mounts `config` as config.yml, --config.file).
         "config": "collectors:\n  enabled: " + ",".join(WINDOWS_EXPORTER_COLLECTORS) + "\n",
         # privileged (render/scheduling.py system_namespace): HostProcess pods are refused by baseline.
-        "namespaceOverride": WINDOWS_EXPORTER_NAMESPACE,
+        "namespaceOverride": WINDOWS_SYSTEM_NAMESPACE,
         "nodeSelector": {OS_LABEL: "windows"},
         # The chart's default tolerates every NoSchedule taint; only the Windows one is wanted.
         "tolerations": [windows_toleration()],

@@ -59,14 +59,14 @@ from pathlib import Path
 
 import yaml
 
-from render.checks import DNS_LABEL
-from render.labels import (
+from render.script_files import render_script
+from vocab.checks import DNS_LABEL
+from vocab.labels import (
     OS_LABEL,
     WINDOWS_TAINT_EFFECT,
     WINDOWS_TAINT_KEY,
     WINDOWS_TAINT_VALUE,
 )
-from render.script_files import render_script
 
 GATEKEEPER_NAMESPACE = "gatekeeper-system"
 
@@ -86,7 +86,7 @@ LINUX_NAMESPACE_PREFIXES = ("linux-",)
 OPERATING_SYSTEMS = ("linux", "windows")
 
 # Windows Server builds and the tag components that name them. Build numbers are major.minor.build as
-# the kubelet reports node.kubernetes.io/windows-build (render/labels.py). Sources: Windows Server 2019 is
+# the kubelet reports node.kubernetes.io/windows-build (vocab/labels.py). Sources: Windows Server 2019 is
 # version 1809, build 10.0.17763, with base image tags "1809", "ltsc2019" and "10.0.17763.<rev>"
 # (MicrosoftDocs/Virtualization-Documentation virtualization/windowscontainers/deploy-containers/
 # version-compatibility.md, "Practical application" and "Choose which container OS version to use");

@@ -33,9 +33,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from render.checks import is_host, require
-from render.labels import OS_LABEL, WORKER_ROLE_LABEL
 from render.scheduling import windows_toleration
+from vocab.checks import is_host, require
+from vocab.labels import OS_LABEL, WORKER_ROLE_LABEL
 
 # --- Namespaces --------------------------------------------------------------------------------------
 #
@@ -333,7 +333,7 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
             "defaultReplicaCount": p.longhorn_replicas,
             # false = hard: never two replicas of a volume in one zone. Longhorn takes a node's zone from
             # topology.kubernetes.io/zone (chart/README.md replicaZoneSoftAntiAffinity), the label our
-            # nodes register with (render.labels.ZONE_LABEL).
+            # nodes register with (vocab.labels.ZONE_LABEL).
             "replicaZoneSoftAntiAffinity": False,
             # false = hard at node level too (chart default, stated for clarity).
             "replicaSoftAntiAffinity": False,

@@ -36,7 +36,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from render.checks import HTTP_ENDPOINT, REGISTRY_HOST, check_machine, is_host
 from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
 from render.hyperv import (
     HEARTBEAT_TIMEOUT_SECONDS,
@@ -46,6 +45,8 @@ from render.hyperv import (
     ssh_command,
 )
 from render.script_files import render_script
+from vocab.checks import HTTP_ENDPOINT, REGISTRY_HOST, check_machine, is_host
+from vocab.cluster import WINDOWS_CRI_SOCKET
 
 # ---------------------------------------------------------------------------------------
 # Inputs and fixed locations
@@ -91,7 +92,6 @@ REGISTRY_HOSTS_DIR = r"C:\etc\containerd\certs.d"
 
 # kubelet/kubeadm/kubectl live in C:\k, as in sig-windows-tools PrepareNode.ps1 ($env:SystemDrive\k).
 KUBERNETES_BIN_DIR = r"C:\k"
-CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
 KUBELET_KUBECONFIG = r"C:\etc\kubernetes\kubelet.conf"
 KUBEADM_FLAGS_FILE = r"C:\var\lib\kubelet\kubeadm-flags.env"
 # Inbound TCP ports a Windows node serves, each with the firewall rule that opens it: the kubelet API, and
@@ -140,7 +140,7 @@ _KUBELET_SERVICE_BASE = " ".join(
         r"--config=C:\var\lib\kubelet\config.yaml",
         r"--bootstrap-kubeconfig=C:\etc\kubernetes\bootstrap-kubelet.conf",
         rf"--kubeconfig={KUBELET_KUBECONFIG}",
-        f"--container-runtime-endpoint={CRI_SOCKET}",
+        f"--container-runtime-endpoint={WINDOWS_CRI_SOCKET}",
         "--enable-debugging-handlers",
         "--cgroups-per-qos=false",
         "--enforce-node-allocatable=",
@@ -456,8 +456,8 @@ def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
             raise ValueError(f"join_config_yaml lacks the {placeholder} placeholder")
     if "kind: JoinConfiguration" not in join_config_yaml:
         raise ValueError("join_config_yaml is not a JoinConfiguration")
-    if CRI_SOCKET not in join_config_yaml:
-        raise ValueError(f"join_config_yaml must set nodeRegistration.criSocket to {CRI_SOCKET}")
+    if WINDOWS_CRI_SOCKET not in join_config_yaml:
+        raise ValueError(f"join_config_yaml must set nodeRegistration.criSocket to {WINDOWS_CRI_SOCKET}")
     script = render_script(
         "windows-join.ps1",
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
@@ -468,7 +468,7 @@ def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:
         KubeletConf=KUBELET_KUBECONFIG,
         FlagsFile=KUBEADM_FLAGS_FILE,
         ServiceBase=_KUBELET_SERVICE_BASE,
-        CriSocket=CRI_SOCKET,
+        CriSocket=WINDOWS_CRI_SOCKET,
         JoinPlaceholders=list(JOIN_PLACEHOLDERS),
     )
     return _checked(script)
@@ -490,7 +490,7 @@ def render_reset(p: WindowsNodeParams) -> str:
         "windows-reset.ps1",
         **_host_inputs(p, RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS),
         BinDir=KUBERNETES_BIN_DIR,
-        CriSocket=CRI_SOCKET,
+        CriSocket=WINDOWS_CRI_SOCKET,
         CniConfDir=p.cni_conf_dir,
         NetworkPatterns=list(_CALICO_HNS_NETWORKS),
         StateDirs=list(_CALICO_STATE_DIRS),

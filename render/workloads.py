@@ -81,13 +81,9 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from render.checks import DNS_LABEL, ROUTE_HOST, require
-from render.scheduling import (
-    DISTRO_LABEL,
-    OS_LABEL,
-    ZONE_LABEL,
-    parse_quantity,
-)
+from vocab.checks import DNS_LABEL, ROUTE_HOST, require
+from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
+from vocab.namespaces import parse_quantity
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.

@@ -30,12 +30,14 @@ from gatekeeper_eval import (
 
 from config import compat
 from render import network, policy, scheduling, workloads
-from render.labels import (
+from vocab.labels import (
     OS_LABEL,
+    WINDOWS_BUILD_LABEL,
     WINDOWS_TAINT_EFFECT,
     WINDOWS_TAINT_KEY,
     WINDOWS_TAINT_VALUE,
 )
+from vocab.namespaces import parse_quantity
 
 TEMPLATE_SCHEMA = "templates.gatekeeper.sh_v1_ConstraintTemplate.json"
 KUBERNETES_VERSION = "1.36.0"
@@ -381,7 +383,7 @@ def test_toleration_matching_follows_the_kubernetes_rules(toleration, tolerated)
 ])
 def test_image_tag_builds(image, builds):
     # Pinned to a build that is none of these, a Windows pod is refused exactly when the tag names one.
-    pod = _pod("win-prod", {"nodeSelector": {OS_LABEL: "windows", scheduling.WINDOWS_BUILD_LABEL: "10.0.99999"}})
+    pod = _pod("win-prod", {"nodeSelector": {OS_LABEL: "windows", WINDOWS_BUILD_LABEL: "10.0.99999"}})
     pod["spec"]["containers"][0]["image"] = image
     messages = evaluate(_template(IMAGE_BUILD), pod)
     assert {m.split("built for Windows ")[1].split(",")[0] for m in messages} == builds, messages
@@ -456,7 +458,7 @@ def test_gatekeeper_values_keep_every_pod_on_linux():
     for component in ("controllerManager", "audit"):
         resources = values[component]["resources"]
         assert set(resources["requests"]) == {"cpu", "memory"}
-        assert scheduling.parse_quantity(resources["limits"]["memory"]) >= scheduling.parse_quantity(
+        assert parse_quantity(resources["limits"]["memory"]) >= parse_quantity(
             resources["requests"]["memory"])
         assert "cpu" not in resources["limits"]
     assert values["auditMatchKindOnly"] is True

@@ -11,8 +11,8 @@ import pytest
 
 from config import compat
 from render import logging as logs
-from render.labels import OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 from render.scheduling import windows_toleration
+from vocab.labels import OS_LABEL, WINDOWS_BUILD_LABEL, WINDOWS_TAINT_KEY
 
 K8S = "1.36.0"   # hk-prod runs 1.36.4
 

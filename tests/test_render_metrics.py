@@ -15,8 +15,8 @@ import yaml
 
 from config import compat
 from render import etcd_backup, metrics
-from render.labels import OS_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE
 from render.scheduling import PSA_MODES
+from vocab.labels import OS_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE
 
 VALIDATE_VERSION = "1.36.0"
 IMAGE = compat.WINDOWS["win2022"].windows_exporter_image
@@ -327,10 +327,10 @@ def test_the_exporter_lands_on_windows_nodes_only_tolerating_only_the_windows_ta
 
 
 def test_windows_exporter_namespace_is_the_privileged_windows_system_namespace():
-    from components.scheduling import WINDOWS_SYSTEM_NAMESPACE
+    from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
     from render.scheduling import system_namespace
 
-    assert exporter_values()["namespaceOverride"] == metrics.WINDOWS_EXPORTER_NAMESPACE == WINDOWS_SYSTEM_NAMESPACE
+    assert exporter_values()["namespaceOverride"] == WINDOWS_SYSTEM_NAMESPACE
     labels = system_namespace(WINDOWS_SYSTEM_NAMESPACE)["metadata"]["labels"]
     assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
 

@@ -15,6 +15,7 @@ from render.network import CalicoParams
 from tests.conftest import hk_prod_spec
 from tests.crd_schema import SCHEMA_DIR, CustomResourceInvalid, validate_custom_resource
 from tests.validators import powershell_errors
+from vocab import windows_pods
 
 INSTALLATION_SCHEMA = "operator.tigera.io_v1_Installation.json"
 KUBERNETES_VERSION = "1.36.4"
@@ -254,9 +255,9 @@ def test_a_vni_change_changes_only_the_felix_configuration():
 
 @pytest.mark.parametrize("block_size,max_pods", [(26, 60), (27, 28), (29, 4), (24, 110), (20, 110)])
 def test_windows_max_pods_is_the_single_block_minus_the_four_reserved_addresses(block_size, max_pods):
-    assert network.windows_max_pods(block_size) == max_pods
+    assert windows_pods.windows_max_pods(block_size) == max_pods
 
 
 def test_a_block_with_no_address_left_for_windows_pods_is_rejected():
     with pytest.raises(ValueError, match="no pod address"):
-        network.windows_max_pods(30)
+        windows_pods.windows_max_pods(30)

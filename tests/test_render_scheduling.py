@@ -9,25 +9,26 @@ import pytest
 
 from render import kubeadm
 from render.scheduling import (
+    PROCESS_ISOLATION_HANDLER,
+    WindowsBuildParams,
+    namespace,
+    node_labels,
+    runtime_class,
+    runtime_classes,
+    system_namespace,
+    windows_toleration,
+)
+from vocab.labels import (
     CONTROL_PLANE_ROLE_LABEL,
     DISTRO_LABEL,
-    PROCESS_ISOLATION_HANDLER,
     WINDOWS_BUILD_LABEL,
     WINDOWS_TAINT_EFFECT,
     WINDOWS_TAINT_KEY,
     WINDOWS_TAINT_VALUE,
     WORKER_ROLE_LABEL,
     ZONE_LABEL,
-    NamespaceParams,
-    WindowsBuildParams,
-    namespace,
-    node_labels,
-    parse_quantity,
-    runtime_class,
-    runtime_classes,
-    system_namespace,
-    windows_toleration,
 )
+from vocab.namespaces import NamespaceParams, parse_quantity
 
 K8S = "1.36.0"   # hk-prod runs 1.36.4; kubernetes-validate ships schemas per minor
 WIN2019 = WindowsBuildParams("win2019", "10.0.17763")

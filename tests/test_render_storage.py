@@ -10,10 +10,12 @@ import kubernetes_validate
 import pytest
 
 from components.storage import storage_params
-from render import labels, storage
-from render.scheduling import parse_quantity, windows_toleration
+from render.scheduling import windows_toleration
 from render.storage import StorageParams
 from tests.conftest import hk_prod_spec
+from render import storage
+from vocab import labels
+from vocab.namespaces import parse_quantity
 
 VALIDATE_VERSION = "1.36.0"
 CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"

@@ -21,7 +21,6 @@ from render.windows_bootstrap import (
     CALICO_WINDOWS_CNI_BIN_DIR,
     CALICO_WINDOWS_CNI_CONF_DIR,
     CONTAINERD_BINARIES_STEP,
-    CRI_SOCKET,
     DEFAULT_CNI_BIN_DIR,
     DEFAULT_CNI_CONF_DIR,
     JOIN_LINE_PATTERN,
@@ -40,6 +39,7 @@ from render.windows_bootstrap import (
 )
 from tests.conftest import hk_prod_spec
 from tests.validators import powershell_errors
+from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLATION_SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "operator.tigera.io_v1_Installation.json"
@@ -312,7 +312,7 @@ def test_join_sequence_enables_the_kubelet_between_the_two_kubeadm_runs() -> Non
     # The function (lib/windows-kubelet-flags.ps1) reads kubeadm's flags file and changes the service with them.
     function = script.split("function Set-KubeletServiceFlags", 1)[1].split("\n    }\n", 1)[0]
     _before(function, "Get-Content -LiteralPath $FlagsFile -Raw", "Invoke-CimMethod -InputObject $service -MethodName Change")
-    assert _ps_literal(script, "CriSocket") == CRI_SOCKET
+    assert _ps_literal(script, "CriSocket") == WINDOWS_CRI_SOCKET
     assert _ps_literal(script, "FlagsFile") == r"C:\var\lib\kubelet\kubeadm-flags.env"
 
 
@@ -322,7 +322,7 @@ def test_kubelet_service_command_line() -> None:
     words = base.split(" ")
     assert words[0] == r"C:\k\kube-log-runner.exe" and words[2] == r"C:\k\kubelet.exe"
     assert "--windows-service" in words
-    assert f"--container-runtime-endpoint={CRI_SOCKET}" in words
+    assert f"--container-runtime-endpoint={WINDOWS_CRI_SOCKET}" in words
     assert r"--kubeconfig=C:\etc\kubernetes\kubelet.conf" in words
     assert "--cgroups-per-qos=false" in words and "--resolv-conf=" in words
     # Removed from the kubelet in 1.35; passing it stops the kubelet from starting.
@@ -365,7 +365,7 @@ def test_join_config_template_reaches_the_script_verbatim() -> None:
         lambda y: y.replace("@@JOIN_TOKEN@@", "abcdef.0123456789abcdef"),
         lambda y: y.replace("@@JOIN_CA_CERT_HASH@@", "sha256:00"),
         lambda y: y.replace("@@JOIN_API_ENDPOINT@@", "10.0.0.1:6443"),
-        lambda y: y.replace(CRI_SOCKET, "unix:///var/run/containerd/containerd.sock"),
+        lambda y: y.replace(WINDOWS_CRI_SOCKET, LINUX_CRI_SOCKET),
         lambda y: y.replace("kind: JoinConfiguration", "kind: InitConfiguration"),
         lambda y: y.replace("  name: hk-win-1", "  name: hk-win-1\t"),
     ],

@@ -16,20 +16,7 @@ import kubernetes_validate
 import pytest
 
 from config import compat
-from render.labels import OS_LABEL
-from render.scheduling import (
-    DISTRO_LABEL,
-    WINDOWS_BUILD_LABEL,
-    WINDOWS_TAINT_EFFECT,
-    WINDOWS_TAINT_KEY,
-    WINDOWS_TAINT_VALUE,
-    ZONE_LABEL,
-    NamespaceParams,
-    WindowsBuildParams,
-    namespace,
-    parse_quantity,
-    runtime_classes,
-)
+from render.scheduling import WindowsBuildParams, namespace, runtime_classes
 from render.workloads import (
     GATEWAY_CONTROLLER,
     GATEWAY_HTTP_NODE_PORT,
@@ -43,6 +30,16 @@ from render.workloads import (
     http_routes,
     peak_footprint,
 )
+from vocab.labels import (
+    DISTRO_LABEL,
+    OS_LABEL,
+    WINDOWS_BUILD_LABEL,
+    WINDOWS_TAINT_EFFECT,
+    WINDOWS_TAINT_KEY,
+    WINDOWS_TAINT_VALUE,
+    ZONE_LABEL,
+)
+from vocab.namespaces import NamespaceParams, parse_quantity
 
 K8S = "1.36.0"
 BUILDS = [WindowsBuildParams("win2019", "10.0.17763"), WindowsBuildParams("win2022", "10.0.20348")]
