@@ -29,6 +29,7 @@ test-all: $(VENV)/.installed tools
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 check: lint test-all
 

@@ -20,90 +20,18 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
-from config import compat
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
+from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
 from render import etcd_backup, kubeadm, linux_bootstrap, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.shell import bash_command
-from vocab import windows_pods
-from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
-from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 
 from .lifecycle import command_options
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
-# Every Windows node registers with this taint, so no pod lands there without tolerating it.
-WINDOWS_TAINT = kubeadm.Taint(key=WINDOWS_TAINT_KEY, value=WINDOWS_TAINT_VALUE, effect=WINDOWS_TAINT_EFFECT)
 # Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
 SECRET_STDOUT = ["stdout"]
-
-
-def api_endpoint(spec: StackSpec) -> str:
-    """host:port of the API server: the VIP when there is one, else the only control-plane node."""
-    host = spec.cluster.api_vip or spec.nodes.control_plane[0].ip
-    return f"{host}:{spec.cluster.api_port}"
-
-
-def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
-    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
-    control_plane = spec.nodes.control_plane
-    sans = [str(spec.cluster.api_vip)] if spec.cluster.api_vip else []
-    sans += [str(n.ip) for n in control_plane] + [n.name for n in control_plane]
-    return kubeadm.ClusterParams(
-        kubeadm_api=release.kubeadm_api,
-        cluster_name=spec.cluster.name,
-        kubernetes_version=spec.cluster.kubernetes_version,
-        control_plane_endpoint=api_endpoint(spec),
-        pod_subnet=str(spec.cluster.pod_cidr),
-        service_subnet=str(spec.cluster.service_cidr),
-        dns_domain=spec.cluster.dns_domain,
-        node_cidr_mask_size=spec.cluster.node_cidr_mask_size,
-        service_node_port_range=spec.cluster.node_port_range,
-        cert_sans=tuple(sans),
-        sandbox_image=release.pause_image,
-        api_server_args=release.api_server_args,
-    )
-
-
-def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
-    windows = isinstance(node, WindowsNodeSpec)
-    return kubeadm.NodeParams(
-        name=node.name,
-        advertise_address=str(node.ip),
-        cri_socket=WINDOWS_CRI_SOCKET if windows else LINUX_CRI_SOCKET,
-        labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if windows else node.distro},
-        taints=(WINDOWS_TAINT,) if windows else None,
-        control_plane=control_plane,
-        # Linux nodes take further blocks when one is full; a Windows node has one (render.network).
-        max_pods=windows_pods.windows_max_pods(spec.calico.block_size) if windows else None,
-    )
-
-
-def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.WindowsNodeParams:
-    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
-    return windows_bootstrap.WindowsNodeParams(
-        vm_name=node.name,
-        computer_name=node.netbios_name,
-        kubernetes_version=spec.cluster.kubernetes_version,
-        containerd_version=release.containerd,
-        pause_image=compat.WINDOWS[node.version].pause_image,  # type: ignore[arg-type]  # validated present
-        ntp_servers=tuple(spec.ntp_servers),
-        dynamic_port_start=spec.windows.dynamic_port_start,
-        dynamic_port_count=spec.windows.dynamic_port_count,
-        registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
-        cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
-        cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
-    )
-
-
-def kube_vip_manifest(spec: StackSpec, first_control_plane: bool) -> str | None:
-    if spec.cluster.api_vip is None:
-        return None
-    return linux_bootstrap.render_kube_vip_manifest(
-        vip=str(spec.cluster.api_vip), port=spec.cluster.api_port, image=compat.KUBE_VIP_IMAGE,
-        interface=None, first_control_plane=first_control_plane,
-    )
 
 
 @dataclass(frozen=True)
@@ -300,13 +228,10 @@ class EtcdBackups(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, machines: Machines, node_ready: dict[str, pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:EtcdBackups", name, None, opts)
-        backup = spec.etcd_backup
         self.schedules: list[command.remote.Command] = []
-        if backup is not None:
+        if spec.etcd_backup is not None:
             for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
-                params = etcd_backup.EtcdBackupParams(
-                    node_name=machine.node.name, nfs_server=str(backup.nfs_server), nfs_path=backup.nfs_path,
-                    schedule=backup.schedule, keep=backup.keep)
+                params = etcd_backup_params(spec.etcd_backup, machine.node.name)
                 install = bash_command(etcd_backup.render_install(params))
                 self.schedules.append(command.remote.Command(
                     f"{name}-{machine.node.name}",

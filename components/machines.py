@@ -6,37 +6,21 @@ Every node is declared independently of every other, so all machines are created
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import pulumi
 import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
 
-from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
+from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
 from render import hyperv, windows_activation
-from render.cloud_init import LinuxNodeInit, RegistryMirror, render_authorized_keys, render_prepare_script, render_user_data
+from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
 from .connections import ssh_connection
 from .lifecycle import command_options
-
-Role = Literal["control-plane", "worker"]
-
-
-def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str, str]:
-    """The facts about a node that later layers and the stack outputs use."""
-    windows = isinstance(node, WindowsNodeSpec)
-    return {
-        "name": node.name,
-        "role": role,
-        "os": "windows" if windows else "linux",
-        "distro": node.version if windows else node.distro,
-        "zone": node.zone,
-        "ip": str(node.ip),
-    }
 
 
 def first_mac(devices: list | None) -> str:
@@ -45,57 +29,6 @@ def first_mac(devices: list | None) -> str:
     if not mac:
         raise ValueError("the VM's configuration has no MAC address for its first network device")
     return mac.lower()
-
-
-def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
-    release = compat.KUBERNETES[compat.kubernetes_minor(spec.cluster.kubernetes_version)]
-    distro = compat.DISTROS[node.distro]
-    domain = spec.network.search_domain
-    return LinuxNodeInit(
-        hostname=node.name,
-        fqdn=f"{node.name}.{domain}" if domain else None,
-        distro=node.distro,
-        package_manager=distro.package_manager,
-        kubernetes_version=spec.cluster.kubernetes_version,
-        containerd_version=release.containerd,
-        runc_version=release.runc,
-        sandbox_image=release.pause_image,
-        admin_user=spec.access.admin_user,
-        ssh_authorized_keys=tuple(spec.access.ssh_public_keys),
-        ntp_servers=tuple(spec.ntp_servers),
-        registry_mirrors=tuple(
-            RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path)
-            for m in spec.registry.mirrors
-        ),
-    )
-
-
-def hyperv_vm(spec: StackSpec, node: WindowsNodeSpec, host: HypervHostSpec) -> hyperv.HypervVm:
-    return hyperv.HypervVm(
-        vm_name=node.name,
-        computer_name=node.netbios_name,
-        vm_folder=host.vm_folder,
-        golden_vhdx=host.golden_images[node.version],
-        switch_name=host.switch_name,
-        vlan_id=spec.network.nodes.vlan_id,
-        cpu_count=node.cpu,
-        memory_mb=node.memory_mb,
-        disk_gb=node.disk_gb,
-        ip_address=str(node.ip),
-        prefix_length=spec.network.nodes.cidr.prefixlen,
-        gateway=str(spec.network.nodes.gateway),
-        dns_servers=tuple(str(s) for s in spec.network.dns_servers),
-    )
-
-
-def guest_activation(spec: StackSpec, node: WindowsNodeSpec) -> windows_activation.WindowsActivation | None:
-    activation = spec.windows.activation
-    if activation.mode == "none":
-        return None
-    return windows_activation.WindowsActivation(
-        vm_name=node.name, windows_version=node.version, mode=activation.mode,
-        kms_host=activation.kms_host or "", kms_port=activation.kms_port,
-    )
 
 
 @dataclass(frozen=True)

@@ -14,29 +14,10 @@ import pulumi
 
 from config import compat
 from config.model import StackSpec
-from render import network, windows_bootstrap
+from plan.platform import calico_params, windows_image
+from render import network
 
 from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
-
-
-def calico_params(spec: StackSpec) -> network.CalicoParams:
-    return network.CalicoParams(
-        pod_cidr=str(spec.cluster.pod_cidr),
-        service_cidr=str(spec.cluster.service_cidr),
-        mtu=spec.calico.mtu,
-        block_size=spec.calico.block_size,
-        encapsulation=spec.calico.encapsulation,
-        bgp=spec.calico.bgp,
-        vxlan_port=spec.calico.vxlan_port,
-        vxlan_vni=spec.calico.vxlan_vni,
-        windows=bool(spec.nodes.windows),
-        # The API server by address: Calico must reach it before cluster DNS (which needs Calico) runs.
-        api_host=str(spec.cluster.api_vip or spec.nodes.control_plane[0].ip),
-        api_port=spec.cluster.api_port,
-        windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
-        windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
-        windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
-    )
 
 
 class ClusterNetwork(pulumi.ComponentResource):
@@ -75,9 +56,8 @@ class WindowsKubeProxy(pulumi.ComponentResource):
         self.resources: list[pulumi.CustomResource] = []
         if spec.nodes.windows:
             # One DaemonSet for every build: HostProcess images do not depend on the build (config.compat).
-            template = compat.WINDOWS[spec.nodes.windows[0].version].kube_proxy_image
-            for obj in network.windows_kube_proxy(spec.cluster.kubernetes_version, template,  # type: ignore[arg-type]
-                                                  str(spec.cluster.pod_cidr)):
+            template = windows_image(spec, "kube_proxy_image")
+            for obj in network.windows_kube_proxy(spec.cluster.kubernetes_version, template, str(spec.cluster.pod_cidr)):
                 child = f"{name}-{resource_name(obj)}"
                 self.resources.append(kubernetes_object(
                     child, obj, provider=provider, parent=self,

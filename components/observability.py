@@ -11,6 +11,7 @@ import pulumi_kubernetes as kubernetes
 
 from config import compat
 from config.model import StackSpec
+from plan.platform import fluent_bit_windows_builds, log_output, windows_image
 from render import etcd_backup, logging, metrics
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
@@ -18,12 +19,6 @@ from .k8s import helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling
 
 GRAFANA_ADMIN_SECRET = "grafana-admin"
-
-
-def log_output(spec: StackSpec) -> logging.LogOutput:
-    out = spec.observability.log_output
-    return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
-                             index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain)
 
 
 class Observability(pulumi.ComponentResource):
@@ -47,8 +42,7 @@ class Observability(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[monitoring]),
         )
         # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
-        windows_exporter_image = (compat.WINDOWS[spec.nodes.windows[0].version].windows_exporter_image
-                                  if spec.nodes.windows else None)
+        windows_exporter_image = windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None
         stack = helm_release(
             f"{name}-kube-prometheus-stack", compat.CHARTS["kube-prometheus-stack"], metrics.MONITORING_NAMESPACE,
             metrics.kube_prometheus_stack_values(retention=spec.observability.metrics_retention,
@@ -74,10 +68,8 @@ class Observability(pulumi.ComponentResource):
                      provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
         if spec.nodes.windows:
             # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
-            builds = {n.version: (compat.WINDOWS[n.version].build, compat.WINDOWS[n.version].fluent_bit_image)
-                      for n in spec.nodes.windows}
             previous: list[pulumi.Resource] = [logging_ns, *windows_ready]
-            for obj in logging.fluent_bit_windows(builds, output):  # type: ignore[arg-type]  # validated present
+            for obj in logging.fluent_bit_windows(fluent_bit_windows_builds(spec), output):
                 declared = declare(obj, previous)
                 if obj["kind"] != "DaemonSet":
                     previous = [*previous, declared]

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 
 import pulumi
 
-from config import compat
 from config.model import StackSpec
+from plan.platform import windows_builds
 from render import scheduling
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
@@ -27,7 +27,7 @@ class Scheduling(pulumi.ComponentResource):
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                      depends_on=depends_on or [], patch=patch)
 
-        builds = {n.version: compat.WINDOWS[n.version].build for n in spec.nodes.windows}
+        builds = windows_builds(spec)
         self.runtime_classes = {
             obj["metadata"]["name"]: declare(obj)
             for obj in scheduling.runtime_classes(scheduling.WindowsBuildParams(key=k, build=b) for k, b in builds.items())

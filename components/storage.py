@@ -14,19 +14,10 @@ import pulumi_kubernetes as kubernetes
 
 from config.compat import CHARTS
 from config.model import StackSpec
+from plan.platform import storage_params
 from render import scheduling, storage
 
 from .k8s import helm_release, kubernetes_object, resource_name
-
-
-def storage_params(spec: StackSpec) -> storage.StorageParams:
-    s = spec.storage
-    return storage.StorageParams(
-        smb_source=s.smb_source, nfs_server=str(s.nfs_server), nfs_path=s.nfs_path,
-        smb_dir_mode=s.smb_dir_mode, smb_file_mode=s.smb_file_mode, smb_uid=s.smb_uid, smb_gid=s.smb_gid,
-        reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
-        longhorn_replicas=s.longhorn_replicas, zones=tuple(spec.zones),
-    )
 
 
 class Storage(pulumi.ComponentResource):

@@ -28,14 +28,15 @@ from collections.abc import Callable, Mapping
 import pulumi
 import pulumi_command as command
 
-from config import compat
 from config.model import StackSpec
+from plan.nodes import linux_node_init, windows_params
+from plan.release import kubernetes_release
 from render import cloud_init, linux_bootstrap, windows_bootstrap
 from render.hyperv import ssh_command
 from render.shell import bash_command
 
-from .bootstrap import ControlPlaneAccess, windows_params
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, linux_node_init
+from .bootstrap import ControlPlaneAccess
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
 
 def _for_machine(render: Callable[[str], str], encode: Callable[[str], str],
@@ -55,7 +56,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         super().__init__("hybrid:bootstrap:KubernetesUpgrade", name, None, opts)
         version = spec.cluster.kubernetes_version
         # Linux and Windows nodes run the same containerd release (config/compat.py).
-        runtime = compat.KUBERNETES[compat.kubernetes_minor(version)].containerd
+        runtime = kubernetes_release(spec).containerd
         zone_order = {zone: index for index, zone in enumerate(spec.zones)}
 
         def by_zone(machine: ProxmoxLinuxNode | HypervWindowsNode) -> tuple[int, str]:

@@ -11,15 +11,14 @@ import pulumi_command as command
 
 from config import compat
 from config.model import StackSpec
+from plan.platform import SAMPLE_WINDOWS_VERSION, sample_params
+from plan.release import windows_release
 from render import policy, workloads
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
 from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
 from .scheduling import Scheduling
-
-# The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.
-SAMPLE_WINDOWS_VERSION = "win2022"
 
 
 class SampleWorkloads(pulumi.ComponentResource):
@@ -28,12 +27,7 @@ class SampleWorkloads(pulumi.ComponentResource):
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
-        params = workloads.SampleParams(
-            win_namespace=spec.workloads.windows_namespace, linux_namespace=spec.workloads.linux_namespace,
-            win_runtime_class=SAMPLE_WINDOWS_VERSION,
-            win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
-            linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
-        )
+        params = sample_params(spec)
 
         def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
             return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
@@ -78,4 +72,4 @@ class SampleWorkloads(pulumi.ComponentResource):
         declare(routes, [*gateway, *services])
         self.register_outputs({"windows_sample": bool(windows_nodes),
                                "gateway_node_port": workloads.GATEWAY_HTTP_NODE_PORT,
-                               "windows_build": compat.WINDOWS[SAMPLE_WINDOWS_VERSION].build})
+                               "windows_build": windows_release(SAMPLE_WINDOWS_VERSION).build})

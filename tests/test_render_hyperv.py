@@ -12,7 +12,7 @@ import pytest
 import tree_sitter_powershell
 from tree_sitter import Language, Node, Parser
 
-from components.machines import hyperv_vm
+from plan.nodes import hyperv_vm
 from render.hyperv import (
     MAX_SSH_COMMAND_CHARS,
     HostNicOffload,

@@ -327,8 +327,8 @@ def test_the_exporter_lands_on_windows_nodes_only_tolerating_only_the_windows_ta
 
 
 def test_windows_exporter_namespace_is_the_privileged_windows_system_namespace():
-    from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
     from render.scheduling import system_namespace
+    from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
     assert exporter_values()["namespaceOverride"] == WINDOWS_SYSTEM_NAMESPACE
     labels = system_namespace(WINDOWS_SYSTEM_NAMESPACE)["metadata"]["labels"]

@@ -9,7 +9,7 @@ import json
 import kubernetes_validate
 import pytest
 
-from components.network import calico_params
+from plan.platform import calico_params
 from render import network
 from render.network import CalicoParams
 from tests.conftest import hk_prod_spec

@@ -67,7 +67,7 @@ def test_runtime_class_selects_the_build_and_tolerates_the_windows_taint():
 
 
 def test_windows_taint_is_the_one_nodes_register_with():
-    from components.bootstrap import WINDOWS_TAINT
+    from plan.nodes import WINDOWS_TAINT
     assert (WINDOWS_TAINT.key, WINDOWS_TAINT.value, WINDOWS_TAINT.effect) == (
         WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, WINDOWS_TAINT_EFFECT)
 
@@ -118,8 +118,8 @@ def test_control_plane_patch_does_not_duplicate_kubeadms_role_label():
 
 
 def test_patch_uses_the_registration_label_keys_and_only_adds_what_the_kubelet_may_not_set():
-    from components.bootstrap import DISTRO_LABEL as REGISTERED_DISTRO
-    from components.bootstrap import ZONE_LABEL as REGISTERED_ZONE
+    from vocab.labels import DISTRO_LABEL as REGISTERED_DISTRO
+    from vocab.labels import ZONE_LABEL as REGISTERED_ZONE
     assert (ZONE_LABEL, DISTRO_LABEL) == (REGISTERED_ZONE, REGISTERED_DISTRO)
     labels = node_labels("hk-lnx-01", "worker", "hk-1", "rocky9", "linux")["metadata"]["labels"]
     # Zone and distro pass the kubeadm renderer's --node-labels check (the kubelet registers them);

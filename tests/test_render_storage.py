@@ -9,11 +9,11 @@ import json
 import kubernetes_validate
 import pytest
 
-from components.storage import storage_params
+from plan.platform import storage_params
+from render import storage
 from render.scheduling import windows_toleration
 from render.storage import StorageParams
 from tests.conftest import hk_prod_spec
-from render import storage
 from vocab import labels
 from vocab.namespaces import parse_quantity
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.bootstrap import windows_params
+from plan.nodes import windows_params
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
 from render.script_files import ps_array
 from render.windows_bootstrap import (

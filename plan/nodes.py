@@ -1,0 +1,157 @@
+"""Per-node and cluster-wide renderer inputs: kubeadm's cluster and node parameters, a Linux node's
+preparation, a Windows node's VM, preparation and activation, and the facts about each node that later
+layers and the stack outputs use."""
+from __future__ import annotations
+
+from typing import Literal
+
+from config import compat
+from config.model import EtcdBackupSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
+from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, windows_activation, windows_bootstrap
+from render.cloud_init import LinuxNodeInit, RegistryMirror
+from vocab import windows_pods
+from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
+from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
+
+from .release import kubernetes_release, windows_release
+
+Role = Literal["control-plane", "worker"]
+
+# Every Windows node registers with this taint, so no pod lands there without tolerating it.
+WINDOWS_TAINT = kubeadm.Taint(key=WINDOWS_TAINT_KEY, value=WINDOWS_TAINT_VALUE, effect=WINDOWS_TAINT_EFFECT)
+
+def api_endpoint(spec: StackSpec) -> str:
+    """host:port of the API server: the VIP when there is one, else the only control-plane node."""
+    host = spec.cluster.api_vip or spec.nodes.control_plane[0].ip
+    return f"{host}:{spec.cluster.api_port}"
+
+
+def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
+    release = kubernetes_release(spec)
+    control_plane = spec.nodes.control_plane
+    sans = [str(spec.cluster.api_vip)] if spec.cluster.api_vip else []
+    sans += [str(n.ip) for n in control_plane] + [n.name for n in control_plane]
+    return kubeadm.ClusterParams(
+        kubeadm_api=release.kubeadm_api,
+        cluster_name=spec.cluster.name,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        control_plane_endpoint=api_endpoint(spec),
+        pod_subnet=str(spec.cluster.pod_cidr),
+        service_subnet=str(spec.cluster.service_cidr),
+        dns_domain=spec.cluster.dns_domain,
+        node_cidr_mask_size=spec.cluster.node_cidr_mask_size,
+        service_node_port_range=spec.cluster.node_port_range,
+        cert_sans=tuple(sans),
+        sandbox_image=release.pause_image,
+        api_server_args=release.api_server_args,
+    )
+
+
+def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
+    windows = isinstance(node, WindowsNodeSpec)
+    return kubeadm.NodeParams(
+        name=node.name,
+        advertise_address=str(node.ip),
+        cri_socket=WINDOWS_CRI_SOCKET if windows else LINUX_CRI_SOCKET,
+        labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if windows else node.distro},
+        taints=(WINDOWS_TAINT,) if windows else None,
+        control_plane=control_plane,
+        # Linux nodes take further blocks when one is full; a Windows node has one (render.network).
+        max_pods=windows_pods.windows_max_pods(spec.calico.block_size) if windows else None,
+    )
+
+
+def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.WindowsNodeParams:
+    release = kubernetes_release(spec)
+    return windows_bootstrap.WindowsNodeParams(
+        vm_name=node.name,
+        computer_name=node.netbios_name,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        containerd_version=release.containerd,
+        pause_image=windows_release(node.version).pause_image,
+        ntp_servers=tuple(spec.ntp_servers),
+        dynamic_port_start=spec.windows.dynamic_port_start,
+        dynamic_port_count=spec.windows.dynamic_port_count,
+        registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
+        cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
+        cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+    )
+
+
+def kube_vip_manifest(spec: StackSpec, first_control_plane: bool) -> str | None:
+    if spec.cluster.api_vip is None:
+        return None
+    return linux_bootstrap.render_kube_vip_manifest(
+        vip=str(spec.cluster.api_vip), port=spec.cluster.api_port, image=compat.KUBE_VIP_IMAGE,
+        interface=None, first_control_plane=first_control_plane,
+    )
+
+
+def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str, str]:
+    """The facts about a node that later layers and the stack outputs use."""
+    windows = isinstance(node, WindowsNodeSpec)
+    return {
+        "name": node.name,
+        "role": role,
+        "os": "windows" if windows else "linux",
+        "distro": node.version if windows else node.distro,
+        "zone": node.zone,
+        "ip": str(node.ip),
+    }
+
+
+def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
+    release = kubernetes_release(spec)
+    distro = compat.DISTROS[node.distro]
+    domain = spec.network.search_domain
+    return LinuxNodeInit(
+        hostname=node.name,
+        fqdn=f"{node.name}.{domain}" if domain else None,
+        distro=node.distro,
+        package_manager=distro.package_manager,
+        kubernetes_version=spec.cluster.kubernetes_version,
+        containerd_version=release.containerd,
+        runc_version=release.runc,
+        sandbox_image=release.pause_image,
+        admin_user=spec.access.admin_user,
+        ssh_authorized_keys=tuple(spec.access.ssh_public_keys),
+        ntp_servers=tuple(spec.ntp_servers),
+        registry_mirrors=tuple(
+            RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path)
+            for m in spec.registry.mirrors
+        ),
+    )
+
+
+def hyperv_vm(spec: StackSpec, node: WindowsNodeSpec, host: HypervHostSpec) -> hyperv.HypervVm:
+    return hyperv.HypervVm(
+        vm_name=node.name,
+        computer_name=node.netbios_name,
+        vm_folder=host.vm_folder,
+        golden_vhdx=host.golden_images[node.version],
+        switch_name=host.switch_name,
+        vlan_id=spec.network.nodes.vlan_id,
+        cpu_count=node.cpu,
+        memory_mb=node.memory_mb,
+        disk_gb=node.disk_gb,
+        ip_address=str(node.ip),
+        prefix_length=spec.network.nodes.cidr.prefixlen,
+        gateway=str(spec.network.nodes.gateway),
+        dns_servers=tuple(str(s) for s in spec.network.dns_servers),
+    )
+
+
+def guest_activation(spec: StackSpec, node: WindowsNodeSpec) -> windows_activation.WindowsActivation | None:
+    activation = spec.windows.activation
+    if activation.mode == "none":
+        return None
+    return windows_activation.WindowsActivation(
+        vm_name=node.name, windows_version=node.version, mode=activation.mode,
+        kms_host=activation.kms_host or "", kms_port=activation.kms_port,
+    )
+
+
+def etcd_backup_params(backup: EtcdBackupSpec, node_name: str) -> etcd_backup.EtcdBackupParams:
+    """The snapshot schedule (`etcdBackup`) of one control-plane node."""
+    return etcd_backup.EtcdBackupParams(node_name=node_name, nfs_server=str(backup.nfs_server),
+                                        nfs_path=backup.nfs_path, schedule=backup.schedule, keep=backup.keep)
