@@ -17,6 +17,15 @@ from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
+from plan.platform import (
+    calico_params,
+    observability_plan,
+    policy_plan,
+    samples_plan,
+    scheduling_plan,
+    storage_params,
+    windows_kube_proxy_plan,
+)
 
 try:
     stack = load(from_pulumi_runtime())
@@ -43,7 +52,7 @@ machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
 machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
 EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready)
-network = ClusterNetwork(f"{spec.cluster.name}-network", spec, cluster.provider)
+network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites)
 node_ready = {**cluster.node_ready, **windows.node_ready}
@@ -56,22 +65,23 @@ upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgrade
 LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access, machines.proxmox_connections,
                   after=upgrade.done)
 certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done)
-windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", spec, cluster.provider, network,
+windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", windows_kube_proxy_plan(spec),
+                                      cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
-scheduling = Scheduling(f"{spec.cluster.name}-scheduling", spec, cluster.provider, machines.nodes, node_ready,
+scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec), cluster.provider, machines.nodes, node_ready,
                         machines.instances)
 # What each workload waits for: the nodes its pods run on, Ready (tests/test_program.py checks every one).
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
-Storage(f"{spec.cluster.name}-storage", spec, cluster.provider, secrets.smb_username, secrets.smb_password,
+Storage(f"{spec.cluster.name}-storage", storage_params(spec), cluster.provider, secrets.smb_username, secrets.smb_password,
         worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
         windows_ready=windows_ready)
-Observability(f"{spec.cluster.name}-observability", spec, cluster.provider, scheduling,
+Observability(f"{spec.cluster.name}-observability", observability_plan(spec), cluster.provider, scheduling,
               secrets.grafana_admin_password, linux_ready, windows_ready)
-policy = Policy(f"{spec.cluster.name}-policy", spec, cluster.provider,
+policy = Policy(f"{spec.cluster.name}-policy", policy_plan(spec), cluster.provider,
                 [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
 if spec.workloads.samples:
-    SampleWorkloads(f"{spec.cluster.name}-samples", spec, cluster.provider, scheduling, node_ready,
+    SampleWorkloads(f"{spec.cluster.name}-samples", samples_plan(spec), cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
                     policy_declared=policy.declared)
 

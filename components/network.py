@@ -13,19 +13,17 @@ from collections.abc import Sequence
 import pulumi
 
 from config import compat
-from config.model import StackSpec
-from plan.platform import calico_params, windows_image
+from plan.platform import WindowsKubeProxyPlan
 from render import network
 
 from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
 
 
 class ClusterNetwork(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+    def __init__(self, name: str, params: network.CalicoParams, provider: pulumi.ProviderResource,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
         self.child_prefix = name
-        params = calico_params(spec)
         crds = crd_chart(f"{name}-calico-crds", compat.CHARTS["calico-crds"], network.CALICO_CHARTS_NAMESPACE,
                          provider=provider, parent=self)
         owned = [
@@ -41,7 +39,7 @@ class ClusterNetwork(pulumi.ComponentResource):
         # through its pulumi.com/waitFor annotation) with strict affinity and the VXLAN settings in place.
         self.windows_prerequisites: list[pulumi.Resource] = [self.installation, *owned]
 
-        self.register_outputs({"calico": compat.CALICO_VERSION, "windows": bool(spec.nodes.windows)})
+        self.register_outputs({"calico": compat.CALICO_VERSION, "windows": params.windows})
 
 
 class WindowsKubeProxy(pulumi.ComponentResource):
@@ -50,14 +48,14 @@ class WindowsKubeProxy(pulumi.ComponentResource):
     the nodes exist, and the joins themselves need only Calico (`ClusterNetwork.windows_prerequisites`),
     so waiting here closes no cycle. A stack without Windows nodes gets no DaemonSet at all."""
 
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, cluster_network: ClusterNetwork,
-                 windows_nodes_ready: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: WindowsKubeProxyPlan | None, provider: pulumi.ProviderResource,
+                 cluster_network: ClusterNetwork, windows_nodes_ready: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:WindowsKubeProxy", name, None, opts)
         self.resources: list[pulumi.CustomResource] = []
-        if spec.nodes.windows:
+        if plan is not None:
             # One DaemonSet for every build: HostProcess images do not depend on the build (config.compat).
-            template = windows_image(spec, "kube_proxy_image")
-            for obj in network.windows_kube_proxy(spec.cluster.kubernetes_version, template, str(spec.cluster.pod_cidr)):
+            for obj in network.windows_kube_proxy(plan.kubernetes_version, plan.image_template, plan.cluster_cidr):
                 child = f"{name}-{resource_name(obj)}"
                 self.resources.append(kubernetes_object(
                     child, obj, provider=provider, parent=self,

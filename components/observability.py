@@ -10,8 +10,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from config import compat
-from config.model import StackSpec
-from plan.platform import fluent_bit_windows_builds, log_output, windows_image
+from plan.platform import ObservabilityPlan
 from render import etcd_backup, logging, metrics
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
@@ -22,7 +21,7 @@ GRAFANA_ADMIN_SECRET = "grafana-admin"
 
 
 class Observability(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
+    def __init__(self, name: str, plan: ObservabilityPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  grafana_admin_password: pulumi.Output[str], linux_ready: Sequence[pulumi.Resource],
                  windows_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Observability", name, None, opts)
@@ -41,35 +40,34 @@ class Observability(pulumi.ComponentResource):
                 lambda password: {metrics.GRAFANA_ADMIN_USER_KEY: "admin", metrics.GRAFANA_ADMIN_PASSWORD_KEY: password})),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[monitoring]),
         )
-        # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
-        windows_exporter_image = windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None
+        windows = plan.windows_exporter_image is not None
         stack = helm_release(
             f"{name}-kube-prometheus-stack", compat.CHARTS["kube-prometheus-stack"], metrics.MONITORING_NAMESPACE,
-            metrics.kube_prometheus_stack_values(retention=spec.observability.metrics_retention,
+            metrics.kube_prometheus_stack_values(retention=plan.metrics_retention,
                                                  grafana_admin_secret=GRAFANA_ADMIN_SECRET,
-                                                 windows_exporter_image=windows_exporter_image),
+                                                 windows_exporter_image=plan.windows_exporter_image),
             provider=provider, parent=self,
             # The windows-exporter subchart deploys into the privileged windows-system namespace, onto the
             # Windows nodes: Helm would otherwise wait out its timeout for nodes still joining.
             depends_on=[monitoring, grafana_admin, *linux_ready, *windows_ready,
-                        *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if spec.nodes.windows else [])],
-            windows_workloads=bool(spec.nodes.windows))
+                        *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if windows else [])],
+            windows_workloads=windows)
         # PrometheusRule is the chart's CRD: after the chart.
-        snapshots = (metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, spec.etcd_backup.alert_after_hours)
-                     if spec.etcd_backup is not None else None)
+        snapshots = (metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, plan.etcd_snapshot_alert_hours)
+                     if plan.etcd_snapshot_alert_hours is not None else None)
         declare(metrics.alert_rules(snapshots), [stack])
         declare(metrics.windows_dashboard(), [monitoring])
 
         # Logs.
-        output = log_output(spec)
+        output = plan.log_output
         logging_ns = declare(logging.logging_namespace())
         helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE,
                      logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE),
                      provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
-        if spec.nodes.windows:
+        if plan.fluent_bit_windows_builds:
             # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
             previous: list[pulumi.Resource] = [logging_ns, *windows_ready]
-            for obj in logging.fluent_bit_windows(fluent_bit_windows_builds(spec), output):
+            for obj in logging.fluent_bit_windows(plan.fluent_bit_windows_builds, output):
                 declared = declare(obj, previous)
                 if obj["kind"] != "DaemonSet":
                     previous = [*previous, declared]

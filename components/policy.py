@@ -10,14 +10,14 @@ from collections.abc import Sequence
 import pulumi
 
 from config.compat import CHARTS
-from config.model import StackSpec
+from plan.platform import PolicyPlan
 from render import policy
 
 from .k8s import helm_release, kubernetes_object, resource_name
 
 
 class Policy(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+    def __init__(self, name: str, plan: PolicyPlan, provider: pulumi.ProviderResource,
                  namespaces: Sequence[pulumi.Resource], linux_ready: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Policy", name, None, opts)
@@ -32,10 +32,10 @@ class Policy(pulumi.ComponentResource):
         templates = {t["spec"]["crd"]["spec"]["names"]["kind"]: declare(t, [gatekeeper]) for t in policy.templates()}
         self.constraints = [
             declare(c, [templates[c["kind"]], *namespaces])
-            for c in policy.constraints(spec.policy.enforcement_action, tuple(spec.policy.namespaces))
+            for c in policy.constraints(plan.enforcement_action, plan.namespaces)
         ]
         # What a workload waits for before its first pod is checked (it still probes admission itself:
         # data.inventory fills asynchronously, render/policy.py render_admission_probe).
         self.declared = [sync, *templates.values(), *self.constraints]
-        self.register_outputs({"enforcement_action": spec.policy.enforcement_action,
+        self.register_outputs({"enforcement_action": plan.enforcement_action,
                                "templates": sorted(templates)})

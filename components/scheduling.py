@@ -9,8 +9,7 @@ from collections.abc import Mapping
 
 import pulumi
 
-from config.model import StackSpec
-from plan.platform import windows_builds
+from plan.platform import SchedulingPlan
 from render import scheduling
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
@@ -18,7 +17,7 @@ from .k8s import kubernetes_object, resource_name
 
 
 class Scheduling(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
+    def __init__(self, name: str, plan: SchedulingPlan, provider: pulumi.ProviderResource, nodes: list[dict[str, str]],
                  node_ready: Mapping[str, pulumi.Resource], instances: Mapping[str, pulumi.Output[str]],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Scheduling", name, None, opts)
@@ -27,19 +26,19 @@ class Scheduling(pulumi.ComponentResource):
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                      depends_on=depends_on or [], patch=patch)
 
-        builds = windows_builds(spec)
         self.runtime_classes = {
             obj["metadata"]["name"]: declare(obj)
-            for obj in scheduling.runtime_classes(scheduling.WindowsBuildParams(key=k, build=b) for k, b in builds.items())
+            for obj in scheduling.runtime_classes(
+                scheduling.WindowsBuildParams(key=k, build=b) for k, b in plan.windows_builds.items())
         }
 
         self.namespaces: dict[str, pulumi.Resource] = {}
-        for params in (n.params() for n in spec.namespaces):
+        for params in plan.namespaces:
             namespace, *policies = scheduling.namespace(params)
             self.namespaces[params.name] = declare(namespace)
             for obj in policies:
                 declare(obj, [self.namespaces[params.name]])
-        if spec.nodes.windows:
+        if plan.windows:
             self.namespaces[WINDOWS_SYSTEM_NAMESPACE] = declare(scheduling.system_namespace(WINDOWS_SYSTEM_NAMESPACE))
 
         # Each node's labels once the node is Ready: NodePatch resources have no await of their own

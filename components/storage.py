@@ -13,20 +13,17 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from config.compat import CHARTS
-from config.model import StackSpec
-from plan.platform import storage_params
 from render import scheduling, storage
 
 from .k8s import helm_release, kubernetes_object, resource_name
 
 
 class Storage(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource,
+    def __init__(self, name: str, params: storage.StorageParams, provider: pulumi.ProviderResource,
                  smb_username: pulumi.Output[str], smb_password: pulumi.Output[str],
                  worker_labels: Sequence[pulumi.Resource], linux_ready: Sequence[pulumi.Resource] = (),
                  windows_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Storage", name, None, opts)
-        params = storage_params(spec)
 
         metadata = storage.smb_secret_metadata()
         self.smb_secret = kubernetes.core.v1.Secret(
@@ -42,7 +39,7 @@ class Storage(pulumi.ComponentResource):
         smb = helm_release(f"{name}-csi-driver-smb", CHARTS["csi-driver-smb"], storage.CSI_NAMESPACE, storage.csi_smb_values(),
                            provider=provider, parent=self, depends_on=[*linux_ready, *windows_ready],
                            # Its node plugin runs on every Windows node too (csi-smb-node-win).
-                           windows_workloads=bool(spec.nodes.windows))
+                           windows_workloads=bool(windows_ready))
         nfs = helm_release(f"{name}-csi-driver-nfs", CHARTS["csi-driver-nfs"], storage.CSI_NAMESPACE, storage.csi_nfs_values(),
                            provider=provider, parent=self, depends_on=list(linux_ready))
         # Longhorn's pods must run privileged, and it places them by the worker role label.
@@ -58,4 +55,4 @@ class Storage(pulumi.ComponentResource):
                                                        parent=self, depends_on=drivers[obj["metadata"]["name"]])
             for obj in storage.storage_classes(params)
         }
-        self.register_outputs({"classes": sorted(self.classes), "default": spec.storage.default_class})
+        self.register_outputs({"classes": sorted(self.classes), "default": params.default_class})

@@ -10,8 +10,7 @@ import pulumi
 import pulumi_command as command
 
 from config import compat
-from config.model import StackSpec
-from plan.platform import SAMPLE_WINDOWS_VERSION, sample_params
+from plan.platform import SAMPLE_WINDOWS_VERSION, SamplesPlan
 from plan.release import windows_release
 from render import policy, workloads
 from render.shell import bash_command
@@ -22,18 +21,18 @@ from .scheduling import Scheduling
 
 
 class SampleWorkloads(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, provider: pulumi.ProviderResource, scheduling: Scheduling,
+    def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
-        params = sample_params(spec)
+        params = plan.params
 
         def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
             return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                       depends_on=depends_on) for obj in objs]
 
-        linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+        linux_ready = [node_ready[n] for n in plan.linux_nodes]
         # Gateway API's standard channel and Envoy Gateway's CRDs, rendered locally and applied as plain
         # objects (like Calico's), so a pin bump upgrades them; kept when the samples are switched off.
         crds = crd_chart(f"{name}-envoy-gateway-crds", compat.CHARTS["envoy-gateway-crds"], workloads.GATEWAY_NAMESPACE,
@@ -44,9 +43,9 @@ class SampleWorkloads(pulumi.ComponentResource):
         # The EnvoyProxy, GatewayClass and Gateway are the chart's CRDs: after the chart. The Gateway is
         # awaited until Programmed (its pulumi.com/waitFor).
         gateway: list[pulumi.Resource] = []
-        for obj in workloads.gateway_objects(params, node_port_range=spec.cluster.node_ports):
+        for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports):
             gateway += declare([obj], [envoy_gateway, *gateway])
-        windows_nodes = [n for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION]
+        windows_nodes = plan.windows_nodes
         linux_objects = workloads.api_linux(params)
         windows_objects = workloads.api_win(params) if windows_nodes else []
         # The placement constraints deny a Windows pod whose RuntimeClass Gatekeeper has not synced yet:
@@ -66,7 +65,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         services = declare(linux_objects, [*namespaces[:1], *linux_ready, admitted])
         if windows_nodes:
             services += declare(windows_objects, [
-                *namespaces[1:], *[node_ready[n.name] for n in windows_nodes], *windows_networking, admitted])
+                *namespaces[1:], *[node_ready[n] for n in windows_nodes], *windows_networking, admitted])
         routes = [obj for obj in workloads.http_routes(params)
                   if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         declare(routes, [*gateway, *services])

@@ -2,9 +2,12 @@
 and the sample workloads."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from config import compat
 from config.model import StackSpec, WindowsKey
 from render import logging, network, storage, windows_bootstrap, workloads
+from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
 
@@ -74,3 +77,76 @@ def sample_params(spec: StackSpec) -> workloads.SampleParams:
         win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
         linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
     )
+
+
+# --- the platform components' slices: each takes only what it renders from ---------------------------------
+
+@dataclass(frozen=True)
+class WindowsKubeProxyPlan:
+    kubernetes_version: str
+    image_template: str     # config.compat, one for every build (HostProcess)
+    cluster_cidr: str
+
+
+def windows_kube_proxy_plan(spec: StackSpec) -> WindowsKubeProxyPlan | None:
+    """kube-proxy for the Windows nodes; None without them."""
+    if not spec.nodes.windows:
+        return None
+    return WindowsKubeProxyPlan(kubernetes_version=spec.cluster.kubernetes_version,
+                                image_template=windows_image(spec, "kube_proxy_image"),
+                                cluster_cidr=str(spec.cluster.pod_cidr))
+
+
+@dataclass(frozen=True)
+class SchedulingPlan:
+    windows_builds: dict[str, str]                    # matrix key -> build number, one RuntimeClass each
+    namespaces: tuple[NamespaceParams, ...]           # the application namespaces
+    windows: bool                                     # the stack has Windows nodes (windows-system)
+
+
+def scheduling_plan(spec: StackSpec) -> SchedulingPlan:
+    return SchedulingPlan(windows_builds=windows_builds(spec), namespaces=tuple(n.params() for n in spec.namespaces),
+                          windows=bool(spec.nodes.windows))
+
+
+@dataclass(frozen=True)
+class ObservabilityPlan:
+    metrics_retention: str
+    windows_exporter_image: str | None                # None without Windows nodes
+    etcd_snapshot_alert_hours: int | None             # None without `etcdBackup`
+    log_output: logging.LogOutput
+    fluent_bit_windows_builds: dict[str, tuple[str, str]]
+
+
+def observability_plan(spec: StackSpec) -> ObservabilityPlan:
+    return ObservabilityPlan(
+        metrics_retention=spec.observability.metrics_retention,
+        # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
+        windows_exporter_image=windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None,
+        etcd_snapshot_alert_hours=spec.etcd_backup.alert_after_hours if spec.etcd_backup is not None else None,
+        log_output=log_output(spec),
+        fluent_bit_windows_builds=fluent_bit_windows_builds(spec))
+
+
+@dataclass(frozen=True)
+class PolicyPlan:
+    enforcement_action: str
+    namespaces: tuple[str, ...]
+
+
+def policy_plan(spec: StackSpec) -> PolicyPlan:
+    return PolicyPlan(enforcement_action=spec.policy.enforcement_action, namespaces=tuple(spec.policy.namespaces))
+
+
+@dataclass(frozen=True)
+class SamplesPlan:
+    params: workloads.SampleParams
+    node_ports: tuple[int, int]                       # the cluster's NodePort range
+    linux_nodes: tuple[str, ...]
+    windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
+
+
+def samples_plan(spec: StackSpec) -> SamplesPlan:
+    return SamplesPlan(params=sample_params(spec), node_ports=spec.cluster.node_ports,
+                       linux_nodes=tuple(n.name for n in spec.nodes.linux),
+                       windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION))
