@@ -22,7 +22,7 @@ import pulumi_kubernetes as kubernetes
 
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
-from render import etcd_backup, kubeadm, linux_bootstrap, windows_bootstrap
+from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.shell import bash_command
@@ -141,7 +141,7 @@ def mark_lost(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlP
     return command.remote.Command(
         f"{name}-lost",
         connection=access.connection,
-        create=bash_command(linux_bootstrap.render_mark_lost(node.name, etcd_pod)),
+        create=bash_command(node_steps.render_mark_lost(node.name, etcd_pod)),
         logging=command.remote.Logging.STDOUT_AND_STDERR,
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[drain]),
     )
@@ -173,7 +173,7 @@ def node_registration(name: str, node_name: str, access: ControlPlaneAccess, mac
     return command.remote.Command(
         f"{name}-registration",
         connection=access.connection,
-        delete=bash_command(linux_bootstrap.render_deregister(node_name, etcd_pod=etcd_pod)),
+        delete=bash_command(node_steps.render_deregister(node_name, etcd_pod=etcd_pod)),
         # A replaced machine is a new member: the old one is deregistered once its reset has run.
         triggers=[machine_id],
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init], delete_before_replace=True),
@@ -188,8 +188,8 @@ def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: Control
     return command.remote.Command(
         f"{name}-drain",
         connection=access.connection,
-        create=bash_command(linux_bootstrap.render_wait_for_node(node.name)),
-        delete=bash_command(linux_bootstrap.render_drain(node.name, etcd_pod=etcd_pod)),
+        create=bash_command(node_steps.render_wait_for_node(node.name)),
+        delete=bash_command(node_steps.render_drain(node.name, etcd_pod=etcd_pod)),
         # A new join (a replaced machine) is waited for again; its predecessor is drained first.
         triggers=[join.id],
         opts=command_options(node, retain=False, parent=parent, depends_on=[join], delete_before_replace=True),
@@ -304,7 +304,7 @@ class KubeadmCluster(pulumi.ComponentResource):
             first.node.name: command.remote.Command(
                 f"{name}-{first.node.name}-ready",
                 connection=first.connection,
-                create=bash_command(linux_bootstrap.render_wait_for_node(first.node.name)),
+                create=bash_command(node_steps.render_wait_for_node(first.node.name)),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init]),
             )
         }

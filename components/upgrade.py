@@ -31,7 +31,7 @@ import pulumi_command as command
 from config.model import StackSpec
 from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
-from render import cloud_init, linux_bootstrap, windows_bootstrap
+from render import cloud_init, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
 from render.shell import bash_command
 
@@ -88,7 +88,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             drain = command.remote.Command(
                 f"{prefix}-drain-for-upgrade",
                 connection=access.connection,
-                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_drain, node.name, version,
+                update=_for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
                                                       runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
@@ -119,7 +119,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             uncordon = command.remote.Command(
                 f"{prefix}-uncordon-after-upgrade",
                 connection=access.connection,
-                update=_for_machine(functools.partial(linux_bootstrap.render_upgrade_uncordon, node.name, version,
+                update=_for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
                                                       runtime), bash_command, machine.instance),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),

@@ -43,30 +43,28 @@ Design choices, with their sources:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import yaml
 
+from render.containerd import (
+    LINUX_CERTS_DIR,
+    MANAGED_MARKER,
+    RegistryMirror,
+    containerd_major,
+    linux_config_toml,
+    registry_hosts_files,
+)
 from render.script_files import render_script
-from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_machine, is_host
+from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_image, check_machine, check_version, is_host
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
 CONTAINERD_CONFIG_PATH = "/etc/containerd/config.toml"
-CONTAINERD_CERTS_DIR = "/etc/containerd/certs.d"
-MANAGED_MARKER = "# managed by prepare-k8s-node.sh"
 
 # Neighbour-table garbage-collection thresholds from the project's design notes (4096/8192/16384).
 # Kernel defaults are 128/512/1024; gc_thresh3 is the hard limit of entries. Meaning of the knobs:
 # https://www.kernel.org/doc/Documentation/networking/ip-sysctl.rst (neigh/default/gc_thresh1..3).
 NEIGHBOUR_GC_THRESHOLDS = (4096, 8192, 16384)
-
-
-@dataclass(frozen=True)
-class RegistryMirror:
-    upstream: str          # "docker.io", "registry.k8s.io", "mcr.microsoft.com", "ghcr.io"
-    endpoint: str          # e.g. "https://harbor.hk.example.internal/v2/dockerhub"
-    override_path: bool    # containerd hosts.toml override_path (true for Harbor proxy-cache projects)
 
 
 @dataclass(frozen=True)
@@ -126,9 +124,7 @@ _DISTROS: dict[str, _DistroFacts] = {
     ),
 }
 
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _FQDN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$")
-_IMAGE = re.compile(r"^[A-Za-z0-9./:_@-]+$")
 
 
 def _validate(node: LinuxNodeInit) -> _DistroFacts:
@@ -145,11 +141,9 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
     for label, version in (("kubernetes_version", node.kubernetes_version),
                            ("containerd_version", node.containerd_version),
                            ("runc_version", node.runc_version)):
-        if not _VERSION.match(version):
-            raise ValueError(f"{label} {version!r} must be a full MAJOR.MINOR.PATCH version")
-    _containerd_major(node.containerd_version)
-    if not _IMAGE.match(node.sandbox_image):
-        raise ValueError(f"sandbox_image {node.sandbox_image!r} is not an image reference")
+        check_version(version, label)
+    containerd_major(node.containerd_version)
+    check_image(node.sandbox_image, "sandbox_image")
     if not POSIX_USER.match(node.admin_user) or node.admin_user == "root":
         raise ValueError(f"admin_user {node.admin_user!r} is not a valid non-root user name")
     if not node.ssh_authorized_keys:
@@ -172,116 +166,9 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
     return facts
 
 
-def _containerd_major(containerd_version: str) -> int:
-    major = int(containerd_version.split(".", 1)[0])
-    if major not in (1, 2):
-        raise ValueError(f"containerd {containerd_version}: only the 1.x and 2.x config formats are known")
-    return major
-
-
 def _kubernetes_minor(kubernetes_version: str) -> str:
     major, minor, _patch = kubernetes_version.split(".")
     return f"v{major}.{minor}"
-
-
-def _toml_string(value: str) -> str:
-    """Basic TOML string; the validators above already exclude quotes, backslashes and newlines."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def containerd_config_toml(node: LinuxNodeInit) -> str:
-    """The complete /etc/containerd/config.toml for the pinned containerd major.
-
-    Only keys that differ from containerd's defaults are written; containerd merges them onto its
-    built-in defaults. Table names per major, from containerd docs/cri/config.md
-    (https://github.com/containerd/containerd/blob/main/docs/cri/config.md, "Config versions",
-    "Cgroup Driver", "Full configuration") and docs/hosts.md ("CRI"):
-    2.x: ``version = 3``, ``[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-    SystemdCgroup``, ``[plugins.'io.containerd.cri.v1.images'.pinned_images] sandbox`` and
-    ``[plugins.'io.containerd.cri.v1.images'.registry] config_path``;
-    1.x: ``version = 2``, everything under ``[plugins."io.containerd.grpc.v1.cri"]`` with
-    ``sandbox_image`` and ``registry.config_path``.
-    """
-    sandbox = _toml_string(node.sandbox_image)
-    certs_dir = _toml_string(CONTAINERD_CERTS_DIR)
-    if _containerd_major(node.containerd_version) == 2:
-        return (
-            # The major, not the release: a runtime pin change must not rewrite (and restart) every node's
-            # containerd at once; the upgrade chain moves the binaries node by node.
-            f"{MANAGED_MARKER}; containerd 2.x uses config version 3\n"
-            "version = 3\n"
-            "\n"
-            "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n"
-            f"  sandbox = {sandbox}\n"
-            "\n"
-            "[plugins.'io.containerd.cri.v1.images'.registry]\n"
-            f"  config_path = {certs_dir}\n"
-            "\n"
-            "[plugins.'io.containerd.cri.v1.runtime'.containerd]\n"
-            "  default_runtime_name = \"runc\"\n"
-            "\n"
-            "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]\n"
-            "  runtime_type = \"io.containerd.runc.v2\"\n"
-            "\n"
-            "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n"
-            "  BinaryName = \"/usr/local/sbin/runc\"\n"
-            "  SystemdCgroup = true\n"
-        )
-    return (
-        f"{MANAGED_MARKER}; containerd 1.x uses config version 2\n"
-        "version = 2\n"
-        "\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\"]\n"
-        f"  sandbox_image = {sandbox}\n"
-        "\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n"
-        f"  config_path = {certs_dir}\n"
-        "\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n"
-        "  default_runtime_name = \"runc\"\n"
-        "\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
-        "  runtime_type = \"io.containerd.runc.v2\"\n"
-        "\n"
-        "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n"
-        "  BinaryName = \"/usr/local/sbin/runc\"\n"
-        "  SystemdCgroup = true\n"
-    )
-
-
-def _upstream_server(upstream: str) -> str:
-    # Docker Hub's registry API lives on registry-1.docker.io, which is what containerd's own
-    # "Setup a Local Mirror for Docker" example uses as server (docs/hosts.md).
-    if upstream == "docker.io":
-        return "https://registry-1.docker.io"
-    return f"https://{upstream}"
-
-
-def registry_hosts_toml(upstream: str, mirrors: Iterable[RegistryMirror]) -> str:
-    """One certs.d/<upstream>/hosts.toml: mirrors are tried in order, then ``server`` as fallback.
-
-    Fields from containerd docs/hosts.md (https://github.com/containerd/containerd/blob/main/docs/hosts.md):
-    ``server`` (fallback after all hosts), ``[host."<url>"]`` with ``capabilities`` - a private
-    mirror may pull and resolve - and ``override_path`` (API root is the URL path, as with Harbor
-    proxy-cache project URLs such as https://harbor/v2/<project>).
-    """
-    lines = [f"{MANAGED_MARKER}; mirrors for {upstream}", f"server = {_toml_string(_upstream_server(upstream))}"]
-    for mirror in mirrors:
-        lines += [
-            "",
-            f"[host.{_toml_string(mirror.endpoint)}]",
-            '  capabilities = ["pull", "resolve"]',
-        ]
-        if mirror.override_path:
-            lines.append("  override_path = true")
-    return "\n".join(lines) + "\n"
-
-
-def _mirrors_by_upstream(mirrors: Iterable[RegistryMirror]) -> dict[str, list[RegistryMirror]]:
-    grouped: dict[str, list[RegistryMirror]] = {}
-    for mirror in mirrors:
-        grouped.setdefault(mirror.upstream, []).append(mirror)
-    return grouped
 
 
 def _chrony_conf(node: LinuxNodeInit, facts: _DistroFacts) -> str:
@@ -391,7 +278,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     minor = _kubernetes_minor(node.kubernetes_version)
     if not install_kubernetes:
         minor, repo_content = "", ""
-    grouped = _mirrors_by_upstream(node.registry_mirrors)
+    hosts = registry_hosts_files(node.registry_mirrors)
     return render_script(
         "prepare-k8s-node.sh",
         NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family,
@@ -402,13 +289,13 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
         RUNC_VERSION=node.runc_version if install_kubernetes else "",
         DISTRO_PACKAGES=list(facts.packages), CHRONY_CONF=facts.chrony_conf,
         CHRONY_SERVICE=facts.chrony_service, CONTAINERD_CONFIG=CONTAINERD_CONFIG_PATH,
-        CONTAINERD_CERTS_DIR=CONTAINERD_CERTS_DIR, KUBERNETES_REPO_FILE=repo_path,
+        CONTAINERD_CERTS_DIR=LINUX_CERTS_DIR, KUBERNETES_REPO_FILE=repo_path,
         MANAGED_MARK=MANAGED_MARKER, SYSCTL_TEXT=_text(_sysctl_conf()),
         CHRONY_CONF_TEXT=_text(_chrony_conf(node, facts)),
-        CONTAINERD_CONFIG_TEXT=_text(containerd_config_toml(node)),
+        CONTAINERD_CONFIG_TEXT=_text(linux_config_toml(node.sandbox_image, node.containerd_version)),
         KUBERNETES_REPO_TEXT=_text(repo_content) if repo_content else "",
-        MIRRORED_REGISTRIES=list(grouped),
-        REGISTRY_HOSTS_TEXTS=[_text(registry_hosts_toml(upstream, mirrors)) for upstream, mirrors in grouped.items()])
+        MIRRORED_REGISTRIES=list(hosts),
+        REGISTRY_HOSTS_TEXTS=[_text(text) for text in hosts.values()])
 
 
 # libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.

@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from vocab.checks import DNS_SUBDOMAIN
+from vocab.checks import DNS_SUBDOMAIN, check_image
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
@@ -107,7 +107,6 @@ _NODE_ROLE_PREFIX = "node-role.kubernetes.io"
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-_IMAGE = re.compile(r"^[A-Za-z0-9./:_@-]+$")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -211,8 +210,7 @@ def _check_cluster(cluster: ClusterParams) -> None:
             raise ValueError(f"cert SAN {san!r} is neither an IP address nor a DNS name")
     if len(set(cluster.cert_sans)) != len(cluster.cert_sans):
         raise ValueError(f"cert_sans has duplicates: {cluster.cert_sans}")
-    if not _IMAGE.match(cluster.sandbox_image):
-        raise ValueError(f"sandbox_image {cluster.sandbox_image!r} is not an image reference")
+    check_image(cluster.sandbox_image, "sandbox_image")
 
 
 def _check_label_key(key: str) -> None:

@@ -8,8 +8,6 @@ script bodies for ``render.shell.bash_command`` (they run as root under ``sudo -
 * ``render_join_credentials``: on the first control-plane node, print one fresh join line;
 * ``render_join``: ``kubeadm join`` on a new node from the join line on stdin (guarded by kubelet.conf);
 * ``render_reset``: node cleanup, the delete side of init and join;
-* ``render_wait_for_node`` / ``render_drain``: create / delete of a node's drain resource;
-* ``render_deregister``: delete of a node's registration, after its reset (etcd member left behind, Node);
 * ``render_read_kubeconfig``: print admin.conf (a secret Output).
 
 The kubeadm YAML itself comes from ``render.kubeadm`` as text with ``@@JOIN_*@@`` placeholders; the
@@ -25,16 +23,14 @@ commands on PATH.
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 
 import yaml
 
+from render.node_steps import POLL_SECONDS, poll_attempts
 from render.readiness import cloud_init_wait_inputs
 from render.script_files import render_script
-from vocab.checks import DNS_SUBDOMAIN, check_machine
-
-TEST_ROOT_VARIABLE = "HYBRID_CLUSTER_TEST_ROOT"
+from vocab.checks import check_image, check_node_name
 
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
 # kubeadm >= 1.29 writes super-admin.conf (group system:masters) on the node that runs `kubeadm init`
@@ -45,39 +41,21 @@ ADMIN_CONF = "/etc/kubernetes/admin.conf"
 # cluster-api-provider-nutanix PR #382 and ionos-cloud cluster-api-provider-ionoscloud PR #103
 # (switch back to admin.conf once init has finished).
 SUPER_ADMIN_CONF = "/etc/kubernetes/super-admin.conf"
-KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
-KUBEADM_CONFIG_DIR = "/etc/kubernetes/kubeadm"
-INIT_CONFIG_PATH = f"{KUBEADM_CONFIG_DIR}/init.yaml"
-KUBE_VIP_MANIFEST_PATH = "/etc/kubernetes/manifests/kube-vip.yaml"
-INIT_LOG = "/var/log/kubeadm-init.log"
-JOIN_LOG = "/var/log/kubeadm-join.log"
-JOIN_CREDENTIALS_LOG = "/var/log/kubeadm-join-credentials.log"
-RESET_LOG = "/var/log/kubeadm-reset.log"
 
 TOKEN_PLACEHOLDER = "@@JOIN_TOKEN@@"
 CA_CERT_HASH_PLACEHOLDER = "@@JOIN_CA_CERT_HASH@@"
 API_ENDPOINT_PLACEHOLDER = "@@JOIN_API_ENDPOINT@@"
 CERTIFICATE_KEY_PLACEHOLDER = "@@JOIN_CERTIFICATE_KEY@@"
 
-# Bounded waits. kubectl's global `--request-timeout` is "the length of time to wait before giving up
-# on a single server request" and defaults to 0, no timeout (https://kubernetes.io/docs/reference/kubectl/kubectl/),
-# so every kubectl call here sets it; a loop of N attempts with a pause between them is then bounded
-# too, and tests can stub `sleep`.
-POLL_SECONDS = 5
 API_READY_TIMEOUT_SECONDS = 300
 
 _INTERFACE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}$")
-_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 # Go time.ParseDuration units kubeadm's --ttl accepts (kubeadm token create docs: "e.g. 1s, 2m, 3h").
 _TTL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
 # The scripts themselves are files under render/scripts/ (render/script_files.py); the renderers here
 # check their parameters and pass them as the scripts' inputs.
-
-
-def _attempts(timeout_seconds: int) -> int:
-    return max(1, math.ceil(timeout_seconds / POLL_SECONDS))
 
 
 # libyaml's safe loader when PyYAML has it (its wheels do): the same documents, many times faster per node.
@@ -91,16 +69,6 @@ def _check_yaml(text: str, what: str) -> None:
         list(yaml.load_all(text, Loader=_YAML_LOADER))
     except yaml.YAMLError as error:
         raise ValueError(f"{what} is not valid YAML: {error}") from error
-
-
-def _check_node_name(node_name: str) -> None:
-    if len(node_name) > 253 or not DNS_SUBDOMAIN.match(node_name):
-        raise ValueError(f"node name {node_name!r} is not a lowercase DNS subdomain")
-
-
-def _check_timeout(timeout_seconds: int) -> None:
-    if isinstance(timeout_seconds, bool) or not isinstance(timeout_seconds, int) or timeout_seconds <= 0:
-        raise ValueError(f"timeout {timeout_seconds!r} must be a positive number of seconds")
 
 
 # --- kube-vip -------------------------------------------------------------------------------------
@@ -128,8 +96,7 @@ def render_kube_vip_manifest(vip: str, port: int, image: str, interface: str | N
     address = ipaddress.ip_address(vip)
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
         raise ValueError(f"port {port!r} is not a TCP port")
-    if not _IMAGE.match(image):
-        raise ValueError(f"image {image!r} is not a pinned image reference")
+    check_image(image)
     if interface is not None and not _INTERFACE.match(interface):
         raise ValueError(f"interface {interface!r} is not a Linux interface name")
 
@@ -217,7 +184,7 @@ def render_init(init_config_yaml: str, kube_vip_manifest: str | None) -> str:
     return render_script(
         "linux-init.sh", INIT_CONFIG_TEXT=init_config_yaml.rstrip("\n"),
         KUBE_VIP_TEXT=(kube_vip_manifest or "").rstrip("\n"), KUBE_VIP_AFTER_INIT_TEXT=(final_manifest or "").rstrip("\n"),
-        API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=_attempts(API_READY_TIMEOUT_SECONDS),
+        API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=poll_attempts(API_READY_TIMEOUT_SECONDS),
         POLL_SECONDS=POLL_SECONDS, **cloud_init_wait_inputs())
 
 
@@ -291,136 +258,10 @@ def render_reset(node_name: str, etcd_pod: str | None = None) -> str:
     from). ``etcd_pod``: a control-plane node's own etcd Pod, through which the quorum without it is checked
     right before reset removes its member.
     """
-    _check_node_name(node_name)
+    check_node_name(node_name)
     if etcd_pod is not None:
-        _check_node_name(etcd_pod)
+        check_node_name(etcd_pod)
     return render_script("linux-reset.sh", NODE=node_name, ETCD_POD=etcd_pod or "")
-
-
-# --- control-plane side: node registration, drain, kubeconfig -------------------------------------
-
-def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeout_seconds: int = 1800) -> str:
-    """On the first control-plane node: wait up to ``timeout_seconds`` until the Node object
-    ``node_name`` exists, then up to ``ready_timeout_seconds`` until it is Ready
-    (render/scripts/node-wait-registered.sh), so that what depends on a node starts only on a working
-    node. Ready needs the node's CNI: on a Windows node after its first image pulls, hence the longer
-    default.
-    """
-    _check_node_name(node_name)
-    _check_timeout(timeout_seconds)
-    _check_timeout(ready_timeout_seconds)
-
-    return render_script("node-wait-registered.sh", NODE=node_name, TIMEOUT=timeout_seconds,
-                         ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
-                         READY_TIMEOUT=ready_timeout_seconds)
-
-
-def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None) -> str:
-    """On the first control-plane node: cordon and drain the Node ``node_name``, if it exists
-    (render/scripts/node-drain.sh): the delete side of a node's readiness wait, so the first step when a
-    node is removed, before ``kubeadm reset`` on the node (render_reset) and render_deregister.
-
-    With ``etcd_pod`` (a control-plane node's drain) the removal is refused, before anything is cordoned,
-    unless the other etcd members keep quorum. PodDisruptionBudgets are respected and never bypassed: the
-    operator fixes the blocker and runs the destroy again.
-    """
-    _check_node_name(node_name)
-    _check_timeout(timeout_seconds)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
-
-    return render_script("node-drain.sh", NODE=node_name, TIMEOUT=timeout_seconds, ETCD_POD=etcd_pod or "",
-                         SKIP_WAIT_SECONDS=SKIP_WAIT_SECONDS, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT)
-
-
-# The non-graceful node shutdown taint, as `key=value:effect` (render/scripts/node-mark-lost.sh says why).
-OUT_OF_SERVICE_TAINT = "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"
-# How long a drain of a NotReady node waits for a pod's deletion its kubelet cannot confirm.
-SKIP_WAIT_SECONDS = 60
-
-
-def render_mark_lost(node_name: str, etcd_pod: str | None = None) -> str:
-    """On the first control-plane node: take the Node of a machine declared lost out of service
-    (render/scripts/node-mark-lost.sh); refused while the Node is Ready. With ``etcd_pod`` (a control-plane
-    node) its etcd member is removed too, quorum checked."""
-    _check_node_name(node_name)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
-    return render_script("node-mark-lost.sh", NODE=node_name, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT,
-                         ETCD_POD=etcd_pod or "")
-
-
-# The annotation the upgrade chain leaves on a Node it cordoned, naming the version it upgrades to: the
-# uncordon step lifts only a cordon the chain set, never one an operator set for reasons of their own.
-UPGRADE_ANNOTATION = "hybrid-cluster.io/upgrading-to"
-
-
-def annotation_jsonpath(annotation: str) -> str:
-    """The kubectl JSONPath of one annotation of an object; kubectl JSONPath escapes the dots of a key
-    with a backslash (kubectl jsonpath reference)."""
-    return "{.metadata.annotations." + annotation.replace(".", "\\.") + "}"
-
-
-_UPGRADE_MARK_JSONPATH = annotation_jsonpath(UPGRADE_ANNOTATION)
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-
-
-def _check_version(version: str) -> None:
-    if not _VERSION.match(version):
-        raise ValueError(f"version {version!r} must be MAJOR.MINOR.PATCH")
-
-
-def _check_node_args(node_name: str, timeout_seconds: int, etcd_pod: str | None = None) -> None:
-    _check_node_name(node_name)
-    _check_timeout(timeout_seconds)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
-
-
-def render_upgrade_drain(node_name: str, version: str, runtime: str, timeout_seconds: int = 600,
-                         etcd_pod: str | None = None, machine: str = "unnamed") -> str:
-    """On the first control-plane node, before a node's upgrade: unless the Node's kubelet already runs
-    ``version`` on containerd ``runtime`` (and no earlier run of the chain left it cordoned), mark it with UPGRADE_ANNOTATION,
-    cordon and drain it. For a control-plane node the etcd quorum without it is checked first: its
-    etcd member restarts when kubeadm upgrades the static Pods. The drain is render_drain's (same
-    flags, PodDisruptionBudgets respected, no eviction bypass)."""
-    _check_version(version)
-    _check_version(runtime)
-    _check_node_args(node_name, timeout_seconds, etcd_pod)
-    check_machine(machine)
-    return render_script("node-upgrade-drain.sh", NODE=node_name, TARGET=f"v{version}", RUNTIME=runtime,
-                         TIMEOUT=timeout_seconds,
-                         ETCD_POD=etcd_pod or "", MARK_ANNOTATION=UPGRADE_ANNOTATION,
-                         MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
-
-
-def render_upgrade_uncordon(node_name: str, version: str, runtime: str, timeout_seconds: int = 900,
-                            machine: str = "unnamed") -> str:
-    """On the first control-plane node, after a node's upgrade: wait until the Node is Ready with kubelet
-    ``version`` on containerd ``runtime``, then lift the cordon the chain set (UPGRADE_ANNOTATION), and only that one. A node that
-    does not come back stops the chain here: no further node is drained."""
-    _check_version(version)
-    _check_version(runtime)
-    _check_node_args(node_name, timeout_seconds)
-    check_machine(machine)
-    return render_script("node-upgrade-uncordon.sh", NODE=node_name, TARGET=f"v{version}", RUNTIME=runtime,
-                         TIMEOUT=timeout_seconds,
-                         ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
-                         MARK_ANNOTATION=UPGRADE_ANNOTATION, MARK_JSONPATH=_UPGRADE_MARK_JSONPATH, MACHINE=machine)
-
-
-def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
-    """On the first control-plane node: the last step of removing a node, after ``kubeadm reset`` ran on
-    it. With ``etcd_pod`` (a control-plane node) the node's etcd member is removed by name if reset could
-    not remove it (a node that was already dead, or a reset that failed half-way), never below quorum;
-    then the Node object is deleted (``kubectl delete node NAME --ignore-not-found``,
-    https://kubernetes.io/docs/reference/kubectl/generated/kubectl_delete/). A second run finds neither
-    and does nothing."""
-    _check_node_name(node_name)
-    if etcd_pod is not None:
-        _check_node_name(etcd_pod)
-
-    return render_script("node-deregister.sh", NODE=node_name, ETCD_POD=etcd_pod or "")
 
 
 # --- control-plane certificates -----------------------------------------------------------------
@@ -433,8 +274,6 @@ def render_deregister(node_name: str, etcd_pod: str | None = None) -> str:
 # kubeadm-certs/, "Manual certificate renewal"; kubeadm_certs_check-expiration reference). `kubeadm
 # upgrade apply/node` renews them too (same page, "Automatic certificate renewal").
 
-# Where a finished renewal round leaves its label, so a re-run of the same round does nothing.
-RENEWAL_MARKER = "/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
 _STATIC_POD_MANIFESTS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd")
 # kube-vip reads its kubeconfig (admin.conf) once, when it starts: after a renewal (a round, or `kubeadm
 # upgrade`) it keeps presenting the old client certificate until it restarts, and once that expires it
@@ -472,16 +311,16 @@ def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None, 
     which reads admin.conf only when it starts, so it is restarted last, or the API VIP would go when the
     old certificate expires. The round's label is recorded when everything is back, so the same round never
     runs twice here."""
-    _check_node_name(node_name)
+    check_node_name(node_name)
     if etcd_pod is not None:
-        _check_node_name(etcd_pod)
+        check_node_name(etcd_pod)
     if not _RENEWAL_LABEL.match(label):
         raise ValueError(f"renewal label {label!r} must be 1-63 letters, digits, '.', '_' or '-'")
 
     components = [*_STATIC_POD_MANIFESTS, *([KUBE_VIP] if kube_vip else [])]
     return render_script("certificate-renew.sh", NODE=node_name, LABEL=label, ETCD_POD=etcd_pod or "",
                          COMPONENTS=components, RESCAN_SECONDS=_STATIC_POD_RESCAN_SECONDS,
-                         API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=_attempts(API_READY_TIMEOUT_SECONDS),
+                         API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=poll_attempts(API_READY_TIMEOUT_SECONDS),
                          POLL_SECONDS=POLL_SECONDS)
 
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import re
 
-from render.linux_bootstrap import POLL_SECONDS, _attempts, _check_node_name, _check_timeout, annotation_jsonpath
+from render.node_steps import POLL_SECONDS, annotation_jsonpath, poll_attempts
 from render.script_files import render_script, revision
+from vocab.checks import check_node_name, check_timeout
 
 # The annotation the chain leaves on a Node it cordoned: "<settings> boot=<bootID before the restart>".
 # The uncordon lifts only a cordon the chain set, never one an operator set for reasons of their own.
@@ -66,10 +67,10 @@ def render_maintenance_drain(node_name: str, cpu: int, memory_mb: int, disk_gb: 
     for what, value in (("cpu", cpu), ("memory_mb", memory_mb), ("disk_gb", disk_gb)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{what} {value!r} must be a positive integer")
-    _check_node_name(node_name)
-    _check_timeout(timeout_seconds)
+    check_node_name(node_name)
+    check_timeout(timeout_seconds)
     if etcd_pod is not None:
-        _check_node_name(etcd_pod)
+        check_node_name(etcd_pod)
     return render_script("node-restart-drain.sh", NODE=node_name, SETTINGS=settings_label(cpu, memory_mb, disk_gb),
                          CPU=cpu, MEMORY_MB=memory_mb, DISK_GB=disk_gb, ETCD_POD=etcd_pod or "",
                          TIMEOUT=timeout_seconds, MARK_ANNOTATION=MAINTENANCE_ANNOTATION,
@@ -85,7 +86,7 @@ def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int =
     if isinstance(vm_id, bool) or not isinstance(vm_id, int) or not 100 <= vm_id <= 999_999_999:
         raise ValueError(f"vm id {vm_id!r} must be 100-999999999 (Proxmox VMIDs)")
     _check_settings(settings)
-    _check_timeout(shutdown_timeout_seconds)
+    check_timeout(shutdown_timeout_seconds)
     return render_script("vm-restart.sh", VMID=vm_id, SETTINGS=settings, SHUTDOWN_TIMEOUT=shutdown_timeout_seconds)
 
 
@@ -94,10 +95,10 @@ def render_maintenance_uncordon(node_name: str, settings: str, timeout_seconds: 
     than the one the drain recorded and is Ready, then lift the chain's cordon (and only that one) and
     record the settings as applied. A node that does not come back stops the chain here, cordoned: no
     further node is drained."""
-    _check_node_name(node_name)
+    check_node_name(node_name)
     _check_settings(settings)
-    _check_timeout(timeout_seconds)
+    check_timeout(timeout_seconds)
     return render_script("node-restart-uncordon.sh", NODE=node_name, SETTINGS=settings, TIMEOUT=timeout_seconds,
-                         ATTEMPTS=_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
+                         ATTEMPTS=poll_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
                          MARK_ANNOTATION=MAINTENANCE_ANNOTATION, MARK_JSONPATH=_MARK_JSONPATH,
                          APPLIED_ANNOTATION=APPLIED_ANNOTATION)

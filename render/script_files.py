@@ -103,15 +103,6 @@ def _language(name: str) -> str:
     raise ValueError(f"script {name!r} is neither .sh nor .ps1")
 
 
-def declared_inputs(name: str) -> list[str]:
-    """The names an entry script's ``#@ inputs`` line declares (``[]`` kept on lists)."""
-    for line in (SCRIPTS_DIR / name).read_text().splitlines():
-        match = _DIRECTIVE.match(line)
-        if match and match["verb"] == "inputs":
-            return (match["args"] or "").split()
-    return []
-
-
 def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen: tuple[str, ...],
             indent: str) -> tuple[list[str], bool]:
     if name in seen:

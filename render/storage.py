@@ -114,7 +114,8 @@ LONGHORN_POD_PARTS: dict[str, str] = {
 # Longhorn Manager pods"). longhornUI has none (its keys are replicas, priorityClass, affinity,
 # tolerations, nodeSelector, podDisruptionBudget), and neither has longhornDriver: requests set there
 # would be dropped silently (longhorn/longhorn#3186).
-LONGHORN_PARTS_WITH_RESOURCES = ("longhornManager", "longhornGlobalManager")
+_LONGHORN_REQUESTS = {"longhornManager": ("100m", "256Mi"), "longhornGlobalManager": ("50m", "128Mi")}
+LONGHORN_PARTS_WITH_RESOURCES = tuple(_LONGHORN_REQUESTS)
 
 
 # --- Input -------------------------------------------------------------------------------------------
@@ -313,12 +314,10 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
         # template generation nor the precedence matters. No tolerations anywhere: Longhorn must
         # tolerate neither the control-plane nor the Windows taint.
         "global": {"nodeSelector": dict(workers), "tolerations": []},
-        "longhornManager": {"nodeSelector": dict(workers), "tolerations": [],
-                            "resources": _requests("100m", "256Mi")},
+        "longhornManager": {"nodeSelector": dict(workers), "tolerations": []},
         "longhornDriver": {"nodeSelector": dict(workers), "tolerations": []},
         "longhornUI": {"nodeSelector": dict(workers), "tolerations": []},
-        "longhornGlobalManager": {"nodeSelector": dict(workers), "tolerations": [],
-                                  "resources": _requests("50m", "128Mi")},
+        "longhornGlobalManager": {"nodeSelector": dict(workers), "tolerations": []},
         "defaultSettings": {
             # Instance managers, engine image, CSI plugin and sidecars, share and backing image
             # managers are created by longhorn-manager, not by the chart; this setting is their node
@@ -354,6 +353,8 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
         # the helm CLI, the case that advice is about.
         "preUpgradeChecker": {"jobEnabled": False},
     }
+    for part, (cpu, memory) in _LONGHORN_REQUESTS.items():
+        values[part]["resources"] = _requests(cpu, memory)
     return values
 
 
@@ -453,43 +454,3 @@ def smb_secret_metadata() -> dict[str, Any]:
         },
         "type": "Opaque",
     }
-
-
-# --- README paragraphs -------------------------------------------------------------------------------
-
-SMB_ROTATION_NOTE = f"""\
-Rotating the SMB password is a config change: set the new value in the Pulumi secret and run
-`pulumi up`; the only object that changes is the Secret `{SMB_SECRET_NAMESPACE}/{SMB_SECRET_NAME}`.
-Nothing picks the change up by itself. csi-driver-smb receives the credentials only when a node first
-mounts a volume (NodeStageVolume): "CSI driver only uses the secret during mount, so if secret is
-updated, you need to delete pod to make sure remount happen" (maintainer answer,
-kubernetes-csi/csi-driver-smb#877). That node mount is shared by every pod on the node that uses the
-volume and is unmounted only when the last of them is gone (kubernetes-csi/csi-driver-smb#1194); on
-Windows the SMB global mapping is even kept while any other SMB mount to the same server remains on the
-node (SMBUnmount in pkg/mounter/safe_mounter_host_process_windows.go). Until then the node keeps using the
-session it opened with the old password, and once the server rejects that password the mounted volumes
-fail ("Access is denied" on Windows nodes, kubernetes-csi/csi-driver-smb#551). So, after `pulumi up`:
-
-* Linux: restart every workload that mounts a `{SHARED_FILES_CLASS}` volume, e.g.
-  `kubectl rollout restart deployment/<name> -n <namespace>` (or statefulset/daemonset). A rolling
-  restart is enough only if no other pod using the same volume stays on the node meanwhile; when
-  replicas, a surge pod or another workload share the volume on a node, scale to zero and back
-  (`kubectl scale deployment/<name> -n <namespace> --replicas=0`, wait for the pods to go, restore).
-* Windows: drain and uncordon each Windows node in turn (`kubectl drain <node> --ignore-daemonsets`,
-  then `kubectl uncordon <node>`), so that no SMB mount to the server is left on it and the next pod
-  maps the share with the new password.
-
-Disable the old password on the file server only after these restarts.
-"""
-
-WHY_ONE_SHARED_CLASS = f"""\
-A StorageClass is cluster-scoped: it has no namespace, so each name exists once in the cluster. The design
-notes propose two classes with the same name, one backed by SMB for Windows pods and one backed by
-Longhorn for Linux pods; the second would simply be the first object again (an update, or a conflict),
-never a second class, and a PersistentVolumeClaim names exactly one class either way. A class that pods of
-both operating systems can claim must therefore use a driver with a node plugin on both. Of our three
-drivers only csi-driver-smb runs on Windows (as a HostProcess DaemonSet); csi-driver-nfs and Longhorn are
-Linux-only. So `{SHARED_FILES_CLASS}` is SMB (ReadWriteMany on Linux and Windows), and the Linux-only
-classes are named for what they are: `{NFS_FILES_CLASS}` (NFS, ReadWriteMany) and `{LONGHORN_CLASS}`
-(replicated block storage, ReadWriteOnce).
-"""

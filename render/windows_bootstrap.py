@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from render.cloud_init import MANAGED_MARKER, RegistryMirror, registry_hosts_toml
+from render import containerd
 from render.hyperv import (
     HEARTBEAT_TIMEOUT_SECONDS,
     POWERSHELL_DIRECT_TIMEOUT_SECONDS,
@@ -45,7 +45,7 @@ from render.hyperv import (
     ssh_command,
 )
 from render.script_files import render_script
-from vocab.checks import HTTP_ENDPOINT, REGISTRY_HOST, check_machine, is_host
+from vocab.checks import HTTP_ENDPOINT, REGISTRY_HOST, VERSION, check_image, check_machine, check_version, is_host
 from vocab.cluster import WINDOWS_CRI_SOCKET
 
 # ---------------------------------------------------------------------------------------
@@ -85,10 +85,6 @@ WINDOWS_SYSTEM_DRIVE = "C:"
 DEFAULT_CNI_BIN_DIR = WINDOWS_SYSTEM_DRIVE + CALICO_WINDOWS_CNI_BIN_DIR
 DEFAULT_CNI_CONF_DIR = WINDOWS_SYSTEM_DRIVE + CALICO_WINDOWS_CNI_CONF_DIR
 
-# Next to the CNI directories, on the system drive, so containerd's config names no path under
-# %ProgramFiles% (whose value the renderer cannot know). One <upstream>\hosts.toml per mirrored
-# registry: containerd docs/hosts.md.
-REGISTRY_HOSTS_DIR = r"C:\etc\containerd\certs.d"
 
 # kubelet/kubeadm/kubectl live in C:\k, as in sig-windows-tools PrepareNode.ps1 ($env:SystemDrive\k).
 KUBERNETES_BIN_DIR = r"C:\k"
@@ -184,23 +180,19 @@ RESET_POWERSHELL_DIRECT_TIMEOUT_SECONDS = 300
 # Validation
 # ---------------------------------------------------------------------------------------
 
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 _WINDOWS_DIR = re.compile(r"^[A-Za-z]:[\\/][^'\"*?<>|\r\n\t]*$")
 
 
 def _validate(p: WindowsNodeParams) -> None:
     check_vm_name(p.vm_name)
     check_computer_name(p.computer_name)
-    if not _VERSION.match(p.kubernetes_version):
-        raise ValueError(f"kubernetes_version {p.kubernetes_version!r} must be MAJOR.MINOR.PATCH")
-    if not _VERSION.match(p.containerd_version) or not p.containerd_version.startswith("2."):
+    check_version(p.kubernetes_version, "kubernetes_version")
+    if not VERSION.match(p.containerd_version) or not p.containerd_version.startswith("2."):
         raise ValueError(
             f"containerd_version {p.containerd_version!r}: only containerd 2.x (config version 3) is "
             "rendered for Windows"
         )
-    if not _IMAGE.match(p.pause_image):
-        raise ValueError(f"pause_image {p.pause_image!r} is not an image reference")
+    check_image(p.pause_image, "pause_image")
     if not p.ntp_servers:
         raise ValueError("at least one ntp server is required")
     for server in p.ntp_servers:
@@ -285,61 +277,18 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
 # render/scripts/windows-containerd.ps1 (its notes, with their sources, are in the file).
 
 
-def containerd_config_toml(p: WindowsNodeParams) -> str:
-    """The Windows node's $env:ProgramFiles\\containerd\\config.toml for containerd 2.x.
-
-    Only non-default keys; containerd merges them onto its built-in defaults. Config version 3 table
-    names from containerd docs/cri/config.md ("Config versions", "Full configuration"):
-    ``[plugins.'io.containerd.cri.v1.images'.pinned_images] sandbox``,
-    ``[plugins.'io.containerd.cri.v1.images'.registry] config_path`` (docs/hosts.md) and
-    ``[plugins.'io.containerd.cri.v1.runtime'.cni] conf_dir``. The CNI binary directory is
-    ``bin_dirs``: ``bin_dir`` is deprecated since containerd 2.1 in favour of the list
-    (containerd/containerd#11311; deprecation warning quoted in gardener/gardener#13826).
-    Windows paths are TOML literal strings ('...'), which keep backslashes as they are.
-    """
-    _validate(p)
-    return (
-        # The major only: a runtime pin change must not rewrite (and restart) containerd on every node at once.
-        "# managed by render/windows_bootstrap.py; containerd 2.x uses config version 3\n"
-        "version = 3\n"
-        "\n"
-        "[plugins.'io.containerd.cri.v1.images'.pinned_images]\n"
-        f"  sandbox = '{p.pause_image}'\n"
-        "\n"
-        "[plugins.'io.containerd.cri.v1.images'.registry]\n"
-        f"  config_path = '{REGISTRY_HOSTS_DIR}'\n"
-        "\n"
-        "[plugins.'io.containerd.cri.v1.runtime'.cni]\n"
-        f"  bin_dirs = ['{p.cni_bin_dir}']\n"
-        f"  conf_dir = '{p.cni_conf_dir}'\n"
-    )
-
-
-def registry_hosts_files(p: WindowsNodeParams) -> dict[str, str]:
-    """certs.d/<upstream>/hosts.toml per mirrored upstream, the same text Linux nodes get."""
-    grouped: dict[str, list[RegistryMirror]] = {}
-    for upstream, endpoint, override_path in p.registry_mirrors:
-        grouped.setdefault(upstream, []).append(RegistryMirror(upstream, endpoint, override_path))
-    return {upstream: registry_hosts_toml(upstream, mirrors) for upstream, mirrors in grouped.items()}
-
-
-def _containerd_tarball(version: str) -> str:
-    return (f"https://github.com/containerd/containerd/releases/download/v{version}/"
-            f"containerd-{version}-windows-amd64.tar.gz")
-
-
 def _render_containerd(p: WindowsNodeParams) -> str:
-    hosts = registry_hosts_files(p)
+    hosts = containerd.registry_hosts_files(containerd.RegistryMirror(*mirror) for mirror in p.registry_mirrors)
     return render_script(
         "windows-containerd.ps1",
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
-        ConfigText=containerd_config_toml(p),
-        Directories=[p.cni_bin_dir, p.cni_conf_dir, REGISTRY_HOSTS_DIR],
-        HostsDir=REGISTRY_HOSTS_DIR,
+        ConfigText=containerd.windows_config_toml(p.pause_image, p.cni_bin_dir, p.cni_conf_dir),
+        Directories=[p.cni_bin_dir, p.cni_conf_dir, containerd.WINDOWS_CERTS_DIR],
+        HostsDir=containerd.WINDOWS_CERTS_DIR,
         # The script builds its upstream -> hosts.toml table from the two lists, paired by index.
         HostsUpstreams=list(hosts),
         HostsTexts=list(hosts.values()),
-        ManagedMarker=MANAGED_MARKER,
+        ManagedMarker=containerd.MANAGED_MARKER,
     )
 
 
@@ -396,7 +345,7 @@ def render_containerd_binaries(p: WindowsNodeParams, machine: str = "unnamed", k
     check_machine(machine)
     return _checked(render_script(
         "windows-containerd-binaries.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
-        Version=p.containerd_version, TarballUrl=_containerd_tarball(p.containerd_version),
+        Version=p.containerd_version, TarballUrl=containerd.windows_release_url(p.containerd_version),
         KubeletConf=KUBELET_KUBECONFIG, KeepMemberVersion=int(keep_member_version), Machine=machine))
 
 

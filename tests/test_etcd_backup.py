@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from render import etcd_backup
-from render.linux_bootstrap import TEST_ROOT_VARIABLE
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import bash_input, shellcheck
+from tests.validators import TEST_ROOT_VARIABLE, bash_input, shellcheck
 from tools.mockrun import run_program
 
 PARAMS = etcd_backup.EtcdBackupParams(node_name="hk-cp-2", nfs_server="10.10.10.21",

@@ -584,7 +584,7 @@ echo "pod/probe created (server dry run)"
     (stubs / "sleep").write_text("#!/usr/bin/env bash\n/bin/sleep 0.3\n")
     for stub in stubs.iterdir():
         stub.chmod(0o755)
-    from render.linux_bootstrap import TEST_ROOT_VARIABLE
+    from tests.validators import TEST_ROOT_VARIABLE
     env = {"PATH": f"{stubs}:/usr/bin:/bin", "STUBS": str(stubs), TEST_ROOT_VARIABLE: str(tmp_path)}
     result = subprocess.run([shutil.which("bash"), "-c", script], env=env, capture_output=True, text=True, timeout=60)
     calls = (stubs / "calls").read_text().splitlines() if (stubs / "calls").exists() else []

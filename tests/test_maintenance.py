@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 
 from render import maintenance
-from render.linux_bootstrap import TEST_ROOT_VARIABLE
 from render.script_files import revision
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import bash_input, shellcheck
+from tests.validators import TEST_ROOT_VARIABLE, bash_input, shellcheck
 from tools.mockrun import run_program
 
 STEPS = ("drain-for-restart", "vm-restart", "uncordon-after-restart")

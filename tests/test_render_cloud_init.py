@@ -16,11 +16,11 @@ import yaml
 from render.cloud_init import (
     PREPARE_SCRIPT_PATH,
     LinuxNodeInit,
-    RegistryMirror,
     render_prepare_script,
     render_upgrade_script,
     render_user_data,
 )
+from render.containerd import RegistryMirror
 from render.script_files import lint_form
 from tests.validators import bash_input, cloud_init_schema, shellcheck
 

@@ -18,9 +18,11 @@ import yaml
 
 from config.compat import KUBE_VIP_IMAGE
 from render import linux_bootstrap as lb
+from render import node_steps as steps
 from render.cloud_init import PREPARE_SCRIPT_PATH
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
+from tests import validators as paths
 from tests.validators import first_command, shellcheck
 
 TOKEN = "q7k2xz.m4n8p1r6s9t3v5w0"
@@ -293,7 +295,7 @@ def node(tmp_path: Path) -> Node:
         "PATH": f"{stubs}:{real}",
         "HOME": str(tmp_path),
         "LC_ALL": "C",
-        lb.TEST_ROOT_VARIABLE: str(root),
+        paths.TEST_ROOT_VARIABLE: str(root),
         "STUB_DIR": str(stubs),
         "STUB_LOG": str(stubs / "calls.log"),
         "STUB_TOKEN": TOKEN,
@@ -324,11 +326,11 @@ ALL_SCRIPTS = {
     "credentials-control-plane": lambda: lb.render_join_credentials(control_plane=True, ttl="15m"),
     "reset": lambda: lb.render_reset("hk-prod-worker-1"),
     "reset-control-plane": lambda: lb.render_reset("hk-cp-3", etcd_pod="etcd-hk-cp-3"),
-    "wait-for-node": lambda: lb.render_wait_for_node("hk-prod-worker-1"),
-    "drain": lambda: lb.render_drain("hk-prod-worker-1"),
-    "drain-control-plane": lambda: lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
-    "deregister": lambda: lb.render_deregister("hk-prod-worker-1"),
-    "deregister-control-plane": lambda: lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
+    "wait-for-node": lambda: steps.render_wait_for_node("hk-prod-worker-1"),
+    "drain": lambda: steps.render_drain("hk-prod-worker-1"),
+    "drain-control-plane": lambda: steps.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
+    "deregister": lambda: steps.render_deregister("hk-prod-worker-1"),
+    "deregister-control-plane": lambda: steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
     "read-kubeconfig": lb.render_read_kubeconfig,
 }
 
@@ -390,11 +392,11 @@ def test_renderers_reject_inputs_that_would_break_the_scripts():
             lb.render_join_credentials(control_plane=False, ttl=ttl)
     for name in ("Worker_1", "worker 1", "w$(id)", ""):
         with pytest.raises(ValueError):
-            lb.render_drain(name)
+            steps.render_drain(name)
         with pytest.raises(ValueError):
-            lb.render_wait_for_node(name)
+            steps.render_wait_for_node(name)
     with pytest.raises(ValueError):
-        lb.render_wait_for_node("worker-1", timeout_seconds=0)
+        steps.render_wait_for_node("worker-1", timeout_seconds=0)
 
 
 # --- init -----------------------------------------------------------------------------------------
@@ -403,20 +405,20 @@ def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node
     result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)))
     assert result.returncode == 0, result.stderr
     init_calls = [call for call in node.calls("kubeadm") if call[0] == "init"]
-    assert init_calls == [["init", "--config", str(node.path(lb.INIT_CONFIG_PATH)), "--upload-certs",
+    assert init_calls == [["init", "--config", str(node.path(paths.INIT_CONFIG_PATH)), "--upload-certs",
                            "--skip-token-print", "--skip-certificate-key-print"]]
-    config = node.path(lb.INIT_CONFIG_PATH)
+    config = node.path(paths.INIT_CONFIG_PATH)
     assert config.read_text() == INIT_YAML and mode(config) == 0o600
     # kube-vip was in place before init, with super-admin.conf, and uses admin.conf afterwards.
     during = yaml.safe_load((node.stubs / "kube-vip-during-init.yaml").read_text())
     assert during["spec"]["volumes"][0]["hostPath"]["path"] == lb.SUPER_ADMIN_CONF
-    manifest = node.path(lb.KUBE_VIP_MANIFEST_PATH)
+    manifest = node.path(paths.KUBE_VIP_MANIFEST_PATH)
     after = yaml.safe_load(manifest.read_text())
     assert after["spec"]["volumes"][0]["hostPath"]["path"] == lb.ADMIN_CONF and mode(manifest) == 0o600
     assert yaml.safe_load(kube_vip(first=False)) == after
     # The API is checked through admin.conf (the control-plane endpoint).
     assert any("--raw=/readyz" in call for call in node.calls("kubectl"))
-    log = node.path(lb.INIT_LOG)
+    log = node.path(paths.INIT_LOG)
     assert mode(log) == 0o600 and TOKEN in log.read_text()
     assert_no_secret(result.stdout, result.stderr)
 
@@ -430,7 +432,7 @@ def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node
 def test_init_without_kube_vip_leaves_the_manifests_alone(node):
     result = node.run(lb.render_init(INIT_YAML, None))
     assert result.returncode == 0, result.stderr
-    assert not node.path(lb.KUBE_VIP_MANIFEST_PATH).exists()
+    assert not node.path(paths.KUBE_VIP_MANIFEST_PATH).exists()
     assert node.path(lb.ADMIN_CONF).exists()
 
 
@@ -474,7 +476,7 @@ def test_init_fails_when_the_api_never_answers(node):
     result = node.run(lb.render_init(INIT_YAML, None), STUB_API_DOWN="1")
     assert result.returncode == 1
     assert "/readyz" in result.stderr
-    assert len(node.calls("sleep")) == lb.API_READY_TIMEOUT_SECONDS // lb.POLL_SECONDS
+    assert len(node.calls("sleep")) == lb.API_READY_TIMEOUT_SECONDS // steps.POLL_SECONDS
 
 
 # --- join credentials -----------------------------------------------------------------------------
@@ -512,7 +514,7 @@ def test_control_plane_join_credentials_upload_certs_under_a_fresh_key(node):
     assert CERT_KEY not in node.calls_text()
     token = kubeadm[2]
     assert "--certificate-key" not in token and token[token.index("--ttl") + 1] == "15m"
-    log = node.path(lb.JOIN_CREDENTIALS_LOG)
+    log = node.path(paths.JOIN_CREDENTIALS_LOG)
     assert mode(log) == 0o600 and "Using certificate key" in log.read_text()
 
 
@@ -552,7 +554,7 @@ def test_worker_join_substitutes_the_join_line_into_a_private_temporary_config(n
     assert config_path.is_relative_to(node.root / "run")
     assert not config_path.exists() and not config_path.parent.exists(), "the config must be removed"
     assert_no_secret(result.stdout, result.stderr, node.calls_text())
-    assert mode(node.path(lb.JOIN_LOG)) == 0o600
+    assert mode(node.path(paths.JOIN_LOG)) == 0o600
 
     again = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
     assert again.returncode == 0, again.stderr
@@ -567,7 +569,7 @@ def test_control_plane_join_sets_the_certificate_key_and_starts_kube_vip_after_j
     written = yaml.safe_load((node.stubs / "join-config.yaml").read_text())
     assert written["controlPlane"]["certificateKey"] == CERT_KEY
     assert (node.stubs / "manifests-during-join").read_text() == "", "join's preflight needs empty manifests"
-    manifest = node.path(lb.KUBE_VIP_MANIFEST_PATH)
+    manifest = node.path(paths.KUBE_VIP_MANIFEST_PATH)
     assert yaml.safe_load(manifest.read_text()) == yaml.safe_load(kube_vip(first=False))
     assert_no_secret(result.stdout, result.stderr, node.calls_text())
 
@@ -642,7 +644,7 @@ def test_join_failure_redacts_resets_and_still_removes_the_config(node):
     assert "kubeadm join failed" in result.stderr and "<redacted-token>" in result.stderr
     assert_no_secret(result.stdout, result.stderr)
     assert node.calls("kubeadm")[-1] == ["reset", "-f"]
-    assert not node.path(lb.KUBELET_CONF).exists()
+    assert not node.path(paths.KUBELET_CONF).exists()
     assert not Path((node.stubs / "join-config.path").read_text().strip()).exists()
 
 
@@ -704,7 +706,7 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
     result = node.run(lb.render_reset("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert node.calls("kubeadm") == [["reset", "-f"]]
-    assert not node.path(lb.KUBE_VIP_MANIFEST_PATH).exists()
+    assert not node.path(paths.KUBE_VIP_MANIFEST_PATH).exists()
     assert not (node.root / "etc/kubernetes/kubeadm").exists()
     assert (node.root / "etc/cni/net.d").is_dir() and not list((node.root / "etc/cni/net.d").iterdir())
     for gone in ("var/lib/calico", "run/calico", "var/lib/cni", "root/.kube", "var/log/kubeadm-join.log"):
@@ -728,7 +730,7 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
 def test_wait_for_node_returns_once_the_node_is_registered(node):
     node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
-    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60), STUB_NODE_APPEARS_AT="3")
+    result = node.run(steps.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60), STUB_NODE_APPEARS_AT="3")
     assert result.returncode == 0, result.stderr
     assert "registered" in result.stdout and "is Ready" in result.stdout
     calls = node.calls("kubectl")
@@ -741,7 +743,7 @@ def test_wait_for_node_returns_once_the_node_is_registered(node):
 def test_wait_for_node_fails_when_the_node_never_becomes_ready(node):
     node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
-    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60, ready_timeout_seconds=120),
+    result = node.run(steps.render_wait_for_node("hk-prod-worker-1", timeout_seconds=60, ready_timeout_seconds=120),
                       STUB_NODE_APPEARS_AT="1", STUB_NODE_NOT_READY="1")
     assert result.returncode == 1
     assert "did not become Ready within 120s" in result.stderr
@@ -750,10 +752,10 @@ def test_wait_for_node_fails_when_the_node_never_becomes_ready(node):
 def test_wait_for_node_is_bounded(node):
     node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
-    result = node.run(lb.render_wait_for_node("hk-prod-worker-1", timeout_seconds=30))
+    result = node.run(steps.render_wait_for_node("hk-prod-worker-1", timeout_seconds=30))
     assert result.returncode == 1
     assert "did not register within 30s" in result.stderr
-    assert len(node.calls("kubectl")) == 30 // lb.POLL_SECONDS
+    assert len(node.calls("kubectl")) == 30 // steps.POLL_SECONDS
 
 
 @pytest.fixture
@@ -766,7 +768,7 @@ def control_plane(node) -> Node:
 
 def test_drain_cordons_and_drains_but_leaves_the_node_for_reset(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1", timeout_seconds=300))
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1", timeout_seconds=300))
     assert result.returncode == 0, result.stderr
     verbs = [call[0] for call in control_plane.calls("kubectl")]
     assert verbs == ["get", "get", "get", "cordon", "drain"]   # present, its taints, its Ready condition
@@ -796,7 +798,7 @@ def etcd_verbs(node: Node) -> list[str]:
 
 
 def test_control_plane_drain_checks_quorum_first(etcd):
-    result = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 0, result.stderr
     assert "2 of 2 remaining members healthy (quorum 2)" in result.stdout
     assert etcd_verbs(etcd) == ["member list", "endpoint health https://10.30.30.11:2379",
@@ -806,14 +808,14 @@ def test_control_plane_drain_checks_quorum_first(etcd):
 
 def test_control_plane_drain_refuses_when_quorum_would_be_lost(etcd):
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
-    result = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1
     assert "refusing to remove hk-cp-3" in result.stderr and "only 1 answer" in result.stderr
     assert not any(c[0] in ("cordon", "drain") for c in etcd.calls("kubectl")), "refused before touching the node"
 
 
 def test_deregister_removes_a_member_reset_left_behind_then_the_node_and_is_idempotent(etcd):
-    script = lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1")
+    script = steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1")
     result = etcd.run(script)
     assert result.returncode == 0, result.stderr
     assert "removed the etcd member of hk-cp-3 (fd422379fda50e48)" in result.stdout
@@ -829,7 +831,7 @@ def test_deregister_after_a_clean_reset_only_deletes_the_node(etcd):
     # kubeadm reset's remove-etcd-member phase already removed the member.
     members = etcd.stubs / "etcd-members"
     members.write_text("".join(line + "\n" for line in members.read_text().splitlines() if "hk-cp-3" not in line))
-    result = etcd.run(lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 0, result.stderr
     assert "member remove" not in etcd_verbs(etcd)
     assert etcd.calls("kubectl")[-1][:3] == ["delete", "node", "hk-cp-3"]
@@ -837,7 +839,7 @@ def test_deregister_after_a_clean_reset_only_deletes_the_node(etcd):
 
 def test_deregister_refuses_to_remove_a_member_below_quorum(etcd):
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
-    result = etcd.run(lb.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1 and "quorum needs 2" in result.stderr
     assert "hk-cp-3" in (etcd.stubs / "etcd-members").read_text()
     assert (etcd.stubs / "nodes" / "hk-cp-3").exists(), "the Node stays while its member does"
@@ -845,7 +847,7 @@ def test_deregister_refuses_to_remove_a_member_below_quorum(etcd):
 
 def test_worker_deregister_deletes_the_node_without_touching_etcd(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
-    result = control_plane.run(lb.render_deregister("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_deregister("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert control_plane.calls("kubectl") == [["delete", "node", "hk-prod-worker-1", "--ignore-not-found",
                                                "--request-timeout=60s"]]
@@ -853,7 +855,7 @@ def test_worker_deregister_deletes_the_node_without_touching_etcd(control_plane)
 
 
 def test_drain_of_a_node_already_gone_is_a_no_op(control_plane):
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert "not in the cluster" in result.stdout
     assert [call[0] for call in control_plane.calls("kubectl")] == ["get"]
@@ -861,7 +863,7 @@ def test_drain_of_a_node_already_gone_is_a_no_op(control_plane):
 
 def test_drain_timeout_fails_without_forcing_or_deleting(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1"), STUB_DRAIN_FAIL="1")
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1"), STUB_DRAIN_FAIL="1")
     assert result.returncode == 1
     assert "did not finish within 600s" in result.stderr and "stays cordoned" in result.stderr
     calls = control_plane.calls("kubectl")
@@ -872,10 +874,10 @@ def test_drain_timeout_fails_without_forcing_or_deleting(control_plane):
 def test_drain_of_a_not_ready_node_does_not_wait_on_pods_its_kubelet_cannot_confirm(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "ready-hk-prod-worker-1").write_text("Unknown\n")
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     drain = control_plane.calls("kubectl")[-1]
-    assert drain[0] == "drain" and drain[-1] == f"--skip-wait-for-delete-timeout={lb.SKIP_WAIT_SECONDS}"
+    assert drain[0] == "drain" and drain[-1] == f"--skip-wait-for-delete-timeout={steps.SKIP_WAIT_SECONDS}"
     # Still an eviction: PodDisruptionBudgets hold for a NotReady node that is not declared lost.
     assert "--disable-eviction" not in drain and "--force" not in drain
 
@@ -883,7 +885,7 @@ def test_drain_of_a_not_ready_node_does_not_wait_on_pods_its_kubelet_cannot_conf
 def test_drain_of_a_node_taken_out_of_service_only_cordons_it(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "taints-hk-prod-worker-1").write_text("node.kubernetes.io/out-of-service\n")
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert "out of service (lost)" in result.stdout
     assert [call[0] for call in control_plane.calls("kubectl")] == ["get", "get", "cordon"]
@@ -891,7 +893,7 @@ def test_drain_of_a_node_taken_out_of_service_only_cordons_it(control_plane):
 
 def test_marking_a_node_lost_refuses_a_ready_node(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
-    result = control_plane.run(lb.render_mark_lost("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_mark_lost("hk-prod-worker-1"))
     assert result.returncode == 1 and "is Ready" in result.stderr and "nothing was changed" in result.stderr
     assert [call[0] for call in control_plane.calls("kubectl")] == ["get", "get"]
 
@@ -899,24 +901,24 @@ def test_marking_a_node_lost_refuses_a_ready_node(control_plane):
 def test_marking_a_not_ready_node_lost_takes_it_out_of_service(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "ready-hk-prod-worker-1").write_text("Unknown\n")
-    result = control_plane.run(lb.render_mark_lost("hk-prod-worker-1"))
+    result = control_plane.run(steps.render_mark_lost("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     taint = control_plane.calls("kubectl")[-1]
     assert taint[:4] == ["taint", "node", "hk-prod-worker-1", "node.kubernetes.io/out-of-service=nodeshutdown:NoExecute"]
     assert "--overwrite" in taint
     # The drain of its removal then only cordons it.
-    drained = control_plane.run(lb.render_drain("hk-prod-worker-1"))
+    drained = control_plane.run(steps.render_drain("hk-prod-worker-1"))
     assert drained.returncode == 0 and "out of service (lost)" in drained.stdout
 
 
 def test_drain_fails_loudly_when_the_api_does_not_answer(control_plane):
-    result = control_plane.run(lb.render_drain("hk-prod-worker-1"), STUB_API_ERROR="1")
+    result = control_plane.run(steps.render_drain("hk-prod-worker-1"), STUB_API_ERROR="1")
     assert result.returncode == 1
     assert "cannot ask the API server" in result.stderr
 
 
 def test_drain_without_a_control_plane_is_a_no_op(node):
-    result = node.run(lb.render_drain("hk-prod-worker-1"))
+    result = node.run(steps.render_drain("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert node.calls("kubectl") == []
 
@@ -971,7 +973,7 @@ RUNTIME = "2.3.5"
 def test_upgrade_drain_marks_cordons_and_drains_a_node_behind_its_target(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=300))
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=300))
     assert result.returncode == 0, result.stderr
     verbs = [call[0] for call in control_plane.calls("kubectl")]
     assert verbs == ["get", "get", "get", "annotate", "cordon", "drain"]
@@ -983,7 +985,7 @@ def test_upgrade_drain_marks_cordons_and_drains_a_node_behind_its_target(control
 def test_upgrade_drain_leaves_a_node_already_at_its_target_alone(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0, result.stderr
     assert "already runs kubelet v1.36.4 on containerd 2.3.5" in result.stdout
     assert not any(c[0] in ("annotate", "cordon", "drain") for c in control_plane.calls("kubectl"))
@@ -994,7 +996,7 @@ def test_upgrade_drain_drains_a_node_at_the_kubernetes_target_on_an_older_runtim
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text(reported + "\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0, result.stderr
     assert [c[0] for c in control_plane.calls("kubectl")][-3:] == ["annotate", "cordon", "drain"]
 
@@ -1003,7 +1005,7 @@ def test_upgrade_drain_reads_a_runtime_reported_with_a_v_prefix_as_current(contr
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text("containerd://v2.3.5\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0 and "nothing to drain" in result.stdout
 
 
@@ -1012,7 +1014,7 @@ def test_upgrade_uncordon_waits_for_the_new_runtime_too(control_plane):
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "runtime-version-hk-prod-worker-1").write_text("containerd://2.3.4\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
+    result = control_plane.run(steps.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
     assert result.returncode == 1 and "not v1.36.4 on containerd 2.3.5" in result.stderr
     assert not any(c[0] == "uncordon" for c in control_plane.calls("kubectl"))
 
@@ -1023,7 +1025,7 @@ def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME))
     assert result.returncode == 0, result.stderr
     assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["cordon", "drain"]
 
@@ -1031,7 +1033,7 @@ def test_upgrade_drain_after_a_failed_run_drains_again(control_plane):
 def test_upgrade_drain_of_a_control_plane_node_refuses_without_quorum(etcd):
     (etcd.stubs / "kubelet-version-hk-cp-3").write_text("v1.36.3\n")
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
-    result = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1
     assert not any(c[0] in ("annotate", "cordon", "drain") for c in etcd.calls("kubectl"))
 
@@ -1039,14 +1041,14 @@ def test_upgrade_drain_of_a_control_plane_node_refuses_without_quorum(etcd):
 def test_upgrade_drain_fails_loudly_when_the_drain_is_refused(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
-    result = control_plane.run(lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
     assert result.returncode == 1
     assert "nothing was upgraded" in result.stderr and "stays cordoned" in result.stderr
 
 
 def test_upgrade_steps_need_the_control_plane(node):
-    for script in (lb.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME),
-                   lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)):
+    for script in (steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME),
+                   steps.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)):
         result = node.run(script)
         assert result.returncode == 1 and "cannot" in result.stderr
 
@@ -1055,7 +1057,7 @@ def test_upgrade_uncordon_lifts_only_the_chains_own_cordon_once_the_node_runs_th
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.4\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    script = lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)
+    script = steps.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME)
     result = control_plane.run(script)
     assert result.returncode == 0, result.stderr
     assert [c[0] for c in control_plane.calls("kubectl")][-2:] == ["uncordon", "annotate"]
@@ -1070,14 +1072,14 @@ def test_upgrade_uncordon_stops_the_chain_when_the_node_does_not_come_back_at_th
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
     (control_plane.stubs / "upgrade-mark-hk-prod-worker-1").write_text("v1.36.4\n")
-    result = control_plane.run(lb.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
+    result = control_plane.run(steps.render_upgrade_uncordon("hk-prod-worker-1", "1.36.4", RUNTIME, timeout_seconds=30))
     assert result.returncode == 1
     assert "'v1.36.3 containerd://2.3.5', not v1.36.4 on containerd 2.3.5" in result.stderr
     assert "stays cordoned" in result.stderr
     assert not any(c[0] == "uncordon" for c in control_plane.calls("kubectl"))
 
 
-@pytest.mark.parametrize("render", [lb.render_upgrade_drain, lb.render_upgrade_uncordon])
+@pytest.mark.parametrize("render", [steps.render_upgrade_drain, steps.render_upgrade_uncordon])
 def test_upgrade_steps_pass_shellcheck_and_reject_bad_versions(render, tmp_path):
     script = tmp_path / "step.sh"
     script.write_text("#!/usr/bin/env bash\n" + render("hk-prod-worker-1", "1.36.4", RUNTIME))
@@ -1124,7 +1126,7 @@ def test_renewal_checks_quorum_renews_and_restarts_each_static_pod_once_per_roun
                      "kube-controller-manager.yaml", "kube-scheduler.yaml", "kube-scheduler.yaml", "etcd.yaml", "etcd.yaml"]
     assert sorted(p.name for p in static_pods.path("/etc/kubernetes/manifests").iterdir()) == [
         "etcd.yaml", "kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"]
-    assert static_pods.path(lb.RENEWAL_MARKER).read_text() == "2027-10"
+    assert static_pods.path(paths.RENEWAL_MARKER).read_text() == "2027-10"
     again = static_pods.run(script)
     assert again.returncode == 0 and "already renewed in round 2027-10" in again.stdout
     assert len(static_pods.calls("mv")) == 8
@@ -1135,7 +1137,7 @@ def test_renewal_refuses_to_start_without_quorum(static_pods):
     result = static_pods.run(lb.render_renew_certificates("hk-cp-3", "2027-10", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1
     assert not [c for c in static_pods.calls("kubeadm") if c[:2] == ["certs", "renew"]]
-    assert not static_pods.path(lb.RENEWAL_MARKER).exists()
+    assert not static_pods.path(paths.RENEWAL_MARKER).exists()
 
 
 def test_renewal_checks_quorum_again_right_before_it_stops_etcd_and_restarts_kube_vip_last(static_pods):
@@ -1157,7 +1159,7 @@ def test_renewal_stops_at_a_component_that_does_not_come_back(static_pods):
     assert result.returncode == 1 and "kube-apiserver on hk-cp-3 is not Ready" in result.stderr
     # Its manifest is back in place (the kubelet runs it again); the round is not recorded.
     assert static_pods.path("/etc/kubernetes/manifests/kube-apiserver.yaml").exists()
-    assert not static_pods.path(lb.RENEWAL_MARKER).exists()
+    assert not static_pods.path(paths.RENEWAL_MARKER).exists()
 
 
 @pytest.mark.parametrize("script", [lb.render_certificate_expiry(),
@@ -1187,10 +1189,10 @@ def test_the_only_member_of_a_one_member_cluster_may_restart_but_not_leave(etcd)
     (etcd.stubs / "etcd-members").write_text(ONE_MEMBER)
     (etcd.stubs / "nodes" / "hk-cp-1").touch()
     (etcd.stubs / "kubelet-version-hk-cp-1").write_text("v1.36.3\n")
-    upgrade = etcd.run(lb.render_upgrade_drain("hk-cp-1", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
+    upgrade = etcd.run(steps.render_upgrade_drain("hk-cp-1", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert upgrade.returncode == 0, upgrade.stderr
     assert "hk-cp-1 is the only etcd member: the API is down while it restarts" in upgrade.stdout
-    removal = etcd.run(lb.render_drain("hk-cp-1", etcd_pod="etcd-hk-cp-1"))
+    removal = etcd.run(steps.render_drain("hk-cp-1", etcd_pod="etcd-hk-cp-1"))
     assert removal.returncode == 1 and "last etcd member" in removal.stderr
 
 
@@ -1200,16 +1202,16 @@ def test_an_outage_needs_one_member_more_than_a_removal_with_an_even_count(etcd)
     (etcd.stubs / "etcd-members").write_text(FOUR_MEMBERS)
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.14:2379\n")
     (etcd.stubs / "kubelet-version-hk-cp-3").write_text("v1.36.3\n")
-    removal = etcd.run(lb.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    removal = etcd.run(steps.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert removal.returncode == 0, removal.stderr
     assert "2 of 3 remaining members healthy (quorum 2)" in removal.stdout
-    outage = etcd.run(lb.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
+    outage = etcd.run(steps.render_upgrade_drain("hk-cp-3", "1.36.4", RUNTIME, etcd_pod="etcd-hk-cp-1"))
     assert outage.returncode == 1
     assert "the 4 etcd members need 3 up, and only 2 others answer" in outage.stderr
 
 
 def test_a_control_plane_reset_checks_quorum_right_before_kubeadm_removes_its_member(etcd):
-    etcd.path(lb.KUBELET_CONF).write_text("kubelet")
+    etcd.path(paths.KUBELET_CONF).write_text("kubelet")
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
     refused = etcd.run(lb.render_reset("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert refused.returncode == 1 and "refusing to remove hk-cp-3" in refused.stderr
@@ -1222,18 +1224,18 @@ def test_a_control_plane_reset_checks_quorum_right_before_kubeadm_removes_its_me
 
 def test_marking_a_lost_control_plane_node_removes_its_etcd_member_quorum_checked(etcd):
     (etcd.stubs / "ready-hk-cp-3").write_text("Unknown\n")
-    result = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 0, result.stderr
     assert "removed the etcd member of hk-cp-3 (fd422379fda50e48)" in result.stdout
     assert "hk-cp-3" not in (etcd.stubs / "etcd-members").read_text()
-    again = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    again = etcd.run(steps.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert again.returncode == 0 and "removed the etcd member" not in again.stdout
 
 
 def test_a_lost_member_is_not_removed_below_quorum(etcd):
     (etcd.stubs / "ready-hk-cp-3").write_text("Unknown\n")
     (etcd.stubs / "etcd-unhealthy").write_text("https://10.30.30.12:2379\n")
-    result = etcd.run(lb.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
+    result = etcd.run(steps.render_mark_lost("hk-cp-3", etcd_pod="etcd-hk-cp-1"))
     assert result.returncode == 1 and "quorum needs 2" in result.stderr
     assert "hk-cp-3" in (etcd.stubs / "etcd-members").read_text()
 

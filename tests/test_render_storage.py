@@ -312,17 +312,6 @@ def test_single_zone_allows_one_replica():
     assert by_name(storage.storage_classes(p))["longhorn"]["parameters"]["numberOfReplicas"] == "1"
 
 
-# --- README paragraphs --------------------------------------------------------------------------------
-
-def test_readme_paragraphs_name_the_real_objects():
-    note = storage.SMB_ROTATION_NOTE
-    assert "kube-system/smb-credentials" in note
-    assert "kubectl rollout restart" in note and "shared-files" in note
-    assert "csi-driver-smb#877" in note
-    why = storage.WHY_ONE_SHARED_CLASS
-    assert "cluster-scoped" in why and "shared-files" in why and "SMB" in why
-
-
 def test_strict_validation_is_live():
     # The validator must reject what the API would: an unknown field and a non-string parameter.
     shared = by_name(storage.storage_classes(HK_PROD))["shared-files"]

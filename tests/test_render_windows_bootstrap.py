@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from plan.nodes import windows_params
+from render import containerd
 from render.hyperv import MAX_SSH_COMMAND_CHARS, script_from_ssh_command, ssh_command
 from render.script_files import ps_array
 from render.windows_bootstrap import (
@@ -25,11 +26,8 @@ from render.windows_bootstrap import (
     DEFAULT_CNI_CONF_DIR,
     JOIN_LINE_PATTERN,
     KUBEADM_FLAG_PATTERN,
-    REGISTRY_HOSTS_DIR,
     UPGRADE_MARKER,
     WindowsNodeParams,
-    containerd_config_toml,
-    registry_hosts_files,
     render_join,
     render_prepare_steps,
     render_prepare_update,
@@ -491,12 +489,20 @@ def test_native_commands_do_not_trip_on_stderr_and_are_judged_by_exit_code(name:
 # --- containerd configuration ---------------------------------------------------------------------
 
 
+def containerd_config_toml(p: WindowsNodeParams) -> str:
+    return containerd.windows_config_toml(p.pause_image, p.cni_bin_dir, p.cni_conf_dir)
+
+
+def registry_hosts_files(p: WindowsNodeParams) -> dict[str, str]:
+    return containerd.registry_hosts_files(containerd.RegistryMirror(*mirror) for mirror in p.registry_mirrors)
+
+
 def test_containerd_config_is_toml_with_calicos_cni_dirs() -> None:
     config = tomllib.loads(containerd_config_toml(HK_PROD))
     assert config["version"] == 3
     cri_images = config["plugins"]["io.containerd.cri.v1.images"]
     assert cri_images["pinned_images"]["sandbox"] == "registry.k8s.io/pause:3.10.2"
-    assert cri_images["registry"]["config_path"] == REGISTRY_HOSTS_DIR
+    assert cri_images["registry"]["config_path"] == containerd.WINDOWS_CERTS_DIR
     cni = config["plugins"]["io.containerd.cri.v1.runtime"]["cni"]
     assert cni == {"bin_dirs": ["C:/opt/cni/bin"], "conf_dir": "C:/etc/cni/net.d"}
     assert tomllib.loads(containerd_config_toml(WIN2019))["plugins"]["io.containerd.cri.v1.images"][

@@ -131,15 +131,14 @@ def test_no_note_hides_a_linter_directive():
                 assert "shellcheck" not in line and "PSScriptAnalyzer" not in line, f"{name}: {line}"
 
 
-@pytest.mark.parametrize("constant", ["ADMIN_CONF", "KUBELET_CONF", "KUBEADM_CONFIG_DIR", "INIT_CONFIG_PATH",
-                                      "KUBE_VIP_MANIFEST_PATH", "INIT_LOG", "JOIN_LOG", "JOIN_CREDENTIALS_LOG",
-                                      "RESET_LOG", "RENEWAL_MARKER"])
-def test_node_paths_named_in_python_are_the_paths_the_scripts_use(constant):
-    """render/linux_bootstrap.py names these paths for its docstrings, the tests and the operators; the
+@pytest.mark.parametrize("constant", ["KUBELET_CONF", "INIT_CONFIG_PATH", "KUBE_VIP_MANIFEST_PATH", "INIT_LOG",
+                                      "JOIN_LOG", "JOIN_CREDENTIALS_LOG", "RESET_LOG", "RENEWAL_MARKER"])
+def test_node_paths_the_tests_name_are_the_paths_the_scripts_use(constant):
+    """tests/validators.py names these paths for the tests that run the scripts in a scratch root; the
     scripts spell them under $ROOT (lib/test-root.sh). Both must be the same path."""
-    from render import linux_bootstrap
+    from tests import validators
 
-    path = getattr(linux_bootstrap, constant)
+    path = getattr(validators, constant)
     scripts = "\n".join((SCRIPTS_DIR / name).read_text() for name in BASH + fragments())
     assert re.search(rf'\$ROOT{re.escape(path)}(?![\w.-])', scripts), f"{constant} = {path!r} is in no script"
 

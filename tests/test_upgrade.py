@@ -208,11 +208,11 @@ def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin
 
 
 def test_a_machine_id_that_would_break_a_script_is_refused():
-    from render import linux_bootstrap
+    from render import node_steps
 
     for machine in ("", "a\nb", " padded", "x" * 201):
         with pytest.raises(ValueError, match="machine id"):
-            linux_bootstrap.render_upgrade_drain("hk-lnx-1", "1.36.4", "2.3.5", machine=machine)
+            node_steps.render_upgrade_drain("hk-lnx-1", "1.36.4", "2.3.5", machine=machine)
 
 
 # --- the version record --------------------------------------------------------------------------

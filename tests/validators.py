@@ -73,3 +73,18 @@ def cloud_init_schema(path: Path) -> None:
     result = subprocess.run([_tool("cloud-init"), "schema", "--config-file", str(path)], capture_output=True, text=True)
     assert result.returncode == 0, f"cloud-init schema {path.name}:\n{result.stdout}{result.stderr}"
     assert "Valid cloud-config" in result.stdout, result.stdout
+
+
+# The variable lib/test-root.sh reads: tests point every path of a script at a scratch directory with it.
+TEST_ROOT_VARIABLE = "HYBRID_CLUSTER_TEST_ROOT"
+
+# The paths the Linux node scripts use (render/scripts/linux-*.sh, certificate-renew.sh), for the tests that
+# run them in a scratch root.
+KUBELET_CONF = "/etc/kubernetes/kubelet.conf"
+INIT_CONFIG_PATH = "/etc/kubernetes/kubeadm/init.yaml"
+KUBE_VIP_MANIFEST_PATH = "/etc/kubernetes/manifests/kube-vip.yaml"
+INIT_LOG = "/var/log/kubeadm-init.log"
+JOIN_LOG = "/var/log/kubeadm-join.log"
+JOIN_CREDENTIALS_LOG = "/var/log/kubeadm-join-credentials.log"
+RESET_LOG = "/var/log/kubeadm-reset.log"
+RENEWAL_MARKER = "/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"

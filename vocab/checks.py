@@ -40,6 +40,12 @@ WILDCARD_CHARS = frozenset("*?[]`")
 LOKI_TENANT = re.compile(r"^(?!\.{1,2}$)[A-Za-z0-9!_.*'()-]{1,150}$")
 
 
+# A full release version as the pins write it ("1.36.4", "2.3.5"; no leading v).
+VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# A pinned image reference: registry host (optional port), path, an optional tag, an optional digest.
+IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
+
+
 def require(condition: bool, message: str) -> None:
     """Raise ValueError(message) unless condition holds."""
     if not condition:
@@ -65,3 +71,21 @@ def check_machine(machine: str) -> None:
     resource's id): a replaced machine changes its steps' text, and so re-runs only its own node's steps."""
     if not is_plain_text(machine) or len(machine) > 200:
         raise ValueError(f"machine id {machine!r} must be 1-200 printable characters")
+
+
+def check_version(value: str, what: str = "version") -> None:
+    require(bool(VERSION.match(value)), f"{what} {value!r} must be MAJOR.MINOR.PATCH")
+
+
+def check_image(value: str, what: str = "image") -> None:
+    require(bool(IMAGE.match(value)), f"{what} {value!r} is not a pinned image reference")
+
+
+def check_node_name(value: str, what: str = "node name") -> None:
+    """A Node's name (or a Pod's, such as etcd-<node>): a lower-case DNS subdomain."""
+    require(len(value) <= 253 and bool(DNS_SUBDOMAIN.match(value)), f"{what} {value!r} is not a lowercase DNS subdomain")
+
+
+def check_timeout(seconds: int) -> None:
+    require(not isinstance(seconds, bool) and isinstance(seconds, int) and seconds > 0,
+            f"timeout {seconds!r} must be a positive number of seconds")
