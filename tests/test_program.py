@@ -5,7 +5,7 @@ import json
 
 import pulumi
 import pytest
-from pulumi.runtime.sync_await import _sync_await
+from tools.sdk import sync_await as _sync_await
 
 from tests.conftest import raw_config
 from tools.mockrun import Recording, Secret, Unknown, changed_resources, placeholder_secrets, run_program

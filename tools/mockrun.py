@@ -18,16 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pulumi
-from google.protobuf import json_format
-from pulumi.runtime import config as runtime_config
-from pulumi.runtime import mocks, rpc
-from pulumi.runtime.proto import resource_pb2
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
-
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
-from tools import engine
+from tools import engine, sdk
 from tools.engine import (  # noqa: F401
     STAND_IN_JOIN_LINE,
     STAND_IN_KUBECONFIG,
@@ -45,17 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _decode(value: Any) -> Any:
     if isinstance(value, dict):
-        sig = value.get(rpc._special_sig_key)
-        if sig == rpc._special_secret_sig:
+        sig = value.get(sdk.SIG_KEY)
+        if sig == sdk.SECRET_SIG:
             return Secret(_decode(value.get("value")))
-        if sig == rpc._special_resource_sig:
+        if sig == sdk.RESOURCE_SIG:
             return value.get("urn")
-        if sig == rpc._special_asset_sig or sig == rpc._special_archive_sig:
-            return {k: v for k, v in value.items() if k != rpc._special_sig_key}
+        if sig in sdk.ASSET_SIGS:
+            return {k: v for k, v in value.items() if k != sdk.SIG_KEY}
         return {k: _decode(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_decode(v) for v in value]
-    if value == rpc.UNKNOWN:
+    if value == sdk.UNKNOWN:
         return Unknown()
     return value
 
@@ -147,9 +139,9 @@ def changed_resources(before: Recording, after: Recording) -> set[str]:
 def _to_rpc(value: Any) -> Any:
     """A decoded value (Secret and Unknown wrappers) as the SDK reads it from the engine."""
     if isinstance(value, Secret):
-        return rpc.wrap_rpc_secret(_to_rpc(value.value))
+        return sdk.wrap_secret(_to_rpc(value.value))
     if isinstance(value, Unknown):
-        return rpc.UNKNOWN
+        return sdk.UNKNOWN
     if isinstance(value, dict):
         return {k: _to_rpc(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -157,7 +149,7 @@ def _to_rpc(value: Any) -> Any:
     return value
 
 
-class RecordingMonitor(mocks.MockMonitor):
+class RecordingMonitor(sdk.MockMonitor):
     """A MockMonitor whose registrations go through the engine model (tools/engine.py) and are recorded with
     everything the program asked for, not only what the provider returned."""
 
@@ -180,9 +172,9 @@ class RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
-            return resource_pb2.RegisterResourceResponse(urn=urn)
-        mocks._ensure_event_loop()
-        inputs = _decode(json_format.MessageToDict(request.object))
+            return sdk.register_response(urn)
+        sdk.ensure_event_loop()
+        inputs = _decode(sdk.message_to_dict(request.object))
         property_dependencies = {k: list(v.urns) for k, v in request.propertyDependencies.items()}
         entry = self.deployment.register(Registration(
             urn=urn, type=request.type, name=request.name, parent=request.parent, custom=request.custom,
@@ -205,8 +197,8 @@ class RecordingMonitor(mocks.MockMonitor):
                 ignore_changes=list(request.ignoreChanges),
                 additional_secret_outputs=list(request.additionalSecretOutputs),
                 provider=request.provider,
-                aliases=[json_format.MessageToDict(a) for a in request.aliases],
-                custom_timeouts={k: v for k, v in json_format.MessageToDict(request.customTimeouts).items() if v},
+                aliases=[sdk.message_to_dict(a) for a in request.aliases],
+                custom_timeouts={k: v for k, v in sdk.message_to_dict(request.customTimeouts).items() if v},
                 retain_on_delete=request.retainOnDelete,
                 replace_on_changes=list(request.replaceOnChanges),
                 id=entry.id,
@@ -214,18 +206,17 @@ class RecordingMonitor(mocks.MockMonitor):
             )
         )
         outputs = _to_rpc(entry.outputs)
-        obj_proto = _sync_await(rpc.serialize_properties(outputs, {}))
-        self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, entry.id or "", outputs)
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=entry.id or "", object=obj_proto)
+        self.resources[urn] = sdk.ResourceRegistration(urn, entry.id or "", outputs)
+        return sdk.register_response(urn, entry.id or "", sdk.serialize(outputs))
 
 
-class _NoMocks(mocks.Mocks):
+class _NoMocks(sdk.Mocks):
     """Registrations never reach it (RecordingMonitor answers them); invokes return nothing."""
 
-    def new_resource(self, args: mocks.MockResourceArgs):  # pragma: no cover - never called
+    def new_resource(self, args: sdk.MockResourceArgs):  # pragma: no cover - never called
         raise AssertionError("registrations go through RecordingMonitor")
 
-    def call(self, args: mocks.MockCallArgs):
+    def call(self, args: sdk.MockCallArgs):
         return ({}, None)
 
 
@@ -284,7 +275,7 @@ def run_program(
     secret_values = placeholder_secrets(secrets)
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
-    runtime_config.set_all_config(config, [f"{PROJECT}:{k}" for k in secret_values])
+    sdk.set_config(config, [f"{PROJECT}:{k}" for k in secret_values])
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
@@ -299,25 +290,24 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
     deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail)
     monitor = RecordingMonitor(recording, deployment)
-    mocks.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview,
-                    monitor=monitor, logger=_LogCollector(recording))  # type: ignore[arg-type]
+    sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
+                  logger=_LogCollector(recording))
 
     async def program() -> None:
         recording.program = declare() or {}
         # Stack outputs: the mock engine registered the root stack before the program ran, so read
         # what the program exported from the stack itself.
-        stack_resource = pulumi.runtime.settings.get_root_resource()
-        for key, value in stack_resource.outputs.items():  # type: ignore[union-attr]
-            output = pulumi.Output.from_input(value)
+        for key, value in sdk.root_stack_outputs().items():
+            output = sdk.output_state(value)
             known, secret = await output.is_known(), await output.is_secret()
             resolved = await output.future(with_unknowns=True) if known else None
             recording.outputs[key] = Secret(resolved) if secret else (resolved if known else Unknown())
 
     try:
-        _sync_await(run_pulumi_func(program))
+        sdk.run(program)
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
-        pulumi.runtime.settings.ROOT.set(None)
+        sdk.reset_root_stack()
     recording.plan = deployment.finish()
     recording.state = deployment.state
     return recording

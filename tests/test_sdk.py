@@ -1,0 +1,76 @@
+"""tools/sdk.py against the installed Pulumi SDK: every internal the mock engine uses exists and behaves as
+the mock engine assumes. An SDK upgrade that moves one fails here, naming it."""
+from __future__ import annotations
+
+import pulumi
+import pytest
+from google.protobuf import json_format
+
+from tools import sdk
+
+
+class _Logger:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def _log(self, message: str, *_: object, **__: object) -> None:
+        self.lines.append(message)
+
+    debug = info = warning = warn = error = _log
+
+
+class _EchoMocks(sdk.Mocks):
+    def new_resource(self, args: sdk.MockResourceArgs):
+        return (f"{args.name}-id", args.inputs)
+
+    def call(self, args: sdk.MockCallArgs):
+        return ({}, None)
+
+
+def test_the_wire_signatures_are_the_ones_the_sdk_writes():
+    secret = sdk.wrap_secret("s3cret")
+    assert secret[sdk.SIG_KEY] == sdk.SECRET_SIG and secret["value"] == "s3cret"
+    # serialize keeps a secret and an unknown in the form the decoder (tools/mockrun.py _decode) reads.
+    wire = json_format.MessageToDict(sdk.serialize({"password": secret, "later": sdk.UNKNOWN, "plain": 1}))
+    assert wire["password"][sdk.SIG_KEY] == sdk.SECRET_SIG and wire["password"]["value"] == "s3cret"
+    assert wire["later"] == sdk.UNKNOWN and wire["plain"] == 1
+    assert len(set(sdk.ASSET_SIGS) | {sdk.SECRET_SIG, sdk.RESOURCE_SIG}) == 4
+
+
+def test_a_registration_record_and_response_carry_urn_id_and_outputs():
+    record = sdk.ResourceRegistration("urn:x", "id-1", {"a": 1})
+    assert (record.urn, record.id, record.state) == ("urn:x", "id-1", {"a": 1})
+    response = sdk.register_response("urn:x", "id-1", sdk.serialize({"a": 1}))
+    assert (response.urn, response.id) == ("urn:x", "id-1")
+    assert json_format.MessageToDict(response.object) == {"a": 1}
+    assert sdk.register_response("urn:stack").urn == "urn:stack"
+
+
+def test_the_mock_monitor_offers_what_the_recording_monitor_overrides_and_calls():
+    for name in ("RegisterResource", "make_urn", "resources"):
+        assert hasattr(sdk.MockMonitor(_EchoMocks()), name), name
+    assert callable(sdk.Mocks.new_resource) and callable(sdk.Mocks.call)
+
+
+def test_config_mocks_a_run_and_the_root_stack_outputs():
+    sdk.set_config({"proj:greeting": "hello", "proj:token": "t0ken"}, ["proj:token"])
+    assert pulumi.Config("proj").get("greeting") == "hello"
+    assert pulumi.Config("proj").get_secret("token") is not None
+    mocks = _EchoMocks()
+    sdk.set_mocks(mocks, project="proj", stack="dev", preview=False, monitor=sdk.MockMonitor(mocks), logger=_Logger())
+
+    async def program() -> None:
+        pulumi.export("answer", 42)
+        pulumi.export("hidden", pulumi.Output.secret("x"))
+        exported = sdk.root_stack_outputs()
+        assert set(exported) == {"answer", "hidden"}
+        assert await sdk.output_state(exported["hidden"]).is_secret()
+        assert await sdk.output_state(exported["answer"]).future() == 42
+
+    try:
+        sdk.run(program)
+    finally:
+        sdk.reset_root_stack()
+        sdk.set_config({}, [])
+    with pytest.raises(RuntimeError, match="no root stack"):
+        sdk.root_stack_outputs()

@@ -1,0 +1,104 @@
+"""The Pulumi Python SDK internals the mock engine (tools/mockrun.py) and its tests rely on, in one place.
+
+The SDK's public API has no way to record a whole program's registrations against a model of the engine,
+so the mock engine uses a few of its internals: the mock monitor and its registration record, the wire
+format of secrets, unknowns and resource references, property serialization, the runtime configuration
+and the root stack resource. Each is reached only through this module, and tests/test_sdk.py checks every
+one against the installed SDK (pulumi==3.272.0, requirements.txt), so an SDK upgrade that moves one breaks
+here, in one place, with a test naming it.
+"""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import pulumi
+from google.protobuf import json_format, struct_pb2
+from pulumi.runtime import config as _config
+from pulumi.runtime import mocks as _mocks
+from pulumi.runtime import rpc as _rpc
+from pulumi.runtime import settings as _settings
+from pulumi.runtime.proto import resource_pb2 as _resource_pb2
+from pulumi.runtime.stack import run_pulumi_func as _run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+# The wire format of special values (pulumi/sdk/python/lib/pulumi/runtime/rpc.py): an object with the
+# signature key is a secret, a resource reference, an asset or an archive; UNKNOWN is a computed value.
+SIG_KEY: str = _rpc._special_sig_key
+SECRET_SIG: str = _rpc._special_secret_sig
+RESOURCE_SIG: str = _rpc._special_resource_sig
+ASSET_SIGS: tuple[str, str] = (_rpc._special_asset_sig, _rpc._special_archive_sig)
+UNKNOWN: str = _rpc.UNKNOWN
+
+# The mock monitor to extend, the mocks interface, and what they exchange.
+MockMonitor = _mocks.MockMonitor
+Mocks = _mocks.Mocks
+MockResourceArgs = _mocks.MockResourceArgs
+MockCallArgs = _mocks.MockCallArgs
+ResourceRegistration = _mocks.MockMonitor.ResourceRegistration
+
+
+def wrap_secret(value: Any) -> Any:
+    """A value as the engine sends a secret to the SDK."""
+    return _rpc.wrap_rpc_secret(value)
+
+
+def message_to_dict(message: Any) -> Any:
+    """A protobuf message (a registration's object, aliases, timeouts) as plain data."""
+    return json_format.MessageToDict(message)
+
+
+def serialize(outputs: Mapping[str, Any]) -> struct_pb2.Struct:
+    """Resource outputs in the engine's wire format (secrets and unknowns kept)."""
+    return sync_await(_rpc.serialize_properties(dict(outputs), {}))
+
+
+def register_response(urn: str, resource_id: str = "", outputs: struct_pb2.Struct | None = None) -> Any:
+    """The monitor's answer to a RegisterResource request."""
+    if outputs is None:
+        return _resource_pb2.RegisterResourceResponse(urn=urn)
+    return _resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=outputs)
+
+
+def ensure_event_loop() -> None:
+    """A registration answered on the SDK's thread pool needs an event loop of its own."""
+    _mocks._ensure_event_loop()
+
+
+def set_mocks(mocks: Any, *, project: str, stack: str, preview: bool, monitor: Any, logger: Any) -> None:
+    """Point the SDK at a monitor (and a log collector) instead of a real engine."""
+    _mocks.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=monitor, logger=logger)
+
+
+def set_config(values: Mapping[str, str], secret_keys: list[str]) -> None:
+    """The stack configuration the program's pulumi.Config reads, as the CLI would pass it."""
+    _config.set_all_config(dict(values), secret_keys)
+
+
+def root_stack_outputs() -> Mapping[str, Any]:
+    """What the program exported (pulumi.export) on the root stack resource of the current run."""
+    root = _settings.get_root_resource()
+    if root is None:
+        raise RuntimeError("no root stack resource: the program has not run under set_mocks")
+    outputs: Mapping[str, Any] = root.outputs  # type: ignore[attr-defined]  # the Stack component's attribute
+    return outputs
+
+
+def reset_root_stack() -> None:
+    """Forget the current run's root stack resource, so the next run starts a new stack."""
+    _settings.ROOT.set(None)
+
+
+def run(program: Callable[[], Awaitable[None]]) -> None:
+    """Run an async program to completion under the current mocks, as the CLI's language host would."""
+    sync_await(_run_pulumi_func(program))
+
+
+def sync_await(awaitable: Awaitable[Any]) -> Any:
+    """The result of an awaitable, from synchronous code (the SDK's own helper)."""
+    return _sync_await(awaitable)
+
+
+def output_state(value: Any) -> pulumi.Output[Any]:
+    """Any exported value as an Output, to ask whether it is known or secret."""
+    return pulumi.Output.from_input(value)
