@@ -30,6 +30,7 @@ test-all: $(VENV)/.installed tools
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 check: lint test-all
 

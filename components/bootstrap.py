@@ -56,6 +56,9 @@ class LinuxNodeJoin(pulumi.ComponentResource):
         registration = node_registration(name, node.name, access, machine.instance, etcd_pod, self)
         credentials = join_credentials(name, access, control_plane, machine.instance, [machine.ready, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node, control_plane))
+        # Secret by construction, not only through the engine's additional_secret_outputs. Typed here: mypy infers
+        # Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
+        join_stdin: pulumi.Output[str] = pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n"))
         self.join = command.remote.Command(
             f"{name}-join",
             connection=machine.connection,
@@ -63,8 +66,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
                 join_config, control_plane=control_plane,
                 kube_vip_manifest=kube_vip_manifest(spec, first_control_plane=False) if control_plane else None)),
             delete=bash_command(linux_bootstrap.render_reset(node.name, f"etcd-{node.name}" if control_plane else None)),
-            # Secret by construction, not only through the engine's additional_secret_outputs.
-            stdin=pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n")),
+            stdin=join_stdin,
             logging=command.remote.Logging.STDERR,
             triggers=[machine.instance],
             # Same node, same name: the old membership's reset must run before the new join, not after.
@@ -112,13 +114,15 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         registration = node_registration(name, node.name, access, machine.instance, None, self)
         credentials = join_credentials(name, access, False, machine.instance, [previous, *after], self)
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node))
+        # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
+        join_stdin: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n"))
         self.join = command.remote.Command(
             f"{name}-join",
             connection=machine.host_connection,
             create=ssh_command(windows_bootstrap.render_join(params, join_config)),
             delete=ssh_command(windows_bootstrap.render_reset(params)),
-            stdin=pulumi.Output.secret(
-                pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n")),
+            stdin=join_stdin,
             logging=command.remote.Logging.STDERR,
             triggers=[machine.instance],
             opts=command_options(node, parent=self, depends_on=[credentials, previous, registration],
@@ -344,7 +348,7 @@ class KubeadmCluster(pulumi.ComponentResource):
                                         ignore_changes=["connection", "create", "addPreviousOutputInEnv"]),
         )
         self.api_server = f"https://{api_endpoint(spec)}"
-        self.kubeconfig = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
+        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
         # With clusterIdentifier set and unchanged, pulumi-kubernetes replaces the provider only when it
         # changes: "the provider will _only_ be replaced when clusterIdentifier changes; all other changes to
         # provider configuration will be treated as updates" (provider schema; DiffConfig in

@@ -51,6 +51,8 @@ def connection_digest(connection: command.remote.ConnectionArgs) -> pulumi.Outpu
                            connection.password, connection.host_key]
     proxy = connection.proxy
     if proxy is not None:
+        if not isinstance(proxy, command.remote.ProxyConnectionArgs):
+            raise ValueError("connection_digest takes a connection as ssh_connection builds it (its proxy a ProxyConnectionArgs)")
         parts += [proxy.host, proxy.port, proxy.user, proxy.private_key, proxy.password, proxy.host_key]
     digest = pulumi.Output.all(*parts).apply(
         lambda values: hashlib.sha256(json.dumps(values, default=str).encode()).hexdigest()[:16])

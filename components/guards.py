@@ -35,10 +35,10 @@ def machine_facts(spec: StackSpec) -> dict[str, Any]:
             nodes[node.name] = {"os": "linux", "role": role, "vmId": node.vm_id, "ip": str(node.ip),
                                 "host": node.proxmox_node, "cpu": node.cpu, "memoryMb": node.memory_mb,
                                 "diskGb": node.disk_gb, "retire": node.retire, "lost": node.lost}
-    for node in spec.nodes.windows:
-        nodes[node.name] = {"os": "windows", "role": "worker", "ip": str(node.ip), "host": node.hyperv_host,
-                            "cpu": node.cpu, "memoryMb": node.memory_mb, "diskGb": node.disk_gb,
-                            "retire": node.retire, "lost": node.lost}
+    for windows_node in spec.nodes.windows:
+        nodes[windows_node.name] = {"os": "windows", "role": "worker", "ip": str(windows_node.ip), "host": windows_node.hyperv_host,
+                                    "cpu": windows_node.cpu, "memoryMb": windows_node.memory_mb, "diskGb": windows_node.disk_gb,
+                                    "retire": windows_node.retire, "lost": windows_node.lost}
     return {FIRST_KEY: spec.nodes.control_plane[0].name, NODES_KEY: nodes}
 
 

@@ -97,8 +97,8 @@ def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, p
         # A Release waits until its workloads are ready (skipAwait is off); Jobs such as admission-webhook
         # setup are awaited too.
         wait_for_jobs=True,
-        # Seconds Helm waits for the release's workloads (Release `timeout`, default 300).
-        **({"timeout": WINDOWS_ROLLOUT_MINUTES * 60} if windows_workloads else {}),
+        # Seconds Helm waits for the release's workloads (Release `timeout`; None, an input Pulumi leaves out, keeps the default 300).
+        timeout=WINDOWS_ROLLOUT_MINUTES * 60 if windows_workloads else None,
         opts=pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=depends_on or []),
     )
 

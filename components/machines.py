@@ -5,13 +5,15 @@ Every node is declared independently of every other, so all machines are created
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
 import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
 
-from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
+from config.model import BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
 from render import hyperv, windows_activation
@@ -23,12 +25,25 @@ from .connections import ssh_connection
 from .lifecycle import command_options
 
 
-def first_mac(devices: list | None) -> str:
+def first_mac(devices: Sequence[object] | None) -> str:
     """The MAC address of a VM's first NIC, from its configuration (`network_devices[0].mac_address`)."""
     mac = getattr(devices[0], "mac_address", None) if devices else None
     if not mac:
         raise ValueError("the VM's configuration has no MAC address for its first network device")
     return mac.lower()
+
+
+class BastionArgs(TypedDict):
+    """ssh_connection's bastion keywords, the same for every connection of the stack."""
+    bastion: BastionSpec | None
+    bastion_private_key: pulumi.Output[str] | None
+
+
+def windows_admin_password(secrets: Secrets) -> pulumi.Output[str]:
+    """windowsAdminPassword, which config.secrets reads for every stack with Windows nodes."""
+    if secrets.windows_admin_password is None:
+        raise ValueError("windowsAdminPassword was not read, yet the stack declares Windows nodes (config.secrets.read_secrets)")
+    return secrets.windows_admin_password
 
 
 @dataclass(frozen=True)
@@ -230,13 +245,15 @@ class HypervWindowsNode(pulumi.ComponentResource):
         self.node, self.host_connection, self.admin_password = node, connection, admin_password
         # Before anything signs in to the guest: during a rotation of windowsAdminPassword a guest still at the
         # previous password (stdin line 2) gets the current one. It runs again only when the passwords change.
+        # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
+        passwords: pulumi.Output[str] = pulumi.Output.secret(pulumi.Output.all(admin_password, previous_password or "").apply(
+            lambda p: f"{p[0]}\n{p[1]}\n"))
         password = command.remote.Command(
             f"{name}-guest-password",
             connection=connection,
             create=hyperv.ssh_command(hyperv.render_guest_password(vm)),
             update=hyperv.ssh_command(hyperv.render_guest_password(vm)),
-            stdin=pulumi.Output.secret(pulumi.Output.all(admin_password, previous_password or "").apply(
-                lambda p: f"{p[0]}\n{p[1]}\n")),
+            stdin=passwords,
             logging=command.remote.Logging.STDOUT_AND_STDERR,
             opts=command_options(node, parent=self, depends_on=[*host.prerequisites, *guards]),
         )
@@ -298,7 +315,7 @@ class Machines(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        bastion = dict(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
+        bastion = BastionArgs(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
         # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
         self.proxmox_connections = {
             n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, private_key=secrets.proxmox_ssh_private_key,
@@ -307,6 +324,8 @@ class Machines(pulumi.ComponentResource):
         }
 
         templates = {(t.distro, t.node): t for t in spec.proxmox.templates}
+        linux_pools: tuple[tuple[Role, list[LinuxNodeSpec]], ...] = (
+            ("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux))
         self.linux_nodes = [
             ProxmoxLinuxNode(
                 f"{name}-{node.name}",
@@ -318,7 +337,7 @@ class Machines(pulumi.ComponentResource):
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for role, nodes in (("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux))
+            for role, nodes in linux_pools
             for node in nodes
         ]
 
@@ -341,7 +360,7 @@ class Machines(pulumi.ComponentResource):
                 hyperv_vm(spec, node, host_specs[node.hyperv_host]),
                 self.hyperv_hosts[node.hyperv_host],
                 host_connections[node.hyperv_host],
-                secrets.windows_admin_password,  # type: ignore[arg-type]  # read whenever Windows nodes exist
+                windows_admin_password(secrets),
                 guards=guards,
                 previous_password=secrets.windows_admin_password_previous,
                 activation=guest_activation(spec, node),
@@ -349,7 +368,7 @@ class Machines(pulumi.ComponentResource):
             )
             for node in spec.nodes.windows
         ]
-        self.nodes = [n.summary for n in [*self.linux_nodes, *self.windows_nodes]]
-        self.instances: dict[str, pulumi.Output[str]] = {
-            n.node.name: n.instance for n in [*self.linux_nodes, *self.windows_nodes]}
+        machines: list[ProxmoxLinuxNode | HypervWindowsNode] = [*self.linux_nodes, *self.windows_nodes]
+        self.nodes = [n.summary for n in machines]
+        self.instances: dict[str, pulumi.Output[str]] = {n.node.name: n.instance for n in machines}
         self.register_outputs({"nodes": self.nodes})

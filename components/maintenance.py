@@ -18,18 +18,25 @@ Hyper-V converge applies a change that needs the VM off only with an operator (c
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import pulumi
 import pulumi_command as command
 
-from config.model import StackSpec
+from config.model import LinuxNodeSpec, StackSpec
 from render import maintenance
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
 from .connections import connection_digest
 from .machines import Machines
+
+
+def _drain_command(node: LinuxNodeSpec, etcd_pod: str | None, restart_connection: str) -> str:
+    """The drain step's command for a node, once the digest of its restart's connection is known."""
+    return bash_command(maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb,
+                                                             etcd_pod=etcd_pod, restart_connection=restart_connection))
 
 
 class LinuxNodeRestarts(pulumi.ComponentResource):
@@ -58,9 +65,7 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             drain = command.remote.Command(
                 f"{prefix}-drain-for-restart",
                 connection=access.connection,
-                update=connection_digest(restart_connection).apply(lambda digest, node=node, etcd_pod=etcd_pod: bash_command(
-                    maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb,
-                                                         etcd_pod=etcd_pod, restart_connection=digest))),
+                update=connection_digest(restart_connection).apply(functools.partial(_drain_command, node, etcd_pod)),
                 logging=command.remote.Logging.STDOUT_AND_STDERR,
                 # After the VM update that stored the new settings as pending, and after the node before it.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),

@@ -32,12 +32,14 @@ class Observability(pulumi.ComponentResource):
 
         # Metrics.
         monitoring = declare(metrics.monitoring_namespace())
+        # Typed here: mypy infers Output.secret's type argument only with an expected type (Secret's __init__ is overloaded).
+        grafana_credentials: pulumi.Output[dict[str, str]] = pulumi.Output.secret(grafana_admin_password.apply(
+            lambda password: {metrics.GRAFANA_ADMIN_USER_KEY: "admin", metrics.GRAFANA_ADMIN_PASSWORD_KEY: password}))
         grafana_admin = kubernetes.core.v1.Secret(
             f"{name}-secret-{metrics.MONITORING_NAMESPACE}-{GRAFANA_ADMIN_SECRET}",
             metadata={"name": GRAFANA_ADMIN_SECRET, "namespace": metrics.MONITORING_NAMESPACE},
             type="Opaque",
-            string_data=pulumi.Output.secret(grafana_admin_password.apply(
-                lambda password: {metrics.GRAFANA_ADMIN_USER_KEY: "admin", metrics.GRAFANA_ADMIN_PASSWORD_KEY: password})),
+            string_data=grafana_credentials,
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[monitoring]),
         )
         windows = plan.windows_exporter_image is not None

@@ -26,12 +26,14 @@ class Storage(pulumi.ComponentResource):
         super().__init__("hybrid:platform:Storage", name, None, opts)
 
         metadata = storage.smb_secret_metadata()
+        # Typed here: mypy infers Output.secret's type argument only with an expected type (Secret's __init__ is overloaded).
+        smb_credentials: pulumi.Output[dict[str, str]] = pulumi.Output.secret(pulumi.Output.all(smb_username, smb_password).apply(
+            lambda creds: {"username": creds[0], "password": creds[1]}))
         self.smb_secret = kubernetes.core.v1.Secret(
             f"{name}-{resource_name(metadata)}",
             metadata=metadata["metadata"],
             type=metadata.get("type"),
-            string_data=pulumi.Output.secret(pulumi.Output.all(smb_username, smb_password).apply(
-                lambda creds: {"username": creds[0], "password": creds[1]})),
+            string_data=smb_credentials,
             opts=pulumi.ResourceOptions(parent=self, provider=provider),
         )
         # Each driver once the nodes its pods run on are Ready: on a first `up` Helm would otherwise start them
@@ -48,8 +50,8 @@ class Storage(pulumi.ComponentResource):
             scheduling.system_namespace(storage.LONGHORN_NAMESPACE), provider=provider, parent=self)
         longhorn = helm_release(f"{name}-longhorn", CHARTS["longhorn"], storage.LONGHORN_NAMESPACE, storage.longhorn_values(params),
                                 provider=provider, parent=self, depends_on=[longhorn_namespace, *worker_labels])
-        drivers = {storage.SHARED_FILES_CLASS: [smb, self.smb_secret], storage.NFS_FILES_CLASS: [nfs],
-                   storage.LONGHORN_CLASS: [longhorn]}
+        drivers: dict[str, list[pulumi.Resource]] = {
+            storage.SHARED_FILES_CLASS: [smb, self.smb_secret], storage.NFS_FILES_CLASS: [nfs], storage.LONGHORN_CLASS: [longhorn]}
         self.classes = {
             obj["metadata"]["name"]: kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider,
                                                        parent=self, depends_on=drivers[obj["metadata"]["name"]])

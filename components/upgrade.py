@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 import pulumi
 import pulumi_command as command
@@ -39,7 +40,13 @@ from .bootstrap import ControlPlaneAccess
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
 
-def _for_machine(render: Callable[[str], str], encode: Callable[[str], str],
+class MachineRender(Protocol):
+    """A step's script renderer with everything bound but the machine it runs for."""
+
+    def __call__(self, *, machine: str) -> str: ...
+
+
+def _for_machine(render: MachineRender, encode: Callable[[str], str],
                  machine_id: pulumi.Output[str]) -> pulumi.Output[str]:
     """The step's command, rendered for the machine it belongs to (its scripts' MACHINE input): a replaced
     machine changes the text, and so re-runs its own node's steps. Rendering is pure: nothing is declared
@@ -71,18 +78,19 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         previous: list[pulumi.Resource] = list(node_ready.values())
         self.steps: list[command.remote.Command] = []
         order: list[command.remote.Command] = []
-        for index, machine in enumerate([*control_plane, *linux_workers, *windows_workers]):
+        chain: list[ProxmoxLinuxNode | HypervWindowsNode] = [*control_plane, *linux_workers, *windows_workers]
+        for index, machine in enumerate(chain):
             node = machine.node
             prefix = f"{name}-{node.name}"
             etcd_pod = access.etcd_pod if machine in control_plane else None
             if isinstance(machine, ProxmoxLinuxNode):
                 upgrade_script = functools.partial(
-                    cloud_init.render_upgrade_script, linux_node_init(spec, node),  # type: ignore[arg-type]
+                    cloud_init.render_upgrade_script, linux_node_init(spec, machine.node),
                     index == 0, etcd_pod=f"etcd-{node.name}" if machine in control_plane else None)
                 encode, connection, stdin = bash_command, machine.connection, None
             else:
                 upgrade_script = functools.partial(
-                    windows_bootstrap.render_upgrade, windows_params(spec, node))  # type: ignore[arg-type]
+                    windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
                 encode, connection = ssh_command, machine.host_connection
                 stdin = machine.admin_password.apply(lambda password: f"{password}\n")
             drain = command.remote.Command(
@@ -101,7 +109,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                     f"{prefix}-runtime-upgrade",
                     connection=connection,
                     update=_for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
-                                                          windows_params(spec, node)),  # type: ignore[arg-type]
+                                                          windows_params(spec, machine.node)),
                                         encode, machine.instance),
                     stdin=stdin,
                     logging=command.remote.Logging.STDOUT_AND_STDERR,

@@ -7,13 +7,14 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from . import rules
 from .model import StackSpec
@@ -102,7 +103,7 @@ def _path(prefix: str, loc: tuple[Any, ...]) -> str:
     return path
 
 
-def _message(error: Any) -> str:
+def _message(error: ErrorDetails) -> str:
     # A ValueError raised by our own validators (config.model) is the message; pydantic's prefix is noise.
     if error["type"] == "value_error":
         return str(error["ctx"]["error"])
@@ -137,6 +138,8 @@ def load(raw: RawConfig) -> LoadedStack:
     sections: dict[str, Any] = {}
     for alias, name in aliases.items():
         field = StackSpec.model_fields[name]
+        if field.annotation is None:
+            raise ValueError(f"StackSpec.{name} has no type annotation to validate {alias} with")
         if alias not in raw.values:
             if field.is_required():
                 problems.append(Problem(alias, "is required"))
@@ -158,7 +161,7 @@ def load(raw: RawConfig) -> LoadedStack:
     return LoadedStack(spec=StackSpec.model_validate(sections, strict=True), warnings=[p for p in found if p.severity == "warning"])
 
 
-def _split(entries: Mapping[str, Any], is_secure) -> RawConfig:
+def _split(entries: Mapping[str, Any], is_secure: Callable[[str], bool]) -> RawConfig:
     """The project's entries of a stack's config, and a problem for every other entry that is wrong."""
     values: dict[str, Any] = {}
     secure: set[str] = set()
@@ -183,7 +186,7 @@ class _StackFileLoader(yaml.SafeLoader):
         super().__init__(stream)
         self.duplicates: list[tuple[str, int, int]] = []
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
         first_line: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)

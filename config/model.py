@@ -6,6 +6,7 @@ live in config.rules. Secrets never appear in these models: config.secrets reads
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Literal
 
@@ -22,7 +23,7 @@ DNS1123_LABEL = DNS_LABEL
 
 # Values are validated strictly (config.loader): `cpu: true` is not 1 and `insecure: "yes"` is not
 # true. Addresses are the exception: stack files write them as text, and these read the text.
-def _from_text(kind, example: str, invalid: str):
+def _from_text(kind: type[IPv4Network] | type[IPv4Address], example: str, invalid: str) -> Callable[[object], object]:
     def parse(value: object) -> object:
         if isinstance(value, kind):
             return value
@@ -40,44 +41,58 @@ IPv4Net = Annotated[IPv4Network, BeforeValidator(_from_text(
 IPv4Addr = Annotated[IPv4Address, BeforeValidator(_from_text(IPv4Address, "10.30.30.11", "is not an IPv4 address"))]
 
 
-def _text_type(accepts, description: str, max_length: int | None = None):
-    """A string the renderers accept (`accepts`, from vocab.checks). The message says what is expected and
-    never repeats the value: it could be a credential typed into the wrong key."""
+def _must_be(accepts: Callable[[str], bool], description: str) -> Callable[[str], str]:
+    """The check of a string the renderers accept (`accepts`, from vocab.checks), for an AfterValidator. The
+    message says what is expected and never repeats the value: it could be a credential typed into the wrong key."""
     def check(value: str) -> str:
         if not accepts(value):
             raise ValueError(f"must be {description}")
         return value
-    return Annotated[str, Field(max_length=max_length), AfterValidator(check)]
+    return check
 
 
-def _matches(pattern):
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda value: bool(pattern.match(value))
 
 
 # Names the stack gives its own things (cluster, zones, nodes, hosts, namespaces) are DNS-1123 labels:
 # they become Kubernetes names, label values and resource names. Problem messages may name a value
 # only once it has passed a type like this one, never free text.
-Label = _text_type(_matches(DNS1123_LABEL), "a DNS-1123 label: 1-63 lower-case letters, digits or '-'")
+Label = Annotated[str, AfterValidator(_must_be(_matches(DNS1123_LABEL), "a DNS-1123 label: 1-63 lower-case letters, digits or '-'"))]
 # An IPv4 address or a host name, as NTP, log, NFS and KMS servers are written.
-Host = _text_type(checks.is_host, "an IPv4 address or an ASCII host name")
-DnsSubdomain = _text_type(_matches(checks.DNS_SUBDOMAIN), "a lower-case DNS name (letters, digits, '-', '.')")
-PosixUser = _text_type(_matches(checks.POSIX_USER), "a user name of lower-case letters, digits, '_' or '-' (at most 32)")
-WindowsUser = _text_type(lambda v: bool(re.match(r'^[^"/\\\[\]:;|=,+*?<>@\x00-\x1f]{1,20}$', v)) and v == v.strip(),
-                         "a Windows user name (at most 20 characters, none of \" / \\ [ ] : ; | = , + * ? < > @)")
-WindowsPath = _text_type(_matches(checks.WINDOWS_PATH), "an absolute Windows path (C:\\... or \\\\server\\share)")
+Host = Annotated[str, AfterValidator(_must_be(checks.is_host, "an IPv4 address or an ASCII host name"))]
+DnsSubdomain = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.DNS_SUBDOMAIN), "a lower-case DNS name (letters, digits, '-', '.')"))]
+PosixUser = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.POSIX_USER), "a user name of lower-case letters, digits, '_' or '-' (at most 32)"))]
+WindowsUser = Annotated[str, AfterValidator(_must_be(
+    lambda v: bool(re.match(r'^[^"/\\\[\]:;|=,+*?<>@\x00-\x1f]{1,20}$', v)) and v == v.strip(),
+    "a Windows user name (at most 20 characters, none of \" / \\ [ ] : ; | = , + * ? < > @)"))]
+WindowsPath = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.WINDOWS_PATH), "an absolute Windows path (C:\\... or \\\\server\\share)"))]
 # Hyper-V switch and adapter names reach -Name parameters, which treat some characters as wildcards.
-HypervName = _text_type(lambda v: checks.is_plain_text(v) and not checks.WILDCARD_CHARS & set(v),
-                        "a name without surrounding spaces, control or wildcard characters (* ? [ ] `)", 256)
-NetbiosName = _text_type(_matches(checks.NETBIOS_NAME), "a NetBIOS name: 1-15 letters, digits or '-', not only digits")
-RegistryHost = _text_type(_matches(checks.REGISTRY_HOST), "a registry host as image names write it, e.g. docker.io (no port)")
-HttpEndpoint = _text_type(_matches(checks.HTTP_ENDPOINT),
-                          "an http(s) URL of a host, optional port and path, without user:password@ or query")
-HttpsEndpoint = _text_type(lambda v: v.startswith("https://") and bool(checks.HTTP_ENDPOINT.match(v)),
-                           "an https URL of a host, optional port and path, without user:password@ or query")
-LokiTenant = _text_type(_matches(checks.LOKI_TENANT), "a Loki tenant ID (up to 150 of letters, digits and ! - _ . * ' ( ))")
+HypervName = Annotated[str, Field(max_length=256), AfterValidator(_must_be(
+    lambda v: checks.is_plain_text(v) and not checks.WILDCARD_CHARS & set(v),
+    "a name without surrounding spaces, control or wildcard characters (* ? [ ] `)"))]
+NetbiosName = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.NETBIOS_NAME), "a NetBIOS name: 1-15 letters, digits or '-', not only digits"))]
+RegistryHost = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.REGISTRY_HOST), "a registry host as image names write it, e.g. docker.io (no port)"))]
+HttpEndpoint = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.HTTP_ENDPOINT), "an http(s) URL of a host, optional port and path, without user:password@ or query"))]
+HttpsEndpoint = Annotated[str, AfterValidator(_must_be(
+    lambda v: v.startswith("https://") and bool(checks.HTTP_ENDPOINT.match(v)),
+    "an https URL of a host, optional port and path, without user:password@ or query"))]
+LokiTenant = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.LOKI_TENANT), "a Loki tenant ID (up to 150 of letters, digits and ! - _ . * ' ( ))"))]
 # Proxmox storage IDs (pve-storage-id in PVE::JSONSchema: a letter, then letters, digits, '-', '_', '.').
-ProxmoxId = _text_type(_matches(re.compile(r"^[a-z][a-z0-9_.-]*[a-z0-9]$")),
-                       "a Proxmox ID (lower-case letters, digits, '-', '_', '.'; starting with a letter)")
+ProxmoxId = Annotated[str, AfterValidator(_must_be(
+    _matches(re.compile(r"^[a-z][a-z0-9_.-]*[a-z0-9]$")),
+    "a Proxmox ID (lower-case letters, digits, '-', '_', '.'; starting with a letter)"))]
+
+# Host names the sample Gateway listener and HTTPRoutes answer to.
+RouteHost = Annotated[str, AfterValidator(_must_be(
+    _matches(checks.ROUTE_HOST), "a fully qualified lower-case DNS name, optionally *.-prefixed"))]
 
 DistroKey = Literal["ubuntu22", "rocky9", "centos7"]
 WindowsKey = Literal["win2019", "win2022", "win2025"]
@@ -222,8 +237,9 @@ def _not_root(user: str) -> str:
 
 
 # One line of an authorized_keys file: type, base64 key, optional comment.
-PublicKey = _text_type(_matches(re.compile(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( [^\r\n]*)?$")),
-                       "an OpenSSH public key line (ssh-ed25519 AAAA... comment)")
+PublicKey = Annotated[str, AfterValidator(_must_be(
+    _matches(re.compile(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+( [^\r\n]*)?$")),
+    "an OpenSSH public key line (ssh-ed25519 AAAA... comment)"))]
 
 
 class AccessSpec(Spec):
@@ -427,7 +443,7 @@ class WorkloadsSpec(Spec):
     # cluster end to end; switch off for a cluster that only runs real workloads.
     samples: bool = True
     # Host name the sample Gateway listener and HTTPRoutes answer to; None answers any host.
-    sample_host: _text_type(_matches(checks.ROUTE_HOST), "a fully qualified lower-case DNS name, optionally *.-prefixed") | None = None
+    sample_host: RouteHost | None = None
     # The application namespaces (from `namespaces`) the samples run in.
     windows_namespace: Label = "win-prod"
     linux_namespace: Label = "linux-prod"

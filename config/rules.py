@@ -6,7 +6,7 @@ so one run reports every problem it can find, each at its config key path.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import date
 from ipaddress import IPv4Address, IPv4Network
@@ -17,7 +17,7 @@ from vocab.checks import NETBIOS_NAME
 from vocab.namespaces import check_namespace
 
 from . import compat
-from .model import StackSpec, VlanSpec
+from .model import HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
 
 Severity = Literal["error", "warning"]
 
@@ -57,13 +57,14 @@ def rule(*sections: str) -> Callable[[Rule], Rule]:
     return register
 
 
-def _node_paths(spec: StackSpec):
+def _node_paths(spec: StackSpec) -> Iterator[tuple[str, LinuxNodeSpec | WindowsNodeSpec]]:
     """Every node with its key path, in declaration order."""
-    for pool, nodes in (
+    pools: tuple[tuple[str, Sequence[LinuxNodeSpec | WindowsNodeSpec]], ...] = (
         ("controlPlane", spec.nodes.control_plane),
         ("linux", spec.nodes.linux),
         ("windows", spec.nodes.windows),
-    ):
+    )
+    for pool, nodes in pools:
         for index, node in enumerate(nodes):
             yield f"nodes.{pool}[{index}]", node
 
@@ -123,8 +124,8 @@ def proxmox_bridges(spec: StackSpec) -> Iterator[Problem]:
 def node_addresses(spec: StackSpec) -> Iterator[Problem]:
     seen: dict[IPv4Address, str] = {}
     for path, node in _node_paths(spec):
-        addresses = [(f"{path}.ip", node.ip, spec.network.nodes, "network.nodes")]
-        if getattr(node, "management_ip", None) is not None:
+        addresses: list[tuple[str, IPv4Address, VlanSpec, str]] = [(f"{path}.ip", node.ip, spec.network.nodes, "network.nodes")]
+        if isinstance(node, LinuxNodeSpec) and node.management_ip is not None:
             addresses.append((f"{path}.managementIp", node.management_ip, spec.network.management, "network.management"))
         for address_path, address, vlan, vlan_path in addresses:
             yield from _host_address(address_path, address, vlan, vlan_path)
@@ -148,7 +149,7 @@ def infrastructure_addresses(spec: StackSpec) -> Iterator[Problem]:
         taken.setdefault(server, f"network.dnsServers[{index}]")
     claimed = [(f"{path}.ip", node.ip) for path, node in _node_paths(spec)]
     claimed += [(f"{path}.managementIp", node.management_ip) for path, node in _node_paths(spec)
-                if getattr(node, "management_ip", None) is not None]
+                if isinstance(node, LinuxNodeSpec) and node.management_ip is not None]
     if spec.cluster.api_vip is not None:
         claimed.append(("cluster.apiVip", spec.cluster.api_vip))
     for path, address in claimed:
@@ -278,12 +279,12 @@ def references(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"zones[{index}]", f"zone {zone!r} is listed twice")
     proxmox = {node.name: node for node in spec.proxmox.nodes}
     hosts = {host.name: host for host in spec.hyperv.hosts}
-    for index, node in enumerate(spec.proxmox.nodes):
-        if node.zone not in zones:
-            yield Problem(f"proxmox.nodes[{index}].zone", f"unknown zone {node.zone!r} (zones: {', '.join(spec.zones)})")
-    for index, host in enumerate(spec.hyperv.hosts):
-        if host.zone not in zones:
-            yield Problem(f"hyperv.hosts[{index}].zone", f"unknown zone {host.zone!r} (zones: {', '.join(spec.zones)})")
+    for index, proxmox_node in enumerate(spec.proxmox.nodes):
+        if proxmox_node.zone not in zones:
+            yield Problem(f"proxmox.nodes[{index}].zone", f"unknown zone {proxmox_node.zone!r} (zones: {', '.join(spec.zones)})")
+    for index, hyperv_host in enumerate(spec.hyperv.hosts):
+        if hyperv_host.zone not in zones:
+            yield Problem(f"hyperv.hosts[{index}].zone", f"unknown zone {hyperv_host.zone!r} (zones: {', '.join(spec.zones)})")
     for index, template in enumerate(spec.proxmox.templates):
         if template.node not in proxmox:
             yield Problem(f"proxmox.templates[{index}].node", f"unknown Proxmox node {template.node!r}")
@@ -291,7 +292,7 @@ def references(spec: StackSpec) -> Iterator[Problem]:
     for path, node in _node_paths(spec):
         if node.zone not in zones:
             yield Problem(f"{path}.zone", f"unknown zone {node.zone!r} (zones: {', '.join(spec.zones)})")
-        if hasattr(node, "proxmox_node"):
+        if isinstance(node, LinuxNodeSpec):
             target = proxmox.get(node.proxmox_node)
             if target is None:
                 yield Problem(f"{path}.proxmoxNode", f"unknown Proxmox node {node.proxmox_node!r}")
@@ -323,7 +324,9 @@ def vm_ids(spec: StackSpec) -> Iterator[Problem]:
 
 @rule("proxmox", "hyperv")
 def host_names(spec: StackSpec) -> Iterator[Problem]:
-    for section, items in (("proxmox.nodes", spec.proxmox.nodes), ("hyperv.hosts", spec.hyperv.hosts)):
+    sections: tuple[tuple[str, Sequence[ProxmoxNodeSpec | HypervHostSpec]], ...] = (
+        ("proxmox.nodes", spec.proxmox.nodes), ("hyperv.hosts", spec.hyperv.hosts))
+    for section, items in sections:
         names = Counter(item.name for item in items)
         for index, item in enumerate(items):
             if names[item.name] > 1:

@@ -54,7 +54,7 @@ def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_
         name=node.name,
         advertise_address=str(node.ip),
         cri_socket=WINDOWS_CRI_SOCKET if windows else LINUX_CRI_SOCKET,
-        labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if windows else node.distro},
+        labels={ZONE_LABEL: node.zone, DISTRO_LABEL: node.version if isinstance(node, WindowsNodeSpec) else node.distro},
         taints=(WINDOWS_TAINT,) if windows else None,
         control_plane=control_plane,
         # Linux nodes take further blocks when one is full; a Windows node has one (render.network).
@@ -95,7 +95,7 @@ def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str,
         "name": node.name,
         "role": role,
         "os": "windows" if windows else "linux",
-        "distro": node.version if windows else node.distro,
+        "distro": node.version if isinstance(node, WindowsNodeSpec) else node.distro,
         "zone": node.zone,
         "ip": str(node.ip),
     }

@@ -63,6 +63,7 @@ import hashlib
 import ipaddress
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from render.scheduling import system_namespace, windows_toleration
 from vocab.checks import DNS_LABEL, HOST_NAME, LOKI_TENANT, require
@@ -262,7 +263,7 @@ def linux_config(out: LogOutput) -> dict[str, str]:
     }
 
 
-def fluent_bit_linux_values(out: LogOutput, linux_image: str) -> dict:
+def fluent_bit_linux_values(out: LogOutput, linux_image: str) -> dict[str, Any]:
     """Helm values for the fluent-bit chart: a DaemonSet on every Linux node, never on a Windows one.
     ``linux_image`` is config.compat.FLUENT_BIT_LINUX_IMAGE (the chart's appVersion, from Docker Hub)."""
     _validate_output(out)
@@ -311,14 +312,14 @@ def windows_config(out: LogOutput) -> str:
     ])
 
 
-def _meta(name: str, namespaced: bool = True, labels: dict | None = None) -> dict:
-    meta: dict = {"name": name, "labels": {"app.kubernetes.io/name": WINDOWS_NAME, **(labels or {})}}
+def _meta(name: str, namespaced: bool = True, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/name": WINDOWS_NAME, **(labels or {})}}
     if namespaced:
         meta["namespace"] = LOGGING_NAMESPACE
     return meta
 
 
-def _windows_daemonset(key: str, build: str, image: str, config_hash: str) -> dict:
+def _windows_daemonset(key: str, build: str, image: str, config_hash: str) -> dict[str, Any]:
     selector = {"app.kubernetes.io/name": WINDOWS_NAME, "app.kubernetes.io/instance": key}
     return {
         "apiVersion": "apps/v1",
@@ -366,7 +367,7 @@ def _windows_daemonset(key: str, build: str, image: str, config_hash: str) -> di
     }
 
 
-def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> list[dict]:
+def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> list[dict[str, Any]]:
     """ServiceAccount, ClusterRole(+Binding), ConfigMap and one DaemonSet per Windows build.
 
     builds: {"win2022": ("10.0.20348", "docker.io/fluent/fluent-bit:windows-2022-5.0.3"), ...}
@@ -381,7 +382,7 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
         require(bool(image) and not image.endswith(":"), f"{key}: no Fluent Bit image")
     conf = windows_config(out)
     config_hash = hashlib.sha256(conf.encode()).hexdigest()
-    objects: list[dict] = [
+    objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(WINDOWS_NAME)},
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -404,7 +405,7 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
     return objects
 
 
-def logging_namespace() -> dict:
+def logging_namespace() -> dict[str, Any]:
     """The privileged namespace both DaemonSets run in (hostPath volumes are refused below privileged)."""
     return system_namespace(LOGGING_NAMESPACE)
 

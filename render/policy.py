@@ -56,6 +56,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -130,7 +131,7 @@ def _linux() -> dict[str, str]:
     return {OS_LABEL: "linux"}
 
 
-def gatekeeper_values() -> dict:
+def gatekeeper_values() -> dict[str, Any]:
     """Helm values for the gatekeeper chart: every Gatekeeper pod on Linux nodes, explicit resources, audit
     limited to the kinds constraints match."""
     return {
@@ -147,7 +148,7 @@ def gatekeeper_values() -> dict:
     }
 
 
-def sync_config() -> dict:
+def sync_config() -> dict[str, Any]:
     """The Gatekeeper Config replicating RuntimeClasses into data.inventory for the templates."""
     return {
         "apiVersion": "config.gatekeeper.sh/v1alpha1",
@@ -167,7 +168,7 @@ def sync_config() -> dict:
 ADMISSION_PROBE_TIMEOUT_SECONDS = 600
 
 
-def probe_pods(workloads: list[dict]) -> list[dict]:
+def probe_pods(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One Pod per Deployment/DaemonSet/StatefulSet in ``workloads``: its pod template as the pod it creates."""
     pods = []
     for obj in workloads:
@@ -182,7 +183,7 @@ def probe_pods(workloads: list[dict]) -> list[dict]:
     return pods
 
 
-def render_admission_probe(pods: list[dict], timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
+def render_admission_probe(pods: list[dict[str, Any]], timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
     """On the first control-plane node: submit each pod as a server-side dry run until the API server admits
     it (policy synced and in force), or fail after ``timeout_seconds`` with the last refusal. Creates
     nothing, so it has no delete; running it twice checks twice."""
@@ -197,7 +198,7 @@ def render_admission_probe(pods: list[dict], timeout_seconds: int = ADMISSION_PR
                          PODS=[json.dumps(pod, sort_keys=True) for pod in pods])
 
 
-def _load_template(folder: str) -> dict:
+def _load_template(folder: str) -> dict[str, Any]:
     path = TEMPLATE_DIR / folder / "template.yaml"
     template = yaml.safe_load(path.read_text())
     if not isinstance(template, dict) or template.get("kind") != "ConstraintTemplate":
@@ -205,7 +206,7 @@ def _load_template(folder: str) -> dict:
     return template
 
 
-def templates() -> list[dict]:
+def templates() -> list[dict[str, Any]]:
     """The ConstraintTemplates under policy/gatekeeper, each marked ready once Gatekeeper has created its
     constraint CRD."""
     rendered = []
@@ -220,7 +221,7 @@ def templates() -> list[dict]:
     return rendered
 
 
-def _parameters(kind: str) -> dict:
+def _parameters(kind: str) -> dict[str, Any]:
     if kind == "K8sRequiredNodeSelector":
         return {"operatingSystems": list(OPERATING_SYSTEMS)}
     if kind == "K8sWindowsToleration":
@@ -234,7 +235,7 @@ def _parameters(kind: str) -> dict:
     raise ValueError(f"no parameters for constraint kind {kind}")
 
 
-def constraints(action: str, namespaces: tuple[str, ...]) -> list[dict]:
+def constraints(action: str, namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
     """One constraint per template, enforcing ``action`` on Pods and pod-template workloads in
     ``namespaces``."""
     if action not in ENFORCEMENT_ACTIONS:

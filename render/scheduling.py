@@ -66,6 +66,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from vocab.checks import DNS_LABEL, DNS_SUBDOMAIN, require
 from vocab.labels import (
@@ -107,13 +108,13 @@ class WindowsBuildParams:
     build: str   # "10.0.20348": the node.kubernetes.io/windows-build value of hosts of that build
 
 
-def windows_toleration() -> dict:
+def windows_toleration() -> dict[str, Any]:
     """The toleration for the taint every Windows node registers with."""
     return {"key": WINDOWS_TAINT_KEY, "operator": "Equal", "value": WINDOWS_TAINT_VALUE,
             "effect": WINDOWS_TAINT_EFFECT}
 
 
-def runtime_class(build: WindowsBuildParams) -> dict:
+def runtime_class(build: WindowsBuildParams) -> dict[str, Any]:
     """node.k8s.io/v1 RuntimeClass named after the build key: process isolation on hosts of that build."""
     require(bool(DNS_LABEL.match(build.key)), f"RuntimeClass name {build.key!r} is not a DNS-1123 label")
     require(bool(_WINDOWS_BUILD.match(build.build)),
@@ -130,7 +131,7 @@ def runtime_class(build: WindowsBuildParams) -> dict:
     }
 
 
-def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
+def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict[str, Any]]:
     """One RuntimeClass per Windows build in the stack, in build-key order; duplicates are refused."""
     builds = sorted(builds, key=lambda b: b.key)
     keys = [b.key for b in builds]
@@ -142,7 +143,7 @@ def runtime_classes(builds: Iterable[WindowsBuildParams]) -> list[dict]:
 
 # --- node labels ---------------------------------------------------------------------------------------------
 
-def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
+def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict[str, Any]:
     """The NodePatch body for one node: the labels its kubelet may not set (role) and the ones that must
     follow config (zone, distro)."""
     require(bool(DNS_SUBDOMAIN.match(name)), f"node name {name!r} is not a DNS-1123 subdomain")
@@ -173,7 +174,7 @@ def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict:
 MACHINE_ANNOTATION = "hybrid-cluster.io/machine"
 
 
-def with_machine(patch: dict, machine: object) -> dict:
+def with_machine(patch: dict[str, Any], machine: object) -> dict[str, Any]:
     """The node label patch with the machine instance it applies to (a value the caller supplies, possibly
     not yet known): a new instance changes the patch, so the labels are applied to the new Node."""
     annotations = {**patch["metadata"]["annotations"], MACHINE_ANNOTATION: machine}
@@ -193,7 +194,7 @@ def _psa_labels(level: str, enforce_version: str) -> dict[str, str]:
     return labels
 
 
-def namespace(p: NamespaceParams) -> list[dict]:
+def namespace(p: NamespaceParams) -> list[dict[str, Any]]:
     """Namespace (with PSA labels), ResourceQuota and LimitRange for one application namespace."""
     check_namespace(p)
     labels = _psa_labels(p.pod_security, p.pod_security_version)
@@ -228,7 +229,7 @@ def namespace(p: NamespaceParams) -> list[dict]:
     ]
 
 
-def system_namespace(name: str) -> dict:
+def system_namespace(name: str) -> dict[str, Any]:
     """The privileged namespace the Windows HostProcess system pods (kube-proxy, Calico) run in."""
     require(bool(DNS_LABEL.match(name)), f"namespace {name!r} is not a DNS-1123 label")
     return {

@@ -79,19 +79,20 @@ def _bash_value(value: object) -> str:
 
 
 def _assignment(language: str, name: str, is_list: bool, value: object) -> str:
-    if is_list != isinstance(value, (list, tuple)):
+    items = value if isinstance(value, (list, tuple)) else None
+    if is_list != (items is not None):
         raise TypeError(f"input {name} must be {'a list' if is_list else 'a single value'}")
     if language == "bash":
-        if is_list:
-            assignment = f"{name}=(" + " ".join(_bash_value(v) for v in value) + ")"  # type: ignore[union-attr]
+        if items is not None:
+            assignment = f"{name}=(" + " ".join(_bash_value(v) for v in items) + ")"
         else:
             assignment = f"{name}={_bash_value(value)}"
         if re.search(r"[$`]", assignment):
             # A value is literal text (a config file, a program to install): its $ are meant unexpanded.
             return "# shellcheck disable=SC2016 # literal text, not expanded here\n" + assignment
         return assignment
-    if is_list:
-        return f"${name} = @(" + ", ".join(_ps_value(v) for v in value) + ")"  # type: ignore[union-attr]
+    if items is not None:
+        return f"${name} = @(" + ", ".join(_ps_value(v) for v in items) + ")"
     return f"${name} = {_ps_value(value)}"
 
 
@@ -130,6 +131,7 @@ def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen:
             had_inputs = True
             if not all(_INPUT_NAME.match(arg) for arg in args):
                 raise ValueError(f"{name}: bad input names {args!r}")
+            values: dict[str, object]
             if inputs is None:
                 # The raw-file lint form: every input assigned a placeholder of the right shape.
                 values = {arg.removesuffix("[]"): (["x"] if arg.endswith("[]") else "x") for arg in args}

@@ -80,6 +80,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
@@ -166,7 +167,7 @@ def _labels(app: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": app, "app.kubernetes.io/part-of": SAMPLE_PART_OF}
 
 
-def _zone_spread(app: str, zone_key: str) -> list[dict]:
+def _zone_spread(app: str, zone_key: str) -> list[dict[str, Any]]:
     return [{
         "maxSkew": 1,
         "topologyKey": zone_key,
@@ -177,7 +178,7 @@ def _zone_spread(app: str, zone_key: str) -> list[dict]:
     }]
 
 
-def _http_probe(path: str, *, period: int, timeout: int, failures: int, initial_delay: int = 0) -> dict:
+def _http_probe(path: str, *, period: int, timeout: int, failures: int, initial_delay: int = 0) -> dict[str, Any]:
     probe = {
         "httpGet": {"path": path, "port": "http"},
         "periodSeconds": period,
@@ -189,7 +190,7 @@ def _http_probe(path: str, *, period: int, timeout: int, failures: int, initial_
     return probe
 
 
-def _service(name: str, namespace: str) -> dict:
+def _service(name: str, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
@@ -202,12 +203,12 @@ def _service(name: str, namespace: str) -> dict:
     }
 
 
-def _deployment(name: str, namespace: str, replicas: int, pod_spec: dict, annotations: dict | None = None,
-                progress_deadline: int | None = None) -> dict:
-    metadata: dict = {"name": name, "namespace": namespace, "labels": _labels(name)}
+def _deployment(name: str, namespace: str, replicas: int, pod_spec: dict[str, Any], annotations: dict[str, str] | None = None,
+                progress_deadline: int | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": _labels(name)}
     if annotations:
         metadata["annotations"] = annotations
-    spec: dict = {
+    spec: dict[str, Any] = {
         "replicas": replicas,
         "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
         # One extra pod at a time and none taken away: capacity never drops during a rollout, and the
@@ -220,7 +221,7 @@ def _deployment(name: str, namespace: str, replicas: int, pod_spec: dict, annota
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": spec}
 
 
-def api_win(p: SampleParams) -> list[dict]:
+def api_win(p: SampleParams) -> list[dict[str, Any]]:
     """Deployment + Service for the ASP.NET Core sample on Windows Server 2022."""
     _check(p)
     pod_spec = {
@@ -253,7 +254,7 @@ def api_win(p: SampleParams) -> list[dict]:
     return [deployment, _service(WIN_APP, p.win_namespace)]
 
 
-def api_linux(p: SampleParams) -> list[dict]:
+def api_linux(p: SampleParams) -> list[dict[str, Any]]:
     """Deployment + Service for the Java 17 Spring Boot sample on the Linux distros in ``linux_distros``."""
     _check(p)
     health = f"{LINUX_PATH}/actuator/health"
@@ -297,12 +298,12 @@ def api_linux(p: SampleParams) -> list[dict]:
     return [_deployment(LINUX_APP, p.linux_namespace, p.linux_replicas, pod_spec), _service(LINUX_APP, p.linux_namespace)]
 
 
-def _linux_affinity() -> dict:
+def _linux_affinity() -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": OS_LABEL, "operator": "In", "values": ["linux"]}]}]}}}
 
 
-def envoy_gateway_values() -> dict:
+def envoy_gateway_values() -> dict[str, Any]:
     """Values for the Envoy Gateway chart (charts/gateway-helm/values.yaml): its controller pod on Linux
     nodes (``deployment.pod.affinity``, templates/envoy-gateway-deployment.yaml), two replicas. The Envoy
     data plane it creates is placed by the EnvoyProxy of ``gateway_objects``."""
@@ -311,14 +312,14 @@ def envoy_gateway_values() -> dict:
             "crds": {"enabled": False}}
 
 
-def envoy_gateway_crd_values() -> dict:
+def envoy_gateway_crd_values() -> dict[str, Any]:
     """Values for gateway-crds-helm (charts/gateway-crds-helm/values.yaml): Gateway API's standard channel and
     Envoy Gateway's own CRDs."""
     return {"crds": {"gatewayAPI": {"enabled": True, "channel": "standard"}, "envoyGateway": {"enabled": True}}}
 
 
 def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),
-                    http_node_port: int = GATEWAY_HTTP_NODE_PORT) -> list[dict]:
+                    http_node_port: int = GATEWAY_HTTP_NODE_PORT) -> list[dict[str, Any]]:
     """The EnvoyProxy, GatewayClass and Gateway that serve the samples on a NodePort of Linux nodes.
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
@@ -354,7 +355,7 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
                  "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
                                    "name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE}},
     }
-    listener: dict = {"name": "http", "protocol": "HTTP", "port": GATEWAY_HTTP_PORT,
+    listener: dict[str, Any] = {"name": "http", "protocol": "HTTP", "port": GATEWAY_HTTP_PORT,
                       "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
                           {"key": "kubernetes.io/metadata.name", "operator": "In",
                            "values": sorted({p.win_namespace, p.linux_namespace})}]}}}}
@@ -370,15 +371,15 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
     return [envoy_proxy, gateway_class, gateway]
 
 
-def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool) -> dict:
-    rule: dict = {
+def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool) -> dict[str, Any]:
+    rule: dict[str, Any] = {
         "matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
         "backendRefs": [{"name": name, "port": SERVICE_PORT}],
     }
     if rewrite:
         rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {
             "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}]
-    spec: dict = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}],
+    spec: dict[str, Any] = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}],
                   "rules": [rule]}
     if p.host:
         spec["hostnames"] = [p.host]
@@ -386,7 +387,7 @@ def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite
             "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)}, "spec": spec}
 
 
-def http_routes(p: SampleParams) -> list[dict]:
+def http_routes(p: SampleParams) -> list[dict[str, Any]]:
     """The HTTPRoutes sending /win to api-win (rewritten to /) and /linux to api-linux: one per namespace,
     because a route's backends are Services of its own namespace."""
     _check(p)
@@ -397,7 +398,7 @@ def http_routes(p: SampleParams) -> list[dict]:
 
 # --- footprint ----------------------------------------------------------------------------------------------
 
-def peak_footprint(deployment: dict) -> dict[str, Decimal]:
+def peak_footprint(deployment: dict[str, Any]) -> dict[str, Decimal]:
     """What a Deployment holds against a ResourceQuota at the peak of a rollout (replicas + maxSurge pods):
     ``pods``, ``requests.cpu``, ``requests.memory``, ``limits.cpu``, ``limits.memory``."""
     spec = deployment["spec"]

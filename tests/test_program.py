@@ -5,10 +5,10 @@ import json
 
 import pulumi
 import pytest
-from tools.sdk import sync_await as _sync_await
 
 from tests.conftest import raw_config
 from tools.mockrun import Recording, Secret, Unknown, changed_resources, placeholder_secrets, run_program
+from tools.sdk import sync_await as _sync_await
 
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
 SNIPPET = "proxmoxve:index/fileLegacy:FileLegacy"

@@ -106,7 +106,8 @@ def critical_path(recording: Recording) -> Chain:
     sys.setrecursionlimit(max(10000, len(by_urn) * 4))
     end = max(by_urn, key=lambda u: visit(u)[0])
     seconds, count, _ = visit(end)
-    names, cursor = [], end
+    names: list[str] = []
+    cursor: str | None = end
     while cursor is not None:
         names.append(by_urn[cursor].name)
         cursor = best[cursor][2]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -329,6 +329,7 @@ class Deployment:
         if blocked:
             # A dependency failed: this resource is never reached, and the state keeps what it had.
             return self._keep(reg, old or recreated, "skipped")
+        why: Sequence[str]
         if recreated is not None:
             op, why = "replace", ("replacement of a dependency",)
             entry.generation = recreated.generation + 1
@@ -340,11 +341,14 @@ class Deployment:
             entry.id = None if self.preview else providers.new_id(entry.type, entry.name, entry.urn, entry.inputs,
                                                                    entry.generation, self.nonce)
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
+        elif old is None:
+            # An update or no change comes from _diff, which only runs against the state's entry.
+            raise ValueError(f"{reg.name}: {op} of a resource the state does not hold")
         elif op == "update":
-            entry.id = old.id  # type: ignore[union-attr]
+            entry.id = old.id
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
         else:
-            entry.id, entry.outputs = old.id, old.outputs  # type: ignore[union-attr]
+            entry.id, entry.outputs = old.id, old.outputs
         if op != "same" and (reg.name in self.fail or reg.urn in self.fail):
             return self._keep(reg, old or recreated, "failed")
         if op == "replace":

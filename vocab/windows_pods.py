@@ -15,7 +15,8 @@ KUBELET_DEFAULT_MAX_PODS = 110
 
 def windows_pod_capacity(block_size: int) -> int:
     """Pod addresses a Windows node has: its single block minus the addresses Windows reserves."""
-    return 2 ** (32 - block_size) - CALICO_WINDOWS_RESERVED_IPS_PER_BLOCK
+    # 2 to the power of the host bits, as a shift: an int to the type checker (int ** int may be a float).
+    return (1 << (32 - block_size)) - CALICO_WINDOWS_RESERVED_IPS_PER_BLOCK
 
 
 def windows_max_pods(block_size: int) -> int:
