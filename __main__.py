@@ -1,5 +1,6 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
 import sys
+from collections.abc import Sequence
 
 import pulumi
 
@@ -73,17 +74,23 @@ scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec)
 # What each workload waits for: the nodes its pods run on, Ready (tests/test_program.py checks every one).
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
-Storage(f"{spec.cluster.name}-storage", storage_params(spec), cluster.provider, secrets.smb_username, secrets.smb_password,
-        worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
-        windows_ready=windows_ready)
-Observability(f"{spec.cluster.name}-observability", observability_plan(spec), cluster.provider, scheduling,
-              secrets.grafana_admin_password, linux_ready, windows_ready)
-policy = Policy(f"{spec.cluster.name}-policy", policy_plan(spec), cluster.provider,
-                [scheduling.namespaces[n] for n in spec.policy.namespaces if n in scheduling.namespaces], linux_ready)
-if spec.workloads.samples:
-    SampleWorkloads(f"{spec.cluster.name}-samples", samples_plan(spec), cluster.provider, scheduling, node_ready,
+# The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
+if (storage := storage_params(spec)) is not None:
+    Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,
+            worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
+            windows_ready=windows_ready)
+if (observability := observability_plan(spec)) is not None:
+    Observability(f"{spec.cluster.name}-observability", observability, cluster.provider, scheduling,
+                  secrets.grafana_admin_password, linux_ready, windows_ready)
+policy_declared: Sequence[pulumi.Resource] = ()
+if (policy_spec := policy_plan(spec)) is not None:
+    policy = Policy(f"{spec.cluster.name}-policy", policy_spec, cluster.provider,
+                    [scheduling.namespaces[n] for n in policy_spec.namespaces if n in scheduling.namespaces], linux_ready)
+    policy_declared = policy.declared
+if (samples := samples_plan(spec)) is not None:
+    SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
-                    policy_declared=policy.declared)
+                    policy_declared=policy_declared)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -87,7 +87,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         )
 
         nics = [(spec.network.nodes, node.ip, spec.network.nodes.gateway)]
-        if node.management_ip is not None:
+        if node.management_ip is not None and spec.network.management is not None:
             # No gateway on the second NIC: the default route stays on the node network.
             nics.append((spec.network.management, node.management_ip, None))
 

@@ -19,24 +19,11 @@ from pydantic_core import ErrorDetails
 from . import rules
 from .model import StackSpec
 from .rules import Problem
+from .secret_keys import SECRET_KEYS
 
 PROJECT = "hybrid-cluster"
 
-# Secret config keys: read only as secret Outputs (config.secrets), never part of the model.
-SECRET_KEYS: dict[str, str] = {
-    "proxmoxApiToken": "Proxmox VE API token, USER@REALM!TOKENID=UUID",
-    "proxmoxSshPrivateKey": "SSH private key of proxmox.sshUser on the Proxmox nodes (snippet uploads go over SSH)",
-    "hypervSshPrivateKey": "SSH private key for the Hyper-V hosts' OpenSSH (hyperv.auth: privateKey)",
-    "hypervSshPassword": "SSH password for the Hyper-V hosts' OpenSSH (hyperv.auth: password)",
-    "nodeSshPrivateKey": "SSH private key matching access.sshPublicKeys, for the Linux nodes",
-    "windowsAdminPassword": "local Administrator password of the golden Windows images (PowerShell Direct)",
-    "windowsAdminPasswordPrevious": "while rotating windowsAdminPassword: the password running guests still have; "
-                                    "each guest is moved to the current one before anything signs in",
-    "bastionSshPrivateKey": "SSH private key for access.bastion (only when a bastion is configured)",
-    "smbUsername": "user of the SMB share storage.smbSource",
-    "smbPassword": "password of the SMB share storage.smbSource",
-    "grafanaAdminPassword": "password of Grafana's admin user",
-}
+__all__ = ["PROJECT", "SECRET_KEYS", "LoadedStack", "RawConfig", "SpecError", "load"]
 
 
 class SpecError(Exception):

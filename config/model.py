@@ -148,7 +148,8 @@ class CalicoSpec(Spec):
 
 
 class VlanSpec(Spec):
-    vlan_id: Annotated[int, Field(ge=1, le=4094)]
+    # Absent: the network is untagged (a flat network); the VMs' NICs carry no VLAN on either hypervisor.
+    vlan_id: Annotated[int, Field(ge=1, le=4094)] | None = None
     cidr: IPv4Net
     gateway: IPv4Addr | None = None
     # The Proxmox Linux bridge already bound to this VLAN (e.g. vmbr30 on eno1.30), so VM NICs on it
@@ -158,7 +159,8 @@ class VlanSpec(Spec):
 
 class NetworkSpec(Spec):
     underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = 1500
-    management: VlanSpec
+    # Absent: the nodes use the node network for everything (no second NIC, no managementIp).
+    management: VlanSpec | None = None
     nodes: VlanSpec
     storage: VlanSpec | None = None
     dns_servers: Annotated[list[IPv4Addr], Field(min_length=1)]
@@ -320,20 +322,37 @@ class RegistrySpec(Spec):
     mirrors: list[RegistryMirrorSpec] = []
 
 
-class StorageSpec(Spec):
-    smb_source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
-    nfs_server: Host
-    nfs_path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+class SmbStorageSpec(Spec):
+    # The share both operating systems mount (StorageClass shared-files); needs the secrets smbUsername
+    # and smbPassword.
+    source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
     # cifs mount modes and owner on Linux nodes (Windows nodes ignore mount options).
-    smb_dir_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0770"
-    smb_file_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0660"
-    smb_uid: Annotated[int, Field(ge=0)] | None = None
-    smb_gid: Annotated[int, Field(ge=0)] | None = None
+    dir_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0770"
+    file_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0660"
+    uid: Annotated[int, Field(ge=0)] | None = None
+    gid: Annotated[int, Field(ge=0)] | None = None
+
+
+class NfsStorageSpec(Spec):
+    # An NFS export Linux pods mount (StorageClass nfs-files).
+    server: Host
+    path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+
+
+class LonghornSpec(Spec):
+    # Replicas of each volume, each in a different zone; absent: as many as the zones allow, at most 3.
+    replicas: Annotated[int, Field(ge=1, le=3)] | None = None
+
+
+class StorageSpec(Spec):
+    # Each backend is optional: a section left out installs nothing for it.
+    smb: SmbStorageSpec | None = None
+    nfs: NfsStorageSpec | None = None
+    longhorn: LonghornSpec | None = None
     reclaim_policy: Literal["Retain", "Delete"] = "Retain"
     allow_expansion: bool = True
-    default_class: Literal["shared-files", "nfs-files", "longhorn"] | None = "longhorn"
-    # Longhorn keeps each replica in a different zone, so there can be at most one per zone.
-    longhorn_replicas: Annotated[int, Field(ge=1, le=3)] = 2
+    # The StorageClass a claim without one gets: one of the enabled backends' classes, or none.
+    default_class: Literal["shared-files", "nfs-files", "longhorn"] | None = None
 
 
 class WindowsActivationSpec(Spec):
@@ -386,9 +405,16 @@ class LogOutputSpec(Spec):
     index_prefix: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")] = "kubernetes"
 
 
+class MetricsSpec(Spec):
+    # kube-prometheus-stack: Prometheus, Alertmanager, Grafana (needs the secret grafanaAdminPassword),
+    # node-exporter, and windows_exporter on Windows nodes.
+    retention: Annotated[str, Field(pattern=r"^\d+[dhw]$")] = "15d"
+
+
 class ObservabilitySpec(Spec):
-    log_output: LogOutputSpec
-    metrics_retention: Annotated[str, Field(pattern=r"^\d+[dhw]$")] = "15d"
+    # Each part is optional: metrics absent installs no monitoring stack, logs absent no Fluent Bit.
+    metrics: MetricsSpec | None = None
+    logs: LogOutputSpec | None = None
 
 
 class PolicySpec(Spec):
@@ -439,9 +465,8 @@ DEFAULT_NAMESPACES = [
 
 
 class WorkloadsSpec(Spec):
-    # The sample api-win / api-linux applications and their Gateway: on by default, to prove a new
-    # cluster end to end; switch off for a cluster that only runs real workloads.
-    samples: bool = True
+    """The sample api-win / api-linux applications and their Gateway, which prove a new cluster end to end:
+    deployed when the section is present."""
     # Host name the sample Gateway listener and HTTPRoutes answer to; None answers any host.
     sample_host: RouteHost | None = None
     # The application namespaces (from `namespaces`) the samples run in.
@@ -476,11 +501,13 @@ class StackSpec(Spec):
     nodes: NodesSpec
     registry: RegistrySpec = RegistrySpec()
     ntp_servers: Annotated[list[Host], Field(min_length=1)]
-    storage: StorageSpec
+    # The optional subsystems: a section left out turns its subsystem off (nothing installed, no secret needed).
+    storage: StorageSpec | None = None
     windows: WindowsSpec = WindowsSpec()
-    observability: ObservabilitySpec
-    policy: PolicySpec = PolicySpec()
-    workloads: WorkloadsSpec = WorkloadsSpec()
+    observability: ObservabilitySpec | None = None
+    # Gatekeeper and its placement constraints.
+    policy: PolicySpec | None = None
+    workloads: WorkloadsSpec | None = None
     # The application namespaces, with their quotas, container defaults and Pod Security levels.
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
     # Scheduled etcd snapshots (None: none are taken, which a production stack should not do).

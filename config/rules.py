@@ -116,7 +116,8 @@ def proxmox_bridges(spec: StackSpec) -> Iterator[Problem]:
     # A NIC with no bridge would land on the provider's default bridge, untagged: never what was meant.
     if spec.network.nodes.proxmox_bridge is None:
         yield Problem("network.nodes.proxmoxBridge", "Linux nodes need the Proxmox bridge of the node VLAN")
-    if spec.network.management.proxmox_bridge is None and any(n.management_ip for n in spec.linux_nodes):
+    management = spec.network.management
+    if management is not None and management.proxmox_bridge is None and any(n.management_ip for n in spec.linux_nodes):
         yield Problem("network.management.proxmoxBridge", "nodes with a managementIp need the Proxmox bridge of the management VLAN")
 
 
@@ -126,6 +127,10 @@ def node_addresses(spec: StackSpec) -> Iterator[Problem]:
     for path, node in _node_paths(spec):
         addresses: list[tuple[str, IPv4Address, VlanSpec, str]] = [(f"{path}.ip", node.ip, spec.network.nodes, "network.nodes")]
         if isinstance(node, LinuxNodeSpec) and node.management_ip is not None:
+            if spec.network.management is None:
+                yield Problem(f"{path}.managementIp", "there is no management network: declare network.management "
+                                                      "(cidr, proxmoxBridge), or remove managementIp")
+                continue
             addresses.append((f"{path}.managementIp", node.management_ip, spec.network.management, "network.management"))
         for address_path, address, vlan, vlan_path in addresses:
             yield from _host_address(address_path, address, vlan, vlan_path)
@@ -375,10 +380,10 @@ def versions(spec: StackSpec) -> Iterator[Problem]:
 def envoy_gateway_support(spec: StackSpec) -> Iterator[Problem]:
     minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
     supported = compat.ENVOY_GATEWAY.kubernetes
-    if spec.workloads.samples and minor in compat.KUBERNETES and minor not in supported:
+    if spec.workloads is not None and minor in compat.KUBERNETES and minor not in supported:
         yield Problem("cluster.kubernetesVersion",
                       f"the samples' gateway, Envoy Gateway {compat.ENVOY_GATEWAY.version}, supports Kubernetes "
-                      f"{', '.join(supported)}, not {minor}; use a supported minor, or set workloads.samples: false")
+                      f"{', '.join(supported)}, not {minor}; use a supported minor, or leave out the workloads section")
 
 
 def _calico_windows() -> list[str]:
@@ -420,10 +425,24 @@ def mirrors(spec: StackSpec) -> Iterator[Problem]:
 
 
 @rule("zones", "storage")
-def longhorn_replicas(spec: StackSpec) -> Iterator[Problem]:
-    if spec.storage.longhorn_replicas > len(spec.zones):
-        yield Problem("storage.longhornReplicas", f"{spec.storage.longhorn_replicas} replicas need as many zones; "
-                      f"the stack has {len(spec.zones)} (Longhorn keeps replicas in different zones)")
+def storage_backends(spec: StackSpec) -> Iterator[Problem]:
+    storage = spec.storage
+    if storage is None:
+        return
+    longhorn = storage.longhorn
+    if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > len(spec.zones):
+        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many zones; the stack has "
+                      f"{len(spec.zones)} (Longhorn keeps replicas in different zones): use at most {len(spec.zones)}, "
+                      "or leave replicas out")
+    enabled = {"shared-files": ("smb", storage.smb), "nfs-files": ("nfs", storage.nfs), "longhorn": ("longhorn", longhorn)}
+    if storage.default_class is not None:
+        section, backend = enabled[storage.default_class]
+        if backend is None:
+            yield Problem("storage.defaultClass", f"{storage.default_class!r} is the class of storage.{section}, which is "
+                          "not configured: add that section, or name the class of a configured backend")
+    elif storage.smb is None and storage.nfs is None and longhorn is None:
+        yield Problem("storage", "no backend is configured: add smb, nfs or longhorn, or leave the storage section out",
+                      severity="warning")
 
 
 def check(spec: StackSpec, parsed: set[str]) -> list[Problem]:
@@ -444,12 +463,16 @@ def namespaces(spec: StackSpec) -> Iterator[Problem]:
             check_namespace(namespace.params())
         except ValueError as error:
             yield Problem(f"namespaces[{index}]", str(error))
+    workloads = spec.workloads
     for key, os_name in (("windowsNamespace", "windows"), ("linuxNamespace", "linux")):
-        name = getattr(spec.workloads, "windows_namespace" if os_name == "windows" else "linux_namespace")
-        if spec.workloads.samples and (name not in declared or declared[name].os != os_name):
+        if workloads is None:
+            break
+        name = workloads.windows_namespace if os_name == "windows" else workloads.linux_namespace
+        if name not in declared or declared[name].os != os_name:
             yield Problem(f"workloads.{key}", f"{name!r} is not a declared {os_name} namespace (namespaces)")
-    for index, name in enumerate(spec.policy.namespaces):
+    policy_namespaces = spec.policy.namespaces if spec.policy is not None else []
+    for index, name in enumerate(policy_namespaces):
         if name not in declared:
             yield Problem(f"policy.namespaces[{index}]", f"{name!r} is not a declared namespace (namespaces)")
-        elif name in spec.policy.namespaces[:index]:
+        elif name in policy_namespaces[:index]:
             yield Problem(f"policy.namespaces[{index}]", f"{name!r} is listed twice")

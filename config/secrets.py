@@ -7,6 +7,7 @@ import pulumi
 
 from .loader import PROJECT
 from .model import StackSpec
+from .secret_keys import required_secrets
 
 
 @dataclass(frozen=True)
@@ -14,9 +15,9 @@ class Secrets:
     proxmox_api_token: pulumi.Output[str]
     proxmox_ssh_private_key: pulumi.Output[str]
     node_ssh_private_key: pulumi.Output[str]
-    smb_username: pulumi.Output[str]
-    smb_password: pulumi.Output[str]
-    grafana_admin_password: pulumi.Output[str]
+    # Only the subsystems that are on need theirs: storage.smb, observability.metrics.
+    smb_credentials: tuple[pulumi.Output[str], pulumi.Output[str]] | None
+    grafana_admin_password: pulumi.Output[str] | None
     # Only stacks with Windows nodes need these.
     hyperv_ssh_private_key: pulumi.Output[str] | None
     hyperv_ssh_password: pulumi.Output[str] | None
@@ -27,18 +28,29 @@ class Secrets:
 
 
 def read_secrets(spec: StackSpec) -> Secrets:
+    """Each secret the stack needs (config.secret_keys), required; the others are not read at all."""
     config = pulumi.Config(PROJECT)
-    windows = bool(spec.nodes.windows)
+    needed = set(required_secrets(spec))
+
+    def secret(key: str) -> pulumi.Output[str] | None:
+        return config.require_secret(key) if key in needed else None
+
+    def always(key: str) -> pulumi.Output[str]:
+        value = secret(key)
+        if value is None:
+            raise ValueError(f"{key} is needed by every stack (config.secret_keys)")
+        return value
+
+    smb_username, smb_password = secret("smbUsername"), secret("smbPassword")
     return Secrets(
-        proxmox_api_token=config.require_secret("proxmoxApiToken"),
-        proxmox_ssh_private_key=config.require_secret("proxmoxSshPrivateKey"),
-        node_ssh_private_key=config.require_secret("nodeSshPrivateKey"),
-        smb_username=config.require_secret("smbUsername"),
-        smb_password=config.require_secret("smbPassword"),
-        grafana_admin_password=config.require_secret("grafanaAdminPassword"),
-        hyperv_ssh_private_key=config.require_secret("hypervSshPrivateKey") if windows and spec.hyperv.auth == "privateKey" else None,
-        hyperv_ssh_password=config.require_secret("hypervSshPassword") if windows and spec.hyperv.auth == "password" else None,
-        windows_admin_password=config.require_secret("windowsAdminPassword") if windows else None,
-        bastion_ssh_private_key=config.require_secret("bastionSshPrivateKey") if spec.access.bastion else None,
-        windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if windows else None,
+        proxmox_api_token=always("proxmoxApiToken"),
+        proxmox_ssh_private_key=always("proxmoxSshPrivateKey"),
+        node_ssh_private_key=always("nodeSshPrivateKey"),
+        smb_credentials=(smb_username, smb_password) if smb_username is not None and smb_password is not None else None,
+        grafana_admin_password=secret("grafanaAdminPassword"),
+        hyperv_ssh_private_key=secret("hypervSshPrivateKey"),
+        hyperv_ssh_password=secret("hypervSshPassword"),
+        windows_admin_password=secret("windowsAdminPassword"),
+        bastion_ssh_private_key=secret("bastionSshPrivateKey"),
+        windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if spec.nodes.windows else None,
     )

@@ -35,19 +35,30 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
     )
 
 
-def log_output(spec: StackSpec) -> logging.LogOutput:
-    out = spec.observability.log_output
+def log_output(spec: StackSpec) -> logging.LogOutput | None:
+    """Where Fluent Bit ships logs; None without `observability.logs` (no log shipping)."""
+    out = spec.observability.logs if spec.observability is not None else None
+    if out is None:
+        return None
     return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
                              index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain)
 
 
-def storage_params(spec: StackSpec) -> storage.StorageParams:
+def storage_params(spec: StackSpec) -> storage.StorageParams | None:
+    """The enabled storage backends; None without a `storage` section."""
     s = spec.storage
+    if s is None:
+        return None
+    zones = tuple(spec.zones)
     return storage.StorageParams(
-        smb_source=s.smb_source, nfs_server=str(s.nfs_server), nfs_path=s.nfs_path,
-        smb_dir_mode=s.smb_dir_mode, smb_file_mode=s.smb_file_mode, smb_uid=s.smb_uid, smb_gid=s.smb_gid,
+        smb=storage.SmbParams(source=s.smb.source, dir_mode=s.smb.dir_mode, file_mode=s.smb.file_mode,
+                              uid=s.smb.uid, gid=s.smb.gid) if s.smb else None,
+        nfs=storage.NfsParams(server=str(s.nfs.server), path=s.nfs.path) if s.nfs else None,
+        # One replica per zone at most (hard zone anti-affinity); absent: as many as the zones allow, up to 3.
+        longhorn=storage.LonghornParams(
+            replicas=s.longhorn.replicas if s.longhorn.replicas is not None else min(3, len(zones)),
+            zones=zones) if s.longhorn else None,
         reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
-        longhorn_replicas=s.longhorn_replicas, zones=tuple(spec.zones),
     )
 
 
@@ -70,12 +81,16 @@ def fluent_bit_windows_builds(spec: StackSpec) -> dict[str, tuple[str, str]]:
             for n in spec.nodes.windows}
 
 
-def sample_params(spec: StackSpec) -> workloads.SampleParams:
+def sample_params(spec: StackSpec) -> workloads.SampleParams | None:
+    """The sample workloads' inputs; None without a `workloads` section (no samples)."""
+    w = spec.workloads
+    if w is None:
+        return None
     return workloads.SampleParams(
-        win_namespace=spec.workloads.windows_namespace, linux_namespace=spec.workloads.linux_namespace,
+        win_namespace=w.windows_namespace, linux_namespace=w.linux_namespace,
         win_runtime_class=SAMPLE_WINDOWS_VERSION,
         win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
-        linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=spec.workloads.sample_host,
+        linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=w.sample_host,
     )
 
 
@@ -110,22 +125,39 @@ def scheduling_plan(spec: StackSpec) -> SchedulingPlan:
 
 
 @dataclass(frozen=True)
-class ObservabilityPlan:
-    metrics_retention: str
+class MetricsPlan:
+    retention: str
     windows_exporter_image: str | None                # None without Windows nodes
     etcd_snapshot_alert_hours: int | None             # None without `etcdBackup`
-    log_output: logging.LogOutput
+
+
+@dataclass(frozen=True)
+class LogsPlan:
+    output: logging.LogOutput
     fluent_bit_windows_builds: dict[str, tuple[str, str]]
 
 
-def observability_plan(spec: StackSpec) -> ObservabilityPlan:
+@dataclass(frozen=True)
+class ObservabilityPlan:
+    metrics: MetricsPlan | None                       # None: no monitoring stack
+    logs: LogsPlan | None                             # None: no log shipping
+
+
+def observability_plan(spec: StackSpec) -> ObservabilityPlan | None:
+    """Metrics and logs, each only when configured; None when neither is."""
+    o = spec.observability
+    output = log_output(spec)
+    if o is None or (o.metrics is None and output is None):
+        return None
     return ObservabilityPlan(
-        metrics_retention=spec.observability.metrics_retention,
-        # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
-        windows_exporter_image=windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None,
-        etcd_snapshot_alert_hours=spec.etcd_backup.alert_after_hours if spec.etcd_backup is not None else None,
-        log_output=log_output(spec),
-        fluent_bit_windows_builds=fluent_bit_windows_builds(spec))
+        metrics=MetricsPlan(
+            retention=o.metrics.retention,
+            # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
+            windows_exporter_image=windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None,
+            etcd_snapshot_alert_hours=spec.etcd_backup.alert_after_hours if spec.etcd_backup is not None else None,
+        ) if o.metrics is not None else None,
+        logs=LogsPlan(output=output, fluent_bit_windows_builds=fluent_bit_windows_builds(spec))
+        if output is not None else None)
 
 
 @dataclass(frozen=True)
@@ -134,7 +166,10 @@ class PolicyPlan:
     namespaces: tuple[str, ...]
 
 
-def policy_plan(spec: StackSpec) -> PolicyPlan:
+def policy_plan(spec: StackSpec) -> PolicyPlan | None:
+    """Gatekeeper and its constraints; None without a `policy` section (not installed)."""
+    if spec.policy is None:
+        return None
     return PolicyPlan(enforcement_action=spec.policy.enforcement_action, namespaces=tuple(spec.policy.namespaces))
 
 
@@ -146,7 +181,10 @@ class SamplesPlan:
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
 
 
-def samples_plan(spec: StackSpec) -> SamplesPlan:
-    return SamplesPlan(params=sample_params(spec), node_ports=spec.cluster.node_ports,
+def samples_plan(spec: StackSpec) -> SamplesPlan | None:
+    params = sample_params(spec)
+    if params is None:
+        return None
+    return SamplesPlan(params=params, node_ports=spec.cluster.node_ports,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION))

@@ -121,19 +121,41 @@ LONGHORN_PARTS_WITH_RESOURCES = tuple(_LONGHORN_REQUESTS)
 # --- Input -------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class SmbParams:
+    source: str                      # config form r"\\10.10.10.20\k8s-share"
+    dir_mode: str = "0770"           # cifs dir_mode (Linux only: Windows ignores mount options)
+    file_mode: str = "0660"          # cifs file_mode (Linux only)
+    uid: int | None = None           # cifs uid= (Linux only)
+    gid: int | None = None           # cifs gid= (Linux only)
+
+
+@dataclass(frozen=True)
+class NfsParams:
+    server: str                      # "10.10.10.21" or a DNS name
+    path: str                        # export path, "/export/k8s"
+
+
+@dataclass(frozen=True)
+class LonghornParams:
+    replicas: int                    # one replica per zone (hard zone anti-affinity)
+    zones: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class StorageParams:
-    smb_source: str                  # config form r"\\10.10.10.20\k8s-share"
-    nfs_server: str                  # "10.10.10.21" or a DNS name
-    nfs_path: str                    # export path, "/export/k8s"
-    smb_dir_mode: str = "0770"       # cifs dir_mode (Linux only: Windows ignores mount options)
-    smb_file_mode: str = "0660"      # cifs file_mode (Linux only)
-    smb_uid: int | None = None       # cifs uid= (Linux only)
-    smb_gid: int | None = None       # cifs gid= (Linux only)
-    reclaim_policy: str = "Retain"   # "Retain" | "Delete", all three classes
+    """The enabled backends (None: not installed) and what their classes share."""
+    smb: SmbParams | None = None
+    nfs: NfsParams | None = None
+    longhorn: LonghornParams | None = None
+    reclaim_policy: str = "Retain"   # "Retain" | "Delete", every class
     allow_expansion: bool = True
-    default_class: str | None = "longhorn"   # one of STORAGE_CLASS_NAMES or None
-    longhorn_replicas: int = 2       # one replica per zone (hard zone anti-affinity)
-    zones: tuple[str, ...] = ("hk-1", "hk-2")
+    default_class: str | None = None   # the class of an enabled backend, or None
+
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """The StorageClass names of the enabled backends."""
+        return tuple(name for name, backend in ((SHARED_FILES_CLASS, self.smb), (NFS_FILES_CLASS, self.nfs),
+                                                (LONGHORN_CLASS, self.longhorn)) if backend is not None)
 
 
 RECLAIM_POLICIES = ("Retain", "Delete")
@@ -169,28 +191,42 @@ def smb_source(unc: str) -> str:
     return "//" + "/".join([server, *path])
 
 
-def _check(p: StorageParams) -> None:
-    smb_source(p.smb_source)
-    require(is_host(p.nfs_server), f"NFS server {p.nfs_server!r} is not a host name or IPv4 address")
-    require(p.nfs_path.startswith("/") and ".." not in p.nfs_path.split("/"),
-             f"NFS path {p.nfs_path!r} must be an absolute export path")
-    for name, mode in (("smb_dir_mode", p.smb_dir_mode), ("smb_file_mode", p.smb_file_mode)):
+def _check_smb(p: SmbParams) -> None:
+    smb_source(p.source)
+    for name, mode in (("smb dir_mode", p.dir_mode), ("smb file_mode", p.file_mode)):
         require(bool(_MODE.match(mode)), f"{name} {mode!r} must be an octal mode like 0770")
-    for name, ident in (("smb_uid", p.smb_uid), ("smb_gid", p.smb_gid)):
+    for name, ident in (("smb uid", p.uid), ("smb gid", p.gid)):
         require(ident is None or (isinstance(ident, int) and not isinstance(ident, bool) and ident >= 0),
                  f"{name} {ident!r} must be a non-negative integer or None")
-    require(p.reclaim_policy in RECLAIM_POLICIES, f"reclaim policy {p.reclaim_policy!r} is not one of {RECLAIM_POLICIES}")
-    require(isinstance(p.allow_expansion, bool), "allow_expansion must be a bool")
-    require(p.default_class is None or p.default_class in STORAGE_CLASS_NAMES,
-             f"default class {p.default_class!r} is not one of {STORAGE_CLASS_NAMES}")
+
+
+def _check_nfs(p: NfsParams) -> None:
+    require(is_host(p.server), f"NFS server {p.server!r} is not a host name or IPv4 address")
+    require(p.path.startswith("/") and ".." not in p.path.split("/"), f"NFS path {p.path!r} must be an absolute export path")
+
+
+def _check_longhorn(p: LonghornParams) -> None:
     require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
     for zone in p.zones:
         require(bool(zone) and bool(_LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
-    require(isinstance(p.longhorn_replicas, int) and p.longhorn_replicas >= 1, "longhorn_replicas must be >= 1")
+    require(isinstance(p.replicas, int) and p.replicas >= 1, "longhorn replicas must be >= 1")
     # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
     # than zones could never all be scheduled and every volume would stay degraded.
-    require(p.longhorn_replicas <= len(p.zones),
-             f"longhorn_replicas {p.longhorn_replicas} exceeds the {len(p.zones)} zones hard zone anti-affinity spreads over")
+    require(p.replicas <= len(p.zones),
+             f"longhorn replicas {p.replicas} exceeds the {len(p.zones)} zones hard zone anti-affinity spreads over")
+
+
+def _check(p: StorageParams) -> None:
+    if p.smb is not None:
+        _check_smb(p.smb)
+    if p.nfs is not None:
+        _check_nfs(p.nfs)
+    if p.longhorn is not None:
+        _check_longhorn(p.longhorn)
+    require(p.reclaim_policy in RECLAIM_POLICIES, f"reclaim policy {p.reclaim_policy!r} is not one of {RECLAIM_POLICIES}")
+    require(isinstance(p.allow_expansion, bool), "allow_expansion must be a bool")
+    require(p.default_class is None or p.default_class in p.classes,
+             f"default class {p.default_class!r} is not the class of an enabled backend {p.classes}")
 
 
 # --- Helm values -------------------------------------------------------------------------------------
@@ -306,6 +342,9 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
     persistence.*, preUpgradeChecker.*) and chart/templates/deployment-global-manager.yaml.
     """
     _check(p)
+    longhorn = p.longhorn
+    if longhorn is None:
+        raise ValueError("Longhorn is not enabled (storage.longhorn)")
     workers = longhorn_worker_selector()
     values: dict[str, Any] = {
         # global.nodeSelector applies to "user-deployed components such as Longhorn Manager, Longhorn
@@ -329,7 +368,7 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
             # Default disks on every node Longhorn runs on (false = no node.longhorn.io/create-default-disk
             # label needed); the selectors above already limit that to Linux workers.
             "createDefaultDiskLabeledNodes": False,
-            "defaultReplicaCount": p.longhorn_replicas,
+            "defaultReplicaCount": longhorn.replicas,
             # false = hard: never two replicas of a volume in one zone. Longhorn takes a node's zone from
             # topology.kubernetes.io/zone (chart/README.md replicaZoneSoftAntiAffinity), the label our
             # nodes register with (vocab.labels.ZONE_LABEL).
@@ -345,7 +384,7 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
             "createStorageClass": False,
             # Mirrors of our class, in case createStorageClass is ever turned back on.
             "defaultClass": p.default_class == LONGHORN_CLASS,
-            "defaultClassReplicaCount": p.longhorn_replicas,
+            "defaultClassReplicaCount": longhorn.replicas,
             "reclaimPolicy": p.reclaim_policy,
         },
         # The pre-upgrade checker is a Helm hook Job; chart/README.md: "Disable this setting when
@@ -381,63 +420,66 @@ def _storage_class(name: str, provisioner: str, parameters: dict[str, str], p: S
     return obj
 
 
-def smb_mount_options(p: StorageParams) -> list[str]:
+def smb_mount_options(p: SmbParams) -> list[str]:
     """cifs mount options for shared-files. They apply on Linux only: the Windows node plugin passes just
     the user name and password to New-SmbGlobalMapping and drops mount flags (NodeStageVolume,
     ``runtime.GOOS == "windows"`` branch in pkg/smb/nodeserver.go)."""
     # vers=, dir_mode=, file_mode=, uid=, gid= are mount.cifs(8) options. noserverino: the driver's own
     # StorageClass example marks it "required to prevent data corruption" (charts/v1.20.3/
     # csi-driver-smb/values.yaml, storageClasses example).
-    options = ["vers=3.0", f"dir_mode={p.smb_dir_mode}", f"file_mode={p.smb_file_mode}"]
-    if p.smb_uid is not None:
-        options.append(f"uid={p.smb_uid}")
-    if p.smb_gid is not None:
-        options.append(f"gid={p.smb_gid}")
+    options = ["vers=3.0", f"dir_mode={p.dir_mode}", f"file_mode={p.file_mode}"]
+    if p.uid is not None:
+        options.append(f"uid={p.uid}")
+    if p.gid is not None:
+        options.append(f"gid={p.gid}")
     options.append("noserverino")
     return options
 
 
 def storage_classes(p: StorageParams) -> list[dict[str, Any]]:
-    """The three StorageClasses: shared-files (SMB, both OSes), nfs-files (NFS, Linux) and longhorn
-    (Longhorn block, Linux). At most one carries the default-class annotation."""
+    """The StorageClasses of the enabled backends: shared-files (SMB, both OSes), nfs-files (NFS, Linux) and
+    longhorn (Longhorn block, Linux). At most one carries the default-class annotation."""
     _check(p)
-    shared = _storage_class(
-        SHARED_FILES_CLASS, SMB_PROVISIONER,
-        {
-            "source": smb_source(p.smb_source),
-            _PROVISIONER_SECRET_NAME: SMB_SECRET_NAME,
-            _PROVISIONER_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
-            _NODE_STAGE_SECRET_NAME: SMB_SECRET_NAME,
-            _NODE_STAGE_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
-        },
-        p, smb_mount_options(p),
-    )
-    nfs = _storage_class(
-        NFS_FILES_CLASS, NFS_PROVISIONER,
-        # server/share: csi-driver-nfs docs/driver-parameters.md; nfsvers=4.1 is that page's example.
-        {"server": p.nfs_server, "share": p.nfs_path},
-        p, ["nfsvers=4.1"],
-    )
-    longhorn = _storage_class(
-        LONGHORN_CLASS, LONGHORN_PROVISIONER,
-        # Parameter names from the chart's own class (chart/templates/storageclass.yaml).
-        # dataLocality "disabled" (chart default): best-effort would try to move a replica next to the
-        # pod, which hard zone anti-affinity can refuse when the pod's zone already holds one.
-        {
-            "numberOfReplicas": str(p.longhorn_replicas),
-            "staleReplicaTimeout": "30",
-            "fsType": "ext4",
-            "dataLocality": "disabled",
-        },
-        p, None,
-    )
-    classes = [shared, nfs, longhorn]
+    classes: list[dict[str, Any]] = []
+    if p.smb is not None:
+        classes.append(_storage_class(
+            SHARED_FILES_CLASS, SMB_PROVISIONER,
+            {
+                "source": smb_source(p.smb.source),
+                _PROVISIONER_SECRET_NAME: SMB_SECRET_NAME,
+                _PROVISIONER_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
+                _NODE_STAGE_SECRET_NAME: SMB_SECRET_NAME,
+                _NODE_STAGE_SECRET_NAMESPACE: SMB_SECRET_NAMESPACE,
+            },
+            p, smb_mount_options(p.smb),
+        ))
+    if p.nfs is not None:
+        classes.append(_storage_class(
+            NFS_FILES_CLASS, NFS_PROVISIONER,
+            # server/share: csi-driver-nfs docs/driver-parameters.md; nfsvers=4.1 is that page's example.
+            {"server": p.nfs.server, "share": p.nfs.path},
+            p, ["nfsvers=4.1"],
+        ))
+    if p.longhorn is not None:
+        classes.append(_storage_class(
+            LONGHORN_CLASS, LONGHORN_PROVISIONER,
+            # Parameter names from the chart's own class (chart/templates/storageclass.yaml).
+            # dataLocality "disabled" (chart default): best-effort would try to move a replica next to the
+            # pod, which hard zone anti-affinity can refuse when the pod's zone already holds one.
+            {
+                "numberOfReplicas": str(p.longhorn.replicas),
+                "staleReplicaTimeout": "30",
+                "fsType": "ext4",
+                "dataLocality": "disabled",
+            },
+            p, None,
+        ))
     names = [c["metadata"]["name"] for c in classes]
-    # StorageClass is cluster-scoped: a repeated name would be one object, not two.
-    assert len(set(names)) == len(names), f"StorageClass names repeat: {names}"
     defaults = [c["metadata"]["name"] for c in classes
                 if c["metadata"].get("annotations", {}).get(DEFAULT_CLASS_ANNOTATION) == "true"]
-    assert len(defaults) == (0 if p.default_class is None else 1), f"default classes: {defaults}"
+    # StorageClass is cluster-scoped: a repeated name would be one object, not two.
+    require(len(set(names)) == len(names), f"StorageClass names repeat: {names}")
+    require(len(defaults) == (0 if p.default_class is None else 1), f"default classes: {defaults}")
     return classes
 
 

@@ -33,8 +33,8 @@ def test_unknown_nested_key_names_its_path(hk_values):
 
 
 def test_missing_section(hk_values):
-    del hk_values["storage"]
-    assert_problem(hk_values, "storage", "is required")
+    del hk_values["nodes"]
+    assert_problem(hk_values, "nodes", "is required")
 
 
 def test_secret_set_in_plain_text_is_rejected(hk_values):

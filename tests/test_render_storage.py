@@ -22,7 +22,18 @@ CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"
 
 # hk-prod's storage, as the program builds it (Pulumi.hk-prod.yaml through components/storage.py), with
 # the optional cifs owner set so that its rendering is tested too.
-HK_PROD = dataclasses.replace(storage_params(hk_prod_spec()), smb_uid=1000, smb_gid=1000)
+def _hk_prod() -> StorageParams:
+    params = storage_params(hk_prod_spec())
+    assert params is not None and params.smb is not None
+    return dataclasses.replace(params, smb=dataclasses.replace(params.smb, uid=1000, gid=1000))
+
+
+HK_PROD = _hk_prod()
+
+
+def with_backend(p: StorageParams, backend: str, **change) -> StorageParams:
+    """p with one field of one backend's parameters changed."""
+    return dataclasses.replace(p, **{backend: dataclasses.replace(getattr(p, backend), **change)})
 
 
 def validate(obj: dict) -> None:
@@ -100,7 +111,8 @@ def test_shared_files_is_smb_and_references_the_secret():
 
 
 def test_smb_mount_options_follow_config_and_omit_unset_ids():
-    p = dataclasses.replace(HK_PROD, smb_dir_mode="0750", smb_file_mode="0640", smb_uid=None, smb_gid=None)
+    assert HK_PROD.smb is not None
+    p = dataclasses.replace(HK_PROD.smb, dir_mode="0750", file_mode="0640", uid=None, gid=None)
     options = storage.smb_mount_options(p)
     assert "dir_mode=0750" in options and "file_mode=0640" in options
     assert not any(o.startswith(("uid=", "gid=")) for o in options)
@@ -162,26 +174,51 @@ def test_smb_secret_metadata_has_no_data_and_validates_with_string_data():
 
 # --- Input validation ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change", [
-    {"reclaim_policy": "Recycle"},
-    {"default_class": "fast"},
-    {"smb_dir_mode": "770"},
-    {"smb_file_mode": "0968"},
-    {"smb_uid": -1},
-    {"nfs_path": "export"},
-    {"nfs_server": "nfs server"},
-    {"longhorn_replicas": 0},
-    {"longhorn_replicas": 3},          # three replicas, two zones: hard zone anti-affinity cannot place one
-    {"zones": ()},
-    {"zones": ("hk-1", "hk-1")},
-    {"smb_source": "10.10.10.20/k8s-share"},
+@pytest.mark.parametrize("backend, change", [
+    (None, {"reclaim_policy": "Recycle"}),
+    (None, {"default_class": "fast"}),
+    ("smb", {"dir_mode": "770"}),
+    ("smb", {"file_mode": "0968"}),
+    ("smb", {"uid": -1}),
+    ("nfs", {"path": "export"}),
+    ("nfs", {"server": "nfs server"}),
+    ("longhorn", {"replicas": 0}),
+    ("longhorn", {"replicas": 3}),          # three replicas, two zones: hard zone anti-affinity cannot place one
+    ("longhorn", {"zones": ()}),
+    ("longhorn", {"zones": ("hk-1", "hk-1")}),
+    ("smb", {"source": "10.10.10.20/k8s-share"}),
 ])
-def test_bad_params_are_refused(change):
-    p = dataclasses.replace(HK_PROD, **change)
+def test_bad_params_are_refused(backend, change):
+    p = dataclasses.replace(HK_PROD, **change) if backend is None else with_backend(HK_PROD, backend, **change)
     with pytest.raises(ValueError):
         storage.storage_classes(p)
     with pytest.raises(ValueError):
         storage.longhorn_values(p)
+
+
+# --- Backends are optional ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("enabled", [(), ("smb",), ("nfs",), ("longhorn",), ("smb", "nfs"), ("nfs", "longhorn")])
+def test_only_enabled_backends_get_a_class(enabled):
+    p = dataclasses.replace(HK_PROD, default_class=None,
+                            **{b: None for b in ("smb", "nfs", "longhorn") if b not in enabled})
+    classes = storage.storage_classes(p)
+    expected = [name for name, backend in zip(storage.STORAGE_CLASS_NAMES, ("smb", "nfs", "longhorn"), strict=True) if backend in enabled]
+    assert [c["metadata"]["name"] for c in classes] == expected == list(p.classes)
+    for obj in classes:
+        validate(obj)
+
+
+def test_default_class_must_be_an_enabled_backend():
+    with pytest.raises(ValueError, match="enabled backend"):
+        storage.storage_classes(dataclasses.replace(HK_PROD, longhorn=None))     # hk-prod's default is longhorn
+    assert defaults(storage.storage_classes(dataclasses.replace(HK_PROD, longhorn=None, default_class="nfs-files"))) \
+        == ["nfs-files"]
+
+
+def test_longhorn_values_need_longhorn():
+    with pytest.raises(ValueError, match="storage.longhorn"):
+        storage.longhorn_values(dataclasses.replace(HK_PROD, longhorn=None, default_class=None))
 
 
 # --- Charts -------------------------------------------------------------------------------------------
@@ -307,7 +344,7 @@ def test_no_longhorn_part_carries_a_resources_key_the_chart_does_not_read():
 
 
 def test_single_zone_allows_one_replica():
-    p = dataclasses.replace(HK_PROD, zones=("hk-1",), longhorn_replicas=1)
+    p = with_backend(HK_PROD, "longhorn", zones=("hk-1",), replicas=1)
     assert storage.longhorn_values(p)["defaultSettings"]["defaultReplicaCount"] == 1
     assert by_name(storage.storage_classes(p))["longhorn"]["parameters"]["numberOfReplicas"] == "1"
 

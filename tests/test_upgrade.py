@@ -236,7 +236,7 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     # The next minor must wait: measured from the record, 1.37 skips 1.36 on the nodes still at 1.35.
     skipping = hk_prod_values()
     skipping["cluster"]["kubernetesVersion"] = "1.37.1"
-    skipping["workloads"] = {"samples": False}   # Envoy Gateway v1.9 stops at 1.36
+    del skipping["workloads"]  # Envoy Gateway v1.9 stops at 1.36
     refused = run_program(raw_config(skipping), state=failed.state, preview=True).plan.errors
     assert any(e.startswith("hk-prod-kubernetes-version-upgraded:") and "upgrade to 1.36 first" in e for e in refused)
 

@@ -13,12 +13,13 @@ import hashlib
 import json
 import runpy
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
+from config.secret_keys import OPTIONAL_SECRET_KEYS
 from tools import engine, sdk
 from tools.engine import (  # noqa: F401
     STAND_IN_JOIN_LINE,
@@ -240,13 +241,12 @@ class _LogCollector:
         self._add("error", message)
 
 
-# Secrets a stack sets only for an operation (a rotation): left unset unless a run gives them.
-OPTIONAL_SECRET_KEYS = frozenset({"windowsAdminPasswordPrevious"})
-
-
-def placeholder_secrets(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every secret key with a clearly fake value unless overridden (optional ones only when given)."""
-    values = {key: f"FAKE-{key}-offline-placeholder" for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS}
+def placeholder_secrets(overrides: Mapping[str, str] | None = None,
+                        keys: Collection[str] | None = None) -> dict[str, str]:
+    """A clearly fake value for each secret key the stack sets: `keys`, or every one but those set only for an
+    operation (a rotation); overrides given explicitly are set too."""
+    chosen = keys if keys is not None else [key for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS]
+    values = {key: f"FAKE-{key}-offline-placeholder" for key in chosen}
     values.update(overrides or {})
     return values
 
@@ -266,13 +266,16 @@ def run_program(
     state: Mapping[str, Entry] | None = None,
     replace: tuple[str, ...] = (),
     fail: tuple[str, ...] = (),
+    secret_keys: Collection[str] | None = None,
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
     state: what an earlier run left (Recording.state; None for a new stack). replace: resource names given
     with `--replace`. fail: names of resources whose step (create, update, replacement or delete) fails in
-    this run; what depends on a failed step is skipped, and the state keeps the old resources."""
-    secret_values = placeholder_secrets(secrets)
+    this run; what depends on a failed step is skipped, and the state keeps the old resources. secret_keys: the
+    secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
+    as pulumi.Config.require_secret does."""
+    secret_values = placeholder_secrets(secrets, secret_keys)
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
     sdk.set_config(config, [f"{PROJECT}:{k}" for k in secret_values])

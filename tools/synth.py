@@ -1,6 +1,7 @@
 """Offline synth: renders everything a stack declares without the Pulumi CLI, providers or hardware.
 
     python -m tools.synth --stack hk-prod --out build/hk-prod
+    python -m tools.synth --stack lab --out build/lab            (examples/lab/Pulumi.lab.yaml)
     python -m tools.synth --stack-file path/to/Pulumi.x.yaml --out DIR --secret proxmoxApiToken=...
 
 Writes resources.json, scripts/, manifests/, helm/, graph.mmd and summary.txt (see README.md). An invalid
@@ -26,6 +27,7 @@ from typing import Any
 import yaml
 
 from config.loader import SECRET_KEYS, SpecError, from_stack_file, load
+from config.secret_keys import required_secrets
 from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tools.mockrun import ROOT, Recording, Resource, Secret, Unknown, run_program
@@ -231,9 +233,23 @@ def unsafe_output_reason(out: Path) -> str | None:
     return None
 
 
+def stack_name(path: Path) -> str:
+    """The stack a file configures, by Pulumi's naming: Pulumi.<stack>.yaml."""
+    name = path.name
+    return name[len("Pulumi."):-len(".yaml")] if name.startswith("Pulumi.") and name.endswith(".yaml") else path.stem
+
+
+def find_stack_file(stack: str) -> Path:
+    """Pulumi.<stack>.yaml next to Pulumi.yaml (where the CLI reads it), else the example of that name."""
+    root = ROOT / f"Pulumi.{stack}.yaml"
+    example = ROOT / "examples" / stack / f"Pulumi.{stack}.yaml"
+    return root if root.is_file() or not example.is_file() else example
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.synth", description=__doc__.splitlines()[0])
-    parser.add_argument("--stack", default="hk-prod", help="stack name; its file is Pulumi.<stack>.yaml")
+    parser.add_argument("--stack", help="stack name; its file is Pulumi.<stack>.yaml, at the root or in "
+                                        "examples/<stack>/ (default hk-prod, or the --stack-file's name)")
     parser.add_argument("--stack-file", type=Path, help="a stack file to use instead of Pulumi.<stack>.yaml")
     parser.add_argument("--out", type=Path, required=True, help="output folder: created, or replaced if an earlier synth wrote it")
     parser.add_argument("--secret", action="append", default=[], metavar="KEY=VALUE",
@@ -251,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"refusing --out: {reason}; nothing written or removed", file=sys.stderr)
         return 2
 
-    stack_file = args.stack_file or ROOT / f"Pulumi.{args.stack}.yaml"
+    stack = args.stack or (stack_name(args.stack_file) if args.stack_file else "hk-prod")
+    stack_file = args.stack_file or find_stack_file(stack)
     if not stack_file.is_file():
         parser.error(f"no stack file {stack_file}")
     try:
@@ -265,11 +282,15 @@ def main(argv: list[str] | None = None) -> int:
     for warning in loaded.warnings:
         print(f"  warning: {warning}", file=sys.stderr)
 
-    recording = run_program(raw, secret_values, stack=args.stack)
+    # The secrets the stack needs get placeholders (those given are used as they are); reading any other fails,
+    # as on a real stack where it was never set.
+    needed = required_secrets(loaded.spec)
+    print(f"secrets this stack needs (pulumi config set --secret KEY): {', '.join(needed)}", file=sys.stderr)
+    recording = run_program(raw, secret_values, stack=stack, secret_keys=needed)
     # Render into a fresh folder first, so a failure never leaves a half-written output behind.
     with tempfile.TemporaryDirectory(dir=args.out.parent if args.out.parent.exists() else None) as tmp:
         staging = Path(tmp) / "out"
-        write(recording, staging, args.stack,
+        write(recording, staging, stack,
               {k: v for k, v in raw.values.items() if k not in SECRET_KEYS})
         if args.out.exists():
             # Checked again right before: only ever our own output (or an empty folder) is removed.

@@ -1,0 +1,56 @@
+"""The stack's secret config keys: what each holds and which stacks need it (a secret is required only by a
+subsystem that is on). Pure: config.loader refuses these keys in clear, config.secrets reads them as Outputs,
+and docs/configuration.md lists them from here."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .model import StackSpec
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    description: str
+    needed_when: str                              # for people: when a stack must set it
+    needed: Callable[[StackSpec], bool]           # the same, for the program
+
+
+def _windows(spec: StackSpec) -> bool:
+    return bool(spec.nodes.windows)
+
+
+SECRETS: dict[str, SecretKey] = {
+    "proxmoxApiToken": SecretKey("Proxmox VE API token, USER@REALM!TOKENID=UUID", "always", lambda _: True),
+    "proxmoxSshPrivateKey": SecretKey(
+        "SSH private key of proxmox.sshUser on the Proxmox nodes (snippet uploads go over SSH)", "always", lambda _: True),
+    "nodeSshPrivateKey": SecretKey("SSH private key matching access.sshPublicKeys, for the Linux nodes", "always",
+                                   lambda _: True),
+    "hypervSshPrivateKey": SecretKey(
+        "SSH private key for the Hyper-V hosts' OpenSSH", "Windows nodes with hyperv.auth: privateKey (the default)",
+        lambda s: _windows(s) and s.hyperv.auth == "privateKey"),
+    "hypervSshPassword": SecretKey(
+        "SSH password for the Hyper-V hosts' OpenSSH", "Windows nodes with hyperv.auth: password",
+        lambda s: _windows(s) and s.hyperv.auth == "password"),
+    "windowsAdminPassword": SecretKey(
+        "local Administrator password of the golden Windows images (PowerShell Direct)", "Windows nodes", _windows),
+    "windowsAdminPasswordPrevious": SecretKey(
+        "while rotating windowsAdminPassword: the password running guests still have; each guest is moved to the "
+        "current one before anything signs in", "only during a rotation (optional)", lambda _: False),
+    "bastionSshPrivateKey": SecretKey("SSH private key for access.bastion", "access.bastion",
+                                      lambda s: s.access.bastion is not None),
+    "smbUsername": SecretKey("user of the SMB share storage.smb.source", "storage.smb",
+                             lambda s: s.storage is not None and s.storage.smb is not None),
+    "smbPassword": SecretKey("password of the SMB share storage.smb.source", "storage.smb",
+                             lambda s: s.storage is not None and s.storage.smb is not None),
+    "grafanaAdminPassword": SecretKey("password of Grafana's admin user", "observability.metrics",
+                                      lambda s: s.observability is not None and s.observability.metrics is not None),
+}
+SECRET_KEYS: dict[str, str] = {key: secret.description for key, secret in SECRETS.items()}
+# Set only for an operation (a rotation), never required.
+OPTIONAL_SECRET_KEYS = frozenset({"windowsAdminPasswordPrevious"})
+
+
+def required_secrets(spec: StackSpec) -> list[str]:
+    """The secret keys this stack must set, in table order."""
+    return [key for key, secret in SECRETS.items() if secret.needed(spec)]
