@@ -1,4 +1,4 @@
-"""The sample workloads (switch: workloads.samples): api-win on Windows Server 2022 and api-linux on Java 17,
+"""The sample workloads (on when the stack has a workloads section): api-win on Windows Server 2022 and api-linux on Java 17,
 each with a Service, and an Envoy Gateway Gateway on Linux nodes routing to both (HTTPRoutes). They prove a new cluster end to end:
 Windows pods start only once Windows nodes of their build are Ready and Windows kube-proxy runs.
 """

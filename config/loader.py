@@ -10,14 +10,17 @@ import re
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic.alias_generators import to_camel
+from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from . import rules
-from .model import StackSpec
+from .model import PATTERN_HELP, StackSpec
 from .rules import Problem
 from .secret_keys import SECRET_KEYS
 
@@ -90,10 +93,62 @@ def _path(prefix: str, loc: tuple[Any, ...]) -> str:
     return path
 
 
-def _message(error: ErrorDetails) -> str:
+def _model_at(annotation: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The model whose field the last part of `loc` names, walking `annotation` (Optional, lists, dicts)."""
+    current = annotation
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            fields = {f.alias or name: f for name, f in current.model_fields.items()}
+            if part not in fields:
+                return None
+            current = fields[part].annotation
+        elif get_origin(current) in (list, dict):
+            current = get_args(current)[-1]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """X from Annotated[X, ...] and from X | None."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+        elif get_origin(annotation) in (Union, UnionType):
+            members = [a for a in get_args(annotation) if a is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _described(field: FieldInfo) -> str:
+    """A field's description (config.model: the docstring under it) on one line."""
+    return " ".join((field.description or "").split())
+
+
+def _message(error: ErrorDetails, annotation: Any) -> str:
+    """pydantic's error said as what a valid value looks like."""
+    kind, loc = error["type"], error["loc"]
     # A ValueError raised by our own validators (config.model) is the message; pydantic's prefix is noise.
-    if error["type"] == "value_error":
+    if kind == "value_error":
         return str(error["ctx"]["error"])
+    if kind == "string_pattern_mismatch" and error.get("ctx", {}).get("pattern") in PATTERN_HELP:
+        return f"must be {PATTERN_HELP[error['ctx']['pattern']]}"
+    model = _model_at(annotation, loc[:-1]) if loc else None
+    if model is not None and kind in ("extra_forbidden", "missing"):
+        fields = {f.alias or name: f for name, f in model.model_fields.items()}
+        key = str(loc[-1])
+        if kind == "missing":
+            return "is required" + (f": {_described(fields[key])}" if key in fields and fields[key].description else "")
+        camel = to_camel(key)
+        if camel != key and camel in fields:
+            return f"unknown key: stack files spell it {camel} (camelCase)"
+        close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6)
+        return f"unknown key{f'; did you mean {close[0]}?' if close else ''} (known here: {', '.join(sorted(fields))})"
     return error["msg"]
 
 
@@ -116,7 +171,11 @@ def load(raw: RawConfig) -> LoadedStack:
             if key not in raw.secure_keys:
                 problems.append(Problem(key, f"is a secret: set it with `pulumi config set --secret {key}`"))
         elif key not in aliases:
-            problems.append(Problem(key, f"unknown key (known: {', '.join(sorted(aliases))})"))
+            camel = to_camel(key)
+            close = difflib.get_close_matches(key, list(aliases), n=1, cutoff=0.6)
+            hint = (f"stack files spell it {PROJECT}:{camel} (camelCase) " if camel in aliases and camel != key else
+                    f"did you mean {close[0]}? " if close else "")
+            problems.append(Problem(key, f"unknown key; {hint}(known: {', '.join(sorted(aliases))})"))
         elif key in raw.secure_keys:
             # Its value would be decrypted into the model and land in plain resource inputs.
             problems.append(Problem(key, "is not a secret: set it without --secret (secrets are: "
@@ -129,15 +188,17 @@ def load(raw: RawConfig) -> LoadedStack:
             raise ValueError(f"StackSpec.{name} has no type annotation to validate {alias} with")
         if alias not in raw.values:
             if field.is_required():
-                problems.append(Problem(alias, "is required"))
+                problems.append(Problem(alias, "is required" + (f": {_described(field)}" if field.description else "")))
             else:
                 sections[name] = field.get_default(call_default_factory=True)
             continue
         try:
             # Strict: no bool/str/float coercion (`cpu: true`, `insecure: "yes"` are errors, not 1 and true).
-            sections[name] = TypeAdapter(field.annotation).validate_python(_decode(raw.values[alias]), strict=True)
+            # By alias only: a snake_case spelling (pod_cidr) is an unknown key, as the CLI would keep it apart.
+            sections[name] = TypeAdapter(field.annotation).validate_python(
+                _decode(raw.values[alias]), strict=True, by_alias=True, by_name=False)
         except ValidationError as error:
-            problems += [Problem(_path(alias, e["loc"]), _message(e)) for e in error.errors()]
+            problems += [Problem(_path(alias, e["loc"]), _message(e, field.annotation)) for e in error.errors()]
 
     parsed = {StackSpec.model_fields[name].alias or name for name in sections}
     spec = StackSpec.model_construct(**sections)
@@ -184,11 +245,34 @@ class _StackFileLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# Byte-order marks and what wrote them: Windows PowerShell 5.1's `>` and Out-File write UTF-16 LE with a BOM
+# (about_Character_Encoding: "Out-File ... UTF-16LE" is 5.1's default, "utf8NoBOM" is PowerShell 7's).
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32 LE"), (b"\x00\x00\xfe\xff", "UTF-32 BE"), (b"\xff\xfe", "UTF-16 LE"),
+         (b"\xfe\xff", "UTF-16 BE"))
+_SAVE_AS_UTF8 = ("save it as UTF-8: in PowerShell, Get-Content FILE | Set-Content -Encoding utf8 FILE.new, "
+                 "then replace FILE with it; in an editor, choose UTF-8 when saving")
+
+
+def _stack_text(path: Path) -> str:
+    """The file as UTF-8 text (a UTF-8 BOM is allowed), or SpecError naming the encoding it has instead."""
+    data = path.read_bytes()
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            raise SpecError([Problem(path.name, f"is {encoding} text, not UTF-8 (what Windows PowerShell 5.1's `>` "
+                                                f"writes); {_SAVE_AS_UTF8}")])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise SpecError([Problem(f"{path.name}:{line}", f"is not UTF-8 text (byte 0x{data[error.start]:02x}, perhaps "
+                                                        f"Windows-1252 or UTF-16); {_SAVE_AS_UTF8}")]) from None
+
+
 def read_stack_document(path: str | os.PathLike[str]) -> Any:
     """A stack file's YAML, or SpecError with every duplicate key or the syntax error at file:line.
     Messages quote no line of the file: the line could hold a secret."""
     name = Path(path).name
-    loader = _StackFileLoader(Path(path).read_text())
+    loader = _StackFileLoader(_stack_text(Path(path)))
     try:
         document = loader.get_single_data()
     except yaml.MarkedYAMLError as error:

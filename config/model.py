@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -94,6 +94,17 @@ ProxmoxId = Annotated[str, AfterValidator(_must_be(
 RouteHost = Annotated[str, AfterValidator(_must_be(
     _matches(checks.ROUTE_HOST), "a fully qualified lower-case DNS name, optionally *.-prefixed"))]
 
+# What each pattern below accepts, said as a person would with an example: config.loader reports a value
+# that does not match with this text instead of the regular expression.
+PATTERN_HELP: dict[str, str] = {}
+
+
+def matching(pattern: str, help_text: str) -> Any:
+    """A pattern constraint whose mismatch config.loader reports as 'must be <help_text>'."""
+    PATTERN_HELP[pattern] = help_text
+    return Field(pattern=pattern)
+
+
 DistroKey = Literal["ubuntu22", "rocky9", "centos7"]
 WindowsKey = Literal["win2019", "win2022", "win2025"]
 
@@ -101,26 +112,39 @@ WindowsKey = Literal["win2019", "win2022", "win2025"]
 class Spec(BaseModel):
     """Base of every config model: camelCase keys as in Pulumi stack files, nothing unknown accepted."""
 
+    # use_attribute_docstrings: the string under each field is its description (the JSON Schema, the generated
+    # docs/configuration.md and "is required" messages show it).
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, use_attribute_docstrings=True
     )
 
 
 class ClusterSpec(Spec):
+    """The cluster itself: name, Kubernetes release, address ranges and the API endpoint."""
     name: Label
-    kubernetes_version: Annotated[str, Field(pattern=r"^1\.\d+\.\d+$")]
+    """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label)."""
+    kubernetes_version: Annotated[str, matching(r"^1\.\d+\.\d+$", 'a Kubernetes release MAJOR.MINOR.PATCH, quoted, e.g. "1.36.4"')]
+    """Kubernetes release the nodes run, quoted (e.g. "1.36.4"); config/compat.py lists the supported ones. Changing it
+    upgrades the cluster node by node."""
     pod_cidr: IPv4Net
+    """Pod address range (Calico IP pool), e.g. 10.244.0.0/16; must not overlap any other network."""
     service_cidr: IPv4Net
+    """Service address range, e.g. 10.96.0.0/12."""
     dns_domain: DnsSubdomain = "cluster.local"
+    """Cluster DNS domain."""
     node_cidr_mask_size: Annotated[int, Field(ge=16, le=28)] = 24
-    node_port_range: Annotated[str, Field(pattern=r"^\d{1,5}-\d{1,5}$")] = "30000-32767"
-    # The API server's virtual IP (kube-vip) for a highly available control plane; with a single
-    # control-plane node the API is that node's address.
+    """Prefix length of each node's pod range (bounds the node count with podCidr)."""
+    node_port_range: Annotated[str, matching(r"^\d{1,5}-\d{1,5}$", "a port range low-high, e.g. 30000-32767")] = "30000-32767"
+    """NodePort range low-high."""
     api_vip: IPv4Addr | None = None
+    """Virtual IP of the API server (kube-vip) on the node network; required with 3 control-plane nodes, absent with
+    one (the API is that node's address)."""
     api_port: Annotated[int, Field(ge=1, le=65535)] = 6443
-    # A label for a certificate renewal round (e.g. "2027-10"): setting or changing it renews the
-    # kubeadm certificates on every control-plane node, one at a time, and re-reads admin.conf.
-    certificate_renewal: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")] | None = None
+    """API server port."""
+    certificate_renewal: Annotated[str, matching(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+                                                 'a label of letters, digits, ".", "_" or "-", e.g. "2027-10"')] | None = None
+    """A label for a certificate renewal round (e.g. "2027-10"): setting or changing it renews the kubeadm certificates
+    on every control-plane node, one at a time."""
 
     @property
     def node_ports(self) -> tuple[int, int]:
@@ -137,99 +161,158 @@ class ClusterSpec(Spec):
 
 
 class CalicoSpec(Spec):
+    """Calico pod networking (VXLAN; Windows nodes require VXLAN, port 4789, VNI 4096 or more)."""
     # Field values are those of the Tigera operator's Installation API (calicoNetwork.bgp,
     # ipPools[].encapsulation): tests/fixtures/schemas/operator.tigera.io_v1_Installation.json.
     encapsulation: Literal["VXLAN", "VXLANCrossSubnet", "IPIP", "IPIPCrossSubnet", "None"] = "VXLAN"
+    """Pod traffic encapsulation (Tigera operator ipPools[].encapsulation); VXLAN with Windows nodes."""
     bgp: Literal["Enabled", "Disabled"] = "Disabled"
+    """Calico BGP; Disabled with VXLAN and Windows nodes."""
     mtu: Annotated[int, Field(ge=576, le=9000)] = 1450
+    """Pod interface MTU: the underlay MTU minus 50 for VXLAN."""
     vxlan_port: Annotated[int, Field(ge=1, le=65535)] = 4789
+    """VXLAN UDP port (4789 with Windows nodes)."""
     vxlan_vni: Annotated[int, Field(ge=1, le=16777215)] = 4096
+    """VXLAN network identifier (4096 or more with Windows nodes)."""
     block_size: Annotated[int, Field(ge=20, le=32)] = 26
+    """Prefix length of the IP blocks Calico gives each node; a Windows node uses one block, so this bounds its pods."""
 
 
 class VlanSpec(Spec):
-    # Absent: the network is untagged (a flat network); the VMs' NICs carry no VLAN on either hypervisor.
+    """One network the VMs attach to."""
     vlan_id: Annotated[int, Field(ge=1, le=4094)] | None = None
+    """VLAN tag on the Hyper-V VM NICs; absent: untagged (a flat network). Proxmox NICs take the VLAN from
+    proxmoxBridge."""
     cidr: IPv4Net
+    """The network, e.g. 10.30.30.0/24."""
     gateway: IPv4Addr | None = None
-    # The Proxmox Linux bridge already bound to this VLAN (e.g. vmbr30 on eno1.30), so VM NICs on it
-    # carry no tag of their own.
-    proxmox_bridge: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$")] | None = None
+    """Default gateway (required on the node network)."""
+    proxmox_bridge: Annotated[str, matching(r"^[A-Za-z][A-Za-z0-9_.-]{0,14}$",
+                                            "a Linux bridge name of at most 15 characters, e.g. vmbr0")] | None = None
+    """The Proxmox bridge of this network (e.g. vmbr0, or vmbr30 bound to eno1.30); required for networks Linux nodes
+    use."""
 
 
 class NetworkSpec(Spec):
+    """The site's networks and name servers."""
     underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = 1500
-    # Absent: the nodes use the node network for everything (no second NIC, no managementIp).
+    """MTU of the physical network."""
     management: VlanSpec | None = None
+    """A second network for management traffic (Linux nodes with managementIp get a second NIC on it); absent:
+    everything uses the node network."""
     nodes: VlanSpec
+    """The network every node's address is on (and the API VIP)."""
     storage: VlanSpec | None = None
+    """The storage network, if the site has one (checked for overlaps only)."""
     dns_servers: Annotated[list[IPv4Addr], Field(min_length=1)]
+    """The site's DNS servers (not 127.0.0.53: that is a workstation's own resolver)."""
     search_domain: DnsSubdomain | None = None
+    """DNS search domain for the nodes."""
 
 
 class ProxmoxNodeSpec(Spec):
+    """One Proxmox VE node."""
     name: DnsSubdomain
+    """Node name as Proxmox knows it (pvecm nodes)."""
     zone: Label
+    """The zone (rack, room or site) it is in: one of `zones`."""
     address: IPv4Addr  # where the provider's SSH session uploads snippets
+    """Its address: SSH for snippet uploads goes there."""
 
 
 class TemplateSpec(Spec):
+    """A cloud-init VM template the Linux nodes are cloned from."""
     distro: DistroKey
+    """The distribution inside it (config/compat.py DISTROS)."""
     vm_id: Annotated[int, Field(ge=100, le=999999999)]
+    """Its Proxmox VM id."""
     node: DnsSubdomain  # the Proxmox node holding the template: cloning from local storage stays on that node
+    """The Proxmox node holding it (a full clone from local storage runs there)."""
 
 
 class DatastoreSpec(Spec):
+    """Proxmox storage IDs."""
     vm_disks: ProxmoxId = "local-zfs"
+    """Storage for VM disks."""
     cloud_init: ProxmoxId = "local-zfs"
+    """Storage for cloud-init drives."""
     snippets: ProxmoxId = "local"  # must have the "snippets" content type enabled
+    """Storage for cloud-init snippets (the snippets content type must be enabled on it)."""
 
 
 class ProxmoxSpec(Spec):
+    """The Proxmox VE cluster the Linux nodes run on."""
     endpoint: HttpsEndpoint
+    """API URL as the web UI has it, e.g. https://10.10.10.11:8006/ (without /api2/json: the provider adds it)."""
     insecure: bool = False
+    """Skip TLS verification of the API (only for a self-signed certificate you cannot replace)."""
     ssh_user: PosixUser = "root"
+    """SSH user on the Proxmox nodes (snippet uploads); the key is the secret proxmoxSshPrivateKey."""
     nodes: Annotated[list[ProxmoxNodeSpec], Field(min_length=1)]
+    """The Proxmox nodes."""
     templates: Annotated[list[TemplateSpec], Field(min_length=1)]
+    """The cloud-init templates, one per distro and Proxmox node that clones it."""
     datastores: DatastoreSpec = DatastoreSpec()
+    """Where disks, cloud-init drives and snippets go."""
 
 
 class NicOffloadSpec(Spec):
+    """NIC offloads on the Hyper-V host's vSwitch uplinks."""
     # Our design notes saw packet loss with Large Send Offload on the vSwitch uplink under VXLAN.
     disable_lso: bool = False
+    """Disable Large Send Offload on `adapters` (packet loss with VXLAN was seen with it on)."""
     adapters: list[HypervName] = []
+    """Host network adapter names to apply it to."""
 
 
-HostKey = Annotated[str, Field(pattern=r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$")]
+HostKey = Annotated[str, matching(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$",
+                                      "a host public key line without comment, e.g. ssh-ed25519 AAAAC3Nza... "
+                                      "(ssh-keyscan HOST prints it)")]
 
 
 class HypervHostSpec(Spec):
+    """One Hyper-V host, reached over OpenSSH."""
     name: Label
+    """Host name (used in resource names and by nodes' hypervHost)."""
     zone: Label
+    """The zone it is in: one of `zones`."""
     address: IPv4Addr
+    """Its address (OpenSSH)."""
     port: Annotated[int, Field(ge=1, le=65535)] = 22
+    """OpenSSH port."""
     user: WindowsUser = "Administrator"
-    # The host's SSH public host key ("ssh-ed25519 AAAA..."): when set, a connection to anything else is
-    # refused, so the guest password and join tokens sent to this host cannot be intercepted.
+    """Windows user Pulumi signs in as (an administrator)."""
+    # So the guest password and join tokens sent to this host cannot be intercepted.
     host_key: HostKey | None = None
+    """The host's SSH public host key (ssh-keyscan prints it): when set, any other host is refused."""
     switch_name: HypervName
+    """The Hyper-V virtual switch the VMs attach to."""
     vm_folder: WindowsPath
+    """Folder for VM files and disks."""
     golden_images: dict[WindowsKey, WindowsPath]
+    """Sysprepped golden VHDX per Windows version, e.g. {win2022: D:\\golden\\ws2022.vhdx}."""
     nic_offload: NicOffloadSpec = NicOffloadSpec()
+    """NIC offload settings of the host."""
 
 
 class HypervSpec(Spec):
-    # How Pulumi authenticates to every Hyper-V host's OpenSSH server; the matching secret is
-    # hypervSshPrivateKey or hypervSshPassword.
+    """The Hyper-V hosts the Windows nodes run on (needed only with Windows nodes)."""
     auth: Literal["privateKey", "password"] = "privateKey"
+    """How Pulumi signs in: privateKey (secret hypervSshPrivateKey) or password (secret hypervSshPassword)."""
     hosts: list[HypervHostSpec] = []
+    """The Hyper-V hosts."""
 
 
 class BastionSpec(Spec):
+    """A jump host in front of the nodes."""
     host: Host
+    """Its address or DNS name."""
     port: Annotated[int, Field(ge=1, le=65535)] = 22
+    """Its SSH port."""
     user: PosixUser
+    """The user to sign in as (key: secret bastionSshPrivateKey)."""
     host_key: HostKey | None = None
+    """Its SSH public host key; when set, any other host is refused."""
 
 
 def _not_root(user: str) -> str:
@@ -245,10 +328,13 @@ PublicKey = Annotated[str, AfterValidator(_must_be(
 
 
 class AccessSpec(Spec):
-    # Not root: cloud-init creates this user, with sudo, and root logins stay disabled.
+    """How people and Pulumi sign in to the Linux nodes."""
     admin_user: Annotated[PosixUser, AfterValidator(_not_root)] = "ops"
+    """The admin user cloud-init creates (with sudo; not root)."""
     ssh_public_keys: Annotated[list[PublicKey], Field(min_length=1)]
+    """authorized_keys lines for admin_user; the secret nodeSshPrivateKey must match one."""
     bastion: BastionSpec | None = None
+    """A jump host; absent: the nodes are reached directly."""
 
 
 
@@ -260,17 +346,22 @@ MAX_DISK_GB = 64 * 1024
 
 class NodeSpec(Spec):
     name: Label
+    """Node name: VM name, host name and Kubernetes node name (a DNS-1123 label)."""
     zone: Label
+    """Its zone (topology.kubernetes.io/zone): one of `zones`."""
     cpu: Annotated[int, Field(ge=1, le=256)]
+    """Virtual CPUs (a control-plane node needs 2 or more)."""
     memory_mb: Annotated[int, Field(ge=1024, le=MAX_MEMORY_MB)]
+    """Memory in MB (a control-plane node needs 2048 or more)."""
     disk_gb: Annotated[int, Field(ge=20, le=MAX_DISK_GB)]
+    """System disk size in GB."""
     ip: IPv4Addr
-    # Removal takes two `pulumi up` runs, because a delete runs what the state holds (README, Day-2:
-    # removing a node). `retire: true` first: the node stays, and a control-plane VM loses its protection,
-    # so the next run may delete it. `lost: true` first for a machine that is gone or unreachable: the node
-    # is taken out of service and its steps stop dialling it, so its removal runs nothing on it.
+    """Its address on the node network."""
     retire: bool = False
+    """First step of removing a reachable node: drained and taken out of service; remove the entry in the next run."""
     lost: bool = False
+    """First step of removing a node whose machine is gone or unreachable: taken out of service without dialling it;
+    remove the entry in the next run."""
 
     @property
     def removable(self) -> bool:
@@ -278,19 +369,29 @@ class NodeSpec(Spec):
 
 
 class LinuxNodeSpec(NodeSpec):
+    """A Linux node: a Proxmox VM cloned from a template."""
     proxmox_node: DnsSubdomain
+    """The Proxmox node it runs on."""
     vm_id: Annotated[int, Field(ge=100, le=999999999)]
+    """Its Proxmox VM id (unique)."""
     distro: DistroKey = "ubuntu22"
+    """Its distribution (a template of it must be on proxmoxNode)."""
     management_ip: IPv4Addr | None = None
+    """Its address on network.management (a second NIC); needs that network."""
 
 
 class WindowsNodeSpec(NodeSpec):
+    """A Windows node: a Hyper-V VM from a golden image."""
     hyperv_host: Label
+    """The Hyper-V host it runs on."""
     version: WindowsKey
+    """Windows Server version (a golden image of it must be on hypervHost)."""
     computer_name: NetbiosName | None = None  # defaults to the node name; NetBIOS allows 15 characters
+    """NetBIOS computer name (at most 15 characters); default: the node name."""
     # Generation 2 VMs take at most 240 virtual processors on Windows Server 2016-2022 hosts (Hyper-V's
     # supported guest table, "64 for Generation 1 VMs and 240 for Generation 2 VMs").
     cpu: Annotated[int, Field(ge=1, le=240)]
+    """Virtual CPUs."""
 
     @field_validator("memory_mb")
     @classmethod
@@ -306,53 +407,74 @@ class WindowsNodeSpec(NodeSpec):
 
 
 class NodesSpec(Spec):
+    """The nodes, by pool."""
     control_plane: Annotated[list[LinuxNodeSpec], Field(min_length=1)]
+    """Control-plane nodes: 1 (a lab) or 3 (highly available, with cluster.apiVip). The first one stays first."""
     linux: list[LinuxNodeSpec] = []
+    """Linux workers (at least one: CoreDNS and the Linux-only system parts run there)."""
     windows: list[WindowsNodeSpec] = []
+    """Windows workers."""
 
 
 class RegistryMirrorSpec(Spec):
+    """A pull-through mirror of one upstream registry."""
     upstream: RegistryHost  # registry host as images name it: docker.io, registry.k8s.io, ...
+    """The registry host as image names write it, e.g. docker.io."""
     endpoint: HttpEndpoint
+    """The mirror's URL, e.g. https://harbor.example/v2/dockerhub-proxy."""
     # Harbor proxy-cache projects serve under /v2/<project>/, so containerd must not append /v2.
     override_path: bool = False
+    """The endpoint already includes the /v2/ path (Harbor proxy-cache projects)."""
 
 
 class RegistrySpec(Spec):
+    """Registry mirrors both OSes' containerd pull through."""
     mirrors: list[RegistryMirrorSpec] = []
+    """The mirrors; none: images come straight from their registries."""
 
 
 class SmbStorageSpec(Spec):
-    # The share both operating systems mount (StorageClass shared-files); needs the secrets smbUsername
-    # and smbPassword.
-    source: Annotated[str, Field(pattern=r"^\\\\[^\\]+\\[^\\]+")]
-    # cifs mount modes and owner on Linux nodes (Windows nodes ignore mount options).
-    dir_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0770"
-    file_mode: Annotated[str, Field(pattern=r"^0[0-7]{3}$")] = "0660"
+    """An SMB share both OSes mount (StorageClass shared-files); needs the secrets smbUsername and smbPassword."""
+    source: Annotated[str, matching(r"^\\\\[^\\]+\\[^\\]+", r"a UNC share path, e.g. \\10.10.10.20\k8s-share")]
+    """The share, e.g. \\\\10.10.10.20\\k8s-share."""
+    dir_mode: Annotated[str, matching(r"^0[0-7]{3}$", 'an octal mode, quoted, e.g. "0770"')] = "0770"
+    """cifs dir_mode on Linux nodes (Windows ignores mount options)."""
+    file_mode: Annotated[str, matching(r"^0[0-7]{3}$", 'an octal mode, quoted, e.g. "0770"')] = "0660"
+    """cifs file_mode on Linux nodes."""
     uid: Annotated[int, Field(ge=0)] | None = None
+    """cifs uid on Linux nodes; absent: the mount's default."""
     gid: Annotated[int, Field(ge=0)] | None = None
+    """cifs gid on Linux nodes; absent: the mount's default."""
 
 
 class NfsStorageSpec(Spec):
-    # An NFS export Linux pods mount (StorageClass nfs-files).
+    """An NFS export Linux pods mount (StorageClass nfs-files)."""
     server: Host
-    path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+    """The NFS server's address or DNS name."""
+    path: Annotated[str, matching(r"^/[A-Za-z0-9._/-]*$", "an absolute export path, e.g. /export/k8s")]
+    """The export path."""
 
 
 class LonghornSpec(Spec):
-    # Replicas of each volume, each in a different zone; absent: as many as the zones allow, at most 3.
+    """Longhorn block volumes on the Linux workers (StorageClass longhorn)."""
     replicas: Annotated[int, Field(ge=1, le=3)] | None = None
+    """Replicas of each volume, each in a different zone; absent: as many as the zones allow, at most 3."""
 
 
 class StorageSpec(Spec):
-    # Each backend is optional: a section left out installs nothing for it.
+    """Persistent storage; each backend is installed only when its section is present."""
     smb: SmbStorageSpec | None = None
+    """SMB share for both OSes; absent: not installed."""
     nfs: NfsStorageSpec | None = None
+    """NFS export for Linux pods; absent: not installed."""
     longhorn: LonghornSpec | None = None
+    """Longhorn block storage; absent: not installed."""
     reclaim_policy: Literal["Retain", "Delete"] = "Retain"
+    """What happens to a volume when its claim is deleted (every class)."""
     allow_expansion: bool = True
-    # The StorageClass a claim without one gets: one of the enabled backends' classes, or none.
+    """Whether claims may grow (every class)."""
     default_class: Literal["shared-files", "nfs-files", "longhorn"] | None = None
+    """The class a claim without one gets: the class of a configured backend, or none."""
 
 
 class WindowsActivationSpec(Spec):
@@ -365,10 +487,12 @@ class WindowsActivationSpec(Spec):
     """
 
     mode: Literal["kms", "avma", "none"] = "none"
-    # A DNS name or an IPv4 address, as slmgr /skms takes it.
+    """kms, avma or none."""
     kms_host: Host | None = None
+    """The KMS host (mode kms only)."""
     # 1688 is the KMS default port (https://learn.microsoft.com/windows-server/get-started/kms-create-host).
     kms_port: Annotated[int, Field(ge=1, le=65535)] = 1688
+    """The KMS port."""
 
     @model_validator(mode="after")
     def _kms_host_with_kms_only(self) -> WindowsActivationSpec:
@@ -380,70 +504,95 @@ class WindowsActivationSpec(Spec):
 
 
 class WindowsSpec(Spec):
+    """Settings of every Windows node."""
     # netsh int ipv4 set dynamicport: start at least 1025, at least 255 ports
     # (https://learn.microsoft.com/en-us/troubleshoot/windows-server/networking/default-dynamic-port-range-tcpip-chang).
     # The default is aks-engine's 33000-65535 ("Update the range to [33000, 65535] to avoid that it conflicts
     # with NodePort range (30000 - 32767)", parts/k8s/windowsconfigfunc.ps1 Adjust-DynamicPortRange, v0.79.0):
     # above the NodePorts and clear of every port the node's own agents listen on (config.rules).
     dynamic_port_start: Annotated[int, Field(ge=1025, le=65535)] = 33000
+    """Start of the Windows dynamic (ephemeral) port range; keep it above the NodePort range."""
     dynamic_port_count: Annotated[int, Field(ge=255, le=64511)] = 32536
-    # Windows versions upstream Kubernetes no longer supports, accepted anyway (with a warning) for a
-    # legacy build that cannot move yet. Empty by default: an unsupported version is an error.
+    """Size of the dynamic port range."""
     allow_unsupported_versions: list[WindowsKey] = []
+    """Windows versions upstream Kubernetes no longer supports, accepted anyway with a warning."""
     activation: WindowsActivationSpec = WindowsActivationSpec()
+    """How each Windows guest is activated."""
 
 
 class LogOutputSpec(Spec):
-    # The one place both Linux and Windows Fluent Bit ship to. A full DNS name or an address: Windows
-    # pods treat any dotted name as fully qualified, so a partial in-cluster name would not resolve there.
+    """Where Fluent Bit on both OSes ships logs."""
     kind: Literal["loki", "elasticsearch", "forward"]
+    """The log server: loki, elasticsearch or forward (Fluentd / Fluent Bit)."""
     host: Host
+    """Its address or full DNS name (Windows pods treat a dotted name as fully qualified)."""
     port: Annotated[int, Field(ge=1, le=65535)]
+    """Its port."""
     tls: bool = False
+    """Ship over TLS."""
     tenant: LokiTenant | None = None   # loki only
+    """Loki tenant ID (loki only)."""
     # elasticsearch only; Elasticsearch index names are lower case (docs "Create index API": "Lowercase only").
-    index_prefix: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")] = "kubernetes"
+    index_prefix: Annotated[str, matching(r"^[a-z0-9][a-z0-9_.-]{0,99}$", "a lower-case index prefix, e.g. kubernetes")] = "kubernetes"
+    """Index prefix (elasticsearch only)."""
 
 
 class MetricsSpec(Spec):
-    # kube-prometheus-stack: Prometheus, Alertmanager, Grafana (needs the secret grafanaAdminPassword),
-    # node-exporter, and windows_exporter on Windows nodes.
-    retention: Annotated[str, Field(pattern=r"^\d+[dhw]$")] = "15d"
+    """kube-prometheus-stack (Prometheus, Alertmanager, Grafana, node-exporter, windows_exporter); needs the secret
+    grafanaAdminPassword."""
+    retention: Annotated[str, matching(r"^\d+[dhw]$", "a number of days, hours or weeks, e.g. 15d")] = "15d"
+    """How long Prometheus keeps metrics."""
 
 
 class ObservabilitySpec(Spec):
-    # Each part is optional: metrics absent installs no monitoring stack, logs absent no Fluent Bit.
+    """Metrics and logs; each part only when its section is present."""
     metrics: MetricsSpec | None = None
+    """Monitoring stack; absent: not installed (and no grafanaAdminPassword needed)."""
     logs: LogOutputSpec | None = None
+    """Log shipping; absent: no Fluent Bit."""
 
 
 class PolicySpec(Spec):
-    # What Gatekeeper does with a workload that breaks the placement rules: dryrun (audit only), warn
-    # (admit with a warning) or deny.
+    """OPA Gatekeeper and the placement constraints; absent: not installed."""
     enforcement_action: Literal["dryrun", "warn", "deny"] = "deny"
+    """What a workload breaking the placement rules gets: dryrun (audit only), warn, or deny."""
     namespaces: Annotated[list[Label], Field(min_length=1)] = ["win-prod", "linux-prod"]
+    """The namespaces the constraints apply to (declared in `namespaces`)."""
 
 
 # A Kubernetes quantity such as "4", "250m", "8Gi" (k8s.io/apimachinery resource.Quantity, decimal and
 # binary suffixes); render.scheduling checks how the quantities relate.
-Quantity = Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")]
+Quantity = Annotated[str, matching(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$",
+                                    "a Kubernetes quantity, e.g. 500m, 2, 512Mi or 4Gi")]
 
 
 class NamespaceSpec(Spec):
     """One application namespace: its name says the OS its pods run on (win-* or linux-*), its quota
     and container defaults bound what runs there, its Pod Security level what may."""
     name: Label
+    """Namespace name: win-* for Windows pods, linux-* for Linux pods."""
     os: Literal["windows", "linux"]
+    """The OS its pods run on."""
     cpu_requests: Quantity = "4"
+    """ResourceQuota requests.cpu."""
     memory_requests: Quantity = "8Gi"
+    """ResourceQuota requests.memory."""
     cpu_limits: Quantity = "12"
+    """ResourceQuota limits.cpu."""
     memory_limits: Quantity = "16Gi"
+    """ResourceQuota limits.memory."""
     pods: Annotated[int, Field(ge=1, le=10000)] = 20
+    """ResourceQuota pods."""
     default_cpu_request: Quantity = "100m"
+    """LimitRange default CPU request of a container."""
     default_memory_request: Quantity = "128Mi"
+    """LimitRange default memory request of a container."""
     default_cpu_limit: Quantity = "1"
+    """LimitRange default CPU limit of a container."""
     default_memory_limit: Quantity = "512Mi"
+    """LimitRange default memory limit of a container."""
     pod_security: Literal["restricted", "baseline", "privileged"] = "restricted"
+    """Pod Security Standard enforced."""
 
     def params(self) -> NamespaceParams:
         """The namespace as the renderer and the shared checks take it (vocab.namespaces)."""
@@ -467,51 +616,68 @@ DEFAULT_NAMESPACES = [
 class WorkloadsSpec(Spec):
     """The sample api-win / api-linux applications and their Gateway, which prove a new cluster end to end:
     deployed when the section is present."""
-    # Host name the sample Gateway listener and HTTPRoutes answer to; None answers any host.
     sample_host: RouteHost | None = None
-    # The application namespaces (from `namespaces`) the samples run in.
+    """Host name the sample Gateway and routes answer to; absent: any host."""
     windows_namespace: Label = "win-prod"
+    """The Windows namespace api-win runs in."""
     linux_namespace: Label = "linux-prod"
+    """The Linux namespace api-linux runs in."""
 
 
 class EtcdBackupSpec(Spec):
-    # Where every control-plane node writes its etcd snapshots: an NFS export (each node in its own
-    # sub-directory), mounted only while a snapshot is copied.
+    """Scheduled etcd snapshots from every control-plane node to an NFS export; absent: none are taken."""
     nfs_server: Host
-    nfs_path: Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+    """The NFS server's address or DNS name."""
+    nfs_path: Annotated[str, matching(r"^/[A-Za-z0-9._/-]*$", "an absolute export path, e.g. /export/k8s")]
+    """The export (each node writes to its own sub-directory)."""
     # A systemd OnCalendar expression (systemd.time(7)), e.g. "*-*-* 00/6:00:00" for every six hours.
-    schedule: Annotated[str, Field(pattern=r"^[A-Za-z0-9*:/,.~ -]{1,64}$")] = "*-*-* 00/6:00:00"
-    # Snapshots kept per node; older ones are deleted after each new one is stored.
+    schedule: Annotated[str, matching(r"^[A-Za-z0-9*:/,.~ -]{1,64}$",
+                                      'a systemd OnCalendar expression, e.g. "*-*-* 00/6:00:00"')] = "*-*-* 00/6:00:00"
+    """systemd OnCalendar expression (systemd.time(7))."""
     keep: Annotated[int, Field(ge=1, le=1000)] = 28
-    # An alert fires when a control-plane node's last stored snapshot is older than this: twice the
-    # schedule's period (12 for the default six-hourly schedule), so one missed run alerts.
+    """Snapshots kept per node."""
     alert_after_hours: Annotated[int, Field(ge=1, le=24 * 90)] = 12
+    """Alert (with observability.metrics) when a node's newest snapshot is older than this; twice the schedule's
+    period."""
 
 
 class StackSpec(Spec):
     """The whole stack: each field is one `hybrid-cluster:<key>` entry of the stack file."""
 
     cluster: ClusterSpec
+    """The cluster: name, Kubernetes release, address ranges, API endpoint."""
     calico: CalicoSpec = CalicoSpec()
+    """Calico pod networking."""
     network: NetworkSpec
+    """The site's networks and name servers."""
     zones: Annotated[list[Label], Field(min_length=1)]
+    """Failure domains (racks, rooms, sites): every host and node is in one."""
     proxmox: ProxmoxSpec
+    """The Proxmox VE cluster of the Linux nodes."""
     hyperv: HypervSpec = HypervSpec()
+    """The Hyper-V hosts of the Windows nodes."""
     access: AccessSpec
+    """Sign-in to the Linux nodes."""
     nodes: NodesSpec
+    """The nodes."""
     registry: RegistrySpec = RegistrySpec()
+    """Registry mirrors."""
     ntp_servers: Annotated[list[Host], Field(min_length=1)]
-    # The optional subsystems: a section left out turns its subsystem off (nothing installed, no secret needed).
+    """NTP servers for every node."""
     storage: StorageSpec | None = None
+    """Persistent storage (optional)."""
     windows: WindowsSpec = WindowsSpec()
+    """Windows node settings."""
     observability: ObservabilitySpec | None = None
-    # Gatekeeper and its placement constraints.
+    """Metrics and logs (optional)."""
     policy: PolicySpec | None = None
+    """Gatekeeper placement policy (optional)."""
     workloads: WorkloadsSpec | None = None
-    # The application namespaces, with their quotas, container defaults and Pod Security levels.
+    """The sample applications and their Gateway (optional; `{}` turns them on with defaults)."""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
-    # Scheduled etcd snapshots (None: none are taken, which a production stack should not do).
+    """The application namespaces with their quotas, container defaults and Pod Security level."""
     etcd_backup: EtcdBackupSpec | None = None
+    """Scheduled etcd snapshots (optional; a production stack should have them)."""
 
     @property
     def linux_nodes(self) -> list[LinuxNodeSpec]:

@@ -476,3 +476,74 @@ def namespaces(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"policy.namespaces[{index}]", f"{name!r} is not a declared namespace (namespaces)")
         elif name in policy_namespaces[:index]:
             yield Problem(f"policy.namespaces[{index}]", f"{name!r} is listed twice")
+
+
+# kubeadm's preflight refuses a control-plane node with fewer CPUs or less memory (cmd/kubeadm/app/constants/
+# constants.go: ControlPlaneNumCPU = 2, ControlPlaneMem = 1700 MB, checked against the memory the guest sees).
+KUBEADM_CONTROL_PLANE_CPUS = 2
+KUBEADM_CONTROL_PLANE_MEMORY_MB = 1700
+# A guest sees less memory than its VM is given (the kernel keeps some): below this, the check can fail.
+CONTROL_PLANE_MEMORY_MARGIN_MB = 2048
+
+
+@rule("nodes")
+def control_plane_size(spec: StackSpec) -> Iterator[Problem]:
+    for index, node in enumerate(spec.nodes.control_plane):
+        path = f"nodes.controlPlane[{index}]"
+        if node.cpu < KUBEADM_CONTROL_PLANE_CPUS:
+            yield Problem(f"{path}.cpu", f"kubeadm requires at least {KUBEADM_CONTROL_PLANE_CPUS} CPUs on a control-plane "
+                                         f"node (preflight NumCPU): use cpu: {KUBEADM_CONTROL_PLANE_CPUS} or more")
+        if node.memory_mb < KUBEADM_CONTROL_PLANE_MEMORY_MB:
+            yield Problem(f"{path}.memoryMb", f"kubeadm requires at least {KUBEADM_CONTROL_PLANE_MEMORY_MB} MB on a "
+                                              "control-plane node (preflight Mem): use memoryMb: 4096 (2048 at least)")
+        elif node.memory_mb < CONTROL_PLANE_MEMORY_MARGIN_MB:
+            yield Problem(f"{path}.memoryMb", f"{node.memory_mb} MB leaves the guest under kubeadm's "
+                                              f"{KUBEADM_CONTROL_PLANE_MEMORY_MB} MB once the kernel takes its share: use "
+                                              "2048 or more", "warning")
+
+
+def _loopback(host: str | IPv4Address) -> bool:
+    if isinstance(host, IPv4Address):
+        return host.is_loopback
+    try:
+        return IPv4Address(host).is_loopback
+    except ValueError:
+        return host.lower().rstrip(".") in ("localhost", "localhost.localdomain") or host.lower().endswith(".localhost")
+
+
+@rule("network", "ntpServers", "observability", "storage", "etcdBackup", "registry")
+def no_loopback_targets(spec: StackSpec) -> Iterator[Problem]:
+    """Servers the nodes and pods reach must be other machines: 127.0.0.53 in a workstation's resolv.conf is its
+    own systemd-resolved stub, and on a node or in a pod a loopback address is that node or pod itself."""
+    targets: list[tuple[str, str | IPv4Address, str]] = [
+        (f"network.dnsServers[{i}]", server, "the site's DNS servers, e.g. the router or domain controllers")
+        for i, server in enumerate(spec.network.dns_servers)]
+    targets += [(f"ntpServers[{i}]", server, "the site's NTP servers or a pool, e.g. pool.ntp.org")
+                for i, server in enumerate(spec.ntp_servers)]
+    if spec.observability is not None and spec.observability.logs is not None:
+        targets.append(("observability.logs.host", spec.observability.logs.host, "the log server's address or DNS name"))
+    if spec.storage is not None and spec.storage.nfs is not None:
+        targets.append(("storage.nfs.server", spec.storage.nfs.server, "the NFS server's address or DNS name"))
+    if spec.etcd_backup is not None:
+        targets.append(("etcdBackup.nfsServer", spec.etcd_backup.nfs_server, "the NFS server's address or DNS name"))
+    for index, mirror in enumerate(spec.registry.mirrors):
+        mirror_host = mirror.endpoint.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+        targets.append((f"registry.mirrors[{index}].endpoint", mirror_host, "the mirror's address or DNS name"))
+    for path, target, fix in targets:
+        if _loopback(target):
+            yield Problem(path, f"{target} is a loopback address: on a node or in a pod it is that machine itself; use {fix}")
+
+
+@rule("proxmox")
+def proxmox_endpoint(spec: StackSpec) -> Iterator[Problem]:
+    endpoint = spec.proxmox.endpoint
+    # The bpg provider appends api2/json to the endpoint itself (proxmox/api/client.go: basePathJSONAPI,
+    # "%s/%s/%s" of endpoint, api2/json, path): an endpoint ending in it would request /api2/json/api2/json/...
+    if endpoint.rstrip("/").endswith("/api2/json"):
+        yield Problem("proxmox.endpoint", "must not end in /api2/json (the provider adds it): write the address the "
+                                          "web UI has, e.g. https://10.10.10.11:8006/")
+    authority = endpoint.split("://", 1)[1].split("/", 1)[0]
+    if ":" not in authority:
+        # pveproxy listens on 8006 (pveproxy(8)); 443 only works behind a reverse proxy.
+        yield Problem("proxmox.endpoint", f"has no port, so it means port 443; Proxmox VE's API listens on 8006: "
+                                          f"https://{authority}:8006/ unless a reverse proxy serves 443", "warning")

@@ -56,7 +56,7 @@ RENDERER_REFUSALS = [
     ("storage.nfs.server", _set(("storage", "nfs", "server"), "nfs server"), "host name"),
     ("proxmox.datastores.snippets", _set(("proxmox", "datastores", "snippets"), "Local Snippets"), "Proxmox ID"),
     ("policy.namespaces[2]", _set(("policy", "namespaces"), ["win-prod", "linux-prod", "linux-prod"]), "listed twice"),
-    ("network.nodes.proxmoxBridge", _set(("network", "nodes", "proxmoxBridge"), "vmbr30; reboot"), "should match pattern"),
+    ("network.nodes.proxmoxBridge", _set(("network", "nodes", "proxmoxBridge"), "vmbr30; reboot"), "a Linux bridge name"),
 ]
 
 

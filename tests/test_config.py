@@ -7,7 +7,7 @@ import pytest
 
 from config import compat
 from config.loader import SpecError, load
-from tests.conftest import leaves, problems, raw_config
+from tests.conftest import ROOT, leaves, problems, raw_config
 
 
 def assert_problem(values: dict, path: str, fragment: str) -> None:
@@ -29,7 +29,8 @@ def test_unknown_top_level_key(hk_values):
 
 def test_unknown_nested_key_names_its_path(hk_values):
     hk_values["nodes"]["windows"][1]["colour"] = "blue"
-    assert_problem(hk_values, "nodes.windows[1].colour", "Extra inputs are not permitted")
+    assert_problem(hk_values, "nodes.windows[1].colour", "unknown key (known here: computerName, cpu, diskGb, hypervHost, "
+                                                         "ip, lost, memoryMb, name, retire, version, zone)")
 
 
 def test_missing_section(hk_values):
@@ -344,3 +345,101 @@ def test_namespaces_come_from_config_and_references_must_name_them(hk_values):
     assert_problem(hk_values, "namespaces[1]", "linux namespaces are named linux-*")
     hk_values["namespaces"][1] = {"name": "linux-apps", "os": "linux", "defaultCpuLimit": "20"}
     assert_problem(hk_values, "namespaces[1]", "would exceed the cpu quota")
+
+
+# --- what a new user gets wrong (#27.4): each refused at its key path, with what a valid value looks like ---
+
+def test_snake_case_keys_are_unknown_with_their_camel_case_spelling(hk_values):
+    hk_values["cluster"]["pod_cidr"] = hk_values["cluster"].pop("podCidr")
+    hk_values["ntp_servers"] = hk_values.pop("ntpServers")
+    found = problems(hk_values)
+    assert "cluster.pod_cidr: unknown key: stack files spell it podCidr (camelCase)" in found
+    assert any(p.startswith("ntp_servers: unknown key; stack files spell it hybrid-cluster:ntpServers") for p in found)
+    # ... and the camelCase key is then missing: nothing was read from the snake_case one.
+    assert any(p.startswith("cluster.podCidr: is required") for p in found)
+
+
+def test_a_misspelt_key_gets_the_closest_known_one(hk_values):
+    hk_values["network"]["nodes"]["vlanID"] = 30
+    assert_problem(hk_values, "network.nodes.vlanID", "did you mean vlanId?")
+
+
+@pytest.mark.parametrize("path, value, fragment", [
+    (("cluster", "kubernetesVersion"), "1.36", 'quoted, e.g. "1.36.4"'),
+    (("storage", "smb", "dirMode"), "770", 'e.g. "0770"'),
+    (("observability", "metrics", "retention"), "15 days", "e.g. 15d"),
+    (("etcdBackup", "nfsPath"), "export", "e.g. /export/k8s"),
+])
+def test_pattern_mismatches_say_what_a_valid_value_looks_like(hk_values, path, value, fragment):
+    target = hk_values
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    found = problems(hk_values)
+    assert any(p.startswith(".".join(path) + ": must be ") and fragment in p for p in found), found
+    assert not any("should match pattern" in p for p in found)
+
+
+def test_every_pattern_in_the_model_has_its_help():
+    import re
+    from pathlib import Path
+    source = (Path(__file__).parent.parent / "config" / "model.py").read_text()
+    # Every pattern goes through matching(), which records its help: only matching() itself calls Field(pattern=).
+    assert source.count("Field(pattern=") == 1 and "    return Field(pattern=pattern)" in source
+    from config.model import PATTERN_HELP
+    assert len(PATTERN_HELP) >= 10 and all(re.compile(p) and "e.g." in h for p, h in PATTERN_HELP.items())
+
+
+@pytest.mark.parametrize("setter, path, fragment", [
+    (lambda v: v["network"].update(dnsServers=["127.0.0.53"]), "network.dnsServers[0]", "loopback"),
+    (lambda v: v.update(ntpServers=["localhost"]), "ntpServers[0]", "loopback"),
+    (lambda v: v["observability"]["logs"].update(host="127.0.0.1"), "observability.logs.host", "loopback"),
+    (lambda v: v["storage"]["nfs"].update(server="localhost"), "storage.nfs.server", "loopback"),
+    (lambda v: v["registry"]["mirrors"][0].update(endpoint="http://127.0.0.1:5000/v2/x"), "registry.mirrors[0].endpoint",
+     "loopback"),
+    (lambda v: v["nodes"]["controlPlane"][0].update(cpu=1), "nodes.controlPlane[0].cpu", "at least 2 CPUs"),
+    (lambda v: v["nodes"]["controlPlane"][2].update(memoryMb=1536), "nodes.controlPlane[2].memoryMb", "at least 1700 MB"),
+    (lambda v: v["proxmox"].update(endpoint="https://10.10.10.11:8006/api2/json"), "proxmox.endpoint",
+     "must not end in /api2/json"),
+])
+def test_values_that_cannot_work_are_refused_with_the_fix(hk_values, setter, path, fragment):
+    setter(hk_values)
+    assert_problem(hk_values, path, fragment)
+
+
+def test_values_that_may_not_work_are_warnings(hk_values):
+    hk_values["proxmox"]["endpoint"] = "https://pve.hk-prod.internal/"
+    hk_values["nodes"]["controlPlane"][0]["memoryMb"] = 1800
+    warnings = [str(w) for w in load(raw_config(hk_values)).warnings]
+    assert any(w.startswith("proxmox.endpoint: has no port") and "8006" in w for w in warnings), warnings
+    assert any(w.startswith("nodes.controlPlane[0].memoryMb:") and "2048" in w for w in warnings), warnings
+
+
+def test_a_required_section_says_what_it_is(hk_values):
+    del hk_values["network"]["nodes"]
+    found = problems(hk_values)
+    assert any(p.startswith("network.nodes: is required") for p in found), found
+
+
+# --- the stack file's encoding ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("encoding, fragment", [("utf-16", "UTF-16 LE text, not UTF-8"), ("utf-32", "UTF-32 LE"),
+                                                ("cp1252", "is not UTF-8 text")])
+def test_a_stack_file_not_in_utf8_is_reported_at_the_file(tmp_path, encoding, fragment):
+    from config.loader import from_stack_file
+    path = tmp_path / "Pulumi.lab.yaml"
+    text = (ROOT / "examples" / "lab" / "Pulumi.lab.yaml").read_text().replace("# lab:", "# lab (café):")
+    path.write_bytes(text.encode(encoding))
+    with pytest.raises(SpecError) as error:
+        from_stack_file(path)
+    (problem,) = error.value.problems
+    assert problem.path.startswith("Pulumi.lab.yaml") and fragment in problem.message and "Set-Content" in problem.message
+
+
+def test_a_utf8_bom_is_accepted(tmp_path):
+    from config.loader import from_stack_file
+    path = tmp_path / "Pulumi.lab.yaml"
+    path.write_bytes((ROOT / "examples" / "lab" / "Pulumi.lab.yaml").read_text().encode("utf-8-sig"))
+    assert load(from_stack_file(path)).spec.cluster.name == "lab"
+
+
