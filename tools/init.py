@@ -39,6 +39,17 @@ PLACEHOLDER_KEY = ("ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0
 T = TypeVar("T")
 
 
+class Quoted(str):
+    """Text written in double quotes, as the docs write versions ("1.36.4": unquoted 1.36 would be a number)."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(Quoted, lambda dumper, value: dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style='"'))
+
+
 class FlagError(Exception):
     """A flag value that cannot make a stack; the message names the flag and what a valid value looks like."""
 
@@ -206,7 +217,7 @@ def document(args: argparse.Namespace, key: str) -> dict[str, Any]:
     nodes_network: dict[str, Any] = {"cidr": str(network), "gateway": str(gateway), "proxmoxBridge": args.proxmox_bridge}
     if args.vlan_id is not None:
         nodes_network = {"vlanId": args.vlan_id, **nodes_network}
-    cluster: dict[str, Any] = {"name": stack, "kubernetesVersion": args.kubernetes_version,
+    cluster: dict[str, Any] = {"name": stack, "kubernetesVersion": Quoted(args.kubernetes_version),
                                "podCidr": "10.244.0.0/16", "serviceCidr": "10.96.0.0/12"}
     if vip is not None:
         cluster["apiVip"] = str(vip)
@@ -286,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
               f"bridge already on VLAN {args.vlan_id} (e.g. vmbr{args.vlan_id} on eno1.{args.vlan_id}), not vmbr0", file=sys.stderr)
     if key is None:
         print(f"warning: no {args.ssh_public_key}: access.sshPublicKeys gets a PLACEHOLDER key; replace it", file=sys.stderr)
-    body = yaml.safe_dump(data, sort_keys=False, width=4096)
+    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=4096)
     try:
         loaded = validate(args.stack, body)
     except SpecError as error:
