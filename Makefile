@@ -6,13 +6,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: test test-all check lint synth tools clean lint-scripts
+.PHONY: venv test test-all check lint synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
+
+venv: $(VENV)/.installed
 
 # cloud-init is not on PyPI: the tests validate user-data with Debian's package.
 tools:
@@ -38,6 +40,7 @@ check: lint test-all
 lint-scripts: $(VENV)/.installed
 	$(PY) -m pytest -q tests/test_script_files.py
 
+# STACK=<name>: Pulumi.<name>.yaml at the root, or examples/<name>/Pulumi.<name>.yaml.
 synth: $(VENV)/.installed
 	$(PY) -m tools.synth --stack $(STACK) --out build/$(STACK)
 

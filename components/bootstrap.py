@@ -288,7 +288,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         # `kubeadm upgrade` (components/upgrade.py), never by re-running init. It is keyed on nothing and
         # has no delete: a replacement (`--replace`, create before delete) would otherwise end in
         # `kubeadm reset` on the node that holds the cluster, and a new instance of that node is a new
-        # cluster, which the program never starts by itself (README, Day-2: the first control-plane node).
+        # cluster, which the program never starts by itself (docs/lifecycle.md: The first control-plane node).
         # Destroying the stack deletes the VM, which needs no reset. A re-run (new connection) finds
         # admin.conf and stops.
         self.init = command.remote.Command(

@@ -59,7 +59,7 @@ def machines_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
         failures.append(
             f"the first control-plane node is {first_before}: kubeadm init ran there and every node's lifecycle "
             f"commands run there, so it cannot become {first_after}. Keep {first_before} first in "
-            "nodes.controlPlane (README, Day-2: the first control-plane node).")
+            "nodes.controlPlane (docs/lifecycle.md: The first control-plane node).")
     removed = {name: facts for name, facts in before.items() if name not in after}
     for name, facts in removed.items():
         if facts.get("role") == "control-plane" and not (facts.get("retire") or facts.get("lost")):

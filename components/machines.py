@@ -153,7 +153,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 parent=self,
                 provider=args.provider,
                 # Losing a control-plane VM loses an etcd member: removing one is a deliberate act, prepared
-                # by `retire` (or `lost`) in the run before (README, Day-2: removing a node).
+                # by `retire` (or `lost`) in the run before (docs/lifecycle.md: Remove a node).
                 protect=args.role == "control-plane" and not node.removable,
                 # Its id and name are fixed, so a replacement must remove the old VM first.
                 delete_before_replace=True,

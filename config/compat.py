@@ -284,7 +284,7 @@ _WINDOWS_EXPORTER = "ghcr.io/prometheus-community/windows-exporter:0.31.8"
 # (github.com/fluent/fluent-bit-docs/pull/2665, 2026-08-06: "a tag table covering windows-2022,
 # windows-2025"; Windows Server 2019 builds were dropped, fluent/fluent-bit#10137). windows-2022-5.0.3 was
 # confirmed published by a maintainer (fluent/fluent-bit#11707); windows-2022-5.2.1 itself was not seen,
-# so check it with `docker manifest inspect` before a first deploy (README, "What cannot be verified").
+# so check it with `docker manifest inspect` before a first deploy (docs/testing.md, "What cannot be verified here").
 FLUENT_BIT_VERSION = "5.2.1"
 FLUENT_BIT_LINUX_IMAGE = f"docker.io/fluent/fluent-bit:{FLUENT_BIT_VERSION}"
 

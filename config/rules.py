@@ -204,8 +204,8 @@ def first_control_plane_stays(spec: StackSpec) -> Iterator[Problem]:
             # kubeadm init ran there and every lifecycle command runs there (components/bootstrap.py).
             yield Problem(f"nodes.controlPlane[0].{key}",
                           f"{first.name} is the first control-plane node, where the cluster was initialised and every "
-                          "node's lifecycle commands run; it cannot be retired or lost (README, Day-2: the first "
-                          "control-plane node)")
+                          "node's lifecycle commands run; it cannot be retired or lost (docs/lifecycle.md: The "
+                          "first control-plane node)")
 
 
 @rule("nodes")

@@ -23,7 +23,7 @@ class Secrets:
     hyperv_ssh_password: pulumi.Output[str] | None
     windows_admin_password: pulumi.Output[str] | None
     bastion_ssh_private_key: pulumi.Output[str] | None
-    # Optional, during a rotation of windowsAdminPassword (README, Day-2: rotating credentials).
+    # Optional, during a rotation of windowsAdminPassword (docs/lifecycle.md: Rotating credentials).
     windows_admin_password_previous: pulumi.Output[str] | None = None
 
 

@@ -19,7 +19,7 @@ How a snapshot is taken, with its sources:
     next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
     target fails the deployment instead of the first night.
 
-Restoring is a manual, documented procedure (README, "Restore etcd from a snapshot").
+Restoring is a manual, documented procedure (docs/day2.md, "Restore etcd from a snapshot").
 """
 from __future__ import annotations
 

@@ -89,3 +89,14 @@ def test_each_stack_file_points_editors_at_the_schema(path):
     first = path.read_text().splitlines()[0]
     assert first.startswith("# yaml-language-server: $schema=")
     assert (path.parent / first.split("=", 1)[1]).resolve() == docs.SCHEMA_PATH
+
+
+def test_relative_links_in_the_docs_resolve():
+    import re
+    pages = [ROOT / "README.md", ROOT / "examples" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert broken == []

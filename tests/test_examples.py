@@ -114,7 +114,7 @@ def test_storage_backends_are_independent():
 
 
 def test_secret_table_covers_every_key():
-    # One table (config.secret_keys): the loader's refusals and the README's list come from it.
+    # One table (config.secret_keys): the loader's refusals and docs/configuration.md's list come from it.
     assert set(SECRET_KEYS) == {"proxmoxApiToken", "proxmoxSshPrivateKey", "nodeSshPrivateKey", "hypervSshPrivateKey",
                                 "hypervSshPassword", "windowsAdminPassword", "windowsAdminPasswordPrevious",
                                 "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword"}

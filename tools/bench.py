@@ -270,7 +270,7 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         Scenario("remove a Linux worker", _node_resources(base, last_linux) | {GUARD}, remove_linux),
         Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
         Scenario("a Kubernetes patch version", version_dependent, patch_version),
-        # Credentials (README, Day-2: rotating credentials): every command that dials with the credential runs
+        # Credentials (docs/lifecycle.md: Rotating credentials): every command that dials with the credential runs
         # its update, which finds its work done; the provider's kubeconfig read ignores the connection.
         Scenario("rotate the node SSH key", _carrying(base, "connection", placeholders["nodeSshPrivateKey"]),
                  secrets={"nodeSshPrivateKey": "rotated"}),
@@ -329,7 +329,7 @@ def machine() -> dict:
 
 
 def markdown(report: dict) -> str:
-    lines = ["# Benchmarks", "", "Made by `python -m tools.bench` (see README.md). The graph is the one the program "
+    lines = ["# Benchmarks", "", "Made by `python -m tools.bench` (see docs/offline.md). The graph is the one the program "
              "declares; durations are the estimates in `tools/bench.py` `DURATIONS`, not measurements.", "",
              f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores, {report['machine']['memory']}, "
              f"Python {report['machine']['python']}.", "", "## Scale", "",

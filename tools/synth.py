@@ -4,7 +4,7 @@
     python -m tools.synth --stack lab --out build/lab            (examples/lab/Pulumi.lab.yaml)
     python -m tools.synth --stack-file path/to/Pulumi.x.yaml --out DIR --secret proxmoxApiToken=...
 
-Writes resources.json, scripts/, manifests/, helm/, graph.mmd and summary.txt (see README.md). An invalid
+Writes resources.json, scripts/, manifests/, helm/, graph.mmd and summary.txt (see docs/offline.md). An invalid
 stack exits with status 2, its problems on stderr, and nothing written.
 """
 from __future__ import annotations
