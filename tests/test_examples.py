@@ -118,3 +118,40 @@ def test_secret_table_covers_every_key():
     assert set(SECRET_KEYS) == {"proxmoxApiToken", "proxmoxSshPrivateKey", "nodeSshPrivateKey", "hypervSshPrivateKey",
                                 "hypervSshPassword", "windowsAdminPassword", "windowsAdminPasswordPrevious",
                                 "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword"}
+
+
+# --- one control-plane node is a first-class shape: day-2 operations run on the lab as on hk-prod -----------
+
+@pytest.fixture(scope="module")
+def lab_created() -> Recording:
+    return run(values_of(LAB))
+
+
+def _run_on(created: Recording, values: dict) -> Recording:
+    spec = load(raw_config(values)).spec
+    return run_program(raw_config(values), stack=spec.cluster.name, state=created.state,
+                       secret_keys=required_secrets(spec))
+
+
+def test_the_lab_upgrades_its_only_control_plane_node_then_its_workers(lab_created):
+    values = values_of(LAB)
+    values["cluster"]["kubernetesVersion"] = "1.37.1"
+    upgraded = _run_on(lab_created, values)
+    assert not upgraded.plan.errors, upgraded.plan.errors
+    for node in ("lab-cp-1", "lab-lnx-1", "lab-win-1"):
+        for part in ("drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"):
+            assert upgraded.plan.of(f"lab-upgrade-{node}-{part}") == ["update"], (node, part)
+    # In order: the control-plane node first (kubeadm upgrade apply), each node behind its drain.
+    first = upgraded.named("lab-upgrade-lab-cp-1-uncordon-after-upgrade").urn
+    assert first in upgraded.waits_for(upgraded.named("lab-upgrade-lab-lnx-1-drain-for-upgrade").urn)
+    assert not [r for r in upgraded.resources if r.name.endswith(("-vm", "-init", "-join")) and
+                upgraded.plan.of(r.name) not in ([], ["same"])]
+
+
+def test_the_lab_renews_the_certificates_of_its_only_control_plane_node(lab_created):
+    values = values_of(LAB)
+    values["cluster"]["certificateRenewal"] = "2027-10"
+    renewed = _run_on(lab_created, values)
+    assert not renewed.plan.errors, renewed.plan.errors
+    renewal = renewed.named("lab-kubeadm-lab-cp-1-certificate-renewal")
+    assert renewal.urn in renewed.named("lab-kubeadm-kubeconfig").dependencies
