@@ -226,9 +226,8 @@ def fields_forbidden_for(os_name: str) -> dict[str, set[str]]:
 # --- schema validity -------------------------------------------------------------------------------------------
 
 # The routing layer's custom resources (Gateway API GatewayClass/Gateway/HTTPRoute, Envoy Gateway's
-# EnvoyProxy) have no vendored CRD schema: none of this machine's registries (PyPI, Debian, npm) serves
-# those CRDs as data, so their fields are asserted by the tests below instead (docs/testing.md, "What cannot be
-# verified here"). Every built-in object is validated strictly.
+# EnvoyProxy) are not built-in kinds: tests/test_custom_resources.py validates them strictly against their
+# vendored CRD schemas. Every built-in object is validated strictly here.
 ROUTING_KINDS = {("gateway.networking.k8s.io/v1", "GatewayClass"), ("gateway.networking.k8s.io/v1", "Gateway"),
                  ("gateway.networking.k8s.io/v1", "HTTPRoute"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")}
 
