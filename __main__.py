@@ -1,9 +1,9 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
-import sys
 from collections.abc import Sequence
 
 import pulumi
 
+from components import cycle_check
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.guards import MachinesGuard
 from components.machines import Machines
@@ -38,11 +38,9 @@ for warning in stack.warnings:
     pulumi.log.warn(f"config {warning}")
 
 spec = stack.spec
-# The upgrade and reboot chains are serial on purpose (one node at a time), so their dependency chains grow
-# with the node count, about six steps per node; the SDK follows dependencies recursively when it checks a
-# resource for cycles (pulumi/runtime/resource_cycle_breaker.py, _with_transitive_deps), which Python's
-# default limit of 1000 frames stops somewhere between 200 and 300 nodes (tests/test_bench.py).
-sys.setrecursionlimit(max(sys.getrecursionlimit(), 20 * (len(spec.linux_nodes) + len(spec.nodes.windows)) + 2000))
+# The SDK's cycle check walks every dependency's ancestry; this answers it in constant time where no cycle
+# is possible (components/cycle_check.py), so evaluation stays linear in the node count.
+cycle_check.install()
 secrets = read_secrets(spec)
 
 # Refuses, at preview, a version change kubeadm cannot follow (downgrades, skipped minors); nothing else is

@@ -1,12 +1,12 @@
-"""The reboot chain: Linux nodes whose VM settings (CPU, memory, disk) changed are restarted by Proxmox to
-apply them, one node at a time, each behind a drain, control-plane nodes only while etcd keeps quorum.
+"""The restarts: Linux nodes whose VM settings (CPU, memory, disk) changed are restarted by Proxmox to apply
+them, in the waves plan.rollout lays out (control-plane nodes one at a time, only while etcd keeps quorum,
+then the Linux workers in waves), each node behind a drain.
 
 The VMs are declared with reboot_after_update off (components/machines.py), so the provider stores such a
-change as pending and restarts nothing; this chain applies it. Order: the control-plane nodes, then the
-Linux workers zone by zone, after the upgrade chain (two chains never drain two nodes at once). Each node
-is three steps: drain (on the first control-plane node), the VM restart (`qm reboot` on the Proxmox node
-that runs it), uncordon once the node is back with a new boot id and Ready. A node that fails stops the
-chain there, cordoned, and no other node is touched.
+change as pending and restarts nothing; these steps apply it, after the upgrade's waves (an upgrade and a
+restart never drain at once). Each node is three steps: drain (on the first control-plane node), the VM
+restart (`qm reboot` on the Proxmox node that runs it), uncordon once the node is back with a new boot id
+and Ready. A node that fails stays cordoned; the others of its wave finish, and no later wave starts.
 
 Like the upgrade chain, the steps have no `create`: a new node boots with its settings, so creating the
 chain restarts nothing. Their `update` text carries the node's settings, so changing one node's CPU,
@@ -25,6 +25,7 @@ import pulumi
 import pulumi_command as command
 
 from config.model import LinuxNodeSpec, StackSpec
+from plan.rollout import stack_waves
 from render import maintenance
 from render.shell import bash_command
 
@@ -44,50 +45,51 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
                  proxmox_connections: dict[str, command.remote.ConnectionArgs], after: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:LinuxNodeRestarts", name, None, opts)
-        zone_order = {zone: index for index, zone in enumerate(spec.zones)}
-        # A lost node leaves the chain: nothing may dial it (components/lifecycle.py).
-        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
-        workers = sorted((m for m in machines.linux_nodes if m.role == "worker" and not m.node.lost),
-                         key=lambda m: (zone_order[m.node.zone], m.node.name))
+        by_name = {m.node.name: m for m in machines.linux_nodes}
+        control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
 
         previous: list[pulumi.Resource] = list(after)
         self.steps: list[command.remote.Command] = []
-        for machine in [*control_plane, *workers]:
-            node = machine.node
-            prefix = f"{name}-{node.name}"
-            settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
-            etcd_pod = access.etcd_pod if machine in control_plane else None
-            # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key, a
-            # bastion) must run the drain again too: it carries a digest of the restart's connection.
-            restart_connection = proxmox_connections[node.proxmox_node]
-            maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
-                                                 restart_connection="0" * 16)   # checked now, in a preview too
-            drain = command.remote.Command(
-                f"{prefix}-drain-for-restart",
-                connection=access.connection,
-                update=connection_digest(restart_connection).apply(functools.partial(_drain_command, node, etcd_pod)),
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                # After the VM update that stored the new settings as pending, and after the node before it.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
-            )
-            restart = command.remote.Command(
-                f"{prefix}-vm-restart",
-                connection=restart_connection,
-                update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
-                # The drain's output ends with its decision: a node already running with these settings
-                # (a run caused only by new script text) is neither drained nor restarted.
-                stdin=drain.stdout,
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
-            )
-            uncordon = command.remote.Command(
-                f"{prefix}-uncordon-after-restart",
-                connection=access.connection,
-                update=bash_command(maintenance.render_maintenance_uncordon(node.name, settings)),
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
-            )
-            self.steps += [drain, restart, uncordon]
-            previous = [uncordon]
+        for wave in stack_waves(spec, windows=False):
+            restarted: list[pulumi.Resource] = []
+            for node_name in wave:
+                machine = by_name[node_name]
+                node = machine.node
+                prefix = f"{name}-{node.name}"
+                settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
+                etcd_pod = access.etcd_pod if node.name in control_plane else None
+                # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key,
+                # a bastion) must run the drain again too: it carries a digest of the restart's connection.
+                restart_connection = proxmox_connections[node.proxmox_node]
+                maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
+                                                     restart_connection="0" * 16)   # checked now, in a preview too
+                drain = command.remote.Command(
+                    f"{prefix}-drain-for-restart",
+                    connection=access.connection,
+                    update=connection_digest(restart_connection).apply(functools.partial(_drain_command, node, etcd_pod)),
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    # After the VM update that stored the new settings as pending, and after the wave before.
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
+                )
+                restart = command.remote.Command(
+                    f"{prefix}-vm-restart",
+                    connection=restart_connection,
+                    update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
+                    # The drain's output ends with its decision: a node already running with these settings
+                    # (a run caused only by new script text) is neither drained nor restarted.
+                    stdin=drain.stdout,
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                )
+                uncordon = command.remote.Command(
+                    f"{prefix}-uncordon-after-restart",
+                    connection=access.connection,
+                    update=bash_command(maintenance.render_maintenance_uncordon(node.name, settings)),
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
+                )
+                self.steps += [drain, restart, uncordon]
+                restarted.append(uncordon)
+            previous = restarted
         self.done: list[pulumi.Resource] = previous
         self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})

@@ -1,24 +1,26 @@
-"""The rolling upgrade chain: every node moved to `cluster.kubernetesVersion` and to the containerd and runc
-that config/compat.py pins for it, one at a time.
+"""The rolling upgrade: every node moved to `cluster.kubernetesVersion` and to the containerd and runc that
+config/compat.py pins for it, in the waves plan.rollout lays out.
 
 Order, as the kubeadm upgrade guide and the version-skew policy want it
 (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/,
 https://kubernetes.io/releases/version-skew-policy/: no kubelet newer than its API servers): the first
-control-plane node (`kubeadm upgrade apply`), the other control-plane nodes (`kubeadm upgrade node`),
-then the Linux workers zone by zone, then the Windows workers zone by zone. Each node is three steps (a
-Windows node four): drain (on the first control-plane node; quorum checked for a control-plane node),
-the node's own upgrade (the runtime, staged before anything stops and swapped with the kubelet stopped;
-on Windows its own step first; packages or binaries, kubeadm, kubelet restart), uncordon once it is
-Ready at the new version on the new runtime. A runtime pin change alone runs the same chain.
-A node that fails stops the chain with that node cordoned and no other node touched.
+control-plane node (`kubeadm upgrade apply`), the other control-plane nodes (`kubeadm upgrade node`), one at
+a time, then the workers in waves bounded per zone and OS by `rollout.maxUnavailable`. Each node is three
+steps (a Windows node four): drain (on the first control-plane node; quorum checked for a control-plane
+node; PodDisruptionBudgets honoured), the node's own upgrade (the runtime, staged before anything stops and
+swapped with the kubelet stopped; on Windows its own step first; packages or binaries, kubeadm, kubelet
+restart), uncordon once it is Ready at the new version on the new runtime. Every node of a wave waits for
+every node of the wave before to be uncordoned, so the graph is as deep as the waves, not the nodes. A
+runtime pin change alone runs the same waves. A node that fails stays cordoned; the others of its wave
+finish, and no later wave starts.
 
 The steps have no `create`: a new cluster or a new node is already at the stack's version (first boot
-installs it), so creating the chain runs nothing and costs no time. They run as `update`, whose text
+installs it), so creating the steps runs nothing and costs no time. They run as `update`, whose text
 names the target version and the node's machine: a version change (which the version pin admits only
-forwards, one minor at a time) re-runs the whole chain in dependency order, and a machine replaced
-under an older image re-runs only its own node's steps. Every step is idempotent, so a re-run after a
-failure continues where the chain stopped. Nothing here is created on a node, so there is nothing to
-delete: removing a node removes its steps without running anything.
+forwards, one minor at a time) re-runs every node's steps in wave order, and a machine replaced under an
+older image re-runs only its own node's steps. Every step is idempotent, so a re-run after a failure
+continues where the waves stopped. Nothing here is created on a node, so there is nothing to delete:
+removing a node removes its steps without running anything.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ import pulumi_command as command
 from config.model import StackSpec
 from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
+from plan.rollout import stack_waves
 from render import cloud_init, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
 from render.shell import bash_command
@@ -64,77 +67,75 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         version = spec.cluster.kubernetes_version
         # Linux and Windows nodes run the same containerd release (config/compat.py).
         runtime = kubernetes_release(spec).containerd
-        zone_order = {zone: index for index, zone in enumerate(spec.zones)}
+        machines_by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
+        machines_by_name.update({m.node.name: m for m in machines.windows_nodes})
+        control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
+        waves = stack_waves(spec)
 
-        def by_zone(machine: ProxmoxLinuxNode | HypervWindowsNode) -> tuple[int, str]:
-            return zone_order[machine.node.zone], machine.node.name
-
-        # A lost node leaves the chain: nothing may dial it, and its removal follows (components/lifecycle.py).
-        control_plane = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
-        linux_workers = sorted((m for m in machines.linux_nodes if m.role == "worker" and not m.node.lost), key=by_zone)
-        windows_workers = sorted((m for m in machines.windows_nodes if not m.node.lost), key=by_zone)
-
-        # Nothing is upgraded while a node is still joining: the chain starts after every node is Ready.
+        # Nothing is upgraded while a node is still joining: the first wave starts after every node is Ready.
         previous: list[pulumi.Resource] = list(node_ready.values())
         self.steps: list[command.remote.Command] = []
-        order: list[command.remote.Command] = []
-        chain: list[ProxmoxLinuxNode | HypervWindowsNode] = [*control_plane, *linux_workers, *windows_workers]
-        for index, machine in enumerate(chain):
-            node = machine.node
-            prefix = f"{name}-{node.name}"
-            etcd_pod = access.etcd_pod if machine in control_plane else None
-            if isinstance(machine, ProxmoxLinuxNode):
-                upgrade_script = functools.partial(
-                    cloud_init.render_upgrade_script, linux_node_init(spec, machine.node),
-                    index == 0, etcd_pod=f"etcd-{node.name}" if machine in control_plane else None)
-                encode, connection, stdin = bash_command, machine.connection, None
-            else:
-                upgrade_script = functools.partial(
-                    windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
-                encode, connection = ssh_command, machine.host_connection
-                stdin = machine.admin_password.apply(lambda password: f"{password}\n")
-            drain = command.remote.Command(
-                f"{prefix}-drain-for-upgrade",
-                connection=access.connection,
-                update=_for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
-                                                      runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
-            )
-            before_upgrade: command.remote.Command = drain
-            if isinstance(machine, HypervWindowsNode):
-                # Windows: the runtime is its own step, before the Kubernetes binaries (on Linux the node's
-                # upgrade script does both).
-                before_upgrade = command.remote.Command(
-                    f"{prefix}-runtime-upgrade",
+        for wave_index, wave in enumerate(waves):
+            uncordoned: list[pulumi.Resource] = []
+            for name_in_wave in wave:
+                machine = machines_by_name[name_in_wave]
+                node = machine.node
+                prefix = f"{name}-{node.name}"
+                is_control_plane = node.name in control_plane
+                etcd_pod = access.etcd_pod if is_control_plane else None
+                if isinstance(machine, ProxmoxLinuxNode):
+                    upgrade_script = functools.partial(
+                        cloud_init.render_upgrade_script, linux_node_init(spec, machine.node),
+                        wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
+                    encode, connection, stdin = bash_command, machine.connection, None
+                else:
+                    upgrade_script = functools.partial(
+                        windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
+                    encode, connection = ssh_command, machine.host_connection
+                    stdin = machine.admin_password.apply(lambda password: f"{password}\n")
+                drain = command.remote.Command(
+                    f"{prefix}-drain-for-upgrade",
+                    connection=access.connection,
+                    update=_for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
+                                                          runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
+                )
+                before_upgrade: command.remote.Command = drain
+                if isinstance(machine, HypervWindowsNode):
+                    # Windows: the runtime is its own step, before the Kubernetes binaries (on Linux the node's
+                    # upgrade script does both).
+                    before_upgrade = command.remote.Command(
+                        f"{prefix}-runtime-upgrade",
+                        connection=connection,
+                        update=_for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
+                                                              windows_params(spec, machine.node)),
+                                            encode, machine.instance),
+                        stdin=stdin,
+                        logging=command.remote.Logging.STDOUT_AND_STDERR,
+                        opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                    )
+                    self.steps.append(before_upgrade)
+                upgrade = command.remote.Command(
+                    f"{prefix}-node-upgrade",
                     connection=connection,
-                    update=_for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
-                                                          windows_params(spec, machine.node)),
-                                        encode, machine.instance),
+                    update=_for_machine(upgrade_script, encode, machine.instance),
                     stdin=stdin,
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
                 )
-                self.steps.append(before_upgrade)
-            upgrade = command.remote.Command(
-                f"{prefix}-node-upgrade",
-                connection=connection,
-                update=_for_machine(upgrade_script, encode, machine.instance),
-                stdin=stdin,
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
-            )
-            uncordon = command.remote.Command(
-                f"{prefix}-uncordon-after-upgrade",
-                connection=access.connection,
-                update=_for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
-                                                      runtime), bash_command, machine.instance),
-                logging=command.remote.Logging.STDOUT_AND_STDERR,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
-            )
-            self.steps += [drain, upgrade, uncordon]
-            order.append(upgrade)
-            previous = [uncordon]
+                uncordon = command.remote.Command(
+                    f"{prefix}-uncordon-after-upgrade",
+                    connection=access.connection,
+                    update=_for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
+                                                          runtime), bash_command, machine.instance),
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
+                )
+                self.steps += [drain, upgrade, uncordon]
+                uncordoned.append(uncordon)
+            previous = uncordoned
         # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
         self.done: list[pulumi.Resource] = previous
-        self.register_outputs({"version": version, "runtime": runtime, "order": [s.urn for s in order]})
+        self.waves = waves
+        self.register_outputs({"version": version, "runtime": runtime, "waves": waves})

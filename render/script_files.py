@@ -21,12 +21,14 @@ literals (ps_quote) for PowerShell; integers and booleans are written as literal
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 SCRIPTS_DIR = Path(__file__).parent / "scripts"
+_REPOSITORY_SCRIPTS = SCRIPTS_DIR
 
 _DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)#@ (?P<verb>\S+)(?: (?P<args>.*))?$")
 _INPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[\])?$")
@@ -104,13 +106,26 @@ def _language(name: str) -> str:
     raise ValueError(f"script {name!r} is neither .sh nor .ps1")
 
 
+def _lines(name: str) -> tuple[str, ...]:
+    """A script file's lines. The repository's own scripts are read once per process (every node renders the
+    same files); another folder (a test's) is read every time."""
+    if SCRIPTS_DIR == _REPOSITORY_SCRIPTS:
+        return _repository_lines(name)
+    return tuple((SCRIPTS_DIR / name).read_text().splitlines())
+
+
+@functools.cache
+def _repository_lines(name: str) -> tuple[str, ...]:
+    return tuple((_REPOSITORY_SCRIPTS / name).read_text().splitlines())
+
+
 def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen: tuple[str, ...],
             indent: str) -> tuple[list[str], bool]:
     if name in seen:
         raise ValueError(f"script include cycle: {' -> '.join(seen + (name,))}")
     out: list[str] = []
     had_inputs = False
-    for line in (SCRIPTS_DIR / name).read_text().splitlines():
+    for line in _lines(name):
         if _NOTE.match(line):
             continue
         match = _DIRECTIVE.match(line)

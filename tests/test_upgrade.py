@@ -1,5 +1,5 @@
-"""The rolling upgrade chain as the program declares it (components/upgrade.py): order, the steps'
-commands, what a version change touches, and that creating the chain runs nothing."""
+"""The rolling upgrade as the program declares it (components/upgrade.py): its waves, the steps' commands,
+what a version change touches, and that creating the steps runs nothing."""
 from __future__ import annotations
 
 import pytest
@@ -10,10 +10,11 @@ from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
 from tools.mockrun import Recording, Secret, changed_resources, run_program
 
-# Control plane first (the first node runs `kubeadm upgrade apply`), then Linux workers zone by zone,
-# then Windows workers zone by zone (Pulumi.hk-prod.yaml: zones [hk-1, hk-2]).
-ORDER = ["hk-cp-1", "hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-3", "hk-lnx-2", "hk-lnx-4",
-         "hk-win-1", "hk-win-3", "hk-win-2"]
+# Control plane one at a time (the first node runs `kubeadm upgrade apply`), then the workers in waves, zone
+# by zone (Pulumi.hk-prod.yaml: zones [hk-1, hk-2], rollout defaults: 20% of each zone's OS pool, at least 1).
+WAVES = [["hk-cp-1"], ["hk-cp-2"], ["hk-cp-3"], ["hk-lnx-1", "hk-win-1"], ["hk-lnx-3", "hk-win-3"],
+         ["hk-lnx-2", "hk-win-2"], ["hk-lnx-4"]]
+ORDER = [node for wave in WAVES for node in wave]
 STEPS = ("drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade")
 
 
@@ -54,14 +55,22 @@ def update_text(resource, node: str, recording: Recording) -> str:
     return text
 
 
-def test_one_node_at_a_time_in_the_upgrade_guides_order(hk):
-    chain = [step(hk, node, name) for node in ORDER for name in steps_of(node)]
-    chain_urns = {s.urn for s in chain}
-    for earlier, later in zip(chain, chain[1:], strict=False):
-        # Each step waits for the one before it, and no other step (its machine id reaches it too).
-        assert chain_urns & set(later.dependencies) == {earlier.urn}, later.name
-    # The chain starts once every node has joined and is Ready.
-    first = chain[0]
+def test_waves_in_the_upgrade_guides_order(hk):
+    from plan.rollout import stack_waves
+    from tests.conftest import hk_prod_spec
+    assert stack_waves(hk_prod_spec()) == WAVES
+    upgrade_urns = {r.urn for r in hk.resources if r.name.startswith("hk-prod-upgrade-")}
+    for index, wave in enumerate(WAVES):
+        for node in wave:
+            steps = [step(hk, node, name) for name in steps_of(node)]
+            for earlier, later in zip(steps, steps[1:], strict=False):
+                # Each of a node's steps waits for the one before it, and no other upgrade step.
+                assert upgrade_urns & set(later.dependencies) == {earlier.urn}, later.name
+            # A node's drain waits for every node of the wave before to be uncordoned, and nothing else of the upgrade.
+            before = {step(hk, other, "uncordon-after-upgrade").urn for other in WAVES[index - 1]} if index else set()
+            assert upgrade_urns & set(steps[0].dependencies) == before, node
+    # The first wave starts once every node has joined and is Ready.
+    first = step(hk, "hk-cp-1", "drain-for-upgrade")
     for node in ORDER:
         ready = "hk-prod-kubeadm-hk-cp-1-ready" if node == "hk-cp-1" else (
             f"hk-prod-kubeadm-windows-{node}-drain" if node.startswith("hk-win") else f"hk-prod-kubeadm-{node}-drain")
@@ -222,14 +231,18 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     values["cluster"]["kubernetesVersion"] = "1.35.9"
     built = run_program(raw_config(values))
     record = built.named("hk-prod-kubernetes-version-upgraded")
-    assert step(built, ORDER[-1], "uncordon-after-upgrade").urn in record.dependencies
+    assert {step(built, node, "uncordon-after-upgrade").urn for node in WAVES[-1]} <= set(record.dependencies)
     assert built.outputs["kubernetesVersion"] == "1.35.9"
 
-    # The upgrade to 1.36 stops at hk-lnx-2: the nodes after it and the record are not reached.
+    # The upgrade to 1.36 fails on hk-lnx-2: the other node of its wave (hk-win-2) finishes, the wave after it
+    # (hk-lnx-4) and the record are not reached.
     failed = run_program(raw_config(hk_prod_values()), state=built.state,
                          fail=("hk-prod-upgrade-hk-lnx-2-node-upgrade",))
     assert failed.plan.failed == ["hk-prod-upgrade-hk-lnx-2-node-upgrade"]
     assert "hk-prod-kubernetes-version-upgraded" in failed.plan.skipped
+    assert failed.plan.of("hk-prod-upgrade-hk-win-2-uncordon-after-upgrade") == ["update"]
+    assert "hk-prod-upgrade-hk-lnx-4-drain-for-upgrade" in failed.plan.skipped
+    assert "hk-prod-upgrade-hk-lnx-2-uncordon-after-upgrade" in failed.plan.skipped
     assert failed.state[record.urn].inputs["kubernetesVersion"] == "1.35.9"
     assert failed.state[failed.named("hk-prod-kubernetes-version").urn].inputs["kubernetesVersion"] == "1.36.4"
 
@@ -244,4 +257,6 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     resumed = run_program(raw_config(hk_prod_values()), state=failed.state)
     assert not resumed.plan.errors and resumed.plan.of("hk-prod-kubernetes-version-upgraded") == ["update"]
     assert resumed.plan.of("hk-prod-upgrade-hk-lnx-2-node-upgrade") == ["update"]
+    assert resumed.plan.of("hk-prod-upgrade-hk-lnx-4-node-upgrade") == ["update"]
     assert resumed.plan.of("hk-prod-upgrade-hk-cp-1-node-upgrade") == ["same"]
+    assert resumed.plan.of("hk-prod-upgrade-hk-win-2-node-upgrade") == ["same"]

@@ -1,0 +1,98 @@
+"""plan.rollout: the waves rolling operations take, for any pool shape, and the rules each wave keeps."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from plan.rollout import RolloutNode, RolloutPolicy, batch_size, worker_waves
+
+
+@pytest.mark.parametrize("value, pool, expected", [
+    ("20%", 100, 20), ("20%", 9, 1), ("20%", 10, 2), ("50%", 3, 1), ("100%", 4, 3), ("100%", 1, 1),
+    (3, 10, 3), (5, 2, 1), (1, 1, 1), ("1%", 50, 1),
+])
+def test_batch_size_rounds_down_keeps_one_and_never_takes_a_whole_pool(value, pool, expected):
+    assert batch_size(value, pool) == expected
+
+
+@pytest.mark.parametrize("value", ["0%", "120%", "x", 0, -1, True])
+def test_bad_max_unavailable_is_refused(value):
+    with pytest.raises(ValueError):
+        batch_size(value, 10)
+
+
+def fleet(linux: dict[str, int], windows: dict[str, int]) -> list[RolloutNode]:
+    nodes = [RolloutNode(f"lnx-{zone}-{i}", zone, "linux") for zone, n in linux.items() for i in range(n)]
+    return nodes + [RolloutNode(f"win-{zone}-{i}", zone, "windows") for zone, n in windows.items() for i in range(n)]
+
+
+def check_rules(workers: list[RolloutNode], waves: list[list[str]], policy: RolloutPolicy, zones: list[str]) -> None:
+    by_name = {n.name: n for n in workers}
+    assert sorted(name for wave in waves for name in wave) == sorted(by_name)        # every worker exactly once
+    for wave in waves:
+        down = {by_name[name] for name in wave}
+        for zone in {n.zone for n in workers}:
+            for os_name in ("linux", "windows"):
+                pool = [n for n in workers if n.zone == zone and n.os == os_name]
+                taken = [n for n in down if n.zone == zone and n.os == os_name]
+                if pool:
+                    assert len(taken) <= batch_size(policy.max_unavailable, len(pool))
+            zone_workers = [n for n in workers if n.zone == zone]
+            if len(zone_workers) > 1:
+                assert not set(zone_workers) <= down, f"zone {zone} emptied by {wave}"
+        for os_name in ("linux", "windows"):
+            members = [n for n in workers if n.os == os_name]
+            if len(members) > 1:
+                assert not set(members) <= down, f"{os_name} emptied by {wave}"
+        if not policy.zones_together:
+            assert len({n.zone for n in down}) == 1
+    if not policy.zones_together:
+        # Zones in order: once a zone's waves are over, it never comes back.
+        zone_sequence = [by_name[wave[0]].zone for wave in waves]
+        assert zone_sequence == sorted(zone_sequence, key=zones.index)
+
+
+def test_the_bench_fleet_at_300_nodes_takes_few_waves():
+    zones = ["hk-1", "hk-2"]
+    workers = fleet({"hk-1": 104, "hk-2": 104}, {"hk-1": 45, "hk-2": 44})
+    policy = RolloutPolicy("20%")
+    waves = worker_waves(workers, zones, policy)
+    check_rules(workers, waves, policy, zones)
+    # 104 Linux in 20s (6 waves) with 45 Windows in 9s (5 waves), per zone, zones one after the other.
+    assert len(waves) == 12
+    assert max(len(w) for w in waves) == 29
+
+
+def test_zones_together_halves_the_waves():
+    zones = ["hk-1", "hk-2"]
+    workers = fleet({"hk-1": 10, "hk-2": 10}, {"hk-1": 5, "hk-2": 5})
+    apart = worker_waves(workers, zones, RolloutPolicy(2))
+    together = worker_waves(workers, zones, RolloutPolicy(2, zones_together=True))
+    check_rules(workers, together, RolloutPolicy(2, zones_together=True), zones)
+    assert len(together) * 2 == len(apart) == 10
+
+
+def test_a_lab_upgrades_its_linux_and_windows_worker_in_turn():
+    workers = fleet({"lab": 1}, {"lab": 1})
+    assert worker_waves(workers, ["lab"], RolloutPolicy("20%")) == [["lnx-lab-0"], ["win-lab-0"]]
+
+
+def test_a_single_worker_is_its_own_wave():
+    assert worker_waves(fleet({"z": 1}, {}), ["z"], RolloutPolicy(5)) == [["lnx-z-0"]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_fleets_keep_every_rule(seed):
+    rng = random.Random(seed)
+    zones = [f"z{i}" for i in range(rng.randint(1, 3))]
+    workers = fleet({z: rng.randint(0, 12) for z in zones}, {z: rng.randint(0, 6) for z in zones})
+    if not workers:
+        workers = fleet({zones[0]: 1}, {})
+    policy = RolloutPolicy(rng.choice([1, 2, 3, "10%", "20%", "50%", "100%"]), zones_together=rng.random() < 0.5)
+    check_rules(workers, worker_waves(workers, zones, policy), policy, zones)
+
+
+def test_unknown_zone_is_refused():
+    with pytest.raises(ValueError, match="not listed"):
+        worker_waves(fleet({"x": 1}, {}), ["y"], RolloutPolicy(1))
