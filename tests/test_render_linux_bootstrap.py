@@ -211,6 +211,9 @@ case "$1" in
     done
     ;;
   drain)
+    [[ -z ${STUB_DRAIN_PDB:-} ]] || {
+      echo "error when evicting pods/\"api-0\" -n \"linux-prod\" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget." >&2
+      echo "error: timed out waiting for the condition" >&2; exit 1; }
     [[ -z ${STUB_DRAIN_FAIL:-} ]] || { echo "error: timed out waiting for the condition" >&2; exit 1; }
     echo "node/$2 drained"
     ;;
@@ -246,7 +249,7 @@ printf '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0
 # The only real programs the scripts may reach, each behind a recording wrapper (bash itself runs
 # the scripts and the wrappers, so it is linked directly).
 _REAL_TOOLS = ("awk", "cat", "chmod", "cmp", "cp", "dirname", "grep", "install", "ls", "mkdir", "mktemp",
-               "mv", "rm", "sed", "stat", "tail", "timeout")
+               "mv", "rm", "sed", "stat", "tail", "tee", "timeout")
 
 
 @dataclass
@@ -1044,6 +1047,20 @@ def test_upgrade_drain_fails_loudly_when_the_drain_is_refused(control_plane):
     result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
     assert result.returncode == 1
     assert "nothing was upgraded" in result.stderr and "stays cordoned" in result.stderr
+
+
+def test_a_drain_blocked_by_a_disruption_budget_stops_the_wave_and_says_so(control_plane):
+    (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
+    (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_PDB="1")
+    assert result.returncode == 1
+    assert "blocked by a PodDisruptionBudget" in result.stderr and "wave stops here" in result.stderr
+    assert "nothing was upgraded" in result.stderr and "disruption budget" in result.stdout
+    calls = control_plane.calls("kubectl")
+    assert not any("--disable-eviction" in call or "--force" in call for call in calls)
+    # Any other failure keeps its own message.
+    other = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
+    assert "did not finish within" in other.stderr and "blocked by a PodDisruptionBudget" not in other.stderr
 
 
 def test_upgrade_steps_need_the_control_plane(node):

@@ -6,11 +6,24 @@
 # losing a member while another node is down. A drain that fails stops the script, saying AFTERWARDS.
 ## kubectl cordon: https://kubernetes.io/docs/reference/kubectl/generated/kubectl_cordon/; drain's
 ## --timeout is "the length of time to wait before giving up, zero means infinite" (kubectl drain docs).
+## A budget that allows no disruption makes the API server refuse the eviction with "Cannot evict pod as it
+## would violate the pod's disruption budget." (HTTP 429, pkg/registry/core/pod/storage/eviction.go), which
+## kubectl drain prints for each retry until its timeout: that text names the cause when the drain fails.
 cordon_and_drain() {
-  local timeout=$1 purpose=$2 afterwards=$3
+  local timeout=$1 purpose=$2 afterwards=$3 log
   shift 3
   kubectl cordon "$NODE" --request-timeout=60s
-  if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout="${timeout}s" "$@"; then
+  log=$(mktemp)
+  if ! kubectl drain "$NODE" --ignore-daemonsets --delete-emptydir-data --timeout="${timeout}s" "$@" 2>&1 | tee "$log"; then
+    if grep -qi "disruption budget" "$log"; then
+      rm -f "$log"
+      die "draining $NODE$purpose is blocked by a PodDisruptionBudget (the evictions above): it allows no" \
+        "further disruption now, so this node's wave stops here (the other nodes of the wave finish, no later" \
+        "wave starts). Let the budget's pods become Ready elsewhere, or correct the budget, then run the same" \
+        "pulumi up again; $afterwards"
+    fi
+    rm -f "$log"
     die "draining $NODE$purpose did not finish within ${timeout}s or was refused (see above); $afterwards"
   fi
+  rm -f "$log"
 }
