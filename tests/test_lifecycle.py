@@ -3,6 +3,8 @@ rebuilt, replaced or lost node runs its own steps again and nothing on other nod
 stack's current Kubernetes version."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from render.hyperv import script_from_ssh_command
@@ -330,12 +332,19 @@ def carries(resource_inputs: dict, key: str, secret_value: str) -> bool:
     return secret_value in repr(getattr(value, "value", value))
 
 
-def _wave_of(step_name: str) -> tuple[str, int] | None:
-    """(operation, wave index) of an upgrade or restart step of hk-prod; None for other steps."""
+@functools.cache
+def _hk_prod_waves() -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
     from config.loader import load
     from plan.rollout import stack_waves
     spec = load(raw_config(hk_prod_values())).spec
-    for operation, waves in (("upgrade", stack_waves(spec)), ("restarts", stack_waves(spec, windows=False))):
+    return tuple((operation, tuple(tuple(wave) for wave in waves))
+                 for operation, waves in (("upgrade", stack_waves(spec)), ("restarts", stack_waves(spec, windows=False))))
+
+
+@functools.cache
+def _wave_of(step_name: str) -> tuple[str, int] | None:
+    """(operation, wave index) of an upgrade or restart step of hk-prod; None for other steps."""
+    for operation, waves in _hk_prod_waves():
         for index, wave in enumerate(waves):
             if any(step_name.startswith(f"hk-prod-{operation}-{node}-") for node in wave):
                 return operation, index
