@@ -53,7 +53,8 @@ cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version
 EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready)
 network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
-                       after=network.windows_prerequisites)
+                       after=network.windows_prerequisites, lanes=cluster.session_lane_of,
+                       lane_steps=cluster.session_steps)
 node_ready = {**cluster.node_ready, **windows.node_ready}
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
 # The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed

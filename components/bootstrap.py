@@ -13,7 +13,7 @@ by name if reset could not remove it, never below quorum, and the Node object), 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -22,6 +22,7 @@ import pulumi_kubernetes as kubernetes
 
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
+from plan.rollout import session_lanes
 from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
@@ -45,16 +46,26 @@ class ControlPlaneAccess:
     etcd_pod: str
 
 
+@dataclass(frozen=True)
+class SessionLane:
+    """The steps of the node before this one in its lane of sessions on the first control-plane node."""
+    credentials: tuple[pulumi.Resource, ...]
+    ready: tuple[pulumi.Resource, ...]
+
+
 class LinuxNodeJoin(pulumi.ComponentResource):
     """One Linux node's membership: a fresh join credential, the join (reset on delete), the drain."""
 
     def __init__(self, name: str, spec: StackSpec, machine: ProxmoxLinuxNode, access: ControlPlaneAccess,
-                 control_plane: bool, after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 control_plane: bool, after: Sequence[pulumi.Resource] = (), lane: SessionLane | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
         node = machine.node
         etcd_pod = access.etcd_pod if control_plane else None
         registration = node_registration(name, node.name, access, machine.instance, etcd_pod, self)
-        credentials = join_credentials(name, access, control_plane, machine.instance, [machine.ready, *after], self)
+        credentials = join_credentials(name, access, control_plane, machine.instance,
+                                       [machine.ready, *after, *(lane.credentials if lane else ())], self)
+        self.credentials = credentials
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node, control_plane))
         # Secret by construction, not only through the engine's additional_secret_outputs. Typed here: mypy infers
         # Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
@@ -73,7 +84,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[credentials, machine.ready, registration],
                                  delete_before_replace=True),
         )
-        self.drain = node_drain(name, node, access, self.join, etcd_pod, self)
+        self.drain = node_drain(name, node, access, self.join, etcd_pod, self, lane.ready if lane else ())
         mark_lost(name, node, access, self.drain, etcd_pod, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
@@ -83,7 +94,8 @@ class WindowsNodeJoin(pulumi.ComponentResource):
     """One Windows node: guest preparation, a fresh join credential, the join (reset on delete), the drain."""
 
     def __init__(self, name: str, spec: StackSpec, machine: HypervWindowsNode, access: ControlPlaneAccess,
-                 after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 after: Sequence[pulumi.Resource] = (), lane: SessionLane | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:WindowsNodeJoin", name, None, opts)
         node = machine.node
         params = windows_params(spec, node)
@@ -112,7 +124,9 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             )
             self.prepare.append(previous)
         registration = node_registration(name, node.name, access, machine.instance, None, self)
-        credentials = join_credentials(name, access, False, machine.instance, [previous, *after], self)
+        credentials = join_credentials(name, access, False, machine.instance,
+                                       [previous, *after, *(lane.credentials if lane else ())], self)
+        self.credentials = credentials
         join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node))
         # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
         join_stdin: pulumi.Output[str] = pulumi.Output.secret(
@@ -128,7 +142,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[credentials, previous, registration],
                                  delete_before_replace=True),
         )
-        self.drain = node_drain(name, node, access, self.join, None, self)
+        self.drain = node_drain(name, node, access, self.join, None, self, lane.ready if lane else ())
         mark_lost(name, node, access, self.drain, None, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
@@ -185,7 +199,8 @@ def node_registration(name: str, node_name: str, access: ControlPlaneAccess, mac
 
 
 def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess,
-               join: command.remote.Command, etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command:
+               join: command.remote.Command, etcd_pod: str | None, parent: pulumi.Resource,
+               after: Sequence[pulumi.Resource] = ()) -> command.remote.Command:
     """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a
     control-plane node) before the reset runs. For a lost node it is frozen like the node's own steps
     (a re-run would wait for a Ready that never comes), but its delete still runs: it only cordons."""
@@ -196,7 +211,8 @@ def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: Control
         delete=bash_command(node_steps.render_drain(node.name, etcd_pod=etcd_pod)),
         # A new join (a replaced machine) is waited for again; its predecessor is drained first.
         triggers=[join.id],
-        opts=command_options(node, retain=False, parent=parent, depends_on=[join], delete_before_replace=True),
+        # `after`: the wait before it in its session lane (provisioning.controlPlaneSessions).
+        opts=command_options(node, retain=False, parent=parent, depends_on=[join, *after], delete_before_replace=True),
     )
 
 
@@ -319,10 +335,18 @@ class KubeadmCluster(pulumi.ComponentResource):
                                  after=previous_control_plane, opts=pulumi.ResourceOptions(parent=self))
             previous_control_plane = [join.join]
             self.joins.append(join)
+        # The workers' join credentials and readiness waits run on the first control-plane node in lanes, so it
+        # never starts more SSH sessions at once than sshd admits (provisioning.controlPlaneSessions).
+        self.session_lane_of = session_lanes(spec)
+        self.session_steps: dict[str, SessionLane] = {}
         for machine in machines.linux_nodes:
             if machine.role == "worker":
-                self.joins.append(LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access,
-                                                control_plane=False, opts=pulumi.ResourceOptions(parent=self)))
+                before = self.session_lane_of[machine.node.name]
+                join = LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, control_plane=False,
+                                     lane=self.session_steps.get(before) if before else None,
+                                     opts=pulumi.ResourceOptions(parent=self))
+                self.session_steps[machine.node.name] = SessionLane(credentials=(join.credentials,), ready=(join.drain,))
+                self.joins.append(join)
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
         renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
@@ -365,12 +389,17 @@ class WindowsJoins(pulumi.ComponentResource):
     """Every Windows node's join, in parallel, each after the cluster network's Windows prerequisites."""
 
     def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
-                 after: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 after: Sequence[pulumi.Resource] = (), lanes: Mapping[str, str | None] | None = None,
+                 lane_steps: Mapping[str, SessionLane] | None = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:WindowsJoins", name, None, opts)
-        self.joins = [
-            WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, after=after,
-                            opts=pulumi.ResourceOptions(parent=self))
-            for machine in machines.windows_nodes
-        ]
+        # The session lanes continue from the Linux workers' (KubeadmCluster.session_lane_of and session_steps).
+        steps: dict[str, SessionLane] = dict(lane_steps or {})
+        self.joins = []
+        for machine in machines.windows_nodes:
+            before = (lanes or {}).get(machine.node.name)
+            join = WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, after=after,
+                                   lane=steps.get(before) if before else None, opts=pulumi.ResourceOptions(parent=self))
+            steps[machine.node.name] = SessionLane(credentials=(join.credentials,), ready=(join.drain,))
+            self.joins.append(join)
         self.node_ready: dict[str, pulumi.Resource] = {join.node_name: join.drain for join in self.joins}
         self.register_outputs({"nodes": [j.node_name for j in self.joins]})

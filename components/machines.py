@@ -16,6 +16,7 @@ import pulumi_proxmoxve as proxmoxve
 from config.model import BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
+from plan.rollout import lanes
 from render import hyperv, windows_activation
 from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
 from render.readiness import render_wait_for_cloud_init
@@ -56,6 +57,8 @@ class LinuxNodeArgs:
     provider: proxmoxve.Provider
     # Resources that must accept the change before any machine is touched (the Kubernetes version pin).
     guards: tuple[pulumi.Resource, ...] = ()
+    # The VM this one waits for on its Proxmox node (provisioning.clonesPerProxmoxNode lanes), if any.
+    after: tuple[pulumi.Resource, ...] = ()
 
 
 class ProxmoxLinuxNode(pulumi.ComponentResource):
@@ -83,7 +86,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 file_name=f"{spec.cluster.name}-{node.name}-user-data.yaml",
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True,
-                                        ignore_changes=["sourceRaw"], depends_on=list(args.guards)),
+                                        ignore_changes=["sourceRaw"], depends_on=[*args.guards, *args.after]),
         )
 
         nics = [(spec.network.nodes, node.ip, spec.network.nodes.gateway)]
@@ -159,7 +162,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 delete_before_replace=True,
                 # A new template is for new nodes; it must not rebuild existing ones.
                 ignore_changes=["clone"],
-                depends_on=list(args.guards),
+                depends_on=[*args.guards, *args.after],
             ),
         )
 
@@ -238,7 +241,7 @@ class HypervWindowsNode(pulumi.ComponentResource):
                  connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
                  guards: tuple[pulumi.Resource, ...] = (), previous_password: pulumi.Output[str] | None = None,
                  activation: windows_activation.WindowsActivation | None = None,
-                 opts: pulumi.ResourceOptions | None = None):
+                 after: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
         # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
@@ -272,8 +275,9 @@ class HypervWindowsNode(pulumi.ComponentResource):
             triggers=[summary["name"], vm.vm_folder, host.host_name, vm.computer_name],
             # The same VM name and address: the old VM must be gone before its replacement starts. A lost
             # node's converge is frozen, but its delete still removes the VM from its (reachable) host.
-            opts=command_options(node, retain=False, parent=self, depends_on=[*host.prerequisites, *guards, password],
-                                 delete_before_replace=True),
+            # `after`: the VM this one waits for on its host (provisioning.copiesPerHypervHost lanes).
+            opts=command_options(node, retain=False, parent=self,
+                                 depends_on=[*host.prerequisites, *guards, password, *after], delete_before_replace=True),
         )
         # Activation (windows.activation) is its own step after the VM converge: changing it re-runs only
         # this step, and a replaced VM (new id) is activated again.
@@ -326,20 +330,28 @@ class Machines(pulumi.ComponentResource):
         templates = {(t.distro, t.node): t for t in spec.proxmox.templates}
         linux_pools: tuple[tuple[Role, list[LinuxNodeSpec]], ...] = (
             ("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux))
-        self.linux_nodes = [
-            ProxmoxLinuxNode(
+        linux_order = [(role, node) for role, nodes in linux_pools for node in nodes]
+        # Lanes per Proxmox node: a clone (and its snippet upload) waits for the one `clonesPerProxmoxNode` before
+        # it on the same node, so no more than that many run at once there.
+        clone_after: dict[str, str | None] = {}
+        for proxmox_node in spec.proxmox.nodes:
+            clone_after.update(lanes([n.name for _, n in linux_order if n.proxmox_node == proxmox_node.name],
+                                     spec.provisioning.clones_per_proxmox_node))
+        created: dict[str, ProxmoxLinuxNode] = {}
+        for role, node in linux_order:
+            before = clone_after.get(node.name)
+            created[node.name] = ProxmoxLinuxNode(
                 f"{name}-{node.name}",
                 LinuxNodeArgs(
                     spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
                     connection=ssh_connection(str(node.ip), spec.access.admin_user,
                                               private_key=secrets.node_ssh_private_key, **bastion),
                     provider=self.provider, guards=guards,
+                    after=(created[before].vm,) if before is not None else (),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for role, nodes in linux_pools
-            for node in nodes
-        ]
+        self.linux_nodes = list(created.values())
 
         hosts_in_use = {node.hyperv_host for node in spec.nodes.windows}
         host_connections = {
@@ -353,21 +365,28 @@ class Machines(pulumi.ComponentResource):
             for host in spec.hyperv.hosts if host.name in hosts_in_use
         }
         host_specs = {host.name: host for host in spec.hyperv.hosts}
-        self.windows_nodes = [
-            HypervWindowsNode(
-                f"{name}-{node.name}",
-                node,
-                hyperv_vm(spec, node, host_specs[node.hyperv_host]),
-                self.hyperv_hosts[node.hyperv_host],
-                host_connections[node.hyperv_host],
+        # Lanes per Hyper-V host: a VM (its golden VHDX copy) waits for the one `copiesPerHypervHost` before it.
+        copy_after: dict[str, str | None] = {}
+        for host_name in hosts_in_use:
+            copy_after.update(lanes([n.name for n in spec.nodes.windows if n.hyperv_host == host_name],
+                                    spec.provisioning.copies_per_hyperv_host))
+        windows_created: dict[str, HypervWindowsNode] = {}
+        for windows_node in spec.nodes.windows:
+            before = copy_after.get(windows_node.name)
+            windows_created[windows_node.name] = HypervWindowsNode(
+                f"{name}-{windows_node.name}",
+                windows_node,
+                hyperv_vm(spec, windows_node, host_specs[windows_node.hyperv_host]),
+                self.hyperv_hosts[windows_node.hyperv_host],
+                host_connections[windows_node.hyperv_host],
                 windows_admin_password(secrets),
                 guards=guards,
                 previous_password=secrets.windows_admin_password_previous,
-                activation=guest_activation(spec, node),
+                activation=guest_activation(spec, windows_node),
+                after=(windows_created[before].vm,) if before is not None else (),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            for node in spec.nodes.windows
-        ]
+        self.windows_nodes = list(windows_created.values())
         machines: list[ProxmoxLinuxNode | HypervWindowsNode] = [*self.linux_nodes, *self.windows_nodes]
         self.nodes = [n.summary for n in machines]
         self.instances: dict[str, pulumi.Output[str]] = {n.node.name: n.instance for n in machines}

@@ -539,6 +539,23 @@ class RolloutSpec(Spec):
     leaves the others untouched); together: each wave takes nodes from every zone."""
 
 
+class ProvisioningSpec(Spec):
+    """How much of a first build (or of many new nodes) runs at once on one host: creating 300 nodes must not
+    start 100 clones on one Proxmox node or 200 SSH logins to the first control-plane node."""
+
+    # bpg's clone.retries exists because "Proxmox errors with timeout when creating multiple clones at once"
+    # (virtual_environment_vm docs); a clone holds the node's storage lock while it allocates its disk.
+    clones_per_proxmox_node: Annotated[int, Field(ge=1, le=32)] = 4
+    """Linux VMs cloned (with their cloud-init snippet uploaded over SSH) at once on one Proxmox node."""
+    # Each Windows VM starts with a full copy of its golden VHDX on the host's VM volume.
+    copies_per_hyperv_host: Annotated[int, Field(ge=1, le=16)] = 2
+    """Windows VMs created (golden VHDX copied) at once on one Hyper-V host."""
+    # OpenSSH's default MaxStartups 10:30:100 starts refusing logins beyond 10 unauthenticated at once
+    # (sshd_config(5)); 8 leaves room for an operator's own login.
+    control_plane_sessions: Annotated[int, Field(ge=1, le=9)] = 8
+    """Joining nodes whose join credential or readiness wait runs at once on the first control-plane node."""
+
+
 class LogOutputSpec(Spec):
     """Where Fluent Bit on both OSes ships logs."""
     kind: Literal["loki", "elasticsearch", "forward"]
@@ -689,6 +706,8 @@ class StackSpec(Spec):
     """Windows node settings."""
     rollout: RolloutSpec = RolloutSpec()
     """How upgrades and restarts roll through the nodes."""
+    provisioning: ProvisioningSpec = ProvisioningSpec()
+    """How many nodes are created at once per host."""
     observability: ObservabilitySpec | None = None
     """Metrics and logs (optional)."""
     policy: PolicySpec | None = None

@@ -1,4 +1,4 @@
-"""The order rolling operations take through the nodes (Kubernetes and runtime upgrades, VM-setting restarts):
+"""The order rolling and bounded operations take through the nodes (Kubernetes and runtime upgrades, VM-setting restarts):
 control-plane nodes one at a time, the first first (kubeadm upgrade apply there, etcd quorum kept), then the
 workers in waves, each wave a set of nodes drained, changed and uncordoned together.
 
@@ -124,3 +124,19 @@ def stack_waves(spec: StackSpec, windows: bool = True) -> list[list[str]]:
         workers += [RolloutNode(n.name, n.zone, "windows") for n in spec.nodes.windows if not n.lost]
     policy = RolloutPolicy(spec.rollout.max_unavailable, zones_together=spec.rollout.zones == "together")
     return [*control_plane, *worker_waves(workers, spec.zones, policy)]
+
+
+def lanes(names: Sequence[str], width: int) -> dict[str, str | None]:
+    """Each name's predecessor in `width` parallel lanes (the name `width` places before it, or None): waiting for
+    it keeps at most `width` of them running at once, in declaration order (a node added at the end changes no
+    other node's predecessor)."""
+    if width < 1:
+        raise ValueError(f"lanes need a width of at least 1, not {width}")
+    return {name: names[index - width] if index >= width else None for index, name in enumerate(names)}
+
+
+def session_lanes(spec: StackSpec) -> dict[str, str | None]:
+    """Each joining worker's predecessor in the lanes of sessions on the first control-plane node (its join
+    credential and its readiness wait run there): Linux workers, then Windows workers, in declaration order."""
+    names = [n.name for n in spec.nodes.linux] + [n.name for n in spec.nodes.windows]
+    return lanes(names, spec.provisioning.control_plane_sessions)

@@ -212,7 +212,8 @@ case "$1" in
     ;;
   drain)
     [[ -z ${STUB_DRAIN_PDB:-} ]] || {
-      echo "error when evicting pods/\"api-0\" -n \"linux-prod\" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget." >&2
+      echo "error when evicting pods/\"api-0\" -n \"linux-prod\" (will retry after 5s):" \
+        "Cannot evict pod as it would violate the pod's disruption budget." >&2
       echo "error: timed out waiting for the condition" >&2; exit 1; }
     [[ -z ${STUB_DRAIN_FAIL:-} ]] || { echo "error: timed out waiting for the condition" >&2; exit 1; }
     echo "node/$2 drained"
