@@ -260,3 +260,7 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     assert resumed.plan.of("hk-prod-upgrade-hk-lnx-4-node-upgrade") == ["update"]
     assert resumed.plan.of("hk-prod-upgrade-hk-cp-1-node-upgrade") == ["same"]
     assert resumed.plan.of("hk-prod-upgrade-hk-win-2-node-upgrade") == ["same"]
+    # Zone hk-1's nodes were all upgraded before hk-2's first wave failed: resuming touches none of them.
+    for node in ("hk-lnx-1", "hk-lnx-3", "hk-win-1", "hk-win-3"):
+        assert all(resumed.plan.of(f"hk-prod-upgrade-{node}-{name}") == ["same"] for name in steps_of(node)), node
+    assert failed.plan.of("hk-prod-upgrade-hk-lnx-3-uncordon-after-upgrade") == ["update"]

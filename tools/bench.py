@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from tools.mockrun import Recording, changed_resources, placeholder_secrets, run_program
+from tools.mockrun import Recording, Resource, changed_resources, placeholder_secrets, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"
@@ -72,6 +72,32 @@ DURATIONS: list[tuple[str, str, float, str]] = [
 ]
 
 
+# A patch upgrade, per step as it runs on `update` (the steps do nothing on create), from the figures issue #28
+# gathered from upstream docs: a drain 1-3 min, the package upgrade and kubelet restart 1-2 min on Linux and
+# 3-6 min on Windows, uncordon and Ready 1 min. Middle values; the first control-plane node's `kubeadm upgrade
+# apply` (every control-plane static Pod and the add-ons) takes longer than a node's `upgrade node`.
+UPGRADE_DURATIONS: list[tuple[str, float, str]] = [
+    ("-upgrade-{first}-node-upgrade", 300, "first control-plane node: kubeadm upgrade apply, packages, kubelet"),
+    ("-drain-for-upgrade", 120, "drain (PodDisruptionBudgets respected)"),
+    ("-runtime-upgrade", 90, "Windows: containerd staged and swapped"),
+    ("-node-upgrade", 90, "Linux: packages, kubeadm upgrade node, kubelet restart (Windows: binaries, 180)"),
+    ("-uncordon-after-upgrade", 60, "Ready at the new version, uncordon"),
+]
+WINDOWS_NODE_UPGRADE = 180.0
+
+
+def upgrade_estimate(name: str, first_control_plane: str) -> float:
+    """Seconds a patch upgrade spends in this resource (0: not part of the upgrade)."""
+    if not name.startswith(f"{CLUSTER}-upgrade-"):
+        return 0.0
+    for suffix, seconds, _ in UPGRADE_DURATIONS:
+        if name.endswith(suffix.replace("{first}", first_control_plane)):
+            if suffix == "-node-upgrade" and "-win-" in name:
+                return WINDOWS_NODE_UPGRADE
+            return seconds
+    return 0.0
+
+
 def estimate(type_: str, name: str, custom: bool) -> float:
     if not custom:
         return 0.0  # components do nothing themselves
@@ -88,8 +114,8 @@ class Chain:
     names: list[str]
 
 
-def critical_path(recording: Recording) -> Chain:
-    """The longest chain of dependencies, weighted by DURATIONS."""
+def critical_path(recording: Recording, weight: Callable[[Resource], float] | None = None) -> Chain:
+    """The longest chain of dependencies, weighted by DURATIONS (or `weight`)."""
     by_urn = recording.by_urn()
     best: dict[str, tuple[float, int, str | None]] = {}
 
@@ -99,7 +125,7 @@ def critical_path(recording: Recording) -> Chain:
         r = by_urn[urn]
         deps = [d for d in set(r.dependencies) if d in by_urn]
         prior = max((visit(d) + (d,) for d in deps), key=lambda t: (t[0], t[1]), default=(0.0, 0, None, None))
-        own = estimate(r.type, r.name, r.custom)
+        own = weight(r) if weight is not None else estimate(r.type, r.name, r.custom)
         best[urn] = (prior[0] + own, prior[1] + (1 if r.custom else 0), prior[3])
         return best[urn]
 
@@ -114,8 +140,69 @@ def critical_path(recording: Recording) -> Chain:
     return Chain(seconds=seconds, resources=count, names=list(reversed(names)))
 
 
+# A readiness wait ends when its node is Ready, about this long after its join, or at once (one poll) when it starts
+# later than that: waits queued behind each other in a session lane mostly find their nodes Ready.
+READY_AFTER_JOIN = 180.0
+POLL_SECONDS = 5.0
+
+
+def schedule(recording: Recording) -> dict[str, tuple[float, float]]:
+    """Each resource's modelled (start, end) in seconds when the stack is created: it starts when all it depends
+    on has ended (the engine's default parallelism is unbounded) and lasts its DURATIONS estimate, except a node's
+    readiness wait, which ends when the node is Ready (READY_AFTER_JOIN after its join) or one poll after it
+    starts, whichever is later."""
+    by_urn = recording.by_urn()
+    pending = {urn: {d for d in set(r.dependencies) if d in by_urn} for urn, r in by_urn.items()}
+    dependents: dict[str, list[str]] = {urn: [] for urn in by_urn}
+    for urn, deps in pending.items():
+        for dep in deps:
+            dependents[dep].append(urn)
+    remaining = {urn: len(deps) for urn, deps in pending.items()}
+    ready = [urn for urn, count in remaining.items() if count == 0]
+    spans: dict[str, tuple[float, float]] = {}
+    while ready:
+        urn = ready.pop()
+        r = by_urn[urn]
+        start = max((spans[d][1] for d in pending[urn]), default=0.0)
+        if r.custom and r.type == "command:remote:Command" and r.name.endswith("-drain") and "-kubeadm-" in r.name:
+            joins = [spans[d][1] for d in pending[urn] if by_urn[d].name.endswith("-join")]
+            end = max(start + POLL_SECONDS, (max(joins) if joins else start) + READY_AFTER_JOIN)
+        else:
+            end = start + estimate(r.type, r.name, r.custom)
+        spans[urn] = (start, end)
+        for dependent in dependents[urn]:
+            remaining[dependent] -= 1
+            if remaining[dependent] == 0:
+                ready.append(dependent)
+    if len(spans) != len(by_urn):
+        raise ValueError("the recorded graph has a cycle")
+    return {by_urn[urn].name: span for urn, span in spans.items()}
+
+
+def create_seconds(recording: Recording) -> float:
+    """The modelled wall time of creating the stack (schedule)."""
+    return max((end for _, end in schedule(recording).values()), default=0.0)
+
+
 def serial_seconds(recording: Recording) -> float:
     return sum(estimate(r.type, r.name, r.custom) for r in recording.resources)
+
+
+def upgrade_model(recording: Recording) -> dict:
+    """A patch upgrade under the program's waves: the longest chain of its steps, next to running every node's
+    steps one after another."""
+    first = next(r.name for r in recording.resources if r.name.endswith("-drain-for-upgrade")).removeprefix(
+        f"{CLUSTER}-upgrade-").removesuffix("-drain-for-upgrade")
+    def weight(r: Resource) -> float:
+        return upgrade_estimate(r.name, first) if r.custom else 0.0
+    chain = critical_path(recording, weight)
+    serial = sum(weight(r) for r in recording.resources)
+    return {"upgrade_seconds": chain.seconds, "upgrade_serial_seconds": serial,
+            "upgrade_steps_in_chain": sum(1 for name in chain.names if weight_by_name(name, first) > 0)}
+
+
+def weight_by_name(name: str, first: str) -> float:
+    return upgrade_estimate(name, first)
 
 
 # The machines guard (components/guards.py) records every node's identity and size: any node change
@@ -126,9 +213,15 @@ GUARD = f"{CLUSTER}-machines"
 PATCH_UPGRADE = ("1.36.3", "1.36.4")
 
 
+# Hosts grow with the nodes, as a datacenter's would: one Proxmox node per 20 Linux VMs and one Hyper-V host per
+# 12 Windows VMs in each zone (planning figures for 8-vCPU nodes on two-socket hosts).
+LINUX_VMS_PER_PROXMOX_NODE = 20
+WINDOWS_VMS_PER_HYPERV_HOST = 12
+
+
 def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     """A valid stack of `nodes` nodes: 3 control-plane (1 below 10 nodes), Linux and Windows workers
-    alternating over two zones, addresses in a /16 node network."""
+    alternating over two zones, addresses in a /16 node network, hosts in proportion to the VMs."""
     values = json.loads(json.dumps(_reference()))
     control_plane = 1 if nodes < 10 else 3
     workers = nodes - control_plane
@@ -144,19 +237,41 @@ def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
         next(hosts)  # .1-.20 stay free: gateway, VIP
     addresses = [str(next(hosts)) for _ in range(nodes)]
     zones = ["hk-1", "hk-2"]
-    proxmox = {"hk-1": "pve-hk1-a", "hk-2": "pve-hk2-a"}
-    hyperv = {"hk-1": "hv-hk1-a", "hk-2": "hv-hk2-a"}
+    # Which pool each node is in, zone by alternation, as before; then hosts per zone in proportion.
+    pools = ["controlPlane"] * control_plane + ["linux"] * linux + ["windows"] * windows
+    linux_in_zone = {zone: sum(1 for i, p in enumerate(pools) if p != "windows" and zones[i % 2] == zone) for zone in zones}
+    windows_in_zone = {zone: sum(1 for i, p in enumerate(pools) if p == "windows" and zones[i % 2] == zone) for zone in zones}
+    proxmox_nodes = {zone: [f"pve-{zone}-{k + 1:02d}" for k in range(max(1, -(-linux_in_zone[zone] // LINUX_VMS_PER_PROXMOX_NODE)))]
+                     for zone in zones}
+    hyperv_hosts = {zone: [f"hv-{zone}-{k + 1:02d}" for k in range(max(1, -(-windows_in_zone[zone] // WINDOWS_VMS_PER_HYPERV_HOST)))]
+                    for zone in zones}
+    management = IPv4Network("10.10.10.0/24")
+    proxmox_list = [name for zone in zones for name in proxmox_nodes[zone]]
+    hyperv_list = [name for zone in zones for name in hyperv_hosts[zone]]
+    values["proxmox"]["nodes"] = [{"name": name, "zone": name.split("-")[1] + "-" + name.split("-")[2],
+                                   "address": str(management.network_address + 11 + k)} for k, name in enumerate(proxmox_list)]
+    values["proxmox"]["templates"] = [{"distro": distro, "vmId": 9000 + 2 * k + d, "node": name}
+                                      for k, name in enumerate(proxmox_list) for d, distro in enumerate(("ubuntu22", "rocky9"))]
+    reference_host = values["hyperv"]["hosts"][0]
+    values["hyperv"]["hosts"] = [{**reference_host, "name": name, "zone": name.split("-")[1] + "-" + name.split("-")[2],
+                                  "address": str(management.network_address + 101 + k)} for k, name in enumerate(hyperv_list)]
     size = {"cpu": 4, "memoryMb": 8192, "diskGb": 80}
     values["nodes"] = {"controlPlane": [], "linux": [], "windows": []}
-    for i in range(nodes):
+    placed = {zone: 0 for zone in zones}
+    placed_windows = {zone: 0 for zone in zones}
+    for i, pool in enumerate(pools):
         zone = zones[i % 2]
-        if i < control_plane:
-            pool, node = "controlPlane", {"name": f"cp-{i + 1}", "proxmoxNode": proxmox[zone], "vmId": 1000 + i, "distro": "ubuntu22"}
-        elif i < control_plane + linux:
-            pool, node = "linux", {"name": f"lnx-{i + 1:03d}", "proxmoxNode": proxmox[zone], "vmId": 1000 + i,
-                                   "distro": "ubuntu22" if i % 3 else "rocky9"}
+        node: dict[str, str | int]
+        if pool == "windows":
+            host = hyperv_hosts[zone][placed_windows[zone] % len(hyperv_hosts[zone])]
+            placed_windows[zone] += 1
+            node = {"name": f"win-{i + 1:03d}", "hypervHost": host, "version": "win2022"}
         else:
-            pool, node = "windows", {"name": f"win-{i + 1:03d}", "hypervHost": hyperv[zone], "version": "win2022"}
+            proxmox_node = proxmox_nodes[zone][placed[zone] % len(proxmox_nodes[zone])]
+            placed[zone] += 1
+            distro = "ubuntu22" if pool == "controlPlane" or i % 3 else "rocky9"
+            name = f"cp-{i + 1}" if pool == "controlPlane" else f"lnx-{i + 1:03d}"
+            node = {"name": name, "proxmoxNode": proxmox_node, "vmId": 1000 + i, "distro": distro}
         values["nodes"][pool].append({**node, "zone": zone, "ip": addresses[i], **size})
     return values
 
@@ -172,23 +287,38 @@ def raw(values: dict):
     return RawConfig(values=values, secure_keys=frozenset())
 
 
-def measure_one(nodes: int) -> dict:
-    """One size, in this process: timings, memory, resource count, critical path."""
-    values = generate_stack(nodes)
-    wall, cpu = time.perf_counter(), time.process_time()
-    recording = run_program(raw(values), stack=CLUSTER)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+def graph_row(nodes: int, recording: Recording) -> dict:
+    """What the graph of one size says, the same on every machine: its size, hosts, waves, and the modelled
+    create and upgrade times."""
+    from config.loader import load
+    from plan.rollout import stack_waves
+    spec = load(raw(generate_stack(nodes))).spec
     chain = critical_path(recording)
     return {
         "nodes": nodes,
         "resources": len(recording.resources),
-        "wall_seconds": round(wall, 2),
-        "cpu_seconds": round(cpu, 2),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "critical_path_seconds": chain.seconds,
+        "proxmox_nodes": len(spec.proxmox.nodes),
+        "hyperv_hosts": len(spec.hyperv.hosts),
+        "waves": len(stack_waves(spec)),
+        "create_seconds": create_seconds(recording),
         "critical_path_resources": chain.resources,
-        "critical_path": chain.names,
         "serial_seconds": serial_seconds(recording),
+        **upgrade_model(recording),
+    }
+
+
+def measure_one(nodes: int) -> dict:
+    """One size, in this process: the graph's row, and the evaluation's timings and memory."""
+    values = generate_stack(nodes)
+    wall, cpu = time.perf_counter(), time.process_time()
+    recording = run_program(raw(values), stack=CLUSTER)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "graph": graph_row(nodes, recording),
+        "timing": {"nodes": nodes, "resources": len(recording.resources), "wall_seconds": round(wall, 2),
+                   "cpu_seconds": round(cpu, 2), "cpu_ms_per_resource": round(1000 * cpu / len(recording.resources), 2),
+                   "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)},
+        "critical_path": critical_path(recording).names,
     }
 
 
@@ -260,6 +390,12 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 
+    def rollout(v: dict) -> None:
+        v["rollout"] = {"maxUnavailable": "10%", "zones": "together"}
+
+    def provisioning(v: dict) -> None:
+        v["provisioning"] = {"clonesPerProxmoxNode": 2, "copiesPerHypervHost": 1, "controlPlaneSessions": 4}
+
     restarts = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
     return [
         # The VM stores the new size as pending; that worker's restart steps (drain, qm reboot, uncordon) apply it.
@@ -270,6 +406,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         Scenario("remove a Linux worker", _node_resources(base, last_linux) | {GUARD}, remove_linux),
         Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
         Scenario("a Kubernetes patch version", version_dependent, patch_version),
+        # Waves and lanes are the order of the graph, not anything a step runs: nothing changes.
+        Scenario("the rollout's waves (10%, zones together)", set(), rollout),
+        Scenario("the provisioning lanes", set(), provisioning),
         # Credentials (docs/lifecycle.md: Rotating credentials): every command that dials with the credential runs
         # its update, which finds its work done; the provider's kubeconfig read ignores the connection.
         Scenario("rotate the node SSH key", _carrying(base, "connection", placeholders["nodeSshPrivateKey"]),
@@ -328,39 +467,90 @@ def machine() -> dict:
             "platform": platform.platform()}
 
 
-def markdown(report: dict) -> str:
-    lines = ["# Benchmarks", "", "Made by `python -m tools.bench` (see docs/offline.md). The graph is the one the program "
-             "declares; durations are the estimates in `tools/bench.py` `DURATIONS`, not measurements.", "",
-             f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores, {report['machine']['memory']}, "
-             f"Python {report['machine']['python']}.", "", "## Scale", "",
-             "| nodes | resources | evaluation wall s | CPU s | peak RSS MiB | critical path (resources) "
-             "| critical path est. | one-at-a-time est. |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for row in report["sizes"]:
-        lines.append(f"| {row['nodes']} | {row['resources']} | {row['wall_seconds']} | {row['cpu_seconds']} | "
-                     f"{row['peak_rss_mib']} | {row['critical_path_resources']} | {row['critical_path_seconds'] / 60:.0f} min | "
-                     f"{row['serial_seconds'] / 3600:.1f} h |")
-    per_resource = [f"{row['nodes']} nodes: {1000 * row['wall_seconds'] / row['resources']:.1f} ms" for row in report["sizes"]]
-    lines += ["", "Evaluation time per declared resource (flat means no work grows faster than the graph): "
-              + ", ".join(per_resource) + ". Profiled with cProfile at 300 nodes, the time goes to Pulumi's own "
-              "resource registration and to rendering each node's scripts; the per-node YAML is emitted by "
-              "libyaml."]
-    targets = report["targets"]
-    lines += ["", f"Critical path at the largest size vs the smallest: {targets['critical_path_ratio']:.3f} "
-              f"(target ≤ 1.10: {'met' if targets['critical_path_ok'] else 'NOT met'}).", "",
-              f"Longest chain at {report['sizes'][-1]['nodes']} nodes: " + " → ".join(report['sizes'][-1]['critical_path']), "",
-              f"## Blast radius ({report['blast_radius_nodes']} nodes)", "",
+# The part of docs/benchmarks.md that follows from the code alone: tests/test_bench.py renders it again and
+# fails when the file says something else.
+GRAPH_BEGIN = "<!-- graph: generated by python -m tools.bench; tests/test_bench.py checks it against the code -->"
+GRAPH_END = "<!-- end of graph -->"
+
+
+def graph_targets(rows: list[dict]) -> dict:
+    by_nodes = {row["nodes"]: row for row in rows}
+    small, large = by_nodes.get(30), by_nodes.get(300)
+    if small is None or large is None:
+        return {}
+    ratio = large["upgrade_seconds"] / small["upgrade_seconds"]
+    return {"upgrade_ratio": ratio, "upgrade_ratio_ok": ratio <= 1.5,
+            "upgrade_300_ok": large["upgrade_seconds"] < 2 * 3600}
+
+
+def graph_markdown(rows: list[dict], radius: list[dict], blast_nodes: int) -> str:
+    lines = [GRAPH_BEGIN, "", "## Graph and modelled times", "",
+             "| nodes | resources | Proxmox nodes | Hyper-V hosts | waves | create est. (critical path) "
+             "| one-at-a-time est. | patch upgrade est. | upgrade one node at a time |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['nodes']} | {row['resources']} | {row['proxmox_nodes']} | {row['hyperv_hosts']} | "
+                     f"{row['waves']} | {row['create_seconds'] / 60:.0f} min ({row['critical_path_resources']} "
+                     f"resources) | {row['serial_seconds'] / 3600:.1f} h | {row['upgrade_seconds'] / 60:.0f} min | "
+                     f"{row['upgrade_serial_seconds'] / 3600:.1f} h |")
+    targets = graph_targets(rows)
+    if targets:
+        lines += ["", f"Patch upgrade at 300 nodes vs 30: {targets['upgrade_ratio']:.2f} (target ≤ 1.5: "
+                  f"{'met' if targets['upgrade_ratio_ok'] else 'NOT met'}); at 300 nodes under 2 hours: "
+                  f"{'met' if targets['upgrade_300_ok'] else 'NOT met'} (rollout defaults: 20% of each zone's OS pool "
+                  "per wave, zones one at a time)."]
+    lines += ["", "Create is bounded per host (provisioning defaults: 4 clones per Proxmox node, 2 VHDX copies per "
+              "Hyper-V host, 8 sessions on the first control-plane node), so its critical path grows with the VMs "
+              "per host and the joining workers per session lane, not with the fleet at once.",
+              "", f"## Blast radius ({blast_nodes} nodes)", "",
               "| change | resources touched | minimal set | equal | at preview |", "|---|---:|---:|---|---|"]
-    for row in report["blast_radius"]:
+    for row in radius:
         verdict = "refused by the version pin" if row["refused"] else "planned"
         lines.append(f"| {row['change']} | {len(row['touched'])} | {len(row['minimal'])} | "
                      f"{'yes' if row['equal'] else 'NO'} | {verdict} |")
     lines += ["", "Touched resources per change:", ""]
-    for row in report["blast_radius"]:
+    for row in radius:
         lines.append(f"- {row['change']}: {', '.join(row['touched']) or '(none)'}")
-    lines += ["", "## Estimated durations", "", "| resource | name ends with | seconds | stands for |", "|---|---|---:|---|"]
+    lines += ["", "## Estimated durations", "", "Create, per resource (first match wins):", "",
+              "| resource | name ends with | seconds | stands for |", "|---|---|---:|---|"]
     for type_, suffix, seconds, what in DURATIONS:
         lines.append(f"| `{type_}` | `{suffix}` | {seconds:.0f} | {what} |")
+    lines += ["", "A patch upgrade, per step on update:", "", "| step | seconds | stands for |", "|---|---:|---|"]
+    for suffix, seconds, what in UPGRADE_DURATIONS:
+        lines.append(f"| `{suffix}` | {seconds:.0f} | {what} |")
+    return "\n".join(lines + ["", GRAPH_END]) + "\n"
+
+
+def timing_targets(timings: list[dict]) -> dict:
+    by_nodes = {row["nodes"]: row for row in timings}
+    small, large = by_nodes.get(30), by_nodes.get(300)
+    if small is None or large is None:
+        return {}
+    ratio = large["cpu_ms_per_resource"] / small["cpu_ms_per_resource"]
+    return {"cpu_per_resource_ratio": ratio, "cpu_per_resource_ok": ratio <= 1.3,
+            "cpu_300_ok": large["cpu_seconds"] < 10, "memory_300_ok": large["peak_rss_mib"] < 1024}
+
+
+def markdown(report: dict) -> str:
+    timings = report["timings"]
+    lines = ["# Benchmarks", "", "Made by `python -m tools.bench` (see docs/offline.md). The graph is the one the program "
+             "declares under the mock engine; durations are the estimates in `tools/bench.py`, not measurements.", "",
+             graph_markdown(report["graph"], report["blast_radius"], report["blast_radius_nodes"]).rstrip("\n"), "",
+             "## Evaluation (measured on this machine)", "",
+             f"Machine: {report['machine']['cpu']}, {report['machine']['cores']} cores, {report['machine']['memory']}, "
+             f"Python {report['machine']['python']}. Shared and noisy: compare ratios, not absolute seconds.", "",
+             "| nodes | resources | wall s | CPU s | CPU ms per resource | peak RSS MiB |", "|---:|---:|---:|---:|---:|---:|"]
+    for row in timings:
+        lines.append(f"| {row['nodes']} | {row['resources']} | {row['wall_seconds']} | {row['cpu_seconds']} | "
+                     f"{row['cpu_ms_per_resource']} | {row['peak_rss_mib']} |")
+    targets = timing_targets(timings)
+    if targets:
+        lines += ["", f"CPU per resource at 300 nodes vs 30: {targets['cpu_per_resource_ratio']:.2f} (target ≤ 1.3: "
+                  f"{'met' if targets['cpu_per_resource_ok'] else 'NOT met'}); 300 nodes under 10 s of CPU: "
+                  f"{'met' if targets['cpu_300_ok'] else 'NOT met'}; under 1 GiB: "
+                  f"{'met' if targets['memory_300_ok'] else 'NOT met'}. Profiled with cProfile at 300 nodes, the time "
+                  "goes to the Pulumi SDK's own registration of each resource (serialization, asyncio tasks, source "
+                  "positions); the program's rendering is under a tenth of it."]
     return "\n".join(lines) + "\n"
 
 
@@ -376,25 +566,27 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure_one(args.one)))
         return 0
 
-    sizes = []
+    rows, timings, paths = [], [], {}
     for nodes in sorted(args.sizes):
         # Each size in a fresh process, so peak memory and timings are its own.
         out = subprocess.run([sys.executable, "-m", "tools.bench", "--one", str(nodes)], cwd=ROOT,
                              capture_output=True, text=True, check=True).stdout
-        sizes.append(json.loads(out.strip().splitlines()[-1]))
-        print(f"{nodes} nodes: {sizes[-1]['resources']} resources, {sizes[-1]['wall_seconds']} s", file=sys.stderr)
-    ratio = sizes[-1]["critical_path_seconds"] / sizes[0]["critical_path_seconds"]
+        measured = json.loads(out.strip().splitlines()[-1])
+        rows.append(measured["graph"])
+        timings.append(measured["timing"])
+        paths[nodes] = measured["critical_path"]
+        print(f"{nodes} nodes: {rows[-1]['resources']} resources, {timings[-1]['cpu_seconds']} s CPU", file=sys.stderr)
     radius = blast_radius(args.blast_nodes)
-    report = {"machine": machine(), "sizes": sizes, "blast_radius_nodes": args.blast_nodes, "blast_radius": radius,
-              "targets": {"critical_path_ratio": ratio, "critical_path_ok": ratio <= 1.10,
+    report = {"machine": machine(), "graph": rows, "timings": timings, "critical_paths": paths,
+              "blast_radius_nodes": args.blast_nodes, "blast_radius": radius,
+              "targets": {**graph_targets(rows), **timing_targets(timings),
                           "blast_radius_ok": all(r["equal"] for r in radius)}}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n")
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(markdown(report))
     print(markdown(report))
-    return 0 if report["targets"]["critical_path_ok"] and report["targets"]["blast_radius_ok"] else 1
-
+    return 0 if all(v for k, v in report["targets"].items() if k.endswith("_ok")) else 1
 
 if __name__ == "__main__":
     sys.exit(main())
