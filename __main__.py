@@ -6,6 +6,7 @@ import pulumi
 from components import cycle_check
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.guards import MachinesGuard
+from components.load_balancer import LoadBalancer
 from components.machines import Machines
 from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
@@ -20,6 +21,7 @@ from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 from plan.platform import (
     calico_params,
+    load_balancer_plan,
     observability_plan,
     policy_plan,
     samples_plan,
@@ -86,10 +88,14 @@ if (policy_spec := policy_plan(spec)) is not None:
     policy = Policy(f"{spec.cluster.name}-policy", policy_spec, cluster.provider,
                     [scheduling.namespaces[n] for n in policy_spec.namespaces if n in scheduling.namespaces], linux_ready)
     policy_declared = policy.declared
+load_balancer_ready: Sequence[pulumi.Resource] = ()
+if (load_balancer := load_balancer_plan(spec)) is not None:
+    load_balancer_ready = LoadBalancer(f"{spec.cluster.name}-load-balancer", load_balancer, cluster.provider,
+                                       linux_ready).ready
 if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
-                    policy_declared=policy_declared)
+                    policy_declared=policy_declared, load_balancer=load_balancer_ready)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -24,7 +24,7 @@ class SampleWorkloads(pulumi.ComponentResource):
     def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+                 load_balancer: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = plan.params
 
@@ -43,8 +43,10 @@ class SampleWorkloads(pulumi.ComponentResource):
         # The EnvoyProxy, GatewayClass and Gateway are the chart's CRDs: after the chart. The Gateway is
         # awaited until Programmed (its pulumi.com/waitFor).
         gateway: list[pulumi.Resource] = []
-        for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports):
-            gateway += declare([obj], [envoy_gateway, *gateway])
+        # With a LoadBalancer implementation the Gateway is Programmed once its Service has an address from the
+        # pool: it waits for the pool.
+        for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports, load_balancer=plan.load_balancer):
+            gateway += declare([obj], [envoy_gateway, *gateway, *load_balancer])
         windows_nodes = plan.windows_nodes
         linux_objects = workloads.api_linux(params)
         windows_objects = workloads.api_win(params) if windows_nodes else []
@@ -70,5 +72,5 @@ class SampleWorkloads(pulumi.ComponentResource):
                   if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         declare(routes, [*gateway, *services])
         self.register_outputs({"windows_sample": bool(windows_nodes),
-                               "gateway_node_port": workloads.GATEWAY_HTTP_NODE_PORT,
+                               "gateway_node_port": None if plan.load_balancer else workloads.GATEWAY_HTTP_NODE_PORT,
                                "windows_build": windows_release(SAMPLE_WINDOWS_VERSION).build})

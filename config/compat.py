@@ -472,6 +472,18 @@ CHARTS: dict[str, HelmChart] = {
                  "since), released with every Envoy Gateway release as gateway-helm is; v1.9.3 as for gateway-helm",
         values_source="envoyproxy/gateway charts/gateway-crds-helm/values.yaml (crds.gatewayAPI.enabled, "
                       "crds.gatewayAPI.channel, crds.envoyGateway.enabled)"),
+    # MetalLB, the LoadBalancer implementation (config `loadBalancer`, render/load_balancer.py): layer 2 mode, in
+    # which a speaker on one Linux node answers ARP for each address (no router to configure; a site with BGP
+    # routers could move to BGP mode later). Chosen over kube-vip's service load balancing because the pool
+    # and its announcement are Kubernetes objects (IPAddressPool, L2Advertisement) with CRD schemas to validate
+    # against, and the chart places its controller and speakers on Linux nodes by itself.
+    # `helm repo add metallb https://metallb.github.io/metallb` (website/content/installation/_index.md).
+    "metallb": HelmChart(
+        chart="metallb", repo="https://metallb.github.io/metallb", version="0.16.1",
+        evidence="metallb/metallb tag v0.16.1 (791dfcc63ced, 2026-05-27) charts/metallb/Chart.yaml: version 0.16.1, "
+                 'appVersion v0.16.1, kubeVersion ">= 1.19.0-0"',
+        values_source="metallb/metallb v0.16.1 charts/metallb/values.yaml (frrk8s.enabled, speaker.frr.enabled) and "
+                      'templates/controller.yaml, speaker.yaml (nodeSelector "kubernetes.io/os": linux, fixed)'),
 }
 
 # What the pinned Envoy Gateway supports (envoyproxy/gateway site/content/en/news/releases/matrix.md at v1.9.0,

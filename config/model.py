@@ -556,6 +556,31 @@ class ProvisioningSpec(Spec):
     """Joining nodes whose join credential or readiness wait runs at once on the first control-plane node."""
 
 
+def _address_range(value: str) -> str:
+    """An IPv4 range as MetalLB's IPAddressPool takes it: first-last, or a CIDR prefix (host bits zero)."""
+    try:
+        if "-" in value:
+            first, last = (IPv4Address(part.strip()) for part in value.split("-", 1))
+            if last < first:
+                raise ValueError
+            return f"{first}-{last}"
+        return str(IPv4Network(value))
+    except ValueError:
+        raise ValueError("must be an IPv4 range first-last (10.30.30.200-10.30.30.220) or a prefix "
+                         "(10.30.30.192/28)") from None
+
+
+AddressRange = Annotated[str, AfterValidator(_address_range)]
+
+
+class LoadBalancerSpec(Spec):
+    """LoadBalancer Services get addresses from MetalLB in layer 2 mode (its speakers on Linux nodes answer ARP
+    for them on the node network); absent: no implementation, and a LoadBalancer Service stays pending."""
+
+    addresses: Annotated[list[AddressRange], Field(min_length=1)]
+    """Ranges on the node network MetalLB may hand out, none of them a node, VIP, gateway, host or DNS address."""
+
+
 class LogOutputSpec(Spec):
     """Where Fluent Bit on both OSes ships logs."""
     kind: Literal["loki", "elasticsearch", "forward"]
@@ -712,6 +737,8 @@ class StackSpec(Spec):
     """Metrics and logs (optional)."""
     policy: PolicySpec | None = None
     """Gatekeeper placement policy (optional)."""
+    load_balancer: LoadBalancerSpec | None = None
+    """Addresses for LoadBalancer Services, the samples' Gateway among them (optional; MetalLB, layer 2)."""
     workloads: WorkloadsSpec | None = None
     """The sample applications and their Gateway (optional; `{}` turns them on with defaults)."""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES

@@ -547,3 +547,47 @@ def proxmox_endpoint(spec: StackSpec) -> Iterator[Problem]:
         # pveproxy listens on 8006 (pveproxy(8)); 443 only works behind a reverse proxy.
         yield Problem("proxmox.endpoint", f"has no port, so it means port 443; Proxmox VE's API listens on 8006: "
                                           f"https://{authority}:8006/ unless a reverse proxy serves 443", "warning")
+
+
+def _range_addresses(value: str) -> tuple[IPv4Address, IPv4Address]:
+    if "-" in value:
+        first, last = value.split("-", 1)
+        return IPv4Address(first), IPv4Address(last)
+    network = IPv4Network(value)
+    return network.network_address, network.broadcast_address
+
+
+@rule("loadBalancer", "network", "nodes", "cluster", "proxmox", "hyperv")
+def load_balancer_addresses(spec: StackSpec) -> Iterator[Problem]:
+    """MetalLB's layer 2 mode answers ARP for its addresses on the node network, so they must be on it
+    (metallb.universe.tf, concepts/layer2), and not an address anything else there already has."""
+    if spec.load_balancer is None:
+        return
+    nodes_net = spec.network.nodes.cidr
+    taken: dict[IPv4Address, str] = {address: f"network.nodes: {what}" for address, what in _reserved(spec.network.nodes).items()}
+    for path, node in _node_paths(spec):
+        taken.setdefault(node.ip, f"{path}.ip")
+    if spec.cluster.api_vip is not None:
+        taken.setdefault(spec.cluster.api_vip, "cluster.apiVip")
+    for index, server in enumerate(spec.network.dns_servers):
+        taken.setdefault(server, f"network.dnsServers[{index}]")
+    for index, proxmox_node in enumerate(spec.proxmox.nodes):
+        taken.setdefault(proxmox_node.address, f"proxmox.nodes[{index}].address")
+    for index, host in enumerate(spec.hyperv.hosts):
+        taken.setdefault(host.address, f"hyperv.hosts[{index}].address")
+    spans: list[tuple[IPv4Address, IPv4Address, str]] = []
+    for index, value in enumerate(spec.load_balancer.addresses):
+        path = f"loadBalancer.addresses[{index}]"
+        first, last = _range_addresses(value)
+        if first not in nodes_net or last not in nodes_net:
+            yield Problem(path, f"{value} is not inside network.nodes {nodes_net}: layer 2 mode announces addresses "
+                                "on the node network only")
+            continue
+        clashes = sorted((address, what) for address, what in taken.items() if first <= address <= last)
+        if clashes:
+            listed = ", ".join(f"{address} ({what})" for address, what in clashes[:3])
+            yield Problem(path, f"{value} contains addresses already in use: {listed}; choose a free range")
+        for other_first, other_last, other_path in spans:
+            if first <= other_last and other_first <= last:
+                yield Problem(path, f"{value} overlaps {other_path}")
+        spans.append((first, last, path))

@@ -177,6 +177,7 @@ def policy_plan(spec: StackSpec) -> PolicyPlan | None:
 class SamplesPlan:
     params: workloads.SampleParams
     node_ports: tuple[int, int]                       # the cluster's NodePort range
+    load_balancer: bool                               # the Gateway on a LoadBalancer address (else NodePort 30080)
     linux_nodes: tuple[str, ...]
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
 
@@ -185,6 +186,18 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     params = sample_params(spec)
     if params is None:
         return None
-    return SamplesPlan(params=params, node_ports=spec.cluster.node_ports,
+    return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION))
+
+
+@dataclass(frozen=True)
+class LoadBalancerPlan:
+    addresses: tuple[str, ...]                        # MetalLB ranges, first-last or prefixes
+
+
+def load_balancer_plan(spec: StackSpec) -> LoadBalancerPlan | None:
+    """MetalLB and its pool; None without a `loadBalancer` section (no implementation installed)."""
+    if spec.load_balancer is None:
+        return None
+    return LoadBalancerPlan(addresses=tuple(spec.load_balancer.addresses))

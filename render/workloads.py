@@ -319,14 +319,28 @@ def envoy_gateway_crd_values() -> dict[str, Any]:
 
 
 def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),
-                    http_node_port: int = GATEWAY_HTTP_NODE_PORT) -> list[dict[str, Any]]:
-    """The EnvoyProxy, GatewayClass and Gateway that serve the samples on a NodePort of Linux nodes.
+                    http_node_port: int = GATEWAY_HTTP_NODE_PORT, load_balancer: bool = False) -> list[dict[str, Any]]:
+    """The EnvoyProxy, GatewayClass and Gateway that serve the samples: on a LoadBalancer address (port 80) when
+    the cluster has a LoadBalancer implementation (config ``loadBalancer``), else on a NodePort of Linux nodes.
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
     API server refuses a Service whose nodePort lies outside it."""
     _check(p)
     low, high = node_port_range
     require(low <= http_node_port <= high, f"node port {http_node_port} is outside the cluster's node port range {low}-{high}")
+    envoy_service: dict[str, Any]
+    if load_balancer:
+        # Local (the EnvoyProxy default, written out): the client's address reaches Envoy, and MetalLB's layer 2
+        # leader is then a node that runs an Envoy pod (metallb.universe.tf usage, "Local" traffic policy).
+        envoy_service = {"type": "LoadBalancer", "externalTrafficPolicy": "Local"}
+    else:
+        envoy_service = {
+            "type": "NodePort",
+            # Envoy Gateway names a listener's Service port <protocol>-<port>, as its examples patch it.
+            "patch": {"type": "StrategicMerge", "value": {"spec": {"ports": [
+                {"name": f"http-{GATEWAY_HTTP_PORT}", "port": GATEWAY_HTTP_PORT, "protocol": "TCP",
+                 "nodePort": http_node_port}]}}},
+        }
     labels = _labels(GATEWAY_NAME)
     envoy_proxy = {
         "apiVersion": ENVOY_PROXY_API_VERSION,
@@ -338,13 +352,7 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
                 "pod": {"nodeSelector": {OS_LABEL: "linux"}},
                 "container": {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
             },
-            "envoyService": {
-                "type": "NodePort",
-                # Envoy Gateway names a listener's Service port <protocol>-<port>, as its examples patch it.
-                "patch": {"type": "StrategicMerge", "value": {"spec": {"ports": [
-                    {"name": f"http-{GATEWAY_HTTP_PORT}", "port": GATEWAY_HTTP_PORT, "protocol": "TCP",
-                     "nodePort": http_node_port}]}}},
-            },
+            "envoyService": envoy_service,
         }}},
     }
     gateway_class = {

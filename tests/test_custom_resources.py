@@ -21,6 +21,8 @@ SCHEMAS = {
     "projectcalico.org/v3/FelixConfiguration": "projectcalico.org_v3_FelixConfiguration.json",
     "projectcalico.org/v3/IPAMConfiguration": "projectcalico.org_v3_IPAMConfiguration.json",
     "monitoring.coreos.com/v1/PrometheusRule": "monitoring.coreos.com_v1_PrometheusRule.json",
+    "metallb.io/v1beta1/IPAddressPool": "metallb.io_v1beta1_IPAddressPool.json",
+    "metallb.io/v1beta1/L2Advertisement": "metallb.io_v1beta1_L2Advertisement.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

@@ -94,7 +94,9 @@ from tests.test_render_workloads import ROUTING_KINDS  # noqa: E402
 
 UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
-                               "config.gatekeeper.sh/v1alpha1": {"Config"}}
+                               "config.gatekeeper.sh/v1alpha1": {"Config"},
+                               # Validated against their CRD schemas in tests/test_custom_resources.py.
+                               "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"}}
 
 
 def _shape_only(value):
@@ -236,7 +238,9 @@ def test_rotating_the_smb_password_changes_only_the_secret(hk):
 # Charts whose values need no OS selector: CRDs only, or templates that hard-code kubernetes.io/os on
 # every pod (render/storage.py CSI_SMB_POD_PARTS / CSI_NFS_POD_PARTS, with the template sources).
 NO_OS_VALUES = {"csi-driver-smb": "OS hard-coded per DaemonSet",
-                "csi-driver-nfs": "OS hard-coded per workload"}
+                "csi-driver-nfs": "OS hard-coded per workload",
+                # templates/controller.yaml and speaker.yaml at v0.16.1 (render/load_balancer.py).
+                "metallb": "OS hard-coded on the controller and the speakers"}
 
 
 def test_every_chart_places_its_pods_on_linux(hk):
