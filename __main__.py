@@ -14,6 +14,7 @@ from components.observability import Observability
 from components.policy import Policy
 from components.scheduling import Scheduling
 from components.storage import Storage
+from components.tls import Tls
 from components.upgrade import KubernetesUpgrade
 from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
@@ -27,6 +28,7 @@ from plan.platform import (
     samples_plan,
     scheduling_plan,
     storage_params,
+    tls_plan,
     windows_kube_proxy_plan,
 )
 
@@ -92,10 +94,13 @@ load_balancer_ready: Sequence[pulumi.Resource] = ()
 if (load_balancer := load_balancer_plan(spec)) is not None:
     load_balancer_ready = LoadBalancer(f"{spec.cluster.name}-load-balancer", load_balancer, cluster.provider,
                                        linux_ready).ready
+issuer: Sequence[pulumi.Resource] = ()
+if (tls := tls_plan(spec)) is not None:
+    issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready).issuer]
 if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
-                    policy_declared=policy_declared, load_balancer=load_balancer_ready)
+                    policy_declared=policy_declared, load_balancer=load_balancer_ready, issuer=issuer)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -24,7 +24,8 @@ class SampleWorkloads(pulumi.ComponentResource):
     def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
-                 load_balancer: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 load_balancer: Sequence[pulumi.Resource] = (), issuer: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = plan.params
 
@@ -45,8 +46,9 @@ class SampleWorkloads(pulumi.ComponentResource):
         gateway: list[pulumi.Resource] = []
         # With a LoadBalancer implementation the Gateway is Programmed once its Service has an address from the
         # pool: it waits for the pool.
-        for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports, load_balancer=plan.load_balancer):
-            gateway += declare([obj], [envoy_gateway, *gateway, *load_balancer])
+        for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports, load_balancer=plan.load_balancer,
+                                             tls_issuer=plan.tls_issuer):
+            gateway += declare([obj], [envoy_gateway, *gateway, *load_balancer, *issuer])
         windows_nodes = plan.windows_nodes
         linux_objects = workloads.api_linux(params)
         windows_objects = workloads.api_win(params) if windows_nodes else []
@@ -68,7 +70,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         if windows_nodes:
             services += declare(windows_objects, [
                 *namespaces[1:], *[node_ready[n] for n in windows_nodes], *windows_networking, admitted])
-        routes = [obj for obj in workloads.http_routes(params)
+        routes = [obj for obj in workloads.http_routes(params, https=plan.tls_issuer is not None)
                   if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         declare(routes, [*gateway, *services])
         self.register_outputs({"windows_sample": bool(windows_nodes),

@@ -484,6 +484,17 @@ CHARTS: dict[str, HelmChart] = {
                  'appVersion v0.16.1, kubeVersion ">= 1.19.0-0"',
         values_source="metallb/metallb v0.16.1 charts/metallb/values.yaml (frrk8s.enabled, speaker.frr.enabled) and "
                       'templates/controller.yaml, speaker.yaml (nodeSelector "kubernetes.io/os": linux, fixed)'),
+    # cert-manager (config `tls`, render/tls.py). Installed as its chart README says: `helm install cert-manager
+    # oci://quay.io/jetstack/charts/cert-manager --namespace cert-manager --create-namespace --version
+    # {{RELEASE_VERSION}} --set crds.enabled=true` (deploy/charts/cert-manager/README.template.md); its CRDs are
+    # chart templates when crds.enabled (kept on uninstall: crds.keep, default true), so a pin bump upgrades them.
+    "cert-manager": HelmChart(
+        chart="cert-manager", repo="oci://quay.io/jetstack/charts", version="v1.21.1",
+        evidence="cert-manager/cert-manager tag v1.21.1 (24e33194fb39, 2026-07-29)",
+        values_source="cert-manager/cert-manager v1.21.1 deploy/charts/cert-manager/values.yaml (crds.enabled, "
+                      "crds.keep, config; nodeSelector kubernetes.io/os: linux by default on the controller, webhook, "
+                      "cainjector and startupapicheck) and pkg/apis/config/controller/v1alpha1/types.go "
+                      "(gatewayAPI.enabled)"),
 }
 
 # What the pinned Envoy Gateway supports (envoyproxy/gateway site/content/en/news/releases/matrix.md at v1.9.0,

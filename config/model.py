@@ -581,6 +581,35 @@ class LoadBalancerSpec(Spec):
     """Ranges on the node network MetalLB may hand out, none of them a node, VIP, gateway, host or DNS address."""
 
 
+class AcmeSpec(Spec):
+    """An ACME CA (Let's Encrypt, or the site's own ACME server), answered by HTTP-01 through the samples' Gateway."""
+
+    server: HttpsEndpoint
+    """The ACME directory URL, e.g. https://acme-v02.api.letsencrypt.org/directory."""
+    email: Annotated[str, AfterValidator(_must_be(
+        lambda v: bool(re.match(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", v)), "an e-mail address, e.g. ops@example.com"))]
+    """The account's contact address."""
+
+
+class TlsSpec(Spec):
+    """cert-manager and the ClusterIssuer certificates come from; the samples' Gateway then serves HTTPS on 443 and
+    redirects HTTP to it. Exactly one of `ca` and `acme`."""
+
+    ca: dict[str, object] | None = None
+    """An internal CA: `{}`. Its certificate and key are the secrets tlsCaCertificate and tlsCaKey (PEM)."""
+    acme: AcmeSpec | None = None
+    """An ACME CA, which must reach the Gateway's address on port 80 for HTTP-01."""
+
+    @model_validator(mode="after")
+    def _one_issuer(self) -> TlsSpec:
+        if (self.ca is None) == (self.acme is None):
+            raise ValueError("give exactly one issuer: ca: {} (an internal CA, secrets tlsCaCertificate and tlsCaKey) "
+                             "or acme: {server, email}")
+        if self.ca:
+            raise ValueError("ca takes no settings (write ca: {}): the CA's certificate and key are secrets")
+        return self
+
+
 class LogOutputSpec(Spec):
     """Where Fluent Bit on both OSes ships logs."""
     kind: Literal["loki", "elasticsearch", "forward"]
@@ -737,6 +766,8 @@ class StackSpec(Spec):
     """Metrics and logs (optional)."""
     policy: PolicySpec | None = None
     """Gatekeeper placement policy (optional)."""
+    tls: TlsSpec | None = None
+    """cert-manager with a ClusterIssuer, and HTTPS for the samples' Gateway (optional)."""
     load_balancer: LoadBalancerSpec | None = None
     """Addresses for LoadBalancer Services, the samples' Gateway among them (optional; MetalLB, layer 2)."""
     workloads: WorkloadsSpec | None = None

@@ -591,3 +591,19 @@ def load_balancer_addresses(spec: StackSpec) -> Iterator[Problem]:
             if first <= other_last and other_first <= last:
                 yield Problem(path, f"{value} overlaps {other_path}")
         spans.append((first, last, path))
+
+
+@rule("tls", "workloads")
+def tls_host(spec: StackSpec) -> Iterator[Problem]:
+    """cert-manager issues a Gateway certificate only for a listener with a hostname (certificate-shim sync.go:
+    "the hostname cannot be empty"), and an HTTP-01 challenge cannot prove a wildcard name (Let's Encrypt,
+    docs/challenge-types: HTTP-01 "can't be used to issue wildcard certificates")."""
+    if spec.tls is None or spec.workloads is None:
+        return
+    host = spec.workloads.sample_host
+    if host is None:
+        yield Problem("workloads.sampleHost", "HTTPS for the samples (tls) needs the host name their certificate is "
+                                              "issued for, e.g. samples.hk-prod.example.com")
+    elif spec.tls.acme is not None and host.startswith("*."):
+        yield Problem("workloads.sampleHost", f"{host} is a wildcard, which ACME cannot validate over HTTP-01: use a "
+                                              "plain name, or tls.ca")

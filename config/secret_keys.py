@@ -43,6 +43,9 @@ SECRETS: dict[str, SecretKey] = {
                              lambda s: s.storage is not None and s.storage.smb is not None),
     "smbPassword": SecretKey("password of the SMB share storage.smb.source", "storage.smb",
                              lambda s: s.storage is not None and s.storage.smb is not None),
+    "tlsCaCertificate": SecretKey("PEM certificate of the internal CA cert-manager issues from", "tls.ca",
+                                  lambda s: s.tls is not None and s.tls.ca is not None),
+    "tlsCaKey": SecretKey("PEM private key of that CA", "tls.ca", lambda s: s.tls is not None and s.tls.ca is not None),
     "grafanaAdminPassword": SecretKey("password of Grafana's admin user", "observability.metrics",
                                       lambda s: s.observability is not None and s.observability.metrics is not None),
 }

@@ -18,6 +18,8 @@ class Secrets:
     # Only the subsystems that are on need theirs: storage.smb, observability.metrics.
     smb_credentials: tuple[pulumi.Output[str], pulumi.Output[str]] | None
     grafana_admin_password: pulumi.Output[str] | None
+    # tls.ca: the internal CA's certificate and key (PEM).
+    tls_ca: tuple[pulumi.Output[str], pulumi.Output[str]] | None
     # Only stacks with Windows nodes need these.
     hyperv_ssh_private_key: pulumi.Output[str] | None
     hyperv_ssh_password: pulumi.Output[str] | None
@@ -42,12 +44,14 @@ def read_secrets(spec: StackSpec) -> Secrets:
         return value
 
     smb_username, smb_password = secret("smbUsername"), secret("smbPassword")
+    ca_certificate, ca_key = secret("tlsCaCertificate"), secret("tlsCaKey")
     return Secrets(
         proxmox_api_token=always("proxmoxApiToken"),
         proxmox_ssh_private_key=always("proxmoxSshPrivateKey"),
         node_ssh_private_key=always("nodeSshPrivateKey"),
         smb_credentials=(smb_username, smb_password) if smb_username is not None and smb_password is not None else None,
         grafana_admin_password=secret("grafanaAdminPassword"),
+        tls_ca=(ca_certificate, ca_key) if ca_certificate is not None and ca_key is not None else None,
         hyperv_ssh_private_key=secret("hypervSshPrivateKey"),
         hyperv_ssh_password=secret("hypervSshPassword"),
         windows_admin_password=secret("windowsAdminPassword"),

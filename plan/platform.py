@@ -3,10 +3,11 @@ and the sample workloads."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from config import compat
 from config.model import StackSpec, WindowsKey
-from render import logging, network, storage, windows_bootstrap, workloads
+from render import logging, network, storage, tls, windows_bootstrap, workloads
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
@@ -178,6 +179,7 @@ class SamplesPlan:
     params: workloads.SampleParams
     node_ports: tuple[int, int]                       # the cluster's NodePort range
     load_balancer: bool                               # the Gateway on a LoadBalancer address (else NodePort 30080)
+    tls_issuer: str | None                            # the ClusterIssuer of the HTTPS listener; None: HTTP only
     linux_nodes: tuple[str, ...]
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
 
@@ -187,6 +189,7 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     if params is None:
         return None
     return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
+                       tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION))
 
@@ -201,3 +204,19 @@ def load_balancer_plan(spec: StackSpec) -> LoadBalancerPlan | None:
     if spec.load_balancer is None:
         return None
     return LoadBalancerPlan(addresses=tuple(spec.load_balancer.addresses))
+
+
+@dataclass(frozen=True)
+class TlsPlan:
+    issuer: dict[str, Any]                            # the ClusterIssuer (render/tls.py)
+    ca: bool                                          # an internal CA: its key pair Secret from Pulumi secrets
+
+
+def tls_plan(spec: StackSpec) -> TlsPlan | None:
+    """cert-manager and its ClusterIssuer; None without a `tls` section."""
+    if spec.tls is None:
+        return None
+    if spec.tls.acme is not None:
+        return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
+                                                      workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False)
+    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True)

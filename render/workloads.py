@@ -86,6 +86,8 @@ from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
 
+from . import tls
+
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
 GATEWAY_NAMESPACE = "envoy-gateway-system"
@@ -95,6 +97,8 @@ GATEWAY_NAME = "samples"
 GATEWAY_API_VERSION = "gateway.networking.k8s.io/v1"
 ENVOY_PROXY_API_VERSION = "gateway.envoyproxy.io/v1alpha1"
 GATEWAY_HTTP_PORT = 80
+GATEWAY_HTTPS_PORT = 443
+GATEWAY_TLS_SECRET = "samples-tls"   # issued by cert-manager for the HTTPS listener (render/tls.py)
 
 WIN_APP = "api-win"
 LINUX_APP = "api-linux"
@@ -319,13 +323,20 @@ def envoy_gateway_crd_values() -> dict[str, Any]:
 
 
 def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),
-                    http_node_port: int = GATEWAY_HTTP_NODE_PORT, load_balancer: bool = False) -> list[dict[str, Any]]:
+                    http_node_port: int = GATEWAY_HTTP_NODE_PORT, load_balancer: bool = False,
+                    tls_issuer: str | None = None) -> list[dict[str, Any]]:
     """The EnvoyProxy, GatewayClass and Gateway that serve the samples: on a LoadBalancer address (port 80) when
     the cluster has a LoadBalancer implementation (config ``loadBalancer``), else on a NodePort of Linux nodes.
+
+    With ``tls_issuer`` (config ``tls``) the Gateway also listens for HTTPS on 443 with a certificate cert-manager
+    issues from that ClusterIssuer for the sample host (render/tls.py), the samples' routes attach there, and the
+    HTTP listener only redirects to HTTPS (and carries ACME HTTP-01 challenges).
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
     API server refuses a Service whose nodePort lies outside it."""
     _check(p)
+    require(tls_issuer is None or bool(p.host), "HTTPS needs the sample host name: cert-manager issues certificates "
+                                                 "for listener hostnames only")
     low, high = node_port_range
     require(low <= http_node_port <= high, f"node port {http_node_port} is outside the cluster's node port range {low}-{high}")
     envoy_service: dict[str, Any]
@@ -363,23 +374,49 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
                  "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
                                    "name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE}},
     }
+    sample_namespaces = {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted({p.win_namespace, p.linux_namespace})}]}}}
     listener: dict[str, Any] = {"name": "http", "protocol": "HTTP", "port": GATEWAY_HTTP_PORT,
-                      "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
-                          {"key": "kubernetes.io/metadata.name", "operator": "In",
-                           "values": sorted({p.win_namespace, p.linux_namespace})}]}}}}
+                                "allowedRoutes": sample_namespaces}
     if p.host:
         listener["hostname"] = p.host
+    listeners = [listener]
+    annotations = {"pulumi.com/waitFor": "condition=Programmed"}
+    if tls_issuer is not None:
+        # HTTP carries only the redirect and cert-manager's challenge routes, both in the Gateway's namespace.
+        listener["allowedRoutes"] = {"namespaces": {"from": "Same"}}
+        listeners.append({"name": "https", "protocol": "HTTPS", "port": GATEWAY_HTTPS_PORT, "hostname": p.host,
+                          "tls": {"mode": "Terminate", "certificateRefs": [{"kind": "Secret", "name": GATEWAY_TLS_SECRET}]},
+                          "allowedRoutes": sample_namespaces})
+        annotations[tls.ISSUER_ANNOTATION] = tls_issuer
     gateway = {
         "apiVersion": GATEWAY_API_VERSION,
         "kind": "Gateway",
-        "metadata": {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "labels": labels,
-                     "annotations": {"pulumi.com/waitFor": "condition=Programmed"}},
-        "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": [listener]},
+        "metadata": {"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "labels": labels, "annotations": annotations},
+        "spec": {"gatewayClassName": GATEWAY_CLASS, "listeners": listeners},
     }
-    return [envoy_proxy, gateway_class, gateway]
+    objects = [envoy_proxy, gateway_class, gateway]
+    if tls_issuer is not None:
+        objects.append(_https_redirect(p))
+    return objects
 
 
-def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool) -> dict[str, Any]:
+def _https_redirect(p: SampleParams) -> dict[str, Any]:
+    """Every plain HTTP request answered with a 301 to HTTPS (Gateway API RequestRedirect). cert-manager's
+    HTTP-01 challenge routes match their exact path, which takes precedence over this route's catch-all."""
+    spec: dict[str, Any] = {
+        "parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}],
+        "rules": [{"filters": [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]}],
+    }
+    if p.host:
+        spec["hostnames"] = [p.host]
+    return {"apiVersion": GATEWAY_API_VERSION, "kind": "HTTPRoute",
+            "metadata": {"name": "https-redirect", "namespace": GATEWAY_NAMESPACE, "labels": _labels(GATEWAY_NAME)},
+            "spec": spec}
+
+
+def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool,
+                listener: str = "http") -> dict[str, Any]:
     rule: dict[str, Any] = {
         "matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
         "backendRefs": [{"name": name, "port": SERVICE_PORT}],
@@ -387,7 +424,7 @@ def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite
     if rewrite:
         rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {
             "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}]
-    spec: dict[str, Any] = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": "http"}],
+    spec: dict[str, Any] = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": listener}],
                   "rules": [rule]}
     if p.host:
         spec["hostnames"] = [p.host]
@@ -395,12 +432,13 @@ def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite
             "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)}, "spec": spec}
 
 
-def http_routes(p: SampleParams) -> list[dict[str, Any]]:
+def http_routes(p: SampleParams, https: bool = False) -> list[dict[str, Any]]:
     """The HTTPRoutes sending /win to api-win (rewritten to /) and /linux to api-linux: one per namespace,
-    because a route's backends are Services of its own namespace."""
+    because a route's backends are Services of its own namespace. On the HTTPS listener with `https`."""
     _check(p)
-    return [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True),
-            _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False)]
+    listener = "https" if https else "http"
+    return [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True, listener=listener),
+            _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False, listener=listener)]
 
 
 

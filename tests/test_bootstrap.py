@@ -153,7 +153,7 @@ def _declare_with_network_prerequisite():
     spec = load(raw_config(hk_prod_values())).spec
     fake = pulumi.Output.secret("offline")
     secrets = Secrets(proxmox_api_token=fake, proxmox_ssh_private_key=fake, node_ssh_private_key=fake,
-                      smb_credentials=(fake, fake), grafana_admin_password=fake,
+                      smb_credentials=(fake, fake), grafana_admin_password=fake, tls_ca=None,
                       hyperv_ssh_private_key=fake, hyperv_ssh_password=None,
                       windows_admin_password=fake, bastion_ssh_private_key=None)
     machines = Machines("hk-prod", spec, secrets)

@@ -193,9 +193,11 @@ def test_only_1_35_needs_the_mutating_admission_policy_beta_for_calicos_v3_crds(
 def test_every_chart_pin_records_where_it_was_seen_and_where_its_values_keys_come_from(key):
     chart = compat.CHARTS[key]
     assert chart.repo.startswith(("https://", "oci://"))
-    # Calico and Envoy Gateway spell their chart versions with a "v" (Calico's install guide: --version
-    # $[releaseTitle]; Envoy Gateway's OCI tags, e.g. v1.7.1); the others as their chart index does, bare.
-    v_prefixed = chart.repo in ("https://docs.tigera.io/calico/charts", "oci://docker.io/envoyproxy")
+    # Calico, Envoy Gateway and cert-manager spell their chart versions with a "v" (Calico's install guide:
+    # --version $[releaseTitle]; Envoy Gateway's OCI tags, e.g. v1.7.1; cert-manager's --version
+    # {{RELEASE_VERSION}}, its release tag); the others as their chart index does, bare.
+    v_prefixed = chart.repo in ("https://docs.tigera.io/calico/charts", "oci://docker.io/envoyproxy",
+                                "oci://quay.io/jetstack/charts")
     pattern = r"v\d+\.\d+\.\d+" if v_prefixed else r"\d+\.\d+\.\d+"
     assert re.fullmatch(pattern, chart.version), chart.version
     assert chart.evidence.strip() and chart.values_source.strip()

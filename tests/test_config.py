@@ -332,7 +332,8 @@ def test_a_certificate_renewal_round_is_a_plain_label(hk_values):
 
 def test_namespaces_come_from_config_and_references_must_name_them(hk_values):
     hk_values["namespaces"] = [{"name": "win-apps", "os": "windows"}, {"name": "linux-apps", "os": "linux", "pods": 40}]
-    hk_values["workloads"] = {"windowsNamespace": "win-apps", "linuxNamespace": "linux-apps"}
+    hk_values["workloads"] = {"windowsNamespace": "win-apps", "linuxNamespace": "linux-apps",
+                              "sampleHost": "samples.hk-prod.internal"}
     hk_values["policy"]["namespaces"] = ["win-apps", "linux-apps"]
     assert problems(hk_values) == []
     hk_values["policy"]["namespaces"] = ["win-prod"]

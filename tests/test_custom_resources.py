@@ -23,6 +23,7 @@ SCHEMAS = {
     "monitoring.coreos.com/v1/PrometheusRule": "monitoring.coreos.com_v1_PrometheusRule.json",
     "metallb.io/v1beta1/IPAddressPool": "metallb.io_v1beta1_IPAddressPool.json",
     "metallb.io/v1beta1/L2Advertisement": "metallb.io_v1beta1_L2Advertisement.json",
+    "cert-manager.io/v1/ClusterIssuer": "cert-manager.io_v1_ClusterIssuer.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

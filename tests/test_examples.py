@@ -117,7 +117,8 @@ def test_secret_table_covers_every_key():
     # One table (config.secret_keys): the loader's refusals and docs/configuration.md's list come from it.
     assert set(SECRET_KEYS) == {"proxmoxApiToken", "proxmoxSshPrivateKey", "nodeSshPrivateKey", "hypervSshPrivateKey",
                                 "hypervSshPassword", "windowsAdminPassword", "windowsAdminPasswordPrevious",
-                                "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword"}
+                                "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword",
+                                "tlsCaCertificate", "tlsCaKey"}
 
 
 # --- one control-plane node is a first-class shape: day-2 operations run on the lab as on hk-prod -----------

@@ -96,7 +96,8 @@ UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "I
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
                                "config.gatekeeper.sh/v1alpha1": {"Config"},
                                # Validated against their CRD schemas in tests/test_custom_resources.py.
-                               "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"}}
+                               "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"},
+                               "cert-manager.io/v1": {"ClusterIssuer"}}
 
 
 def _shape_only(value):
@@ -240,7 +241,9 @@ def test_rotating_the_smb_password_changes_only_the_secret(hk):
 NO_OS_VALUES = {"csi-driver-smb": "OS hard-coded per DaemonSet",
                 "csi-driver-nfs": "OS hard-coded per workload",
                 # templates/controller.yaml and speaker.yaml at v0.16.1 (render/load_balancer.py).
-                "metallb": "OS hard-coded on the controller and the speakers"}
+                "metallb": "OS hard-coded on the controller and the speakers",
+                # values.yaml at v1.21.1: nodeSelector kubernetes.io/os: linux by default on every part (render/tls.py).
+                "oci://quay.io/jetstack/charts/cert-manager": "OS set by the chart's defaults"}
 
 
 def test_every_chart_places_its_pods_on_linux(hk):
@@ -380,9 +383,17 @@ def test_the_samples_are_routed_by_an_envoy_gateway_gateway_declared_after_its_c
     gateway = kinds["Gateway"]
     assert release.urn in hk.waits_for(gateway.urn)
     routes = [r for r in hk.resources if r.inputs.get("kind") == "HTTPRoute"]
-    assert {r.inputs["metadata"]["namespace"] for r in routes} == {"win-prod", "linux-prod"}
+    # The samples' routes in their namespaces; with tls, the HTTP-to-HTTPS redirect in the Gateway's.
+    assert {r.inputs["metadata"]["namespace"] for r in routes} == {"win-prod", "linux-prod", "envoy-gateway-system"}
     for route in routes:
         assert gateway.urn in route.dependencies
+        if route.inputs["metadata"]["namespace"] == "envoy-gateway-system":
+            # The redirect: on the HTTP listener, no backend, a 301 to https.
+            (rule,) = route.inputs["spec"]["rules"]
+            assert rule["filters"] == [{"type": "RequestRedirect", "requestRedirect": {"scheme": "https", "statusCode": 301}}]
+            assert route.inputs["spec"]["parentRefs"][0]["sectionName"] == "http"
+            continue
+        assert route.inputs["spec"]["parentRefs"][0]["sectionName"] == "https"
         backends = {by_urn[u].inputs["metadata"]["name"] for u in route.dependencies
                     if u in by_urn and by_urn[u].inputs.get("kind") == "Service"}
         assert backends, route.name

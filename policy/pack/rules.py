@@ -122,7 +122,7 @@ PROJECT = "hybrid-cluster"            # Pulumi.yaml name: config keys arrive as 
 SECRET_CONFIG_KEYS = (
     "proxmoxApiToken", "proxmoxSshPrivateKey", "hypervSshPrivateKey", "hypervSshPassword",
     "nodeSshPrivateKey", "windowsAdminPassword", "windowsAdminPasswordPrevious", "bastionSshPrivateKey",
-    "smbUsername", "smbPassword", "grafanaAdminPassword",
+    "smbUsername", "smbPassword", "grafanaAdminPassword", "tlsCaCertificate", "tlsCaKey",
 )
 # Shorter values (a user name like "smb") would match unrelated text; they are not searched for.
 MIN_SEARCHED_SECRET_LENGTH = 8

@@ -1,0 +1,39 @@
+"""cert-manager and the stack's ClusterIssuer (config `tls`): an internal CA whose key pair comes from Pulumi
+secrets, or an ACME CA answered through the samples' Gateway. Certificates for the Gateway's HTTPS listener are
+issued and renewed by cert-manager itself (render/tls.py)."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from config.compat import CHARTS
+from plan.platform import TlsPlan
+from render import tls
+
+from .k8s import helm_release, kubernetes_object, resource_name
+
+
+class Tls(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: TlsPlan, provider: pulumi.ProviderResource,
+                 ca: tuple[pulumi.Output[str], pulumi.Output[str]] | None, linux_ready: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Tls", name, None, opts)
+        chart = helm_release(f"{name}-cert-manager", CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
+                             tls.cert_manager_values(), provider=provider, parent=self, depends_on=list(linux_ready))
+        issuer_after: list[pulumi.Resource] = [chart]
+        if plan.ca:
+            if ca is None:
+                raise ValueError("tls.ca needs the secrets tlsCaCertificate and tlsCaKey")
+            metadata = tls.ca_secret_metadata()
+            # Typed here: mypy infers Output.secret's type argument only with an expected type.
+            key_pair: pulumi.Output[dict[str, str]] = pulumi.Output.secret(pulumi.Output.all(*ca).apply(
+                lambda pair: {"tls.crt": pair[0], "tls.key": pair[1]}))
+            issuer_after.append(kubernetes.core.v1.Secret(
+                f"{name}-{resource_name(metadata)}", metadata=metadata["metadata"], type=metadata["type"],
+                string_data=key_pair, opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[chart])))
+        # ClusterIssuer is the chart's CRD: after the chart (and the CA's Secret).
+        self.issuer = kubernetes_object(f"{name}-{resource_name(plan.issuer)}", plan.issuer, provider=provider,
+                                        parent=self, depends_on=issuer_after)
+        self.register_outputs({"issuer": plan.issuer["metadata"]["name"]})
