@@ -6,7 +6,8 @@ The VMs are declared with reboot_after_update off (components/machines.py), so t
 change as pending and restarts nothing; these steps apply it, after the upgrade's waves (an upgrade and a
 restart never drain at once). Each node is three steps: drain (on the first control-plane node), the VM
 restart (`qm reboot` on the Proxmox node that runs it), uncordon once the node is back with a new boot id
-and Ready. A node that fails stays cordoned; the others of its wave finish, and no later wave starts.
+and Ready. A node that fails stays cordoned and the run is cancelled: steps under way finish, nothing new starts
+(other nodes of its wave may be left cordoned), and the next `up` resumes.
 
 Like the upgrade chain, the steps have no `create`: a new node boots with its settings, so creating the
 chain restarts nothing. Their `update` text carries the node's settings, so changing one node's CPU,

@@ -11,8 +11,9 @@ node; PodDisruptionBudgets honoured), the node's own upgrade (the runtime, stage
 swapped with the kubelet stopped; on Windows its own step first; packages or binaries, kubeadm, kubelet
 restart), uncordon once it is Ready at the new version on the new runtime. Every node of a wave waits for
 every node of the wave before to be uncordoned, so the graph is as deep as the waves, not the nodes. A
-runtime pin change alone runs the same waves. A node that fails stays cordoned; the others of its wave
-finish, and no later wave starts.
+runtime pin change alone runs the same waves. A node that fails stays cordoned and the run is cancelled (Pulumi
+starts nothing new after a failed step): steps already under way on its wave's other nodes finish, the rest
+(possibly leaving some of them cordoned) and every later wave wait for the next `up`, which resumes them.
 
 The steps have no `create`: a new cluster or a new node is already at the stack's version (first boot
 installs it), so creating the steps runs nothing and costs no time. They run as `update`, whose text

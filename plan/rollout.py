@@ -12,7 +12,8 @@ Wave rules (config `rollout`):
 - zones one at a time (a zone's waves end before the next zone's begin) or together (each wave takes from
   every zone).
 A node's steps in wave N wait for every node of wave N-1 to be uncordoned; a failed node stops the waves
-after its own (the others of its wave finish), as the drain steps' idempotence lets the next `up` resume.
+after its own: Pulumi cancels the run at a failed step (steps under way finish, nothing new starts, so other
+nodes of the wave may be left cordoned), and the steps' idempotence lets the next `up` resume.
 """
 from __future__ import annotations
 

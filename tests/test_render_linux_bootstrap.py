@@ -1055,7 +1055,7 @@ def test_a_drain_blocked_by_a_disruption_budget_stops_the_wave_and_says_so(contr
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
     result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_PDB="1")
     assert result.returncode == 1
-    assert "blocked by a PodDisruptionBudget" in result.stderr and "wave stops here" in result.stderr
+    assert "blocked by a PodDisruptionBudget" in result.stderr and "the run stops here" in result.stderr
     assert "nothing was upgraded" in result.stderr and "disruption budget" in result.stdout
     calls = control_plane.calls("kubectl")
     assert not any("--disable-eviction" in call or "--force" in call for call in calls)

@@ -302,6 +302,8 @@ class Deployment:
         # skipped because something it depends on failed: the engine stops a resource's dependents.
         self.fail = set(fail)
         self.failed: set[str] = set()
+        # Set by the first failed create, update or replacement: no later step starts.
+        self.cancelled = False
         self.plan = Plan()
         self.new: dict[str, Entry] = {}
         # Old resources already deleted in this run (dependents of a delete-before-replace replacement),
@@ -349,7 +351,13 @@ class Deployment:
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
         else:
             entry.id, entry.outputs = old.id, old.outputs
+        if op != "same" and self.cancelled:
+            # A step failed earlier in this run: step_executor.go cancelDueToError cancels the run, so steps under
+            # way finish (here: everything registered before the failure) and nothing new starts, dependent or
+            # not (only `--continue-on-error` would go on with independent steps).
+            return self._keep(reg, old or recreated, "skipped")
         if op != "same" and (reg.name in self.fail or reg.urn in self.fail):
+            self.cancelled = True
             return self._keep(reg, old or recreated, "failed")
         if op == "replace":
             self.replaced.add(entry.urn)

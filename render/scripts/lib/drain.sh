@@ -18,8 +18,8 @@ cordon_and_drain() {
     if grep -qi "disruption budget" "$log"; then
       rm -f "$log"
       die "draining $NODE$purpose is blocked by a PodDisruptionBudget (the evictions above): it allows no" \
-        "further disruption now, so this node's wave stops here (the other nodes of the wave finish, no later" \
-        "wave starts). Let the budget's pods become Ready elsewhere, or correct the budget, then run the same" \
+        "further disruption now, so the run stops here (steps under way finish, nothing new starts: no later" \
+        "wave). Let the budget's pods become Ready elsewhere, or correct the budget, then run the same" \
         "pulumi up again; $afterwards"
     fi
     rm -f "$log"
