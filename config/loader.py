@@ -260,11 +260,15 @@ def _stack_text(path: Path) -> str:
         if data.startswith(bom):
             raise SpecError([Problem(path.name, f"is {encoding} text, not UTF-8 (what Windows PowerShell 5.1's `>` "
                                                 f"writes); {_SAVE_AS_UTF8}")])
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    if b"\x00" in body:
+        # UTF-16 without a byte-order mark: every other byte of ASCII text is NUL.
+        raise SpecError([Problem(path.name, f"contains NUL bytes, so it is probably UTF-16 text, not UTF-8; {_SAVE_AS_UTF8}")])
     try:
-        return data.decode("utf-8-sig")
+        return body.decode("utf-8")
     except UnicodeDecodeError as error:
-        line = data[:error.start].count(b"\n") + 1
-        raise SpecError([Problem(f"{path.name}:{line}", f"is not UTF-8 text (byte 0x{data[error.start]:02x}, perhaps "
+        line = body[:error.start].count(b"\n") + 1
+        raise SpecError([Problem(f"{path.name}:{line}", f"is not UTF-8 text (byte 0x{body[error.start]:02x}, perhaps "
                                                         f"Windows-1252 or UTF-16); {_SAVE_AS_UTF8}")]) from None
 
 
@@ -272,7 +276,12 @@ def read_stack_document(path: str | os.PathLike[str]) -> Any:
     """A stack file's YAML, or SpecError with every duplicate key or the syntax error at file:line.
     Messages quote no line of the file: the line could hold a secret."""
     name = Path(path).name
-    loader = _StackFileLoader(_stack_text(Path(path)))
+    try:
+        loader = _StackFileLoader(_stack_text(Path(path)))
+    except yaml.reader.ReaderError as error:
+        # PyYAML refuses control characters when it reads the stream, before any parsing.
+        raise SpecError([Problem(name, f"contains a control character (0x{error.character:02x}) YAML does not allow: "
+                                       "remove it, or save the file again as UTF-8 text")]) from None
     try:
         document = loader.get_single_data()
     except yaml.MarkedYAMLError as error:

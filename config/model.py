@@ -358,7 +358,8 @@ class NodeSpec(Spec):
     ip: IPv4Addr
     """Its address on the node network."""
     retire: bool = False
-    """First step of removing a reachable node: drained and taken out of service; remove the entry in the next run."""
+    """First step of removing a reachable node: nothing runs on it yet (a control-plane VM loses its protection);
+    remove the entry in the next run, which drains, resets and deregisters it."""
     lost: bool = False
     """First step of removing a node whose machine is gone or unreachable: taken out of service without dialling it;
     remove the entry in the next run."""
@@ -520,9 +521,16 @@ class WindowsSpec(Spec):
     """How each Windows guest is activated."""
 
 
-# A count of nodes (3) or a share of a pool ("20%"), as Kubernetes writes maxUnavailable.
-MaxUnavailable = Annotated[int, Field(ge=1, le=1000)] | Annotated[str, matching(
-    r"^([1-9][0-9]?|100)%$", 'a node count or a percentage, e.g. 3 or "20%"')]
+def _max_unavailable(value: int | str) -> int | str:
+    """A count of nodes (3) or a share of a pool ("20%"), as Kubernetes writes maxUnavailable."""
+    if isinstance(value, int) and 1 <= value <= 1000:
+        return value
+    if isinstance(value, str) and re.match(r"^([1-9][0-9]?|100)%$", value):
+        return value
+    raise ValueError('must be a node count from 1 or a percentage from 1% to 100%, e.g. 3 or "20%"')
+
+
+MaxUnavailable = Annotated[int | str, AfterValidator(_max_unavailable)]
 
 
 class RolloutSpec(Spec):

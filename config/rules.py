@@ -130,8 +130,9 @@ def node_addresses(spec: StackSpec) -> Iterator[Problem]:
             if spec.network.management is None:
                 yield Problem(f"{path}.managementIp", "there is no management network: declare network.management "
                                                       "(cidr, proxmoxBridge), or remove managementIp")
-                continue
-            addresses.append((f"{path}.managementIp", node.management_ip, spec.network.management, "network.management"))
+            else:
+                addresses.append((f"{path}.managementIp", node.management_ip, spec.network.management,
+                                  "network.management"))
         for address_path, address, vlan, vlan_path in addresses:
             yield from _host_address(address_path, address, vlan, vlan_path)
             if address in seen:
@@ -424,16 +425,18 @@ def mirrors(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"registry.mirrors[{index}].upstream", f"{mirror.upstream} has more than one mirror")
 
 
-@rule("zones", "storage")
+@rule("zones", "storage", "nodes")
 def storage_backends(spec: StackSpec) -> Iterator[Problem]:
     storage = spec.storage
     if storage is None:
         return
     longhorn = storage.longhorn
-    if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > len(spec.zones):
-        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many zones; the stack has "
-                      f"{len(spec.zones)} (Longhorn keeps replicas in different zones): use at most {len(spec.zones)}, "
-                      "or leave replicas out")
+    # Longhorn runs on Linux workers only and keeps each replica in a different zone.
+    worker_zones = [zone for zone in spec.zones if any(n.zone == zone for n in spec.nodes.linux)]
+    if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > len(worker_zones):
+        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many zones with a Linux worker; "
+                      f"the stack has {len(worker_zones)} (Longhorn keeps replicas in different zones, on Linux workers): "
+                      f"use at most {len(worker_zones)}, or leave replicas out")
     enabled = {"shared-files": ("smb", storage.smb), "nfs-files": ("nfs", storage.nfs), "longhorn": ("longhorn", longhorn)}
     if storage.default_class is not None:
         section, backend = enabled[storage.default_class]
@@ -531,7 +534,13 @@ def no_loopback_targets(spec: StackSpec) -> Iterator[Problem]:
         targets.append((f"registry.mirrors[{index}].endpoint", mirror_host, "the mirror's address or DNS name"))
     for path, target, fix in targets:
         if _loopback(target):
-            yield Problem(path, f"{target} is a loopback address: on a node or in a pod it is that machine itself; use {fix}")
+            if path.startswith("registry.mirrors"):
+                # A node-local mirror (Spegel, kube-image-keeper) is that node by design: only likely a mistake.
+                yield Problem(path, f"{target} is a loopback address: each node's containerd pulls from itself; "
+                                    "right only for a mirror every node runs locally", "warning")
+            else:
+                yield Problem(path, f"{target} is a loopback address: on a node or in a pod it is that machine itself; "
+                                    f"use {fix}")
 
 
 @rule("proxmox")

@@ -396,8 +396,6 @@ def test_every_pattern_in_the_model_has_its_help():
     (lambda v: v.update(ntpServers=["localhost"]), "ntpServers[0]", "loopback"),
     (lambda v: v["observability"]["logs"].update(host="127.0.0.1"), "observability.logs.host", "loopback"),
     (lambda v: v["storage"]["nfs"].update(server="localhost"), "storage.nfs.server", "loopback"),
-    (lambda v: v["registry"]["mirrors"][0].update(endpoint="http://127.0.0.1:5000/v2/x"), "registry.mirrors[0].endpoint",
-     "loopback"),
     (lambda v: v["nodes"]["controlPlane"][0].update(cpu=1), "nodes.controlPlane[0].cpu", "at least 2 CPUs"),
     (lambda v: v["nodes"]["controlPlane"][2].update(memoryMb=1536), "nodes.controlPlane[2].memoryMb", "at least 1700 MB"),
     (lambda v: v["proxmox"].update(endpoint="https://10.10.10.11:8006/api2/json"), "proxmox.endpoint",
@@ -409,6 +407,9 @@ def test_values_that_cannot_work_are_refused_with_the_fix(hk_values, setter, pat
 
 
 def test_values_that_may_not_work_are_warnings(hk_values):
+    hk_values["registry"]["mirrors"][0]["endpoint"] = "http://127.0.0.1:30020"     # a node-local mirror (Spegel)
+    assert any(str(w).startswith("registry.mirrors[0].endpoint: 127.0.0.1 is a loopback")
+               for w in load(raw_config(hk_values)).warnings)
     hk_values["proxmox"]["endpoint"] = "https://pve.hk-prod.internal/"
     hk_values["nodes"]["controlPlane"][0]["memoryMb"] = 1800
     warnings = [str(w) for w in load(raw_config(hk_values)).warnings]
@@ -444,3 +445,47 @@ def test_a_utf8_bom_is_accepted(tmp_path):
     assert load(from_stack_file(path)).spec.cluster.name == "lab"
 
 
+
+
+def test_encoding_problems_name_the_right_line_and_never_raise_a_traceback(tmp_path):
+    from config.loader import from_stack_file
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_bytes(b"\xef\xbb\xbfconfig:\n  a: 1\n  b: \xff\n")
+    with pytest.raises(SpecError) as error:
+        from_stack_file(path)
+    assert error.value.problems[0].path == "Pulumi.x.yaml:3" and "0xff" in error.value.problems[0].message
+    path.write_bytes("config:\n  a: 1\n".encode("utf-16-le"))          # no byte-order mark
+    with pytest.raises(SpecError, match="UTF-16"):
+        from_stack_file(path)
+    path.write_bytes(b"config:\n  a: \x07\n")
+    with pytest.raises(SpecError, match="control character"):
+        from_stack_file(path)
+
+
+def test_a_management_ip_without_a_management_network_still_checks_the_nodes_own_address(hk_values):
+    del hk_values["network"]["management"]
+    hk_values["nodes"]["linux"][0]["managementIp"] = "10.10.10.40"
+    hk_values["nodes"]["linux"][1]["ip"] = hk_values["nodes"]["linux"][0]["ip"]
+    found = problems(hk_values)
+    assert any(p.startswith("nodes.linux[0].managementIp: there is no management network") for p in found), found
+    assert any(p.startswith("nodes.linux[1].ip: ") and "already used by nodes.linux[0].ip" in p for p in found), found
+
+
+def test_longhorn_replicas_count_only_zones_with_a_linux_worker(hk_values):
+    from config.loader import load
+    from plan.platform import storage_params
+    hk_values["zones"] = ["hk-1", "hk-2", "hk-3"]
+    hk_values["hyperv"]["hosts"][1]["zone"] = "hk-3"
+    hk_values["nodes"]["windows"][1]["zone"] = "hk-3"
+    hk_values["storage"]["longhorn"] = {}
+    params = storage_params(load(raw_config(hk_values)).spec)
+    assert params is not None and params.longhorn is not None and params.longhorn.replicas == 2
+    hk_values["storage"]["longhorn"] = {"replicas": 3}
+    assert_problem(hk_values, "storage.longhorn.replicas", "zones with a Linux worker")
+
+
+@pytest.mark.parametrize("value", [0, "0%", "120%", "twenty", 1001])
+def test_max_unavailable_is_one_message_at_its_key(hk_values, value):
+    hk_values["rollout"] = {"maxUnavailable": value}
+    found = problems(hk_values)
+    assert found == ['rollout.maxUnavailable: must be a node count from 1 or a percentage from 1% to 100%, e.g. 3 or "20%"']

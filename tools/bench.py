@@ -232,6 +232,9 @@ def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     if control_plane == 1:
         del values["cluster"]["apiVip"]
     values["network"]["nodes"].update(cidr="10.30.0.0/16", gateway="10.30.0.1")
+    # As many Longhorn replicas as the zones with a Linux worker allow (one such zone below 4 nodes).
+    values["storage"]["longhorn"] = {}
+    values["loadBalancer"] = {"addresses": ["10.30.255.100-10.30.255.200"]}
     hosts = IPv4Network("10.30.0.0/16").hosts()
     for _ in range(20):
         next(hosts)  # .1-.20 stay free: gateway, VIP
