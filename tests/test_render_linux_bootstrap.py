@@ -1053,15 +1053,20 @@ def test_upgrade_drain_fails_loudly_when_the_drain_is_refused(control_plane):
 def test_a_drain_blocked_by_a_disruption_budget_stops_the_wave_and_says_so(control_plane):
     (control_plane.stubs / "nodes" / "hk-prod-worker-1").touch()
     (control_plane.stubs / "kubelet-version-hk-prod-worker-1").write_text("v1.36.3\n")
-    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_PDB="1")
+    scratch = control_plane.root.parent / "scratch"
+    scratch.mkdir()
+    result = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_PDB="1",
+                               TMPDIR=str(scratch))
     assert result.returncode == 1
     assert "blocked by a PodDisruptionBudget" in result.stderr and "the run stops here" in result.stderr
     assert "nothing was upgraded" in result.stderr and "disruption budget" in result.stdout
     calls = control_plane.calls("kubectl")
     assert not any("--disable-eviction" in call or "--force" in call for call in calls)
-    # Any other failure keeps its own message.
-    other = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1")
+    # Any other failure keeps its own message, and kubectl's output leaves nothing behind in either case.
+    other = control_plane.run(steps.render_upgrade_drain("hk-prod-worker-1", "1.36.4", RUNTIME), STUB_DRAIN_FAIL="1",
+                              TMPDIR=str(scratch))
     assert "did not finish within" in other.stderr and "blocked by a PodDisruptionBudget" not in other.stderr
+    assert not list(scratch.iterdir()), "the drain's log was left behind"
 
 
 def test_upgrade_steps_need_the_control_plane(node):
