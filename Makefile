@@ -1,12 +1,12 @@
 # The two commands a new user runs:  make synth  (render hk-prod offline)  and  make test.
 # make test: the maintainer loop (every check but the slow tier, in parallel; about two minutes on two cores).
-# make check: what CI runs: the linters and every test, the slow tier (fuzz, 300 nodes) included.
+# make check: what CI runs: the linters, make test, and the slow tier (fuzz, 300 and 1000 nodes).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: venv test test-all check lint synth tools clean lint-scripts
+.PHONY: venv test test-slow test-all check lint synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ tools:
 test: $(VENV)/.installed tools
 	$(PY) -m pytest -q -n auto -m "not slow"
 
+# The slow tier alone (the random-stack fuzz, the 60-, 300- and 1000-node runs): make test and this are every test.
+test-slow: $(VENV)/.installed tools
+	$(PY) -m pytest -q -n auto -m slow
+
 test-all: $(VENV)/.installed tools
 	$(PY) -m pytest -q -n auto
 
@@ -34,7 +38,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy
 
-check: lint test-all
+check: lint test test-slow
 
 # Only the script files (render/scripts/): shellcheck and the PowerShell parser, as written.
 lint-scripts: $(VENV)/.installed

@@ -97,7 +97,7 @@ def _model_at(annotation: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
     """The model whose field the last part of `loc` names, walking `annotation` (Optional, lists, dicts)."""
     current = annotation
     for part in loc:
-        current = _unwrap(current)
+        current = unwrap_annotation(current)
         if isinstance(current, type) and issubclass(current, BaseModel):
             fields = {f.alias or name: f for name, f in current.model_fields.items()}
             if part not in fields:
@@ -107,12 +107,12 @@ def _model_at(annotation: Any, loc: tuple[Any, ...]) -> type[BaseModel] | None:
             current = get_args(current)[-1]
         else:
             return None
-    current = _unwrap(current)
+    current = unwrap_annotation(current)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
-def _unwrap(annotation: Any) -> Any:
-    """X from Annotated[X, ...] and from X | None."""
+def unwrap_annotation(annotation: Any) -> Any:
+    """X from Annotated[X, ...] and from X | None (config.loader's messages and tools.docs walk the model with it)."""
     while True:
         if get_origin(annotation) is Annotated:
             annotation = get_args(annotation)[0]

@@ -786,5 +786,10 @@ class StackSpec(Spec):
     """Scheduled etcd snapshots (optional; a production stack should have them)."""
 
     @property
+    def linux_worker_zones(self) -> list[str]:
+        """The zones with a Linux worker: where Longhorn (on Linux workers only) can keep a replica."""
+        return [zone for zone in self.zones if any(n.zone == zone for n in self.nodes.linux)]
+
+    @property
     def linux_nodes(self) -> list[LinuxNodeSpec]:
         return [*self.nodes.control_plane, *self.nodes.linux]

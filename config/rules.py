@@ -432,7 +432,7 @@ def storage_backends(spec: StackSpec) -> Iterator[Problem]:
         return
     longhorn = storage.longhorn
     # Longhorn runs on Linux workers only and keeps each replica in a different zone.
-    worker_zones = [zone for zone in spec.zones if any(n.zone == zone for n in spec.nodes.linux)]
+    worker_zones = spec.linux_worker_zones
     if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > len(worker_zones):
         yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many zones with a Linux worker; "
                       f"the stack has {len(worker_zones)} (Longhorn keeps replicas in different zones, on Linux workers): "

@@ -45,11 +45,6 @@ def log_output(spec: StackSpec) -> logging.LogOutput | None:
                              index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain)
 
 
-def longhorn_zones(spec: StackSpec) -> list[str]:
-    """The zones with a Linux worker, where Longhorn can keep a replica."""
-    return [zone for zone in spec.zones if any(n.zone == zone for n in spec.nodes.linux)]
-
-
 def storage_params(spec: StackSpec) -> storage.StorageParams | None:
     """The enabled storage backends; None without a `storage` section."""
     s = spec.storage
@@ -63,7 +58,7 @@ def storage_params(spec: StackSpec) -> storage.StorageParams | None:
         # One replica per zone at most (hard zone anti-affinity), and Longhorn runs only on Linux workers: absent,
         # as many as the zones that have one allow, up to 3.
         longhorn=storage.LonghornParams(
-            replicas=s.longhorn.replicas if s.longhorn.replicas is not None else min(3, len(longhorn_zones(spec))),
+            replicas=s.longhorn.replicas if s.longhorn.replicas is not None else min(3, len(spec.linux_worker_zones)),
             zones=zones) if s.longhorn else None,
         reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
     )

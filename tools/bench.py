@@ -198,11 +198,8 @@ def upgrade_model(recording: Recording) -> dict:
     chain = critical_path(recording, weight)
     serial = sum(weight(r) for r in recording.resources)
     return {"upgrade_seconds": chain.seconds, "upgrade_serial_seconds": serial,
-            "upgrade_steps_in_chain": sum(1 for name in chain.names if weight_by_name(name, first) > 0)}
+            "upgrade_steps_in_chain": sum(1 for name in chain.names if upgrade_estimate(name, first) > 0)}
 
-
-def weight_by_name(name: str, first: str) -> float:
-    return upgrade_estimate(name, first)
 
 
 # The machines guard (components/guards.py) records every node's identity and size: any node change

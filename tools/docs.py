@@ -19,7 +19,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from config.loader import PROJECT
+from config.loader import PROJECT, unwrap_annotation
 from config.model import PATTERN_HELP, StackSpec
 from config.secret_keys import SECRETS
 
@@ -67,26 +67,9 @@ def stack_schema() -> dict[str, Any]:
 
 # --- the reference ----------------------------------------------------------------------------------------
 
-def _unwrap(annotation: Any) -> tuple[Any, bool]:
-    """The annotation without Annotated and None, and whether None was allowed."""
-    optional = False
-    while True:
-        origin = get_origin(annotation)
-        if origin is Annotated:
-            annotation = get_args(annotation)[0]
-        elif origin in (Union, UnionType):
-            members = [a for a in get_args(annotation) if a is not type(None)]
-            optional = optional or len(members) < len(get_args(annotation))
-            if len(members) != 1:
-                return annotation, optional
-            annotation = members[0]
-        else:
-            return annotation, optional
-
-
 def _models(annotation: Any) -> Iterator[type[BaseModel]]:
     """The models an annotation refers to, directly or in lists and maps."""
-    inner, _ = _unwrap(annotation)
+    inner = unwrap_annotation(annotation)
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         yield inner
     for arg in get_args(inner):
@@ -104,13 +87,13 @@ def _sections() -> dict[type[BaseModel], list[str]]:
         for name, field in model.model_fields.items():
             key = field.alias or name
             for child in _models(field.annotation):
-                inner, _ = _unwrap(field.annotation)
+                inner = unwrap_annotation(field.annotation)
                 suffix = "[]" if get_origin(inner) is list else ".*" if get_origin(inner) is dict else ""
                 visit(child, f"{path}.{key}{suffix}" if path else key)
 
     for name, field in StackSpec.model_fields.items():
         for child in _models(field.annotation):
-            inner, _ = _unwrap(field.annotation)
+            inner = unwrap_annotation(field.annotation)
             visit(child, (field.alias or name) + ("[]" if get_origin(inner) is list else ""))
     return found
 
@@ -120,7 +103,7 @@ def _anchor(model: type[BaseModel]) -> str:
 
 
 def _type(annotation: Any) -> str:
-    inner, _ = _unwrap(annotation)
+    inner = unwrap_annotation(annotation)
     origin = get_origin(inner)
     if isinstance(inner, type) and issubclass(inner, BaseModel):
         return f"[{inner.__name__}](#{_anchor(inner)})"
