@@ -235,13 +235,13 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     assert built.outputs["kubernetesVersion"] == "1.35.9"
 
     # The upgrade to 1.36 fails on hk-lnx-2: the run is cancelled (step_executor.go cancelDueToError), so
-    # what was under way finishes and nothing new starts: the rest of its wave (hk-win-2's steps, registered
-    # after the failure here), the wave after it (hk-lnx-4) and the record are not reached.
+    # what was under way finishes and nothing new starts: the wave after it (hk-lnx-4) and the record are not
+    # reached. How far the other node of its wave (hk-win-2) got depends on timing (here, on the order the
+    # program's registrations arrive in), so each of its steps runs in this run or in the resumed one.
     failed = run_program(raw_config(hk_prod_values()), state=built.state,
                          fail=("hk-prod-upgrade-hk-lnx-2-node-upgrade",))
     assert failed.plan.failed == ["hk-prod-upgrade-hk-lnx-2-node-upgrade"]
     assert "hk-prod-kubernetes-version-upgraded" in failed.plan.skipped
-    assert "hk-prod-upgrade-hk-win-2-uncordon-after-upgrade" in failed.plan.skipped
     assert "hk-prod-upgrade-hk-lnx-4-drain-for-upgrade" in failed.plan.skipped
     assert "hk-prod-upgrade-hk-lnx-2-uncordon-after-upgrade" in failed.plan.skipped
     assert failed.state[record.urn].inputs["kubernetesVersion"] == "1.35.9"
@@ -260,7 +260,10 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     assert resumed.plan.of("hk-prod-upgrade-hk-lnx-2-node-upgrade") == ["update"]
     assert resumed.plan.of("hk-prod-upgrade-hk-lnx-4-node-upgrade") == ["update"]
     assert resumed.plan.of("hk-prod-upgrade-hk-cp-1-node-upgrade") == ["same"]
-    assert resumed.plan.of("hk-prod-upgrade-hk-win-2-node-upgrade") == ["update"]
+    for name in STEPS:   # (its runtime step names only the containerd pin, which a patch leaves)
+        step_name = f"hk-prod-upgrade-hk-win-2-{name}"
+        # Exactly once across the two runs: skipped (or never reached) in the failed one means run when resumed.
+        assert (failed.plan.of(step_name) == ["update"]) != (resumed.plan.of(step_name) == ["update"]), step_name
     # Zone hk-1's nodes were all upgraded before hk-2's first wave failed: resuming touches none of them.
     for node in ("hk-lnx-1", "hk-lnx-3", "hk-win-1", "hk-win-3"):
         assert all(resumed.plan.of(f"hk-prod-upgrade-{node}-{name}") == ["same"] for name in steps_of(node)), node
