@@ -5,6 +5,7 @@ import pulumi
 
 from components import cycle_check
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
+from components.custom_metrics import CustomMetrics
 from components.guards import MachinesGuard
 from components.load_balancer import LoadBalancer
 from components.machines import Machines
@@ -12,6 +13,7 @@ from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
+from components.resource_metrics import KubeletCsrApprover, KubeletServing, MetricsServer
 from components.scheduling import Scheduling
 from components.storage import Storage
 from components.tls import Tls
@@ -22,9 +24,11 @@ from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 from plan.platform import (
     calico_params,
+    custom_metrics_enabled,
     load_balancer_plan,
     observability_plan,
     policy_plan,
+    resource_metrics_plan,
     samples_plan,
     scheduling_plan,
     storage_params,
@@ -66,8 +70,8 @@ upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, clus
 upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgraded", spec.cluster.kubernetes_version,
                                 opts=pulumi.ResourceOptions(depends_on=upgrade.done))
 # VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
-LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access, machines.proxmox_connections,
-                  after=upgrade.done)
+restarts = LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access,
+                             machines.proxmox_connections, after=upgrade.done)
 certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", windows_kube_proxy_plan(spec),
                                       cluster.provider, network,
@@ -77,14 +81,34 @@ scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec)
 # What each workload waits for: the nodes its pods run on, Ready (tests/test_program.py checks every one).
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
+# Kubelet serving certificates from the cluster CA (resourceMetrics), approved by kubelet-csr-approver, rolled onto the
+# nodes that joined before in waves after the upgrade's and the restarts' (each restarts kubelets); metrics-server once
+# every kubelet serves one.
+resource_metrics = resource_metrics_plan(spec)
+approver: Sequence[pulumi.Resource] = ()
+if resource_metrics is not None:
+    approver = [KubeletCsrApprover(f"{spec.cluster.name}-kubelet-csr-approver", resource_metrics, cluster.provider,
+                                   linux_ready).release]
+kubelets = KubeletServing(f"{spec.cluster.name}-kubelet-serving", spec, machines,
+                          after=[*node_ready.values(), *restarts.done, *approver])
+metrics_server: Sequence[pulumi.Resource] = ()
+if resource_metrics is not None:
+    metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", cluster.provider, kubelets.done).release]
 # The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
 if (storage := storage_params(spec)) is not None:
     Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,
             worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
             windows_ready=windows_ready)
+metrics_stack: Sequence[pulumi.Resource] = ()
 if (observability := observability_plan(spec)) is not None:
-    Observability(f"{spec.cluster.name}-observability", observability, cluster.provider, scheduling,
-                  secrets.grafana_admin_password, linux_ready, windows_ready)
+    monitoring = Observability(f"{spec.cluster.name}-observability", observability, cluster.provider, scheduling,
+                               secrets.grafana_admin_password, linux_ready, windows_ready)
+    metrics_stack = [monitoring.metrics_stack] if monitoring.metrics_stack is not None else []
+autoscaling_ready: Sequence[pulumi.Resource] = ()
+if custom_metrics_enabled(spec):
+    # After metrics-server (KEDA's cpu trigger) and Prometheus (its prometheus trigger, and the PodMonitor CRD).
+    autoscaling_ready = [*CustomMetrics(f"{spec.cluster.name}-custom-metrics", cluster.provider,
+                                        [*linux_ready, *metrics_server, *metrics_stack]).ready, *metrics_stack]
 policy_declared: Sequence[pulumi.Resource] = ()
 if (policy_spec := policy_plan(spec)) is not None:
     policy = Policy(f"{spec.cluster.name}-policy", policy_spec, cluster.provider,
@@ -100,7 +124,8 @@ if (tls := tls_plan(spec)) is not None:
 if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
-                    policy_declared=policy_declared, load_balancer=load_balancer_ready, issuer=issuer)
+                    policy_declared=policy_declared, load_balancer=load_balancer_ready, issuer=issuer,
+                    autoscaling_ready=autoscaling_ready)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

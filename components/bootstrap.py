@@ -23,7 +23,7 @@ import pulumi_kubernetes as kubernetes
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
 from plan.rollout import session_lanes
-from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, windows_bootstrap
+from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, resource_metrics, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.shell import bash_command
@@ -44,6 +44,8 @@ class ControlPlaneAccess:
     kubeadm_api: str
     # The etcd static Pod of that node (kubeadm names it etcd-<node name>): where etcdctl runs.
     etcd_pod: str
+    # The cluster's kubelet configuration brought to the stack's (serverTLSBootstrap): every join waits for it.
+    kubelet_config: command.remote.Command
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool,
         # pulumi-command sends the previous stdout (a join line) as PULUMI_COMMAND_STDOUT on an update (a
         # rotated key, a new script) unless told not to (remote/commandOutputs.go).
         add_previous_output_in_env=False,
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init, *after],
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init, access.kubelet_config, *after],
                                     additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
     )
 
@@ -314,9 +316,21 @@ class KubeadmCluster(pulumi.ComponentResource):
             logging=command.remote.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin], ignore_changes=["create"]),
         )
+        # The kubelet-config ConfigMap follows `resourceMetrics` (serverTLSBootstrap) before any node joins, so a node
+        # always joins with the stack's setting; nodes that joined before are moved in waves by
+        # components/resource_metrics.py. A new cluster's init already uploaded it: the step then changes nothing.
+        sync = bash_command(resource_metrics.render_kubelet_config_sync(spec.resource_metrics.enabled))
+        kubelet_config = command.remote.Command(
+            f"{name}-kubelet-config",
+            connection=first.connection,
+            create=sync,
+            update=sync,
+            logging=command.remote.Logging.STDOUT_AND_STDERR,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init]),
+        )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
                                                   kubeadm_api=cluster_params(spec).kubeadm_api,
-                                                  etcd_pod=f"etcd-{first.node.name}")
+                                                  etcd_pod=f"etcd-{first.node.name}", kubelet_config=kubelet_config)
 
         # When each node is Ready; the first control-plane node has no join, so its wait stands alone
         # (and has no drain: removing it means destroying the cluster).

@@ -31,6 +31,8 @@ class Observability(pulumi.ComponentResource):
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                      depends_on=list(depends_on))
 
+        # The monitoring stack's release, whose CRDs (PodMonitor, PrometheusRule) other components' objects need.
+        self.metrics_stack: pulumi.Resource | None = None
         if plan.metrics is not None:
             if grafana_admin_password is None:
                 raise ValueError("observability.metrics needs the secret grafanaAdminPassword")
@@ -57,6 +59,7 @@ class Observability(pulumi.ComponentResource):
                 depends_on=[monitoring, grafana_admin, *linux_ready, *windows_ready,
                             *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if windows else [])],
                 windows_workloads=windows)
+            self.metrics_stack = stack
             # PrometheusRule is the chart's CRD: after the chart.
             hours = plan.metrics.etcd_snapshot_alert_hours
             snapshots = metrics.etcd_snapshot_alerts(etcd_backup.SNAPSHOT_METRIC, hours) if hours is not None else None

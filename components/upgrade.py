@@ -50,7 +50,7 @@ class MachineRender(Protocol):
     def __call__(self, *, machine: str) -> str: ...
 
 
-def _for_machine(render: MachineRender, encode: Callable[[str], str],
+def for_machine(render: MachineRender, encode: Callable[[str], str],
                  machine_id: pulumi.Output[str]) -> pulumi.Output[str]:
     """The step's command, rendered for the machine it belongs to (its scripts' MACHINE input): a replaced
     machine changes the text, and so re-runs its own node's steps. Rendering is pure: nothing is declared
@@ -97,7 +97,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 drain = command.remote.Command(
                     f"{prefix}-drain-for-upgrade",
                     connection=access.connection,
-                    update=_for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
+                    update=for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
                                                           runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
@@ -109,7 +109,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                     before_upgrade = command.remote.Command(
                         f"{prefix}-runtime-upgrade",
                         connection=connection,
-                        update=_for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
+                        update=for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
                                                               windows_params(spec, machine.node)),
                                             encode, machine.instance),
                         stdin=stdin,
@@ -120,7 +120,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 upgrade = command.remote.Command(
                     f"{prefix}-node-upgrade",
                     connection=connection,
-                    update=_for_machine(upgrade_script, encode, machine.instance),
+                    update=for_machine(upgrade_script, encode, machine.instance),
                     stdin=stdin,
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
@@ -128,7 +128,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 uncordon = command.remote.Command(
                     f"{prefix}-uncordon-after-upgrade",
                     connection=access.connection,
-                    update=_for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
+                    update=for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
                                                           runtime), bash_command, machine.instance),
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),

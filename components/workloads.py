@@ -12,7 +12,7 @@ import pulumi_command as command
 from config import compat
 from plan.platform import SAMPLE_WINDOWS_VERSION, SamplesPlan
 from plan.release import windows_release
-from render import policy, workloads
+from render import custom_metrics, policy, workloads
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
@@ -25,13 +25,21 @@ class SampleWorkloads(pulumi.ComponentResource):
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
                  load_balancer: Sequence[pulumi.Resource] = (), issuer: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
+                 autoscaling_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = plan.params
 
+        # An autoscaled Deployment's replica count is its autoscaler's: Pulumi states it at creation only. With
+        # server-side apply, pulumi-kubernetes drops an ignored field from its apply once another manager owns it (the
+        # HorizontalPodAutoscaler's kube-controller-manager, through the scale subresource), so an update neither
+        # resets the count nor conflicts with that manager (pulumi/pulumi-kubernetes#2566, fixing #2491).
+        scaled = plan.autoscaling is not None
+
         def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
             return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
-                                      depends_on=depends_on) for obj in objs]
+                                      depends_on=depends_on,
+                                      ignore_changes=["spec.replicas"] if scaled and obj["kind"] == "Deployment" else ())
+                    for obj in objs]
 
         linux_ready = [node_ready[n] for n in plan.linux_nodes]
         # Gateway API's standard channel and Envoy Gateway's CRDs, rendered locally and applied as plain
@@ -73,6 +81,17 @@ class SampleWorkloads(pulumi.ComponentResource):
         routes = [obj for obj in workloads.http_routes(params, https=plan.tls_issuer is not None)
                   if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         declare(routes, [*gateway, *services])
+        if plan.autoscaling is not None and plan.autoscaling.linux_request_rate is not None:
+            # Prometheus scrapes the Gateway's Envoy proxies, where api-linux's request rate is measured.
+            declare([custom_metrics.envoy_pod_monitor(workloads.GATEWAY_NAMESPACE)], [envoy_gateway, *autoscaling_ready])
+        if plan.autoscaling is not None:
+            # Each after its Deployment (KEDA's admission webhook reads the target's CPU requests) and, for KEDA's,
+            # after KEDA's CRDs and webhook (`autoscaling_ready`).
+            for scaler in workloads.autoscalers(params, plan.autoscaling):
+                namespace = scaler["metadata"]["namespace"]
+                if namespace == params.win_namespace and not windows_nodes:
+                    continue
+                declare([scaler], [*services, *(autoscaling_ready if scaler["kind"] == "ScaledObject" else ())])
         self.register_outputs({"windows_sample": bool(windows_nodes),
                                "gateway_node_port": None if plan.load_balancer else workloads.GATEWAY_HTTP_NODE_PORT,
                                "windows_build": windows_release(SAMPLE_WINDOWS_VERSION).build})

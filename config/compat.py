@@ -495,7 +495,43 @@ CHARTS: dict[str, HelmChart] = {
                       "crds.keep, config; nodeSelector kubernetes.io/os: linux by default on the controller, webhook, "
                       "cainjector and startupapicheck) and pkg/apis/config/controller/v1alpha1/types.go "
                       "(gatewayAPI.enabled)"),
+    # metrics-server, the resource metrics API (config `resourceMetrics`, render/resource_metrics.py). README
+    # "Compatibility Matrix": "0.8.x | metrics.k8s.io/v1beta1 | 1.31+" (0.9.x: 1.34+), so every supported minor.
+    # Chart 3.13.1 is the newest (tag metrics-server-helm-chart-3.13.1, 842dcc8, 2026-06-11); app v0.9.0 was tagged
+    # on 2026-07-13 but no chart ships it yet, and the chart's image tag is its appVersion. It installs no CRD.
+    "metrics-server": HelmChart(
+        chart="metrics-server", repo="https://kubernetes-sigs.github.io/metrics-server/", version="3.13.1",
+        evidence="kubernetes-sigs/metrics-server tag metrics-server-helm-chart-3.13.1 (842dcc8, 2026-06-11) "
+                 "charts/metrics-server/Chart.yaml: version 3.13.1, appVersion 0.8.1; gh-pages index.yaml lists 3.13.1",
+        values_source="kubernetes-sigs/metrics-server charts/metrics-server/values.yaml @3.13.1 (defaultArgs, args, "
+                      "nodeSelector {} by default, replicas, podDisruptionBudget, apiService)"),
+    # kubelet-csr-approver approves kubelet serving certificate requests (signer kubernetes.io/kubelet-serving, which
+    # kube-controller-manager never approves; kubeadm's "Enabling signed kubelet serving certificates" names it as a
+    # third-party approver). Kept "up-to-date in accordance with the most recent three Kubernetes minor releases"
+    # (README); v1.2.14 is built against k8s.io 0.35. The chart version is the tag without "v" (publish.yaml).
+    "kubelet-csr-approver": HelmChart(
+        chart="kubelet-csr-approver", repo="https://postfinance.github.io/kubelet-csr-approver", version="1.2.14",
+        evidence="postfinance/kubelet-csr-approver tag v1.2.14 (14dd0ac, 2026-04-09); gh-pages index.yaml: "
+                 "version 1.2.14, appVersion v1.2.14",
+        values_source="postfinance/kubelet-csr-approver v1.2.14 charts/kubelet-csr-approver/values.yaml "
+                      "(providerRegex, providerIpPrefixes, bypassDnsResolution, allowedDnsNames, nodeSelector) and "
+                      "internal/controller/csr_controller.go, regex_ip_checks.go (the checks)"),
+    # KEDA (config `customMetrics`, render/custom_metrics.py says why KEDA and not prometheus-adapter). v2.20.2 is the
+    # newest release (no 2.21 tag yet; keda-docs content/docs/2.21/operate/cluster.md still reads "| v2.21 | TBD |").
+    # `helm repo add kedacore https://kedacore.github.io/charts`, `--namespace keda` (keda/README.md).
+    "keda": HelmChart(
+        chart="keda", repo="https://kedacore.github.io/charts", version="2.20.2",
+        evidence="kedacore/charts tag v2.20.2 (cbb9bb8ce080) keda/Chart.yaml: version 2.20.2, appVersion 2.20.2, "
+                 'kubeVersion ">=v1.23.0-0"; kedacore/keda tag v2.20.2 (68a5b5028f35, 2026-07-31)',
+        values_source="kedacore/charts v2.20.2 keda/values.yaml (crds.install, crds.additionalAnnotations) and "
+                      "templates/ (nodeSelector kubernetes.io/os: linux written by the templates themselves)"),
 }
+
+# The Kubernetes minors the pinned KEDA was tested on: keda-docs content/docs/2.20/operate/cluster.md, "Kubernetes
+# Compatibility": "| v2.20 | v1.33 - v1.35 |", under an "N-2" policy ("KEDA will provide support for running on N-2
+# at least"). Newer minors are untested, not known broken (KEDA uses only the stable autoscaling/v2 and aggregated
+# metrics APIs): config.rules warns on them instead of refusing.
+KEDA_TESTED_KUBERNETES: tuple[str, ...] = ("1.33", "1.34", "1.35")
 
 # What the pinned Envoy Gateway supports (envoyproxy/gateway site/content/en/news/releases/matrix.md at v1.9.0,
 # the v1.9 row: Gateway API v1.6.1, Kubernetes "v1.33, v1.34, v1.35, v1.36", end of life 2027/02/14).

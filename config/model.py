@@ -720,6 +720,42 @@ class WorkloadsSpec(Spec):
     """The Windows namespace api-win runs in."""
     linux_namespace: Label = "linux-prod"
     """The Linux namespace api-linux runs in."""
+    windows_replicas: Annotated[int, Field(ge=1, le=1000)] = 4
+    """api-win replicas; with resourceMetrics the fewest its HorizontalPodAutoscaler keeps."""
+    linux_replicas: Annotated[int, Field(ge=1, le=1000)] = 6
+    """api-linux replicas; with resourceMetrics the fewest its HorizontalPodAutoscaler keeps."""
+    windows_max_replicas: Annotated[int, Field(ge=1, le=1000)] = 8
+    """The most api-win replicas its HorizontalPodAutoscaler may run (with resourceMetrics)."""
+    linux_max_replicas: Annotated[int, Field(ge=1, le=1000)] = 10
+    """The most api-linux replicas its HorizontalPodAutoscaler may run (with resourceMetrics)."""
+    target_cpu_utilization: Annotated[int, Field(ge=10, le=100)] = 70
+    """The average CPU use, in percent of the pods' CPU request, the samples' autoscalers keep."""
+
+    @model_validator(mode="after")
+    def _max_not_below_min(self) -> WorkloadsSpec:
+        for os_name, low, high in (("windows", self.windows_replicas, self.windows_max_replicas),
+                                   ("linux", self.linux_replicas, self.linux_max_replicas)):
+            if high < low:
+                raise ValueError(f"{os_name}MaxReplicas ({high}) is below {os_name}Replicas ({low}): raise it to at "
+                                 f"least {low}")
+        return self
+
+
+class ResourceMetricsSpec(Spec):
+    """The resource metrics API (`kubectl top`, CPU and memory HorizontalPodAutoscalers): metrics-server on Linux nodes
+    reading the kubelets of both operating systems over TLS checked against the cluster CA. Every kubelet gets a serving
+    certificate from the cluster CA (kubeadm's serverTLSBootstrap), approved by kubelet-csr-approver once its name and
+    addresses check out. On unless `enabled: false`: without it no HorizontalPodAutoscaler works."""
+    enabled: bool = True
+    """false: no metrics-server, no approver, and kubelets serve their self-signed certificates again."""
+
+
+class CustomMetricsSpec(Spec):
+    """KEDA: autoscaling on metrics from the cluster's Prometheus (observability.metrics), such as request rate;
+    absent: not installed. With the samples, api-linux scales on its request rate through the Gateway as well as
+    on CPU."""
+    requests_per_second: Annotated[int, Field(ge=1, le=1_000_000)] = 50
+    """The request rate, per api-linux replica, its autoscaler keeps (measured at the Gateway over 2 minutes)."""
 
 
 class EtcdBackupSpec(Spec):
@@ -780,6 +816,10 @@ class StackSpec(Spec):
     """Addresses for LoadBalancer Services, the samples' Gateway among them (optional; MetalLB, layer 2)."""
     workloads: WorkloadsSpec | None = None
     """The sample applications and their Gateway (optional; `{}` turns them on with defaults)."""
+    resource_metrics: ResourceMetricsSpec = ResourceMetricsSpec()
+    """metrics-server and CA-signed kubelet serving certificates (on unless `enabled: false`)."""
+    custom_metrics: CustomMetricsSpec | None = None
+    """Autoscaling on Prometheus metrics with KEDA (optional; needs observability.metrics)."""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
     """The application namespaces with their quotas, container defaults and Pod Security level."""
     etcd_backup: EtcdBackupSpec | None = None

@@ -616,3 +616,23 @@ def tls_host(spec: StackSpec) -> Iterator[Problem]:
     elif spec.tls.acme is not None and host.startswith("*."):
         yield Problem("workloads.sampleHost", f"{host} is a wildcard, which ACME cannot validate over HTTP-01: use a "
                                               "plain name, or tls.ca")
+
+
+@rule("customMetrics", "observability", "resourceMetrics", "cluster")
+def custom_metrics(spec: StackSpec) -> Iterator[Problem]:
+    """KEDA reads the cluster's Prometheus (observability.metrics), and its cpu trigger reads metrics-server
+    (keda-docs scalers/cpu.md: "The Kubernetes Metrics Server must be installed")."""
+    if spec.custom_metrics is None:
+        return
+    if spec.observability is None or spec.observability.metrics is None:
+        yield Problem("customMetrics", "KEDA scales on metrics from the cluster's Prometheus: add observability.metrics, "
+                                       "or leave out customMetrics")
+    if not spec.resource_metrics.enabled:
+        yield Problem("customMetrics", "KEDA's CPU trigger reads metrics-server: set resourceMetrics.enabled to true, "
+                                       "or leave out customMetrics")
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    tested = compat.KEDA_TESTED_KUBERNETES
+    if minor not in tested:
+        yield Problem("customMetrics", f"KEDA {compat.CHARTS['keda'].version} was tested upstream on Kubernetes "
+                                       f"{tested[0]}-{tested[-1]}, not {minor}; it uses only stable APIs, so it is "
+                                       "installed, but untested on this minor", "warning")

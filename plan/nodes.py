@@ -45,6 +45,7 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
         cert_sans=tuple(sans),
         sandbox_image=release.pause_image,
         api_server_args=release.api_server_args,
+        server_tls_bootstrap=spec.resource_metrics.enabled,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from config import compat
 from config.model import StackSpec, WindowsKey
-from render import logging, network, storage, tls, windows_bootstrap, workloads
+from render import custom_metrics, logging, metrics, network, storage, tls, windows_bootstrap, workloads
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
@@ -93,6 +93,7 @@ def sample_params(spec: StackSpec) -> workloads.SampleParams | None:
         win_runtime_class=SAMPLE_WINDOWS_VERSION,
         win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
         linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=w.sample_host,
+        win_replicas=w.windows_replicas, linux_replicas=w.linux_replicas,
     )
 
 
@@ -183,6 +184,7 @@ class SamplesPlan:
     tls_issuer: str | None                            # the ClusterIssuer of the HTTPS listener; None: HTTP only
     linux_nodes: tuple[str, ...]
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
+    autoscaling: workloads.SampleAutoscaling | None = None   # with resourceMetrics: the samples' autoscalers
 
 
 def samples_plan(spec: StackSpec) -> SamplesPlan | None:
@@ -192,7 +194,40 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
                        tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
-                       windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION))
+                       windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION),
+                       autoscaling=sample_autoscaling(spec))
+
+
+def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:
+    """The samples' autoscalers: CPU with the resource metrics API, and api-linux's request rate too with KEDA
+    (customMetrics); None without resourceMetrics (no HorizontalPodAutoscaler could read anything)."""
+    w = spec.workloads
+    if w is None or not spec.resource_metrics.enabled:
+        return None
+    request_rate = None
+    if spec.custom_metrics is not None:
+        request_rate = workloads.RequestRate(prometheus=custom_metrics.prometheus_address(metrics.MONITORING_NAMESPACE),
+                                             requests_per_second=spec.custom_metrics.requests_per_second)
+    return workloads.SampleAutoscaling(win_max_replicas=w.windows_max_replicas, linux_max_replicas=w.linux_max_replicas,
+                                       cpu_utilization=w.target_cpu_utilization, linux_request_rate=request_rate)
+
+
+@dataclass(frozen=True)
+class ResourceMetricsPlan:
+    node_prefixes: tuple[str, ...]                    # where kubelet serving certificates' addresses may be
+
+
+def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
+    """metrics-server and the kubelet serving certificate approver; None with `resourceMetrics.enabled: false`."""
+    if not spec.resource_metrics.enabled:
+        return None
+    # The kubelet registers the node's --node-ip, on the node network (render/kubeadm.py), as its InternalIP.
+    return ResourceMetricsPlan(node_prefixes=(str(spec.network.nodes.cidr),))
+
+
+def custom_metrics_enabled(spec: StackSpec) -> bool:
+    """Whether KEDA is installed: a `customMetrics` section."""
+    return spec.custom_metrics is not None
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,7 @@ class ClusterParams:
     cert_sans: tuple[str, ...]       # API server certificate SANs: VIP, every control-plane IP and name
     sandbox_image: str               # validated only: no kubeadm/kubelet field exists (module docstring)
     api_server_args: tuple[tuple[str, str], ...] = ()  # further kube-apiserver flags (config.compat, per minor)
+    server_tls_bootstrap: bool = False  # kubelet serving certificates from the cluster CA (render/resource_metrics.py)
 
 
 @dataclass(frozen=True)
@@ -312,9 +313,12 @@ def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
     picks it per node when it writes the node's kubelet config (mutateResolverConfig,
     cmd/kubeadm/app/componentconfigs/kubelet_unix.go); a cluster-wide value is what broke RHEL joins to an
     Ubuntu-initialised cluster in kubernetes/kubeadm#3034.
-    serverTLSBootstrap stays off: it "requires an approver to approve the certificate signing requests"
-    (kubelet v1beta1 types.go) and kubeadm ships none, so without one `kubectl logs/exec` would fail on
-    every node; enable it together with a kubelet-serving CSR approver in the platform layer.
+    serverTLSBootstrap (``cluster.server_tls_bootstrap``, config `resourceMetrics`): the kubelet asks the cluster CA
+    for its serving certificate instead of signing its own, which lets metrics-server verify it. It "requires an
+    approver to approve the certificate signing requests" (kubelet v1beta1 types.go) and kubeadm ships none: the
+    platform layer installs one (render/resource_metrics.py), and until it approves, the kubelet serves no TLS at
+    all (no self-signed fallback: InitializeTLS in cmd/kubelet/app/server.go), so `kubectl logs/exec` wait for it.
+    Written only when on, so that a cluster without it keeps the document it always had.
     """
     _check_cluster(cluster)
     return {
@@ -326,6 +330,7 @@ def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
         "cgroupDriver": "systemd",
         "serializeImagePulls": False,
         "maxParallelImagePulls": MAX_PARALLEL_IMAGE_PULLS,
+        **({"serverTLSBootstrap": True} if cluster.server_tls_bootstrap else {}),
     }
 
 

@@ -335,6 +335,23 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     return _checked(script)
 
 
+# How long a Windows node's kubelet-serving step waits for its approved certificate (kubelet-csr-approver answers
+# within seconds; the kubelet retries its request with backoff).
+SERVING_CERTIFICATE_TIMEOUT_SECONDS = 300
+
+
+def render_kubelet_serving(p: WindowsNodeParams, server_tls_bootstrap: bool, machine: str = "unnamed") -> str:
+    """The host script that brings the kubelet of the joined Windows node in ``p.vm_name`` to the cluster's
+    kubelet-config (serverTLSBootstrap ``server_tls_bootstrap``), restarts it and, when on, waits for its serving
+    certificate (render/scripts/windows-kubelet-serving.ps1). stdin line 1: the guest Administrator password."""
+    _validate(p)
+    check_machine(machine)
+    return _checked(render_script(
+        "windows-kubelet-serving.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS), BinDir=KUBERNETES_BIN_DIR,
+        ServerTlsBootstrap=server_tls_bootstrap, Machine=machine,
+        CertificateTimeoutSec=SERVING_CERTIFICATE_TIMEOUT_SECONDS))
+
+
 def render_containerd_binaries(p: WindowsNodeParams, machine: str = "unnamed", keep_member_version: bool = True) -> str:
     """The host script that installs containerd ``p.containerd_version`` in ``p.vm_name``
     (render/scripts/windows-containerd-binaries.ps1): staged and verified first, swapped with the kubelet

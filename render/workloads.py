@@ -86,7 +86,7 @@ from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
 
-from . import tls
+from . import custom_metrics, tls
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
@@ -141,6 +141,20 @@ class SampleParams:
     host: str | None = None
 
 
+
+
+@dataclass(frozen=True)
+class RequestRate:
+    prometheus: str                    # the Prometheus KEDA queries (render.custom_metrics.prometheus_address)
+    requests_per_second: int           # per replica
+
+
+@dataclass(frozen=True)
+class SampleAutoscaling:
+    win_max_replicas: int
+    linux_max_replicas: int
+    cpu_utilization: int               # percent of the pods' CPU request
+    linux_request_rate: RequestRate | None = None   # api-linux scales on its request rate too (KEDA)
 
 
 def _check(p: SampleParams) -> None:
@@ -440,6 +454,48 @@ def http_routes(p: SampleParams, https: bool = False) -> list[dict[str, Any]]:
     return [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True, listener=listener),
             _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False, listener=listener)]
 
+
+
+# --- autoscaling ----------------------------------------------------------------------------------------------
+
+HPA_API_VERSION = "autoscaling/v2"
+
+
+def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization: int) -> dict[str, Any]:
+    """A HorizontalPodAutoscaler keeping the Deployment's average CPU at ``utilization`` percent of its request (the
+    pods state requests: WIN_RESOURCES, LINUX_RESOURCES; "the HorizontalPodAutoscaler ... will not take any action
+    for that metric" without them, kubernetes.io HPA walkthrough)."""
+    return {
+        "apiVersion": HPA_API_VERSION,
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": low,
+            "maxReplicas": high,
+            "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                "type": "Utilization", "averageUtilization": utilization}}}],
+        },
+    }
+
+
+def autoscalers(p: SampleParams, a: SampleAutoscaling) -> list[dict[str, Any]]:
+    """One autoscaler per sample, between its replicas and its maximum: api-win on CPU (a HorizontalPodAutoscaler), and
+    api-linux on CPU, or with ``a.linux_request_rate`` on CPU and on its route's request rate (a KEDA ScaledObject,
+    which makes the one HorizontalPodAutoscaler). Both work the same for Windows and Linux pods: the metrics come from
+    the kubelets (metrics-server) and from the Gateway on Linux nodes."""
+    _check(p)
+    require(a.win_max_replicas >= p.win_replicas and a.linux_max_replicas >= p.linux_replicas,
+            "an autoscaler's maximum is below its Deployment's replicas")
+    require(10 <= a.cpu_utilization <= 100, f"CPU target {a.cpu_utilization}% is outside 10-100")
+    win = _cpu_autoscaler(WIN_APP, p.win_namespace, p.win_replicas, a.win_max_replicas, a.cpu_utilization)
+    if a.linux_request_rate is None:
+        linux = _cpu_autoscaler(LINUX_APP, p.linux_namespace, p.linux_replicas, a.linux_max_replicas, a.cpu_utilization)
+    else:
+        linux = custom_metrics.scaled_object(LINUX_APP, p.linux_namespace, _labels(LINUX_APP), p.linux_replicas,
+                                             a.linux_max_replicas, a.cpu_utilization, a.linux_request_rate.prometheus,
+                                             a.linux_request_rate.requests_per_second)
+    return [win, linux]
 
 
 # --- footprint ----------------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ SCHEMAS = {
     "metallb.io/v1beta1/IPAddressPool": "metallb.io_v1beta1_IPAddressPool.json",
     "metallb.io/v1beta1/L2Advertisement": "metallb.io_v1beta1_L2Advertisement.json",
     "cert-manager.io/v1/ClusterIssuer": "cert-manager.io_v1_ClusterIssuer.json",
+    "monitoring.coreos.com/v1/PodMonitor": "monitoring.coreos.com_v1_PodMonitor.json",
+    "keda.sh/v1alpha1/ScaledObject": "keda.sh_v1alpha1_ScaledObject.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

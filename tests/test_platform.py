@@ -97,7 +97,8 @@ UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "I
                                "config.gatekeeper.sh/v1alpha1": {"Config"},
                                # Validated against their CRD schemas in tests/test_custom_resources.py.
                                "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"},
-                               "cert-manager.io/v1": {"ClusterIssuer"}}
+                               "cert-manager.io/v1": {"ClusterIssuer"},
+                               "keda.sh/v1alpha1": {"ScaledObject"}}
 
 
 def _shape_only(value):
@@ -139,7 +140,8 @@ def test_every_kubernetes_object_passes_the_validators(hk):
             kubernetes_validate.validate(obj, version, strict=True)
         checked.add(obj["kind"])
     assert {"Installation", "DaemonSet", "Deployment", "Service", "RuntimeClass", "Namespace",
-            "ResourceQuota", "LimitRange", "Node", "ConfigMap", "ConstraintTemplate", "StorageClass", "Secret"} <= checked
+            "ResourceQuota", "LimitRange", "Node", "ConfigMap", "ConstraintTemplate", "StorageClass", "Secret",
+            "HorizontalPodAutoscaler"} <= checked
 
 
 def pod_specs(recording: Recording):
@@ -243,7 +245,10 @@ NO_OS_VALUES = {"csi-driver-smb": "OS hard-coded per DaemonSet",
                 # templates/controller.yaml and speaker.yaml at v0.16.1 (render/load_balancer.py).
                 "metallb": "OS hard-coded on the controller and the speakers",
                 # values.yaml at v1.21.1: nodeSelector kubernetes.io/os: linux by default on every part (render/tls.py).
-                "oci://quay.io/jetstack/charts/cert-manager": "OS set by the chart's defaults"}
+                "oci://quay.io/jetstack/charts/cert-manager": "OS set by the chart's defaults",
+                # keda/templates at v2.20.2 write nodeSelector kubernetes.io/os: linux on all three Deployments
+                # (render/custom_metrics.py).
+                "keda": "OS hard-coded on the operator, metrics server and webhook"}
 
 
 def test_every_chart_places_its_pods_on_linux(hk):

@@ -534,3 +534,62 @@ def test_envoy_gateway_controller_runs_on_linux():
     terms = values["deployment"]["pod"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": OS_LABEL, "operator": "In", "values": ["linux"]}]}]
     assert values["deployment"]["replicas"] == 2
+
+
+# --- autoscaling -------------------------------------------------------------------------------------------------
+
+def _autoscaling(request_rate=None):
+    from render.workloads import SampleAutoscaling
+    return SampleAutoscaling(win_max_replicas=8, linux_max_replicas=10, cpu_utilization=70,
+                             linux_request_rate=request_rate)
+
+
+def test_each_sample_gets_a_cpu_autoscaler_over_its_replicas():
+    from render.workloads import autoscalers
+    win, linux = autoscalers(PARAMS, _autoscaling())
+    deployments_by_name = {d["metadata"]["name"]: d for d in deployments()}
+    for hpa, high in ((win, 8), (linux, 10)):
+        kubernetes_validate.validate(hpa, K8S, strict=True)
+        target = deployments_by_name[hpa["spec"]["scaleTargetRef"]["name"]]
+        assert hpa["metadata"]["namespace"] == target["metadata"]["namespace"]
+        assert hpa["spec"]["minReplicas"] == target["spec"]["replicas"] and hpa["spec"]["maxReplicas"] == high
+        assert hpa["spec"]["metrics"] == [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}]
+        # Utilization is of the request: every container states one.
+        for c in pod_spec(target)["containers"]:
+            assert parse_quantity(c["resources"]["requests"]["cpu"]) > 0
+
+
+def test_with_keda_api_linux_scales_on_cpu_and_its_routes_request_rate():
+    from render.custom_metrics import prometheus_address
+    from render.workloads import RequestRate, autoscalers
+    from tests.crd_schema import validate_custom_resource
+    win, linux = autoscalers(PARAMS, _autoscaling(RequestRate(prometheus_address("monitoring"), 50)))
+    assert win["kind"] == "HorizontalPodAutoscaler" and linux["kind"] == "ScaledObject"
+    validate_custom_resource(linux, "keda.sh_v1alpha1_ScaledObject.json")
+    spec = linux["spec"]
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (6, 10)
+    cpu, rate = spec["triggers"]
+    assert cpu == {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "70"}}
+    assert rate["type"] == "prometheus" and rate["metadata"]["threshold"] == "50"
+    assert rate["metadata"]["serverAddress"] == "http://prometheus-operated.monitoring.svc:9090"
+    # The route that serves api-linux is the one measured (Envoy Gateway's cluster name for it).
+    [route] = [r for r in http_routes(PARAMS) if r["metadata"]["name"] == "api-linux"]
+    assert f'httproute/{route["metadata"]["namespace"]}/{route["metadata"]["name"]}/rule/[0-9]+' in rate["metadata"]["query"]
+
+
+def test_namespace_quota_holds_a_rollout_at_the_autoscalers_maximum():
+    from render.workloads import autoscalers
+    for hpa in autoscalers(PARAMS, _autoscaling()):
+        [deployment] = [d for d in deployments() if d["metadata"]["name"] == hpa["metadata"]["name"]]
+        at_max = copy.deepcopy(deployment)
+        at_max["spec"]["replicas"] = hpa["spec"]["maxReplicas"]
+        _, quota, _ = namespace(NAMESPACES[deployment["metadata"]["namespace"]])
+        for key, used in peak_footprint(at_max).items():
+            assert used <= parse_quantity(quota["spec"]["hard"][key]), f"{hpa['metadata']['name']}: {key}"
+
+
+def test_an_autoscaler_below_its_deployment_is_refused():
+    from render.workloads import SampleAutoscaling, autoscalers
+    with pytest.raises(ValueError, match="maximum is below"):
+        autoscalers(PARAMS, SampleAutoscaling(win_max_replicas=3, linux_max_replicas=10, cpu_utilization=70))

@@ -1,0 +1,103 @@
+"""Renders the resource metrics API (config `resourceMetrics`): metrics-server, kubelet-csr-approver, and the two
+scripts that move an existing cluster's kubelets to serving certificates from the cluster CA.
+
+This module owns the Helm values of both charts (pins in config.compat.CHARTS) and the scripts' render functions
+(render/scripts/kubelet-config-sync.sh, kubelet-serving-node.sh; the Windows node's step is
+render/windows_bootstrap.py render_kubelet_serving). Pure: plain values in, dicts and script text out.
+
+Design decisions, with their sources:
+
+* Verified kubelet TLS, not ``--kubelet-insecure-tls``. metrics-server checks each kubelet's certificate against
+  the CA of its in-cluster configuration, the cluster CA (kubernetes-sigs/metrics-server README, requirements:
+  "Kubelet certificate needs to be signed by cluster Certificate Authority (or disable certificate validation by
+  passing --kubelet-insecure-tls)"). A kubeadm kubelet signs its own serving certificate unless
+  ``serverTLSBootstrap`` is on (render/kubeadm.py kubelet_config), and then asks the cluster CA through a
+  CertificateSigningRequest for signer kubernetes.io/kubelet-serving, which kube-controller-manager never approves
+  (kubeadm "Certificate Management with kubeadm", "Kubelet serving certificates").
+* The approver is kubelet-csr-approver. Before it approves, it checks (internal/controller/csr_controller.go,
+  regex_ip_checks.go at v1.2.14): the signer; a requester ``system:node:<name>`` whose CommonName matches; every
+  DNS name starting with that node name and matching ``providerRegex``, at most ``allowedDnsNames`` of them; every
+  IP address inside ``providerIpPrefixes``; the requested lifetime. Here the DNS name may be the node name alone (one
+  DNS label: the kubelet puts its Hostname address there, pkg/kubelet/certificate/kubelet.go
+  addressesToHostnamesAndIPs) and the addresses must be on the node network. ``bypassDnsResolution`` is on: its
+  resolution check needs a DNS record for every node, which a lab or a datacenter without node records does not
+  have, and a failed check *denies* the request (README: "the node DNS name needs to be resolvable ... you can use
+  the --bypass-dns-resolution flag"); the name and address checks still hold.
+* Placement: neither chart selects an OS by default (metrics-server values.yaml ``nodeSelector: {}``, the
+  approver's likewise), so both get ``kubernetes.io/os: linux``: their images are Linux-only (the approver's are
+  built for linux/amd64, arm64 and arm). metrics-server scrapes every node's kubelet, Windows ones included
+  (``/metrics/resource``, pkg/scraper/client/resource/client.go; no OS filter).
+* Two replicas of each with a PodDisruptionBudget, so a node drain never takes the metrics API (and with it every
+  HorizontalPodAutoscaler) away; metrics-server's README "High Availability" asks for replicas, a budget and
+  spreading.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from render.script_files import render_script
+from vocab.checks import check_machine, check_node_name, check_timeout, require
+from vocab.labels import OS_LABEL
+
+# The charts' namespace: kube-system, where metrics-server's own manifests install it (manifests/base).
+NAMESPACE = "kube-system"
+# The field manager of the kubelet-config edit (kubelet-config-sync.sh): who owns the key in managedFields.
+FIELD_MANAGER = "hybrid-cluster"
+# One DNS label: the node name, which is what the kubelet puts in its request (module docstring).
+NODE_NAME_REGEX = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+# How long a Linux node's step waits for its approved certificate.
+SERVING_CERTIFICATE_TIMEOUT_SECONDS = 300
+POLL_SECONDS = 5
+
+
+def _spread(app: str) -> dict[str, Any]:
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}}}]}}
+
+
+def metrics_server_values() -> dict[str, Any]:
+    """Values for the metrics-server chart (charts/metrics-server/values.yaml @3.13.1). Its defaultArgs stay (the
+    kubelet's InternalIP first, which its certificate carries; the node's status port; 15 s resolution) and no
+    argument turns off certificate verification."""
+    return {
+        "replicas": 2,
+        "nodeSelector": {OS_LABEL: "linux"},
+        "affinity": _spread("metrics-server"),
+        "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+    }
+
+
+def csr_approver_values(ip_prefixes: tuple[str, ...]) -> dict[str, Any]:
+    """Values for the kubelet-csr-approver chart (charts/kubelet-csr-approver/values.yaml @v1.2.14): serving
+    certificates for a node name and addresses on ``ip_prefixes`` (the node network) only."""
+    require(bool(ip_prefixes), "the approver needs the node network's prefixes")
+    return {
+        "providerRegex": NODE_NAME_REGEX,
+        "providerIpPrefixes": list(ip_prefixes),
+        "allowedDnsNames": 1,
+        "bypassDnsResolution": True,
+        "replicas": 2,
+        "nodeSelector": {OS_LABEL: "linux"},
+        "priorityClassName": "system-cluster-critical",
+    }
+
+
+def render_kubelet_config_sync(server_tls_bootstrap: bool) -> str:
+    """On the first control-plane node: the kubelet-config ConfigMap set to ``server_tls_bootstrap``
+    (render/scripts/kubelet-config-sync.sh)."""
+    return render_script("kubelet-config-sync.sh", SERVER_TLS_BOOTSTRAP=int(server_tls_bootstrap),
+                         FIELD_MANAGER=FIELD_MANAGER)
+
+
+def render_kubelet_serving_node(node_name: str, server_tls_bootstrap: bool, machine: str = "unnamed",
+                                timeout_seconds: int = SERVING_CERTIFICATE_TIMEOUT_SECONDS) -> str:
+    """On a Linux node: its kubelet brought to the cluster's kubelet-config and restarted, and, when on, its CA-signed
+    serving certificate waited for (render/scripts/kubelet-serving-node.sh)."""
+    check_node_name(node_name)
+    check_machine(machine)
+    check_timeout(timeout_seconds)
+    return render_script("kubelet-serving-node.sh", NODE_NAME=node_name, SERVER_TLS_BOOTSTRAP=int(server_tls_bootstrap),
+                         MACHINE=machine, ATTEMPTS=-(-timeout_seconds // POLL_SECONDS), POLL_SECONDS=POLL_SECONDS,
+                         TIMEOUT=timeout_seconds)

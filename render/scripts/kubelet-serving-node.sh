@@ -1,0 +1,45 @@
+# On a Linux node: bring its kubelet to the cluster's kubelet configuration (the kubelet-config ConfigMap, which
+# kubelet-config-sync.sh keeps), restart it, and with serverTLSBootstrap wait until it holds a serving certificate
+# from the cluster CA. `kubeadm upgrade node phase kubelet-config` downloads the ConfigMap into
+# /var/lib/kubelet/config.yaml (kubeadm "Reconfiguring a kubeadm cluster", "Reflecting the kubelet changes"; the
+# phase writes config.yaml: cmd/kubeadm/app/cmd/phases/upgrade/node/kubeletconfig.go). A kubelet restart stops no
+# Pod, so the node is not drained. The kubelet keeps an issued certificate as
+# /var/lib/kubelet/pki/kubelet-server-current.pem (pkg/kubelet/certificate/kubelet.go, the "kubelet-server" store).
+# Idempotent: a node already running with the wanted setting (and, when on, a certificate) is left alone.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs NODE_NAME SERVER_TLS_BOOTSTRAP MACHINE ATTEMPTS POLL_SECONDS TIMEOUT
+
+config="$ROOT/var/lib/kubelet/config.yaml"
+certificate="$ROOT/var/lib/kubelet/pki/kubelet-server-current.pem"
+[[ -f $config ]] || die "$config is missing: ${NODE_NAME} has not joined the cluster"
+
+setting() {
+  if grep -qx 'serverTLSBootstrap: true' "$config"; then echo 1; else echo 0; fi
+}
+
+wanted=off
+((SERVER_TLS_BOOTSTRAP)) && wanted=on
+echo "${NODE_NAME} (machine ${MACHINE}): kubelet serving certificates from the cluster CA: ${wanted}"
+if (($(setting) == SERVER_TLS_BOOTSTRAP)) && { ((!SERVER_TLS_BOOTSTRAP)) || [[ -s $certificate ]]; }; then
+  echo "${NODE_NAME} already runs with it"
+  exit 0
+fi
+if (($(setting) != SERVER_TLS_BOOTSTRAP)); then
+  kubeadm upgrade node phase kubelet-config
+  (($(setting) == SERVER_TLS_BOOTSTRAP)) \
+    || die "the cluster's kubelet-config does not have serverTLSBootstrap as wanted after the download: its sync step on the first control-plane node must run first"
+fi
+systemctl restart kubelet
+echo "restarted the kubelet"
+if ((!SERVER_TLS_BOOTSTRAP)); then
+  exit 0
+fi
+for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
+  if [[ -s $certificate ]]; then
+    echo "${NODE_NAME} serves a certificate from the cluster CA"
+    exit 0
+  fi
+  sleep "$POLL_SECONDS"
+done
+die "${NODE_NAME} has no approved serving certificate after ${TIMEOUT}s: is kubelet-csr-approver running, and what does \`kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving\` say (a denied request names the check that failed)?"

@@ -1,0 +1,56 @@
+# Bring the kubelet of a Windows node VM to the cluster's kubelet configuration (serverTLSBootstrap). Rendered by render/windows_bootstrap.py.
+#@ include lib/hyperv-preamble.ps1
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec BinDir ServerTlsBootstrap Machine CertificateTimeoutSec
+#@ include lib/hyperv-read-guest-password.ps1
+#@ include lib/hyperv-guest-wait.ps1
+#@ include lib/windows-host-functions.ps1
+## The Windows side of kubelet-serving-node.sh, in the same order: `kubeadm upgrade node phase kubelet-config`
+## downloads the kubelet-config ConfigMap into C:\var\lib\kubelet\config.yaml (the path the kubelet service's
+## --config names, render/windows_bootstrap.py; kubeadm prefixes the kubelet's paths with the drive letter on
+## Windows, cmd/kubeadm/app/componentconfigs/kubelet_windows.go), the kubelet service restarts (no Pod stops,
+## so the node is not drained), and with serverTLSBootstrap the step waits for the certificate the kubelet keeps
+## as pki\kubelet-server-current.pem once kubelet-csr-approver has approved its request. The kubelet's certificate
+## code has no OS-specific part (pkg/kubelet/certificate/kubelet.go). Idempotent like the Linux step.
+$Step = 'kubelet serving certificate'
+$GuestStep = {
+    param([string]$BinDir, [bool]$ServerTlsBootstrap, [int]$CertificateTimeoutSec)
+    #@ include lib/windows-guest-start.ps1
+    #@ include lib/windows-guest-native.ps1
+    $config = 'C:\var\lib\kubelet\config.yaml'
+    $certificate = 'C:\var\lib\kubelet\pki\kubelet-server-current.pem'
+    if (-not (Test-Path -LiteralPath $config)) { throw "$config is missing: the node has not joined the cluster" }
+    function Get-ServerTlsBootstrap {
+        [bool](Select-String -LiteralPath $config -Pattern '^serverTLSBootstrap: true$' -CaseSensitive -Quiet)
+    }
+    function Test-Certificate {
+        (Test-Path -LiteralPath $certificate) -and ((Get-Item -LiteralPath $certificate).Length -gt 0)
+    }
+    if (((Get-ServerTlsBootstrap) -eq $ServerTlsBootstrap) -and (-not $ServerTlsBootstrap -or (Test-Certificate))) {
+        return [pscustomobject]@{ Changes = $changes }
+    }
+    if ((Get-ServerTlsBootstrap) -ne $ServerTlsBootstrap) {
+        $null = Invoke-Checked (Join-Path $BinDir 'kubeadm.exe') @('upgrade', 'node', 'phase', 'kubelet-config')
+        $changes += 'kubeadm upgrade node phase kubelet-config'
+        if ((Get-ServerTlsBootstrap) -ne $ServerTlsBootstrap) {
+            throw "the cluster's kubelet-config does not have serverTLSBootstrap as wanted after the download: its sync step on the first control-plane node must run first"
+        }
+    }
+    Restart-Service -Name kubelet -Force
+    $changes += 'restarted the kubelet'
+    if ($ServerTlsBootstrap) {
+        $deadline = (Get-Date).AddSeconds($CertificateTimeoutSec)
+        while (-not (Test-Certificate)) {
+            if ((Get-Date) -gt $deadline) {
+                throw "no approved serving certificate after $CertificateTimeoutSec s: is kubelet-csr-approver running, and what does kubectl get csr say (a denied request names the check that failed)?"
+            }
+            Start-Sleep -Seconds 5
+        }
+        $changes += 'the kubelet serves a certificate from the cluster CA'
+    }
+    [pscustomobject]@{ Changes = $changes }
+}
+Write-Output "${VmName} (machine $Machine): kubelet serving certificates from the cluster CA: $(if ($ServerTlsBootstrap) { 'on' } else { 'off' })"
+Assert-VmRunning
+Wait-PowerShellDirect
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($BinDir, $ServerTlsBootstrap, $CertificateTimeoutSec)
+#@ include lib/windows-host-report.ps1
