@@ -93,7 +93,8 @@ kubelets = KubeletServing(f"{spec.cluster.name}-kubelet-serving", spec, machines
                           after=[*node_ready.values(), *restarts.done, *approver])
 metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
-    metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", cluster.provider, kubelets.done).release]
+    metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,
+                                    kubelets.done).release]
 # The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
 if (storage := storage_params(spec)) is not None:
     Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,

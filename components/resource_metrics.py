@@ -93,11 +93,11 @@ class KubeletCsrApprover(pulumi.ComponentResource):
 class MetricsServer(pulumi.ComponentResource):
     """metrics-server, once every kubelet serves a certificate it can verify."""
 
-    def __init__(self, name: str, provider: pulumi.ProviderResource, kubelets_serving: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: ResourceMetricsPlan, provider: pulumi.ProviderResource,
+                 kubelets_serving: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:MetricsServer", name, None, opts)
         self.release = helm_release(f"{name}-metrics-server", compat.CHARTS["metrics-server"], resource_metrics.NAMESPACE,
-                                    resource_metrics.metrics_server_values(), provider=provider, parent=self,
+                                    resource_metrics.metrics_server_values(plan.linux_workers), provider=provider, parent=self,
                                     depends_on=list(kubelets_serving))
         self.register_outputs({"version": compat.CHARTS["metrics-server"].version})
 

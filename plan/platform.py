@@ -215,6 +215,7 @@ def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:
 @dataclass(frozen=True)
 class ResourceMetricsPlan:
     node_prefixes: tuple[str, ...]                    # where kubelet serving certificates' addresses may be
+    linux_workers: int                                # where metrics-server can run
 
 
 def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
@@ -222,7 +223,8 @@ def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
     if not spec.resource_metrics.enabled:
         return None
     # The kubelet registers the node's --node-ip, on the node network (render/kubeadm.py), as its InternalIP.
-    return ResourceMetricsPlan(node_prefixes=(str(spec.network.nodes.cidr),))
+    return ResourceMetricsPlan(node_prefixes=(str(spec.network.nodes.cidr),),
+                               linux_workers=len([n for n in spec.nodes.linux if not n.lost]))
 
 
 def custom_metrics_enabled(spec: StackSpec) -> bool:

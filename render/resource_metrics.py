@@ -27,9 +27,10 @@ Design decisions, with their sources:
   approver's likewise), so both get ``kubernetes.io/os: linux``: their images are Linux-only (the approver's are
   built for linux/amd64, arm64 and arm). metrics-server scrapes every node's kubelet, Windows ones included
   (``/metrics/resource``, pkg/scraper/client/resource/client.go; no OS filter).
-* Two replicas of each with a PodDisruptionBudget, so a node drain never takes the metrics API (and with it every
-  HorizontalPodAutoscaler) away; metrics-server's README "High Availability" asks for replicas, a budget and
-  spreading.
+* metrics-server runs two replicas with a PodDisruptionBudget where there are two Linux workers, so a node drain never
+  takes the metrics API (and with it every HorizontalPodAutoscaler) away (metrics-server's README "High
+  Availability": replicas, a budget and spreading). The approver keeps its chart's two replicas with leader election
+  and no budget; a pending request simply waits for the next leader.
 """
 from __future__ import annotations
 
@@ -57,16 +58,17 @@ def _spread(app: str) -> dict[str, Any]:
                             "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}}}]}}
 
 
-def metrics_server_values() -> dict[str, Any]:
+def metrics_server_values(linux_workers: int) -> dict[str, Any]:
     """Values for the metrics-server chart (charts/metrics-server/values.yaml @3.13.1). Its defaultArgs stay (the
     kubelet's InternalIP first, which its certificate carries; the node's status port; 15 s resolution) and no
-    argument turns off certificate verification."""
-    return {
-        "replicas": 2,
-        "nodeSelector": {OS_LABEL: "linux"},
-        "affinity": _spread("metrics-server"),
-        "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
-    }
+    argument turns off certificate verification. Two replicas and a budget only with two Linux workers to spread
+    them over (it does not tolerate the control-plane taint): with one, a budget would stop that worker's drain for
+    good, its second replica having nowhere to go."""
+    values: dict[str, Any] = {"replicas": 1, "nodeSelector": {OS_LABEL: "linux"}}
+    if linux_workers >= 2:
+        values.update(replicas=2, affinity=_spread("metrics-server"),
+                      podDisruptionBudget={"enabled": True, "minAvailable": 1})
+    return values
 
 
 def csr_approver_values(ip_prefixes: tuple[str, ...]) -> dict[str, Any]:

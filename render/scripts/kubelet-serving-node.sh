@@ -30,6 +30,8 @@ if (($(setting) != SERVER_TLS_BOOTSTRAP)); then
   (($(setting) == SERVER_TLS_BOOTSTRAP)) \
     || die "the cluster's kubelet-config does not have serverTLSBootstrap as wanted after the download: its sync step on the first control-plane node must run first"
 fi
+# Also when only the certificate is missing: a kubelet whose request predates the approver may be waiting out its retry
+# backoff, and a restart makes it ask again at once.
 systemctl restart kubelet
 echo "restarted the kubelet"
 if ((!SERVER_TLS_BOOTSTRAP)); then
