@@ -4,6 +4,7 @@ from collections.abc import Sequence
 import pulumi
 
 from components import cycle_check
+from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.custom_metrics import CustomMetrics
 from components.guards import MachinesGuard
@@ -23,6 +24,7 @@ from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 from plan.platform import (
+    backup_plan,
     calico_params,
     custom_metrics_enabled,
     load_balancer_plan,
@@ -122,6 +124,9 @@ if (load_balancer := load_balancer_plan(spec)) is not None:
 issuer: Sequence[pulumi.Resource] = ()
 if (tls := tls_plan(spec)) is not None:
     issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready).issuer]
+if (backups := backup_plan(spec)) is not None:
+    Backups(f"{spec.cluster.name}-backup", backups, cluster.provider, secrets.backup_primary, secrets.backup_offsite,
+            linux_ready, windows_ready)
 if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,

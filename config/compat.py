@@ -525,7 +525,39 @@ CHARTS: dict[str, HelmChart] = {
                  'kubeVersion ">=v1.23.0-0"; kedacore/keda tag v2.20.2 (68a5b5028f35, 2026-07-31)',
         values_source="kedacore/charts v2.20.2 keda/values.yaml (crds.install, crds.additionalAnnotations) and "
                       "templates/ (nodeSelector kubernetes.io/os: linux written by the templates themselves)"),
+    # Velero (config `backup`, render/backup.py). Chart 12.1.0 is the newest for Velero 1.18.1 (12.0.0 was 1.18.0); since
+    # 12.0.0 its CRD upgrade job runs the velero image itself (`/velero install --crds-only --apply`,
+    # templates/upgrade-crds/upgrade-crds.yaml), so no kubectl image is pulled. `helm repo add vmware-tanzu
+    # https://vmware-tanzu.github.io/helm-charts`.
+    "velero": HelmChart(
+        chart="velero", repo="https://vmware-tanzu.github.io/helm-charts", version="12.1.0",
+        evidence="vmware-tanzu/helm-charts tag velero-12.1.0 (73466ca9) charts/velero/Chart.yaml: version 12.1.0, "
+                 'appVersion 1.18.1, kubeVersion ">=1.16.0-0"; gh-pages index.yaml entry created 2026-06-25',
+        values_source="vmware-tanzu/helm-charts velero-12.1.0 charts/velero/values.yaml (initContainers, configuration, "
+                      "credentials.existingSecret, deployNodeAgent, nodeAgent, serviceAccount.server.name, snapshotsEnabled) "
+                      "and templates (no OS selector of their own; no Windows node agent)"),
 }
+
+# Velero's own images. The server and the Linux node agent come from the chart (image.tag v1.18.1); the Windows node
+# agent, which the chart does not deploy, is declared from the same multi-platform image, as `velero install
+# --use-node-agent-windows` does (pkg/install/daemonset.go at v1.18.1). Velero "is built and tested with
+# windows/amd64/ltsc2022 container only" (site/content/docs/v1.18/backup-restore-windows.md; Makefile
+# BUILD_WINDOWS_VERSION ?= ltsc2022), and a process-isolated container needs its host's build: the Windows node agent
+# runs on Windows Server 2022 nodes only, and config.rules refuses file-system backups with nodes of another build.
+VELERO_VERSION = "v1.18.1"     # vmware-tanzu/velero tag v1.18.1 (26ef8fa7df68, 2026-05-12)
+VELERO_IMAGE = f"docker.io/velero/velero:{VELERO_VERSION}"
+VELERO_WINDOWS_BUILDS: tuple[str, ...] = ("win2022",)
+# The AWS (S3) object store plugin for Velero 1.18: "| v1.14.x | v1.18.x |" (velero-plugin-for-aws release-1.14
+# README, compatibility); Velero's upgrade-to-1.18.md installs velero/velero-plugin-for-aws:v1.14.0. Only the tag
+# v1.14.0-rc.1 (2026-02-13) was seen in the plugin's repository: the final tag is unconfirmed.
+VELERO_AWS_PLUGIN_IMAGE = "docker.io/velero/velero-plugin-for-aws:v1.14.0"
+# Velero README "Velero compatibility matrix": "| 1.18 | 1.18-latest | 1.33.7, 1.34.1, and 1.35.0 |" (tested);
+# newer minors are "expected" to work, untested: config.rules warns.
+VELERO_TESTED_KUBERNETES: tuple[str, ...] = ("1.33", "1.34", "1.35")
+# rclone copies the etcd snapshots off-site (render/backup.py). v1.75.0 (tag 9ee9d0a0cafd, 2026-07-31); v1.75.1 was
+# seen only on its release page. Image tags carry no "v" (docs/content/install.md "Docker installation": version tags
+# such as ":1.49.1"; .github/workflows/build_publish_docker_image.yml, type=semver {{version}}).
+RCLONE_IMAGE = "docker.io/rclone/rclone:1.75.0"
 
 # The Kubernetes minors the pinned KEDA was tested on: keda-docs content/docs/2.20/operate/cluster.md, "Kubernetes
 # Compatibility": "| v2.20 | v1.33 - v1.35 |", under an "N-2" policy ("KEDA will provide support for running on N-2

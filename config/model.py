@@ -758,6 +758,45 @@ class CustomMetricsSpec(Spec):
     """The request rate, per api-linux replica, its autoscaler keeps (measured at the Gateway over 2 minutes)."""
 
 
+class ObjectStoreSpec(Spec):
+    """An S3-compatible bucket: MinIO, Ceph RGW or another store that speaks S3, reached by path-style URLs."""
+    endpoint: HttpEndpoint
+    """The store's URL, e.g. https://minio.hk-prod.internal:9000 (path-style requests go to it)."""
+    bucket: Annotated[str, matching(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", "an S3 bucket name, e.g. velero-hk-prod")]
+    """The bucket, which must exist."""
+    region: Annotated[str, matching(r"^[a-z0-9-]{1,32}$", "a region name, e.g. us-east-1")] = "us-east-1"
+    """The region the store signs requests for (MinIO's default is us-east-1)."""
+    prefix: Label | None = None
+    """A folder in the bucket for this cluster; absent: the cluster's name."""
+    provider: Literal["minio", "ceph", "other"] = "minio"
+    """The kind of store: Ceph RGW needs S3 checksums off (Velero's AWS plugin, known issues)."""
+    ca_certificate: str | None = None
+    """PEM certificate of the CA that signed the store's HTTPS certificate, when it is not a public one."""
+
+
+class BackupSpec(Spec):
+    """Velero: scheduled backups of every namespace's objects and, with fileSystemBackup, of pod volumes on Linux and
+    Windows nodes, to an S3-compatible store in this site and, with `offsite`, to one in another site; absent: no
+    backups. Needs the secrets backupAccessKeyId and backupSecretAccessKey (offsite: offsiteAccessKeyId and
+    offsiteSecretAccessKey)."""
+    primary: ObjectStoreSpec
+    """The store in this site: the default backup location."""
+    offsite: ObjectStoreSpec | None = None
+    """A store in another site (another city): every backup is also made there, and with etcdBackup the etcd
+    snapshots are copied there."""
+    schedule: Annotated[str, matching(r"^(\S+ ){4}\S+$", 'a five-field cron expression, e.g. "0 2 * * *"')] = "0 2 * * *"
+    """When the backups run (cron, the cluster's time zone: UTC)."""
+    retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    """How long a backup is kept (and an etcd snapshot off-site)."""
+    file_system_backup: bool = True
+    """Back up the files of every pod volume too (Velero's node agent on Linux and Windows nodes); false: objects only."""
+    offsite_etcd_schedule: Annotated[str, matching(r"^(\S+ ){4}\S+$", 'a five-field cron expression, e.g. "30 * * * *"')] = "30 * * * *"
+    """When etcd snapshots are copied off-site (with offsite and etcdBackup)."""
+    recover_from: ObjectStoreSpec | None = None
+    """Disaster recovery into this cluster: the off-site store of the cluster it replaces, as the read-only location
+    `recovery` to restore from (its prefix is that cluster's; the secrets offsiteAccessKeyId/offsiteSecretAccessKey)."""
+
+
 class EtcdBackupSpec(Spec):
     """Scheduled etcd snapshots from every control-plane node to an NFS export; absent: none are taken."""
     nfs_server: Host
@@ -824,6 +863,8 @@ class StackSpec(Spec):
     """The application namespaces with their quotas, container defaults and Pod Security level."""
     etcd_backup: EtcdBackupSpec | None = None
     """Scheduled etcd snapshots (optional; a production stack should have them)."""
+    backup: BackupSpec | None = None
+    """Velero backups to S3-compatible stores, on-site and off-site (optional)."""
 
     @property
     def linux_worker_zones(self) -> list[str]:

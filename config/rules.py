@@ -636,3 +636,41 @@ def custom_metrics(spec: StackSpec) -> Iterator[Problem]:
         yield Problem("customMetrics", f"KEDA {compat.CHARTS['keda'].version} was tested upstream on Kubernetes "
                                        f"{tested[0]}-{tested[-1]}, not {minor}; it uses only stable APIs, so it is "
                                        "installed, but untested on this minor", "warning")
+
+
+@rule("backup", "nodes", "cluster")
+def backups(spec: StackSpec) -> Iterator[Problem]:
+    """Velero's Windows node agent is built for Windows Server 2022 only (config.compat VELERO_WINDOWS_BUILDS): a
+    process-isolated container needs its host's build, so file-system backups cannot cover another build's nodes."""
+    if spec.backup is None:
+        return
+    if spec.backup.file_system_backup:
+        for index, node in enumerate(spec.nodes.windows):
+            if node.version not in compat.VELERO_WINDOWS_BUILDS:
+                yield Problem(f"nodes.windows[{index}].version",
+                              f"Velero's Windows node agent is built for {', '.join(compat.VELERO_WINDOWS_BUILDS)} only, "
+                              f"not {node.version}, so its pods' volumes could not be backed up: set "
+                              "backup.fileSystemBackup to false (objects only), or move the node to a supported build")
+    offsite = spec.backup.offsite
+    if offsite is not None and (offsite.endpoint, offsite.bucket) == (spec.backup.primary.endpoint, spec.backup.primary.bucket):
+        yield Problem("backup.offsite", "is the same bucket as backup.primary: an off-site copy must be in another site")
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    tested = compat.VELERO_TESTED_KUBERNETES
+    if minor not in tested:
+        yield Problem("backup", f"Velero {compat.VELERO_VERSION} was tested upstream on Kubernetes {tested[0]}-{tested[-1]}, "
+                                f"not {minor} (README compatibility matrix: newer minors are expected to work, untested)",
+                      "warning")
+
+
+@rule("backup", "cluster")
+def recovery_location(spec: StackSpec) -> Iterator[Problem]:
+    """The recovery location is another cluster's backups: the same bucket and prefix as this cluster's own would mix
+    the two clusters' backups."""
+    if spec.backup is None or spec.backup.recover_from is None:
+        return
+    source = spec.backup.recover_from
+    for key, own in (("primary", spec.backup.primary), ("offsite", spec.backup.offsite)):
+        if own is not None and (own.endpoint, own.bucket, own.prefix or spec.cluster.name) == (
+                source.endpoint, source.bucket, source.prefix or spec.cluster.name):
+            yield Problem("backup.recoverFrom", f"is backup.{key} itself: give the replaced cluster's store and its "
+                                                "prefix (its cluster name)")

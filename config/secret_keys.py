@@ -20,6 +20,10 @@ def _windows(spec: StackSpec) -> bool:
     return bool(spec.nodes.windows)
 
 
+def _offsite(spec: StackSpec) -> bool:
+    return spec.backup is not None and (spec.backup.offsite is not None or spec.backup.recover_from is not None)
+
+
 SECRETS: dict[str, SecretKey] = {
     "proxmoxApiToken": SecretKey("Proxmox VE API token, USER@REALM!TOKENID=UUID", "always", lambda _: True),
     "proxmoxSshPrivateKey": SecretKey(
@@ -48,6 +52,14 @@ SECRETS: dict[str, SecretKey] = {
     "tlsCaKey": SecretKey("PEM private key of that CA", "tls.ca", lambda s: s.tls is not None and s.tls.ca is not None),
     "grafanaAdminPassword": SecretKey("password of Grafana's admin user", "observability.metrics",
                                       lambda s: s.observability is not None and s.observability.metrics is not None),
+    "backupAccessKeyId": SecretKey("access key of backup.primary's bucket", "backup",
+                                   lambda s: s.backup is not None),
+    "backupSecretAccessKey": SecretKey("secret key of backup.primary's bucket", "backup",
+                                       lambda s: s.backup is not None),
+    "offsiteAccessKeyId": SecretKey("access key of backup.offsite's bucket (and of backup.recoverFrom's)",
+                                    "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
+    "offsiteSecretAccessKey": SecretKey("secret key of backup.offsite's bucket (and of backup.recoverFrom's)",
+                                        "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
 }
 SECRET_KEYS: dict[str, str] = {key: secret.description for key, secret in SECRETS.items()}
 # Set only for an operation (a rotation), never required.

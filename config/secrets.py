@@ -27,6 +27,9 @@ class Secrets:
     bastion_ssh_private_key: pulumi.Output[str] | None
     # Optional, during a rotation of windowsAdminPassword (docs/lifecycle.md: Rotating credentials).
     windows_admin_password_previous: pulumi.Output[str] | None = None
+    # backup: the access key pair of backup.primary's bucket, and of backup.offsite's.
+    backup_primary: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
+    backup_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
 
 
 def read_secrets(spec: StackSpec) -> Secrets:
@@ -43,18 +46,23 @@ def read_secrets(spec: StackSpec) -> Secrets:
             raise ValueError(f"{key} is needed by every stack (config.secret_keys)")
         return value
 
-    smb_username, smb_password = secret("smbUsername"), secret("smbPassword")
-    ca_certificate, ca_key = secret("tlsCaCertificate"), secret("tlsCaKey")
+    def pair(first_key: str, second_key: str) -> tuple[pulumi.Output[str], pulumi.Output[str]] | None:
+        """Two secrets a subsystem needs together (a user and its password, a certificate and its key)."""
+        first, second = secret(first_key), secret(second_key)
+        return (first, second) if first is not None and second is not None else None
+
     return Secrets(
         proxmox_api_token=always("proxmoxApiToken"),
         proxmox_ssh_private_key=always("proxmoxSshPrivateKey"),
         node_ssh_private_key=always("nodeSshPrivateKey"),
-        smb_credentials=(smb_username, smb_password) if smb_username is not None and smb_password is not None else None,
+        smb_credentials=pair("smbUsername", "smbPassword"),
         grafana_admin_password=secret("grafanaAdminPassword"),
-        tls_ca=(ca_certificate, ca_key) if ca_certificate is not None and ca_key is not None else None,
+        tls_ca=pair("tlsCaCertificate", "tlsCaKey"),
         hyperv_ssh_private_key=secret("hypervSshPrivateKey"),
         hyperv_ssh_password=secret("hypervSshPassword"),
         windows_admin_password=secret("windowsAdminPassword"),
         bastion_ssh_private_key=secret("bastionSshPrivateKey"),
         windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if spec.nodes.windows else None,
+        backup_primary=pair("backupAccessKeyId", "backupSecretAccessKey"),
+        backup_offsite=pair("offsiteAccessKeyId", "offsiteSecretAccessKey"),
     )

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from config import compat
-from config.model import StackSpec, WindowsKey
-from render import custom_metrics, logging, metrics, network, storage, tls, windows_bootstrap, workloads
+from config.model import ObjectStoreSpec, StackSpec, WindowsKey
+from render import backup, custom_metrics, logging, metrics, network, storage, tls, windows_bootstrap, workloads
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
@@ -258,3 +258,45 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
         return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
                                                       workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False)
     return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True)
+
+
+@dataclass(frozen=True)
+class EtcdCopy:
+    nfs_server: str
+    nfs_path: str
+    schedule: str
+
+
+@dataclass(frozen=True)
+class BackupPlan:
+    primary: backup.ObjectStore
+    offsite: backup.ObjectStore | None
+    schedule: str
+    retention_days: int
+    file_system_backup: bool
+    windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
+    etcd_copy: EtcdCopy | None                        # etcd snapshots off-site: with offsite and etcdBackup
+    recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
+
+
+def _store(spec: StackSpec, store: ObjectStoreSpec) -> backup.ObjectStore:
+    return backup.ObjectStore(endpoint=store.endpoint, bucket=store.bucket, region=store.region,
+                              prefix=store.prefix or spec.cluster.name, provider=store.provider,
+                              ca_certificate=store.ca_certificate)
+
+
+def backup_plan(spec: StackSpec) -> BackupPlan | None:
+    """Velero, its locations and schedules, and the etcd snapshots' off-site copy; None without a `backup` section."""
+    b = spec.backup
+    if b is None:
+        return None
+    builds = tuple(sorted({windows_release(n.version).build for n in spec.nodes.windows
+                           if n.version in compat.VELERO_WINDOWS_BUILDS})) if b.file_system_backup else ()
+    etcd = spec.etcd_backup
+    return BackupPlan(
+        primary=_store(spec, b.primary), offsite=_store(spec, b.offsite) if b.offsite is not None else None,
+        schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
+        windows_agent_builds=builds,
+        etcd_copy=EtcdCopy(nfs_server=str(etcd.nfs_server), nfs_path=etcd.nfs_path, schedule=b.offsite_etcd_schedule)
+        if b.offsite is not None and etcd is not None else None,
+        recovery=_store(spec, b.recover_from) if b.recover_from is not None else None)

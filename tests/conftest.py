@@ -29,6 +29,8 @@ def with_legacy_windows_build(values: dict) -> dict:
     two Windows builds in one cluster, for tests of what differs per build (RuntimeClasses, Fluent Bit)."""
     values["nodes"]["windows"][2]["version"] = "win2019"
     values["windows"]["allowUnsupportedVersions"] = ["win2019"]
+    # Velero's Windows node agent exists for Windows Server 2022 only (config.rules backups): objects only.
+    values["backup"]["fileSystemBackup"] = False
     return values
 
 

@@ -15,16 +15,20 @@ def assert_problem(values: dict, path: str, fragment: str) -> None:
     assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
 
 
-# hk-prod runs Kubernetes 1.36, past the minors the pinned KEDA was tested on (config.compat KEDA_TESTED_KUBERNETES):
-# the one warning the reference stack carries, on purpose, until a KEDA release lists 1.36.
+# hk-prod runs Kubernetes 1.36, past the minors the pinned KEDA and Velero were tested on (config.compat
+# KEDA_TESTED_KUBERNETES, VELERO_TESTED_KUBERNETES): the warnings the reference stack carries, on purpose, until
+# releases of them list 1.36.
 KEDA_UNTESTED = ("customMetrics: KEDA 2.20.2 was tested upstream on Kubernetes 1.33-1.35, not 1.36; it uses only "
                  "stable APIs, so it is installed, but untested on this minor")
+VELERO_UNTESTED = ("backup: Velero v1.18.1 was tested upstream on Kubernetes 1.33-1.35, not 1.36 (README compatibility "
+                   "matrix: newer minors are expected to work, untested)")
+HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED]
 
 
-def test_hk_prod_is_valid_with_only_the_untested_keda_warning(hk_values):
+def test_hk_prod_is_valid_with_only_the_untested_component_warnings(hk_values):
     loaded = load(raw_config(hk_values))
-    assert [str(w) for w in loaded.warnings] == [KEDA_UNTESTED]
-    del hk_values["customMetrics"]
+    assert [str(w) for w in loaded.warnings] == HK_PROD_WARNINGS
+    del hk_values["customMetrics"], hk_values["backup"]
     assert [str(w) for w in load(raw_config(hk_values)).warnings] == []
     assert loaded.spec.cluster.name == "hk-prod"
     assert len(loaded.spec.linux_nodes) == 7
@@ -140,7 +144,7 @@ def test_windows_pod_capacity_follows_the_block_size(hk_values):
     loaded = load(raw_config(hk_values))
     assert [str(w) for w in loaded.warnings] == [
         "calico.blockSize: each Windows node can run only 12 pods with /28 blocks (one block per Windows node)",
-        KEDA_UNTESTED]
+        *HK_PROD_WARNINGS]
     hk_values["nodes"]["windows"] = []
     hk_values["calico"]["blockSize"] = 30
     assert problems(hk_values) == []
@@ -310,13 +314,14 @@ def test_a_plain_section_set_as_secret_is_rejected(hk_values):
 def test_windows_server_2019_is_an_error_unless_explicitly_accepted(hk_values):
     # Kubernetes supports Windows Server 2022 and 2025 only; Calico still builds ltsc2019 images.
     hk_values["nodes"]["windows"][2]["version"] = "win2019"
+    hk_values["backup"]["fileSystemBackup"] = False     # Velero's Windows node agent: win2022 only
     assert_problem(hk_values, "nodes.windows[2].version", "win2019 is not supported by upstream Kubernetes")
     assert_problem(hk_values, "nodes.windows[2].version", "windows.allowUnsupportedVersions")
     hk_values["windows"]["allowUnsupportedVersions"] = ["win2019"]
     loaded = load(raw_config(hk_values))
     assert [str(w) for w in loaded.warnings] == [
         "nodes.windows[2].version: win2019 is not supported by upstream Kubernetes "
-        "(accepted by windows.allowUnsupportedVersions)", KEDA_UNTESTED]
+        "(accepted by windows.allowUnsupportedVersions)", *HK_PROD_WARNINGS]
 
 
 def test_windows_server_2025_is_refused_for_want_of_calico_images_even_with_the_override(hk_values):

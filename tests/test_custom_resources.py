@@ -26,6 +26,8 @@ SCHEMAS = {
     "cert-manager.io/v1/ClusterIssuer": "cert-manager.io_v1_ClusterIssuer.json",
     "monitoring.coreos.com/v1/PodMonitor": "monitoring.coreos.com_v1_PodMonitor.json",
     "keda.sh/v1alpha1/ScaledObject": "keda.sh_v1alpha1_ScaledObject.json",
+    "velero.io/v1/BackupStorageLocation": "velero.io_v1_BackupStorageLocation.json",
+    "velero.io/v1/Schedule": "velero.io_v1_Schedule.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

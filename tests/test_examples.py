@@ -19,7 +19,7 @@ LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"
 # The components of the optional subsystems, by the section that turns each on.
 OPTIONAL = {"storage": "hybrid:platform:Storage", "observability": "hybrid:platform:Observability",
             "policy": "hybrid:platform:Policy", "workloads": "hybrid:platform:SampleWorkloads",
-            "custom_metrics": "hybrid:platform:CustomMetrics"}
+            "custom_metrics": "hybrid:platform:CustomMetrics", "backup": "hybrid:platform:Backups"}
 
 
 def values_of(path: Path) -> dict:
@@ -43,8 +43,9 @@ def test_the_examples_are_there():
 @pytest.mark.parametrize("path", [*EXAMPLES, ROOT / "Pulumi.hk-prod.yaml"], ids=lambda p: p.name)
 def test_each_example_renders_with_only_the_secrets_it_needs(path):
     loaded = load(from_stack_file(path))
-    # hk-prod's one documented warning: KEDA untested on its Kubernetes minor (tests/test_config.py KEDA_UNTESTED).
-    assert [w for w in loaded.warnings if w.path != "customMetrics" or path.name != "Pulumi.hk-prod.yaml"] == []
+    # hk-prod's documented warnings: KEDA and Velero untested on its Kubernetes minor (tests/test_config.py).
+    assert [w for w in loaded.warnings
+            if w.path not in ("customMetrics", "backup") or path.name != "Pulumi.hk-prod.yaml"] == []
     recording = run(values_of(path))
     assert not recording.plan.errors, recording.plan.errors
     types = {r.type for r in recording.resources}
@@ -72,6 +73,7 @@ def test_a_needed_secret_left_unset_stops_the_program(missing):
 
 
 @pytest.mark.parametrize("section, secrets", [
+    ("backup", {"backupAccessKeyId", "backupSecretAccessKey"}),
     ("storage", {"smbUsername", "smbPassword"}),
     ("observability", {"grafanaAdminPassword"}),
     ("policy", set()),
@@ -87,6 +89,8 @@ def test_each_optional_section_needs_only_its_own_secrets(section, secrets):
         with_section[section] = {"smb": hk["storage"]["smb"], "defaultClass": "shared-files"}
     elif section == "observability":
         with_section[section] = {"metrics": {}}
+    elif section == "backup":
+        with_section[section] = {"primary": {"endpoint": "http://192.168.1.30:9000", "bucket": "velero-lab"}}
     else:
         with_section[section] = {}
     before = set(required_secrets(load(raw_config(lab)).spec))
@@ -120,7 +124,8 @@ def test_secret_table_covers_every_key():
     assert set(SECRET_KEYS) == {"proxmoxApiToken", "proxmoxSshPrivateKey", "nodeSshPrivateKey", "hypervSshPrivateKey",
                                 "hypervSshPassword", "windowsAdminPassword", "windowsAdminPasswordPrevious",
                                 "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword",
-                                "tlsCaCertificate", "tlsCaKey"}
+                                "tlsCaCertificate", "tlsCaKey", "backupAccessKeyId", "backupSecretAccessKey",
+                                "offsiteAccessKeyId", "offsiteSecretAccessKey"}
 
 
 # --- one control-plane node is a first-class shape: day-2 operations run on the lab as on hk-prod -----------

@@ -1,0 +1,83 @@
+"""Backups and cross-site recovery (config `backup`): Velero on Linux nodes with its Linux and Windows node agents, a
+backup location in this site and one in another, a schedule writing to each, and the etcd snapshots copied off-site
+(render/backup.py says how and why). Secrets reach the cluster only as the credentials Secret, built from Pulumi
+secret Outputs.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_kubernetes as kubernetes
+
+from config import compat
+from plan.platform import BackupPlan
+from render import backup
+
+from .k8s import helm_release, kubernetes_object, resource_name
+
+Pair = tuple[pulumi.Output[str], pulumi.Output[str]]
+
+
+def _credentials(primary: Pair, offsite: Pair | None, locations: Sequence[str]) -> pulumi.Output[dict[str, str]]:
+    """The credentials Secret's data: one shared credentials file per location (the off-site key pair serves the
+    off-site and the recovery location), and the off-site pair for rclone."""
+    pairs = [*primary, *(offsite or ())]
+
+    def data(values: list[str]) -> dict[str, str]:
+        result = {backup.credential_key(backup.PRIMARY): backup.credentials_file(values[0], values[1])}
+        if len(values) == 4:
+            for location in locations:
+                if location != backup.PRIMARY:
+                    result[backup.credential_key(location)] = backup.credentials_file(values[2], values[3])
+            result[backup.ETCD_COPY_ACCESS_KEY], result[backup.ETCD_COPY_SECRET_KEY] = values[2], values[3]
+        return result
+    return pulumi.Output.secret(pulumi.Output.all(*pairs).apply(data))
+
+
+class Backups(pulumi.ComponentResource):
+    def __init__(self, name: str, plan: BackupPlan, provider: pulumi.ProviderResource, primary: Pair | None,
+                 offsite: Pair | None, linux_ready: Sequence[pulumi.Resource], windows_ready: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:platform:Backups", name, None, opts)
+        stores = {backup.PRIMARY: plan.primary, **({backup.OFFSITE: plan.offsite} if plan.offsite else {}),
+                  **({backup.RECOVERY: plan.recovery} if plan.recovery else {})}
+        if primary is None or (len(stores) > 1 and offsite is None):
+            raise ValueError("backup needs backupAccessKeyId/backupSecretAccessKey, and offsiteAccessKeyId/"
+                             "offsiteSecretAccessKey with backup.offsite or backup.recoverFrom")
+
+        def declare(obj: dict, depends_on: Sequence[pulumi.Resource]) -> pulumi.CustomResource:
+            return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
+                                     depends_on=list(depends_on))
+
+        namespace = declare(backup.namespace(), [])
+        credentials = kubernetes.core.v1.Secret(
+            f"{name}-secret-{backup.NAMESPACE}-{backup.CREDENTIALS_SECRET}",
+            metadata={"name": backup.CREDENTIALS_SECRET, "namespace": backup.NAMESPACE},
+            type="Opaque",
+            string_data=_credentials(primary, offsite if len(stores) > 1 else None, list(stores)),
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
+        )
+        before_release: list[pulumi.Resource] = [namespace, credentials, *linux_ready]
+        cas = {location: store.ca_certificate for location, store in stores.items() if store.ca_certificate}
+        if cas:
+            before_release.append(kubernetes.core.v1.Secret(
+                f"{name}-secret-{backup.NAMESPACE}-{backup.CA_SECRET}",
+                metadata={"name": backup.CA_SECRET, "namespace": backup.NAMESPACE}, type="Opaque", string_data=cas,
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])))
+        velero = helm_release(f"{name}-velero", compat.CHARTS["velero"], backup.NAMESPACE,
+                              backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, plan.file_system_backup),
+                              provider=provider, parent=self, depends_on=before_release)
+        # The locations and schedules are the chart's CRDs: after it. The primary location is the default one.
+        locations = [declare(backup.storage_location(location, store, default=location == backup.PRIMARY), [velero])
+                     for location, store in stores.items()]
+        # A schedule per location it may write to: the recovery location is read-only.
+        for location in (name for name in stores if name != backup.RECOVERY):
+            declare(backup.schedule(location, plan.schedule, plan.retention_days, plan.file_system_backup), locations)
+        for build in plan.windows_agent_builds:
+            declare(backup.node_agent_windows(compat.VELERO_IMAGE, build), [velero, *windows_ready])
+        if plan.etcd_copy is not None and plan.offsite is not None:
+            for obj in backup.etcd_offsite_copy(compat.RCLONE_IMAGE, plan.offsite, plan.etcd_copy.nfs_server,
+                                                 plan.etcd_copy.nfs_path, plan.etcd_copy.schedule, plan.retention_days):
+                declare(obj, [namespace, credentials, *linux_ready])
+        self.register_outputs({"locations": sorted(stores), "velero": compat.VELERO_VERSION})

@@ -1,0 +1,267 @@
+"""Renders backups and cross-site recovery (config `backup`): Velero's Helm values, its backup storage locations and
+schedules, the Windows node agent the chart does not deploy, and the CronJob that copies etcd snapshots off-site.
+
+This module owns those renderers and the names they share (namespace, Secret keys, the locations' names). Pure: plain
+values in, dicts out; the chart and image pins are config.compat's (CHARTS["velero"], VELERO_*, RCLONE_IMAGE).
+
+Design decisions, with their sources:
+
+* Velero's server runs on Linux ("Velero server runs in linux nodes only", site/content/docs/v1.18/
+  backup-restore-windows.md). Neither its Deployment nor the chart's node agent selects an OS (charts/velero
+  templates at 12.1.0), so both get ``kubernetes.io/os: linux``; the chart's CRD upgrade job takes the server's
+  nodeSelector.
+* The object store plugin is velero-plugin-for-aws, which speaks S3 to MinIO and Ceph RGW: a location's ``config``
+  is ``region``, ``s3ForcePathStyle: "true"`` ("if using a local storage service like MinIO") and ``s3Url``, with
+  ``checksumAlgorithm: ""`` for Ceph ("Ceph S3 | checksumAlgorithm="" to avoid api error XAmzContentSHA256Mismatch",
+  the plugin's backupstoragelocation.md known issues). Its credentials are an AWS shared credentials file
+  (``[default]`` ``aws_access_key_id=`` ``aws_secret_access_key=``, plugin README), one key of one Secret per
+  location, named by the location's ``credential``. A store's own CA goes in through ``objectStorage.caCertRef``
+  (``caCert`` is "Deprecated: Use CACertRef instead", BackupStorageLocation types at v1.18.1).
+* The locations and the schedules are this program's objects, not the chart's (``configuration.backupStorageLocation:
+  []``), so they are checked against their CRD schemas like every other custom resource. Velero does not copy a backup
+  from one location to another: the off-site copy is a second schedule writing to the off-site location, so each
+  backup exists twice, made independently.
+* File-system backups (``defaultVolumesToFsBackup``: every pod volume unless a pod opts a volume out with
+  ``backup.velero.io/backup-volumes-excludes``; file-system-backup.md) go through Velero's node agent with kopia. On
+  Windows, `velero install --use-node-agent-windows` deploys a second DaemonSet, ``node-agent-windows``; the chart has
+  no equivalent, so it is declared here as that installer writes it (pkg/install/daemonset.go at v1.18.1: not
+  HostProcess, no security context, ``spec.os.name: windows``, the kubelet's pods directory mounted at /host_pods),
+  with our Windows taint's toleration instead of the installer's ``os=windows``, and only on Windows Server 2022
+  nodes: the image is built for ltsc2022 only (config/compat.py). Velero's own documents disagree on what it can back
+  up there (the v1.18 Windows page: file system backup "NOT supported"; CHANGELOG-1.17: "fs-backup supports to
+  backup/restore Windows workloads"), which docs/backup.md says.
+* etcd snapshots leave the site with rclone (a CronJob on Linux nodes), which reads the etcdBackup NFS export read-only
+  and copies new snapshots to the off-site bucket (``rclone copy``: "Doesn't delete files from the destination"), then
+  deletes copies older than the retention there (``rclone delete --min-age``). The remote is configured by environment
+  variables only (``RCLONE_CONFIG_<NAME>_<OPTION>``, docs/content/docs.md "Environment variables"). It runs as root:
+  the snapshots are root's files (render/scripts/etcd-snapshot.sh, umask 077), so the export must not squash root,
+  as the snapshot timer already needs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from render.scheduling import system_namespace, windows_toleration
+from vocab.checks import DNS_LABEL, require
+from vocab.labels import OS_LABEL, WINDOWS_BUILD_LABEL
+
+NAMESPACE = "velero"
+SERVICE_ACCOUNT = "velero"           # serviceAccount.server.name: the Windows node agent runs as it too
+CREDENTIALS_SECRET = "velero-credentials"
+CA_SECRET = "velero-store-ca"
+PRIMARY = "primary"                  # the location names, and each one's key in the two Secrets
+OFFSITE = "offsite"
+RECOVERY = "recovery"                # read-only: the off-site store of the cluster this one replaces
+API_VERSION = "velero.io/v1"
+# The key the chart mounts the credentials Secret's file from (credentials.existingSecret: the Secret's "cloud" key
+# becomes /credentials/cloud, AWS_SHARED_CREDENTIALS_FILE); the primary location's file is it.
+CHART_CREDENTIALS_KEY = "cloud"
+
+
+@dataclass(frozen=True)
+class ObjectStore:
+    endpoint: str
+    bucket: str
+    region: str
+    prefix: str
+    provider: str                    # "minio" | "ceph" | "other"
+    ca_certificate: str | None = None
+
+
+def namespace() -> dict[str, Any]:
+    """The velero namespace at Pod Security level privileged: the node agents mount the kubelet's pods directory from
+    the host, and the etcd copy mounts NFS as root."""
+    return system_namespace(NAMESPACE)
+
+
+def credentials_file(access_key: str, secret_key: str) -> str:
+    """An AWS shared credentials file (velero-plugin-for-aws README)."""
+    for value in (access_key, secret_key):
+        require(bool(value) and "\n" not in value, "an access key must be one non-empty line")
+    return f"[default]\naws_access_key_id={access_key}\naws_secret_access_key={secret_key}\n"
+
+
+def credential_key(location: str) -> str:
+    return CHART_CREDENTIALS_KEY if location == PRIMARY else location
+
+
+def velero_values(aws_plugin_image: str, file_system_backup: bool) -> dict[str, Any]:
+    """Values for the velero chart (charts/velero/values.yaml at 12.1.0)."""
+    linux = {OS_LABEL: "linux"}
+    return {
+        "initContainers": [{"name": "velero-plugin-for-aws", "image": aws_plugin_image,
+                            "volumeMounts": [{"mountPath": "/target", "name": "plugins"}]}],
+        "configuration": {"backupStorageLocation": [], "volumeSnapshotLocation": [], "uploaderType": "kopia",
+                          "defaultVolumesToFsBackup": file_system_backup},
+        "snapshotsEnabled": False,
+        "credentials": {"useSecret": True, "existingSecret": CREDENTIALS_SECRET},
+        "serviceAccount": {"server": {"create": True, "name": SERVICE_ACCOUNT}},
+        "deployNodeAgent": file_system_backup,
+        "nodeAgent": {"nodeSelector": linux},
+        "nodeSelector": linux,
+    }
+
+
+def storage_location(name: str, store: ObjectStore, default: bool) -> dict[str, Any]:
+    """A BackupStorageLocation for one S3-compatible bucket. ``recovery`` is read-only: Velero reads its backups to
+    restore from and never writes, deletes or expires anything there (disaster-case.md and migration-case.md: the
+    location of another cluster's backups "ReadOnly")."""
+    require(name in (PRIMARY, OFFSITE, RECOVERY), f"unknown location {name!r}")
+    require(not (default and name == RECOVERY), "a read-only location cannot be the default one")
+    require(store.endpoint.startswith(("http://", "https://")), f"{store.endpoint!r} is not an http(s) URL")
+    require(bool(DNS_LABEL.match(store.prefix)), f"prefix {store.prefix!r} is not a DNS-1123 label")
+    config = {"region": store.region, "s3ForcePathStyle": "true", "s3Url": store.endpoint}
+    if store.provider == "ceph":
+        config["checksumAlgorithm"] = ""
+    object_storage: dict[str, Any] = {"bucket": store.bucket, "prefix": store.prefix}
+    if store.ca_certificate is not None:
+        object_storage["caCertRef"] = {"name": CA_SECRET, "key": name}
+    return {
+        "apiVersion": API_VERSION, "kind": "BackupStorageLocation",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"provider": "aws", "default": default, "accessMode": "ReadOnly" if name == RECOVERY else "ReadWrite",
+                 "objectStorage": object_storage, "config": config,
+                 "credential": {"name": CREDENTIALS_SECRET, "key": credential_key(name)}},
+    }
+
+
+def ttl(retention_days: int) -> str:
+    """A backup's time to live as Velero writes durations (Go's time.Duration, e.g. 720h0m0s)."""
+    require(retention_days >= 1, "retention must be at least a day")
+    return f"{retention_days * 24}h0m0s"
+
+
+def schedule(location: str, cron: str, retention_days: int, file_system_backup: bool) -> dict[str, Any]:
+    """The Schedule that backs up every namespace to ``location``."""
+    require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
+    return {
+        "apiVersion": API_VERSION, "kind": "Schedule",
+        "metadata": {"name": f"daily-{location}", "namespace": NAMESPACE},
+        "spec": {
+            "schedule": cron,
+            # Backups outlive a removed schedule: they are not owned by it.
+            "useOwnerReferencesInBackup": False,
+            "template": {"storageLocation": location, "ttl": ttl(retention_days), "includedNamespaces": ["*"],
+                         "includeClusterResources": True, "snapshotVolumes": False,
+                         "defaultVolumesToFsBackup": file_system_backup},
+        },
+    }
+
+
+def node_agent_windows(image: str, build: str) -> dict[str, Any]:
+    """The Windows node agent DaemonSet, as `velero install --use-node-agent-windows` writes it, on the nodes of the
+    Windows build ``build`` (its image's)."""
+    labels = {"name": "node-agent-windows", "role": "node-agent"}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "node-agent-windows", "namespace": NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {"name": "node-agent-windows"}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "os": {"name": "windows"},
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "nodeSelector": {OS_LABEL: "windows", WINDOWS_BUILD_LABEL: build},
+                    "tolerations": [windows_toleration()],
+                    "volumes": [
+                        {"name": "host-pods", "hostPath": {"path": "/var/lib/kubelet/pods"}},
+                        {"name": "host-plugins", "hostPath": {"path": "/var/lib/kubelet/plugins"}},
+                        {"name": "scratch", "emptyDir": {}},
+                        {"name": "cloud-credentials", "secret": {"secretName": CREDENTIALS_SECRET, "defaultMode": 0o444}},
+                    ],
+                    "containers": [{
+                        "name": "node-agent-windows",
+                        "image": image,
+                        "command": ["/velero"],
+                        "args": ["node-agent", "server"],
+                        "ports": [{"name": "metrics", "containerPort": 8085}],
+                        "env": [
+                            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                            {"name": "VELERO_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                            {"name": "VELERO_SCRATCH_DIR", "value": "/scratch"},
+                            {"name": "AWS_SHARED_CREDENTIALS_FILE", "value": f"/credentials/{CHART_CREDENTIALS_KEY}"},
+                        ],
+                        "volumeMounts": [
+                            {"name": "host-pods", "mountPath": "/host_pods", "mountPropagation": "HostToContainer"},
+                            {"name": "host-plugins", "mountPath": "/var/lib/kubelet/plugins",
+                             "mountPropagation": "HostToContainer"},
+                            {"name": "scratch", "mountPath": "/scratch"},
+                            {"name": "cloud-credentials", "mountPath": "/credentials"},
+                        ],
+                        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}},
+                    }],
+                },
+            },
+        },
+    }
+
+
+# The rclone remote's name in its environment variables (RCLONE_CONFIG_OFFSITE_*).
+_REMOTE = "OFFSITE"
+_RCLONE_PROVIDERS = {"minio": "Minio", "ceph": "Ceph", "other": "Other"}   # docs/content/s3.md provider values
+ETCD_COPY_NAME = "etcd-snapshots-offsite"
+# The off-site key pair as plain keys of the credentials Secret, for rclone's environment.
+ETCD_COPY_ACCESS_KEY = "offsite-access-key-id"
+ETCD_COPY_SECRET_KEY = "offsite-secret-access-key"
+
+
+def etcd_offsite_copy(image: str, store: ObjectStore, nfs_server: str, nfs_path: str, cron: str,
+                      retention_days: int) -> list[dict[str, Any]]:
+    """The CronJob that copies the etcd snapshots on the NFS export to the off-site bucket, under <prefix>/etcd, and
+    removes copies older than the retention there; with the store's CA, the ConfigMap that carries it."""
+    require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
+    require(nfs_path.startswith("/"), f"{nfs_path!r} is not an absolute export path")
+    destination = f"offsite:{store.bucket}/{store.prefix}/etcd"
+    secret = {"name": CREDENTIALS_SECRET}
+    env = [
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_TYPE", "value": "s3"},
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_PROVIDER", "value": _RCLONE_PROVIDERS[store.provider]},
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_ENDPOINT", "value": store.endpoint},
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_REGION", "value": store.region},
+        # The bucket exists (Velero writes to it); the access key need not be allowed to create buckets.
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_NO_CHECK_BUCKET", "value": "true"},
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_ACCESS_KEY_ID",
+         "valueFrom": {"secretKeyRef": {**secret, "key": ETCD_COPY_ACCESS_KEY}}},
+        {"name": f"RCLONE_CONFIG_{_REMOTE}_SECRET_ACCESS_KEY",
+         "valueFrom": {"secretKeyRef": {**secret, "key": ETCD_COPY_SECRET_KEY}}},
+    ]
+    volumes: list[dict[str, Any]] = [{"name": "snapshots", "nfs": {"server": nfs_server, "path": nfs_path,
+                                                                    "readOnly": True}}]
+    mounts: list[dict[str, Any]] = [{"name": "snapshots", "mountPath": "/snapshots", "readOnly": True}]
+    objects: list[dict[str, Any]] = []
+    if store.ca_certificate is not None:
+        env.append({"name": "RCLONE_CA_CERT", "value": "/etc/offsite-ca/ca.crt"})
+        volumes.append({"name": "offsite-ca", "configMap": {"name": f"{ETCD_COPY_NAME}-ca"}})
+        mounts.append({"name": "offsite-ca", "mountPath": "/etc/offsite-ca", "readOnly": True})
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": f"{ETCD_COPY_NAME}-ca", "namespace": NAMESPACE},
+                        "data": {"ca.crt": store.ca_certificate}})
+    # Only the snapshot files (etcd-<node>-<time>.db, render/scripts/etcd-snapshot.sh), never a half-written one.
+    # Copies younger than the retention only, so that a snapshot the export still keeps is not copied again after its
+    # off-site copy was deleted.
+    script = (f"set -e; rclone copy /snapshots {destination} --include '/*/etcd-*.db' --immutable "
+              f"--max-age {retention_days}d; rclone delete {destination} --min-age {retention_days}d")
+    objects.append({
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": ETCD_COPY_NAME, "namespace": NAMESPACE},
+        "spec": {
+            "schedule": cron,
+            "concurrencyPolicy": "Forbid",
+            "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 3,
+            "jobTemplate": {"spec": {"backoffLimit": 2, "template": {"spec": {
+                "os": {"name": "linux"},
+                "nodeSelector": {OS_LABEL: "linux"},
+                "restartPolicy": "Never",
+                "securityContext": {"runAsUser": 0},
+                "volumes": volumes,
+                "containers": [{"name": "rclone", "image": image, "command": ["/bin/sh", "-c", script],
+                                "env": env, "volumeMounts": mounts,
+                                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
+            }}}},
+        },
+    })
+    return objects
+

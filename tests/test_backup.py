@@ -1,0 +1,196 @@
+"""Backups and cross-site recovery (config `backup`, render/backup.py, components/backup.py): Velero's locations and
+schedules strictly against their CRD schemas, its Windows node agent and the etcd off-site copy against the
+Kubernetes schemas, the refusals, the secrets, and a disaster recovery as far as it can be run here: a new site's stack
+reading the old cluster's off-site backups through a read-only location, and the restore objects it renders."""
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+
+from config import compat
+from config.loader import load
+from config.secret_keys import required_secrets
+from plan.platform import backup_plan
+from render import backup
+from render.scheduling import windows_toleration
+from tests.conftest import hk_prod_values, problems, raw_config
+from tests.crd_schema import validate_custom_resource
+from tools.mockrun import Secret, run_program
+
+K8S = "1.36.0"
+BSL_SCHEMA = "velero.io_v1_BackupStorageLocation.json"
+SCHEDULE_SCHEMA = "velero.io_v1_Schedule.json"
+MINIO = backup.ObjectStore(endpoint="https://minio.hk-prod.internal:9000", bucket="velero-hk-prod", region="us-east-1",
+                           prefix="hk-prod", provider="minio")
+
+
+def test_locations_speak_s3_path_style_and_ceph_without_checksums():
+    primary = backup.storage_location(backup.PRIMARY, MINIO, default=True)
+    validate_custom_resource(primary, BSL_SCHEMA)
+    spec = primary["spec"]
+    assert spec["provider"] == "aws" and spec["default"] is True and spec["accessMode"] == "ReadWrite"
+    assert spec["config"] == {"region": "us-east-1", "s3ForcePathStyle": "true",
+                              "s3Url": "https://minio.hk-prod.internal:9000"}
+    assert spec["credential"] == {"name": backup.CREDENTIALS_SECRET, "key": "cloud"}
+    ceph = backup.ObjectStore(endpoint="https://s3.sg-dr.internal", bucket="velero-hk-prod", region="sg",
+                              prefix="hk-prod", provider="ceph", ca_certificate="-----BEGIN CERTIFICATE-----\n")
+    offsite = backup.storage_location(backup.OFFSITE, ceph, default=False)
+    validate_custom_resource(offsite, BSL_SCHEMA)
+    assert offsite["spec"]["config"]["checksumAlgorithm"] == ""
+    assert offsite["spec"]["objectStorage"]["caCertRef"] == {"name": backup.CA_SECRET, "key": "offsite"}
+    assert offsite["spec"]["credential"]["key"] == "offsite"
+
+
+def test_a_recovery_location_is_read_only_and_never_the_default():
+    recovery = backup.storage_location(backup.RECOVERY, MINIO, default=False)
+    validate_custom_resource(recovery, BSL_SCHEMA)
+    assert recovery["spec"]["accessMode"] == "ReadOnly"
+    with pytest.raises(ValueError):
+        backup.storage_location(backup.RECOVERY, MINIO, default=True)
+
+
+def test_schedules_back_up_everything_with_the_retention():
+    schedule = backup.schedule(backup.OFFSITE, "0 2 * * *", 30, file_system_backup=True)
+    validate_custom_resource(schedule, SCHEDULE_SCHEMA)
+    template = schedule["spec"]["template"]
+    assert template["storageLocation"] == "offsite" and template["ttl"] == "720h0m0s"
+    assert template["includedNamespaces"] == ["*"] and template["defaultVolumesToFsBackup"] is True
+    assert schedule["spec"]["useOwnerReferencesInBackup"] is False
+    with pytest.raises(ValueError):
+        backup.schedule(backup.PRIMARY, "daily", 30, True)
+
+
+def test_credentials_files_are_aws_shared_credentials():
+    text = backup.credentials_file("AKIA1", "s3cr3t")
+    assert text.splitlines() == ["[default]", "aws_access_key_id=AKIA1", "aws_secret_access_key=s3cr3t"]
+    with pytest.raises(ValueError):
+        backup.credentials_file("AKIA1\naws_secret_access_key=x", "y")
+
+
+def test_the_windows_node_agent_is_velero_installs_on_its_own_build():
+    daemonset = backup.node_agent_windows(compat.VELERO_IMAGE, "10.0.20348")
+    kubernetes_validate.validate(daemonset, K8S, strict=True)
+    pod = daemonset["spec"]["template"]["spec"]
+    assert pod["os"] == {"name": "windows"}
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"}
+    # Our Windows taint's toleration (the installer's is os=windows, a taint our nodes do not carry).
+    assert pod["tolerations"] == [windows_toleration()]
+    # Not HostProcess, no Linux security fields (pkg/install/daemonset.go sets both security contexts to nil).
+    assert "securityContext" not in pod and "securityContext" not in pod["containers"][0]
+    assert pod["containers"][0]["args"] == ["node-agent", "server"]
+    assert {"name": "host-pods", "mountPath": "/host_pods", "mountPropagation": "HostToContainer"} in \
+        pod["containers"][0]["volumeMounts"]
+
+
+def test_etcd_snapshots_are_copied_off_site_read_only_and_expired_there():
+    ceph = backup.ObjectStore(endpoint="https://s3.sg-dr.internal", bucket="velero-hk-prod", region="sg",
+                              prefix="hk-prod", provider="ceph", ca_certificate="-----BEGIN CERTIFICATE-----\n")
+    objects = backup.etcd_offsite_copy(compat.RCLONE_IMAGE, ceph, "10.10.10.21", "/export/etcd-snapshots",
+                                       "30 * * * *", 30)
+    for obj in objects:
+        kubernetes_validate.validate(obj, K8S, strict=True)
+    [config_map] = [o for o in objects if o["kind"] == "ConfigMap"]
+    [cronjob] = [o for o in objects if o["kind"] == "CronJob"]
+    assert config_map["data"] == {"ca.crt": "-----BEGIN CERTIFICATE-----\n"}
+    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"} and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
+    assert pod["volumes"][0]["nfs"] == {"server": "10.10.10.21", "path": "/export/etcd-snapshots", "readOnly": True}
+    [container] = pod["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["RCLONE_CONFIG_OFFSITE_PROVIDER"]["value"] == "Ceph"
+    assert env["RCLONE_CA_CERT"]["value"] == "/etc/offsite-ca/ca.crt"
+    # The keys come from the Secret, never as values.
+    for key in ("RCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID", "RCLONE_CONFIG_OFFSITE_SECRET_ACCESS_KEY"):
+        assert "value" not in env[key] and env[key]["valueFrom"]["secretKeyRef"]["name"] == backup.CREDENTIALS_SECRET
+    script = container["command"][2]
+    assert "rclone copy /snapshots offsite:velero-hk-prod/hk-prod/etcd --include '/*/etcd-*.db' --immutable" in script
+    assert "rclone delete offsite:velero-hk-prod/hk-prod/etcd --min-age 30d" in script
+
+
+def test_velero_runs_on_linux_with_the_s3_plugin_and_no_chart_locations():
+    values = backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, file_system_backup=True)
+    assert values["nodeSelector"] == values["nodeAgent"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert values["initContainers"][0]["image"] == compat.VELERO_AWS_PLUGIN_IMAGE
+    assert values["configuration"]["backupStorageLocation"] == [] and values["snapshotsEnabled"] is False
+    assert values["credentials"] == {"useSecret": True, "existingSecret": backup.CREDENTIALS_SECRET}
+    assert values["deployNodeAgent"] is True
+    assert backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, file_system_backup=False)["deployNodeAgent"] is False
+
+
+# --- configuration -----------------------------------------------------------------------------------------------
+
+def test_a_windows_build_velero_does_not_build_for_is_refused_with_file_system_backups(hk_values):
+    hk_values["nodes"]["windows"][2]["version"] = "win2025"
+    found = problems(hk_values)
+    assert any(p.startswith("nodes.windows[2].version: Velero's Windows node agent is built for win2022 only")
+               and "backup.fileSystemBackup to false" in p for p in found), found
+    hk_values["backup"]["fileSystemBackup"] = False
+    assert not any("Velero" in p for p in problems(hk_values))
+
+
+def test_the_offsite_store_must_be_another_bucket(hk_values):
+    hk_values["backup"]["offsite"] = dict(hk_values["backup"]["primary"])
+    assert any(p.startswith("backup.offsite: is the same bucket as backup.primary") for p in problems(hk_values))
+
+
+def test_backup_secrets_follow_the_sections(hk_values):
+    spec = load(raw_config(hk_values)).spec
+    assert {"backupAccessKeyId", "backupSecretAccessKey", "offsiteAccessKeyId", "offsiteSecretAccessKey"} <= set(
+        required_secrets(spec))
+    del hk_values["backup"]["offsite"]
+    spec = load(raw_config(hk_values)).spec
+    assert "offsiteAccessKeyId" not in required_secrets(spec) and "backupAccessKeyId" in required_secrets(spec)
+    del hk_values["backup"]
+    assert not any(k.startswith(("backup", "offsite")) for k in required_secrets(load(raw_config(hk_values)).spec))
+
+
+def test_hk_prod_backs_up_to_both_sites_and_copies_etcd_off_site(hk_recording):
+    names = {r.name for r in hk_recording.resources}
+    for expected in ("hk-prod-backup-velero", "hk-prod-backup-backupstoragelocation-velero-primary",
+                     "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-backup-schedule-velero-daily-primary",
+                     "hk-prod-backup-schedule-velero-daily-offsite", "hk-prod-backup-daemonset-velero-node-agent-windows",
+                     "hk-prod-backup-cronjob-velero-etcd-snapshots-offsite"):
+        assert expected in names, expected
+    secret = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials")
+    assert isinstance(secret.inputs["stringData"], Secret)
+    # The locations and schedules wait for the chart that brings their CRDs.
+    release = hk_recording.named("hk-prod-backup-velero")
+    assert release.urn in hk_recording.named("hk-prod-backup-backupstoragelocation-velero-offsite").dependencies
+
+
+# --- disaster recovery into a new site ---------------------------------------------------------------------------
+
+def _new_site() -> dict:
+    """A stack for the replacement cluster in the recovery site: its own store there, and the old cluster's off-site
+    store (hk-prod's prefix) to restore from."""
+    values = hk_prod_values()
+    values["cluster"]["name"] = "sg-dr"
+    old = values["backup"]["offsite"]
+    values["backup"] = {"primary": {"endpoint": "https://s3.sg-dr.internal", "bucket": "velero-sg-dr", "provider": "ceph"},
+                        "recoverFrom": {**old, "prefix": "hk-prod"}}
+    return values
+
+
+def test_a_new_site_reads_the_old_clusters_backups_read_only_and_writes_only_its_own():
+    values = _new_site()
+    plan = backup_plan(load(raw_config(values)).spec)
+    assert plan is not None and plan.recovery is not None and plan.recovery.prefix == "hk-prod"
+    assert plan.primary.prefix == "sg-dr" and plan.etcd_copy is None
+    recording = run_program(raw_config(values), stack="sg-dr")
+    assert not recording.plan.errors
+    locations = {r.inputs["metadata"]["name"]: r.inputs["spec"]
+                 for r in recording.by_type("kubernetes:velero.io/v1:BackupStorageLocation")}
+    assert locations["recovery"]["accessMode"] == "ReadOnly" and locations["recovery"]["objectStorage"]["prefix"] == "hk-prod"
+    assert locations["primary"]["default"] is True and locations["primary"]["objectStorage"]["prefix"] == "sg-dr"
+    # Nothing is ever scheduled into the old cluster's backups.
+    schedules = [r.inputs["spec"]["template"]["storageLocation"]
+                 for r in recording.by_type("kubernetes:velero.io/v1:Schedule")]
+    assert schedules == ["primary"]
+    # The restore the runbook runs reads from that location (docs/backup.md): its BSL is what it names.
+    assert "recovery" in locations
+
+
+def test_the_recovery_location_cannot_be_this_clusters_own():
+    values = _new_site()
+    values["backup"]["recoverFrom"] = {**values["backup"]["primary"]}
+    assert any(p.startswith("backup.recoverFrom: is backup.primary itself") for p in problems(values))
