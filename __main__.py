@@ -14,6 +14,7 @@ from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
+from components.progressive_delivery import ProgressiveDelivery
 from components.resource_metrics import KubeletCsrApprover, KubeletServing, MetricsServer
 from components.scheduling import Scheduling
 from components.storage import Storage
@@ -124,6 +125,10 @@ if (load_balancer := load_balancer_plan(spec)) is not None:
 issuer: Sequence[pulumi.Resource] = ()
 if (tls := tls_plan(spec)) is not None:
     issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready).issuer]
+progressive_delivery_ready: Sequence[pulumi.Resource] = ()
+if spec.progressive_delivery is not None:
+    progressive_delivery_ready = ProgressiveDelivery(f"{spec.cluster.name}-progressive-delivery", cluster.provider,
+                                                     linux_ready).ready
 if (backups := backup_plan(spec)) is not None:
     Backups(f"{spec.cluster.name}-backup", backups, cluster.provider, secrets.backup_primary, secrets.backup_offsite,
             linux_ready, windows_ready)
@@ -131,7 +136,7 @@ if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,
                     policy_declared=policy_declared, load_balancer=load_balancer_ready, issuer=issuer,
-                    autoscaling_ready=autoscaling_ready)
+                    autoscaling_ready=autoscaling_ready, progressive_delivery_ready=progressive_delivery_ready)
 
 pulumi.export("apiServer", cluster.api_server)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -12,7 +12,7 @@ import pulumi_command as command
 from config import compat
 from plan.platform import SAMPLE_WINDOWS_VERSION, SamplesPlan
 from plan.release import windows_release
-from render import custom_metrics, policy, workloads
+from render import custom_metrics, policy, progressive_delivery, workloads
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
@@ -25,7 +25,8 @@ class SampleWorkloads(pulumi.ComponentResource):
                  node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
                  access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
                  load_balancer: Sequence[pulumi.Resource] = (), issuer: Sequence[pulumi.Resource] = (),
-                 autoscaling_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 autoscaling_ready: Sequence[pulumi.Resource] = (),
+                 progressive_delivery_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
         params = plan.params
 
@@ -33,12 +34,15 @@ class SampleWorkloads(pulumi.ComponentResource):
         # server-side apply, pulumi-kubernetes drops an ignored field from its apply once another manager owns it (the
         # HorizontalPodAutoscaler's kube-controller-manager, through the scale subresource), so an update neither
         # resets the count nor conflicts with that manager (pulumi/pulumi-kubernetes#2566, fixing #2491).
-        scaled = plan.autoscaling is not None
+        # With progressive delivery the Rollout takes the Deployment over and the controller scales the Deployment to 0;
+        # the Rollout's count is then its autoscaler's.
+        scaled = plan.autoscaling is not None or plan.blue_green is not None
 
         def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
             return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                       depends_on=depends_on,
-                                      ignore_changes=["spec.replicas"] if scaled and obj["kind"] == "Deployment" else ())
+                                      ignore_changes=["spec.replicas"] if scaled and obj["kind"] in ("Deployment", "Rollout")
+                                      else ())
                     for obj in objs]
 
         linux_ready = [node_ready[n] for n in plan.linux_nodes]
@@ -78,7 +82,18 @@ class SampleWorkloads(pulumi.ComponentResource):
         if windows_nodes:
             services += declare(windows_objects, [
                 *namespaces[1:], *[node_ready[n] for n in windows_nodes], *windows_networking, admitted])
-        routes = [obj for obj in workloads.http_routes(params, https=plan.tls_issuer is not None)
+        rollouts: list[pulumi.Resource] = []
+        if plan.blue_green is not None:
+            # Each Deployment taken over by a blue-green Rollout, with its preview Service, once the controller runs.
+            sample_objects = [*linux_objects, *windows_objects]
+            services += declare([progressive_delivery.preview_service(obj) for obj in sample_objects
+                                 if obj["kind"] == "Service"], [*namespaces])
+            rollouts = declare([progressive_delivery.blue_green_rollout(obj, plan.blue_green.auto_promotion,
+                                                                        plan.blue_green.scale_down_delay_seconds)
+                                for obj in sample_objects if obj["kind"] == "Deployment"],
+                               [*services, *progressive_delivery_ready])
+        routes = [obj for obj in workloads.http_routes(params, https=plan.tls_issuer is not None,
+                                                       preview=plan.blue_green is not None)
                   if windows_nodes or obj["metadata"]["namespace"] != params.win_namespace]
         declare(routes, [*gateway, *services])
         if plan.autoscaling is not None and plan.autoscaling.linux_request_rate is not None:
@@ -87,11 +102,12 @@ class SampleWorkloads(pulumi.ComponentResource):
         if plan.autoscaling is not None:
             # Each after its Deployment (KEDA's admission webhook reads the target's CPU requests) and, for KEDA's,
             # after KEDA's CRDs and webhook (`autoscaling_ready`).
-            for scaler in workloads.autoscalers(params, plan.autoscaling):
+            for scaler in workloads.autoscalers(params, plan.autoscaling, rollout=plan.blue_green is not None):
                 namespace = scaler["metadata"]["namespace"]
                 if namespace == params.win_namespace and not windows_nodes:
                     continue
-                declare([scaler], [*services, *(autoscaling_ready if scaler["kind"] == "ScaledObject" else ())])
+                declare([scaler], [*services, *rollouts,
+                                   *(autoscaling_ready if scaler["kind"] == "ScaledObject" else ())])
         self.register_outputs({"windows_sample": bool(windows_nodes),
                                "gateway_node_port": None if plan.load_balancer else workloads.GATEWAY_HTTP_NODE_PORT,
                                "windows_build": windows_release(SAMPLE_WINDOWS_VERSION).build})

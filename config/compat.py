@@ -536,7 +536,21 @@ CHARTS: dict[str, HelmChart] = {
         values_source="vmware-tanzu/helm-charts velero-12.1.0 charts/velero/values.yaml (initContainers, configuration, "
                       "credentials.existingSecret, deployNodeAgent, nodeAgent, serviceAccount.server.name, snapshotsEnabled) "
                       "and templates (no OS selector of their own; no Windows node agent)"),
+    # Argo Rollouts (config `progressiveDelivery`, render/progressive_delivery.py says why). Chart 2.41.0 is the newest
+    # (2026-06-05) and ships controller v1.9.0; v1.9.1 (2026-07-06) has no chart yet, and its Rollout CRD is identical to
+    # v1.9.0's (manifests/crds/rollout-crd.yaml at both tags), which is the schema vendored in tests/fixtures/schemas.
+    # `helm repo add argo https://argoproj.github.io/argo-helm`.
+    "argo-rollouts": HelmChart(
+        chart="argo-rollouts", repo="https://argoproj.github.io/argo-helm", version="2.41.0",
+        evidence="argoproj/argo-helm charts/argo-rollouts/Chart.yaml: version 2.41.0, appVersion v1.9.0; gh-pages "
+                 "index.yaml entry created 2026-06-05",
+        values_source="argoproj/argo-helm argo-rollouts-2.41.0 charts/argo-rollouts/values.yaml (installCRDs, keepCRDs, "
+                      "controller.nodeSelector {} by default, dashboard.enabled) and templates/crds (keep policy)"),
 }
+
+# The Kubernetes minors Argo Rollouts 1.9 is tested on: its e2e matrix (.github/workflows/testing.yaml at v1.9.1) runs
+# 1.32, 1.33, 1.34 and 1.35; docs/installation.md points there instead of listing versions. config.rules warns on others.
+ARGO_ROLLOUTS_TESTED_KUBERNETES: tuple[str, ...] = ("1.32", "1.33", "1.34", "1.35")
 
 # Velero's own images. The server and the Linux node agent come from the chart (image.tag v1.18.1); the Windows node
 # agent, which the chart does not deploy, is declared from the same multi-platform image, as `velero install

@@ -741,6 +741,16 @@ class WorkloadsSpec(Spec):
         return self
 
 
+class ProgressiveDeliverySpec(Spec):
+    """Argo Rollouts on Linux nodes; with the samples, each sample's Deployment is taken over by a blue-green Rollout:
+    a new version starts beside the old one behind its preview Service and /preview route, and goes live when promoted
+    (`kubectl argo rollouts promote`) or is dropped when aborted; absent: not installed."""
+    auto_promotion: bool = False
+    """Promote a new version as soon as it is ready, without an operator (false: wait for `promote`)."""
+    scale_down_delay_seconds: Annotated[int, Field(ge=30, le=86400)] = 30
+    """How long the old version keeps running after the switch (the Gateway drops its endpoints meanwhile)."""
+
+
 class ResourceMetricsSpec(Spec):
     """The resource metrics API (`kubectl top`, CPU and memory HorizontalPodAutoscalers): metrics-server on Linux nodes
     reading the kubelets of both operating systems over TLS checked against the cluster CA. Every kubelet gets a serving
@@ -859,6 +869,8 @@ class StackSpec(Spec):
     """metrics-server and CA-signed kubelet serving certificates (on unless `enabled: false`)."""
     custom_metrics: CustomMetricsSpec | None = None
     """Autoscaling on Prometheus metrics with KEDA (optional; needs observability.metrics)."""
+    progressive_delivery: ProgressiveDeliverySpec | None = None
+    """Blue-green releases with Argo Rollouts (optional)."""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
     """The application namespaces with their quotas, container defaults and Pod Security level."""
     etcd_backup: EtcdBackupSpec | None = None

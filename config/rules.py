@@ -674,3 +674,15 @@ def recovery_location(spec: StackSpec) -> Iterator[Problem]:
                 source.endpoint, source.bucket, source.prefix or spec.cluster.name):
             yield Problem("backup.recoverFrom", f"is backup.{key} itself: give the replaced cluster's store and its "
                                                 "prefix (its cluster name)")
+
+
+@rule("progressiveDelivery", "cluster")
+def progressive_delivery(spec: StackSpec) -> Iterator[Problem]:
+    if spec.progressive_delivery is None:
+        return
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    tested = compat.ARGO_ROLLOUTS_TESTED_KUBERNETES
+    if minor not in tested:
+        yield Problem("progressiveDelivery", f"Argo Rollouts {compat.CHARTS['argo-rollouts'].version} (controller 1.9) is "
+                                             f"tested upstream on Kubernetes {tested[0]}-{tested[-1]}, not {minor}",
+                      "warning")

@@ -177,6 +177,12 @@ def policy_plan(spec: StackSpec) -> PolicyPlan | None:
 
 
 @dataclass(frozen=True)
+class BlueGreen:
+    auto_promotion: bool
+    scale_down_delay_seconds: int
+
+
+@dataclass(frozen=True)
 class SamplesPlan:
     params: workloads.SampleParams
     node_ports: tuple[int, int]                       # the cluster's NodePort range
@@ -185,6 +191,7 @@ class SamplesPlan:
     linux_nodes: tuple[str, ...]
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
     autoscaling: workloads.SampleAutoscaling | None = None   # with resourceMetrics: the samples' autoscalers
+    blue_green: BlueGreen | None = None                # with progressiveDelivery: Rollouts take the Deployments over
 
 
 def samples_plan(spec: StackSpec) -> SamplesPlan | None:
@@ -195,7 +202,10 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
                        tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION),
-                       autoscaling=sample_autoscaling(spec))
+                       autoscaling=sample_autoscaling(spec),
+                       blue_green=BlueGreen(auto_promotion=spec.progressive_delivery.auto_promotion,
+                                            scale_down_delay_seconds=spec.progressive_delivery.scale_down_delay_seconds)
+                       if spec.progressive_delivery is not None else None)
 
 
 def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:

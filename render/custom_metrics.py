@@ -88,9 +88,11 @@ def route_request_rate(namespace: str, route: str) -> str:
 
 
 def scaled_object(name: str, namespace: str, labels: dict[str, str], min_replicas: int, max_replicas: int,
-                  cpu_utilization: int, prometheus: str, requests_per_second: int) -> dict[str, Any]:
-    """A ScaledObject scaling the Deployment ``name`` on CPU (percent of its request) and on its HTTPRoute's request
-    rate (``requests_per_second`` per replica: the prometheus trigger's default metricType is AverageValue)."""
+                  cpu_utilization: int, prometheus: str, requests_per_second: int,
+                  scale_target: dict[str, str]) -> dict[str, Any]:
+    """A ScaledObject scaling ``scale_target`` (the Deployment ``name``, or its Rollout) on CPU (percent of its request)
+    and on the HTTPRoute ``name``'s request rate (``requests_per_second`` per replica: the prometheus trigger's default
+    metricType is AverageValue). KEDA scales any resource with a /scale subresource (scaledobject-spec.md)."""
     require(1 <= min_replicas <= max_replicas, f"{name}: replicas {min_replicas}..{max_replicas} are not a range")
     require(1 <= cpu_utilization <= 100 and requests_per_second >= 1, f"{name}: targets must be positive")
     return {
@@ -98,7 +100,7 @@ def scaled_object(name: str, namespace: str, labels: dict[str, str], min_replica
         "kind": "ScaledObject",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "scaleTargetRef": dict(scale_target),
             "minReplicaCount": min_replicas,
             "maxReplicaCount": max_replicas,
             "triggers": [

@@ -86,7 +86,7 @@ from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
 
-from . import custom_metrics, tls
+from . import custom_metrics, progressive_delivery, tls
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
@@ -430,14 +430,14 @@ def _https_redirect(p: SampleParams) -> dict[str, Any]:
 
 
 def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite: bool,
-                listener: str = "http") -> dict[str, Any]:
+                listener: str = "http", rewrite_to: str = "/") -> dict[str, Any]:
     rule: dict[str, Any] = {
         "matches": [{"path": {"type": "PathPrefix", "value": prefix}}],
         "backendRefs": [{"name": name, "port": SERVICE_PORT}],
     }
     if rewrite:
         rule["filters"] = [{"type": "URLRewrite", "urlRewrite": {
-            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}}}]
+            "path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": rewrite_to}}}]
     spec: dict[str, Any] = {"parentRefs": [{"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE, "sectionName": listener}],
                   "rules": [rule]}
     if p.host:
@@ -446,13 +446,25 @@ def _http_route(name: str, namespace: str, p: SampleParams, prefix: str, rewrite
             "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)}, "spec": spec}
 
 
-def http_routes(p: SampleParams, https: bool = False) -> list[dict[str, Any]]:
+PREVIEW_PATH = "/preview"
+
+
+def http_routes(p: SampleParams, https: bool = False, preview: bool = False) -> list[dict[str, Any]]:
     """The HTTPRoutes sending /win to api-win (rewritten to /) and /linux to api-linux: one per namespace,
-    because a route's backends are Services of its own namespace. On the HTTPS listener with `https`."""
+    because a route's backends are Services of its own namespace. On the HTTPS listener with `https`. With `preview`
+    (progressive delivery) also /preview/win and /preview/linux to the preview Services, where a new version answers
+    before it is promoted."""
     _check(p)
     listener = "https" if https else "http"
-    return [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True, listener=listener),
-            _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False, listener=listener)]
+    routes = [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True, listener=listener),
+              _http_route(LINUX_APP, p.linux_namespace, p, LINUX_PATH, rewrite=False, listener=listener)]
+    if preview:
+        suffix = progressive_delivery.PREVIEW_SUFFIX
+        routes += [_http_route(WIN_APP + suffix, p.win_namespace, p, PREVIEW_PATH + WIN_PATH, rewrite=True,
+                               listener=listener),
+                   _http_route(LINUX_APP + suffix, p.linux_namespace, p, PREVIEW_PATH + LINUX_PATH, rewrite=True,
+                               listener=listener, rewrite_to=LINUX_PATH)]
+    return routes
 
 
 
@@ -461,7 +473,15 @@ def http_routes(p: SampleParams, https: bool = False) -> list[dict[str, Any]]:
 HPA_API_VERSION = "autoscaling/v2"
 
 
-def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization: int) -> dict[str, Any]:
+def scale_target(name: str, rollout: bool) -> dict[str, str]:
+    """What an autoscaler scales: the sample's Deployment, or with progressive delivery the Rollout that took it over
+    (its scale subresource, docs/features/hpa-support.md)."""
+    if rollout:
+        return {"apiVersion": progressive_delivery.API_VERSION, "kind": "Rollout", "name": name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+
+
+def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization: int, rollout: bool) -> dict[str, Any]:
     """A HorizontalPodAutoscaler keeping the Deployment's average CPU at ``utilization`` percent of its request (the
     pods state requests: WIN_RESOURCES, LINUX_RESOURCES; "the HorizontalPodAutoscaler ... will not take any action
     for that metric" without them, kubernetes.io HPA walkthrough)."""
@@ -470,7 +490,7 @@ def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization:
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": name, "namespace": namespace, "labels": _labels(name)},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "scaleTargetRef": scale_target(name, rollout),
             "minReplicas": low,
             "maxReplicas": high,
             "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
@@ -479,7 +499,7 @@ def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization:
     }
 
 
-def autoscalers(p: SampleParams, a: SampleAutoscaling) -> list[dict[str, Any]]:
+def autoscalers(p: SampleParams, a: SampleAutoscaling, rollout: bool = False) -> list[dict[str, Any]]:
     """One autoscaler per sample, between its replicas and its maximum: api-win on CPU (a HorizontalPodAutoscaler), and
     api-linux on CPU, or with ``a.linux_request_rate`` on CPU and on its route's request rate (a KEDA ScaledObject,
     which makes the one HorizontalPodAutoscaler). Both work the same for Windows and Linux pods: the metrics come from
@@ -488,13 +508,14 @@ def autoscalers(p: SampleParams, a: SampleAutoscaling) -> list[dict[str, Any]]:
     require(a.win_max_replicas >= p.win_replicas and a.linux_max_replicas >= p.linux_replicas,
             "an autoscaler's maximum is below its Deployment's replicas")
     require(10 <= a.cpu_utilization <= 100, f"CPU target {a.cpu_utilization}% is outside 10-100")
-    win = _cpu_autoscaler(WIN_APP, p.win_namespace, p.win_replicas, a.win_max_replicas, a.cpu_utilization)
+    win = _cpu_autoscaler(WIN_APP, p.win_namespace, p.win_replicas, a.win_max_replicas, a.cpu_utilization, rollout)
     if a.linux_request_rate is None:
-        linux = _cpu_autoscaler(LINUX_APP, p.linux_namespace, p.linux_replicas, a.linux_max_replicas, a.cpu_utilization)
+        linux = _cpu_autoscaler(LINUX_APP, p.linux_namespace, p.linux_replicas, a.linux_max_replicas, a.cpu_utilization,
+                                rollout)
     else:
         linux = custom_metrics.scaled_object(LINUX_APP, p.linux_namespace, _labels(LINUX_APP), p.linux_replicas,
                                              a.linux_max_replicas, a.cpu_utilization, a.linux_request_rate.prometheus,
-                                             a.linux_request_rate.requests_per_second)
+                                             a.linux_request_rate.requests_per_second, scale_target(LINUX_APP, rollout))
     return [win, linux]
 
 

@@ -15,20 +15,22 @@ def assert_problem(values: dict, path: str, fragment: str) -> None:
     assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found
 
 
-# hk-prod runs Kubernetes 1.36, past the minors the pinned KEDA and Velero were tested on (config.compat
-# KEDA_TESTED_KUBERNETES, VELERO_TESTED_KUBERNETES): the warnings the reference stack carries, on purpose, until
-# releases of them list 1.36.
+# hk-prod runs Kubernetes 1.36, past the minors the pinned KEDA, Velero and Argo Rollouts were tested on
+# (config.compat *_TESTED_KUBERNETES): the warnings the reference stack carries, on purpose, until releases of them
+# list 1.36.
 KEDA_UNTESTED = ("customMetrics: KEDA 2.20.2 was tested upstream on Kubernetes 1.33-1.35, not 1.36; it uses only "
                  "stable APIs, so it is installed, but untested on this minor")
 VELERO_UNTESTED = ("backup: Velero v1.18.1 was tested upstream on Kubernetes 1.33-1.35, not 1.36 (README compatibility "
                    "matrix: newer minors are expected to work, untested)")
-HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED]
+ROLLOUTS_UNTESTED = ("progressiveDelivery: Argo Rollouts 2.41.0 (controller 1.9) is tested upstream on Kubernetes "
+                     "1.32-1.35, not 1.36")
+HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED, ROLLOUTS_UNTESTED]   # rule order
 
 
 def test_hk_prod_is_valid_with_only_the_untested_component_warnings(hk_values):
     loaded = load(raw_config(hk_values))
     assert [str(w) for w in loaded.warnings] == HK_PROD_WARNINGS
-    del hk_values["customMetrics"], hk_values["backup"]
+    del hk_values["customMetrics"], hk_values["backup"], hk_values["progressiveDelivery"]
     assert [str(w) for w in load(raw_config(hk_values)).warnings] == []
     assert loaded.spec.cluster.name == "hk-prod"
     assert len(loaded.spec.linux_nodes) == 7

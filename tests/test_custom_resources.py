@@ -28,6 +28,7 @@ SCHEMAS = {
     "keda.sh/v1alpha1/ScaledObject": "keda.sh_v1alpha1_ScaledObject.json",
     "velero.io/v1/BackupStorageLocation": "velero.io_v1_BackupStorageLocation.json",
     "velero.io/v1/Schedule": "velero.io_v1_Schedule.json",
+    "argoproj.io/v1alpha1/Rollout": "argoproj.io_v1alpha1_Rollout.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

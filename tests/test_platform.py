@@ -99,7 +99,8 @@ UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "I
                                "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"},
                                "cert-manager.io/v1": {"ClusterIssuer"},
                                "keda.sh/v1alpha1": {"ScaledObject"},
-                               "velero.io/v1": {"BackupStorageLocation", "Schedule"}}
+                               "velero.io/v1": {"BackupStorageLocation", "Schedule"},
+                               "argoproj.io/v1alpha1": {"Rollout"}}
 
 
 def _shape_only(value):
