@@ -618,6 +618,14 @@ def tls_host(spec: StackSpec) -> Iterator[Problem]:
                                               "plain name, or tls.ca")
 
 
+def _untested_minor(spec: StackSpec, path: str, component: str, tested: tuple[str, ...], note: str) -> Iterator[Problem]:
+    """A warning when the stack's Kubernetes minor is outside the ones a pinned component was tested on upstream."""
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    if minor not in tested:
+        yield Problem(path, f"{component} was tested upstream on Kubernetes {tested[0]}-{tested[-1]}, not {minor}{note}",
+                      "warning")
+
+
 @rule("customMetrics", "observability", "resourceMetrics", "cluster")
 def custom_metrics(spec: StackSpec) -> Iterator[Problem]:
     """KEDA reads the cluster's Prometheus (observability.metrics), and its cpu trigger reads metrics-server
@@ -630,12 +638,8 @@ def custom_metrics(spec: StackSpec) -> Iterator[Problem]:
     if not spec.resource_metrics.enabled:
         yield Problem("customMetrics", "KEDA's CPU trigger reads metrics-server: set resourceMetrics.enabled to true, "
                                        "or leave out customMetrics")
-    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
-    tested = compat.KEDA_TESTED_KUBERNETES
-    if minor not in tested:
-        yield Problem("customMetrics", f"KEDA {compat.CHARTS['keda'].version} was tested upstream on Kubernetes "
-                                       f"{tested[0]}-{tested[-1]}, not {minor}; it uses only stable APIs, so it is "
-                                       "installed, but untested on this minor", "warning")
+    yield from _untested_minor(spec, "customMetrics", f"KEDA {compat.CHARTS['keda'].version}", compat.KEDA_TESTED_KUBERNETES,
+                               "; it uses only stable APIs, so it is installed, but untested on this minor")
 
 
 @rule("backup", "nodes", "cluster")
@@ -654,12 +658,8 @@ def backups(spec: StackSpec) -> Iterator[Problem]:
     offsite = spec.backup.offsite
     if offsite is not None and (offsite.endpoint, offsite.bucket) == (spec.backup.primary.endpoint, spec.backup.primary.bucket):
         yield Problem("backup.offsite", "is the same bucket as backup.primary: an off-site copy must be in another site")
-    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
-    tested = compat.VELERO_TESTED_KUBERNETES
-    if minor not in tested:
-        yield Problem("backup", f"Velero {compat.VELERO_VERSION} was tested upstream on Kubernetes {tested[0]}-{tested[-1]}, "
-                                f"not {minor} (README compatibility matrix: newer minors are expected to work, untested)",
-                      "warning")
+    yield from _untested_minor(spec, "backup", f"Velero {compat.VELERO_VERSION}", compat.VELERO_TESTED_KUBERNETES,
+                               " (README compatibility matrix: newer minors are expected to work, untested)")
 
 
 @rule("backup", "cluster")
@@ -680,9 +680,6 @@ def recovery_location(spec: StackSpec) -> Iterator[Problem]:
 def progressive_delivery(spec: StackSpec) -> Iterator[Problem]:
     if spec.progressive_delivery is None:
         return
-    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
-    tested = compat.ARGO_ROLLOUTS_TESTED_KUBERNETES
-    if minor not in tested:
-        yield Problem("progressiveDelivery", f"Argo Rollouts {compat.CHARTS['argo-rollouts'].version} (controller 1.9) is "
-                                             f"tested upstream on Kubernetes {tested[0]}-{tested[-1]}, not {minor}",
-                      "warning")
+    yield from _untested_minor(spec, "progressiveDelivery",
+                               f"Argo Rollouts {compat.CHARTS['argo-rollouts'].version} (controller 1.9)",
+                               compat.ARGO_ROLLOUTS_TESTED_KUBERNETES, " (its end-to-end test matrix)")

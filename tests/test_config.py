@@ -22,8 +22,8 @@ KEDA_UNTESTED = ("customMetrics: KEDA 2.20.2 was tested upstream on Kubernetes 1
                  "stable APIs, so it is installed, but untested on this minor")
 VELERO_UNTESTED = ("backup: Velero v1.18.1 was tested upstream on Kubernetes 1.33-1.35, not 1.36 (README compatibility "
                    "matrix: newer minors are expected to work, untested)")
-ROLLOUTS_UNTESTED = ("progressiveDelivery: Argo Rollouts 2.41.0 (controller 1.9) is tested upstream on Kubernetes "
-                     "1.32-1.35, not 1.36")
+ROLLOUTS_UNTESTED = ("progressiveDelivery: Argo Rollouts 2.41.0 (controller 1.9) was tested upstream on Kubernetes "
+                     "1.32-1.35, not 1.36 (its end-to-end test matrix)")
 HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED, ROLLOUTS_UNTESTED]   # rule order
 
 
