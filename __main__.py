@@ -19,6 +19,7 @@ from components.resource_metrics import KubeletCsrApprover, KubeletServing, Metr
 from components.scheduling import Scheduling
 from components.storage import Storage
 from components.tls import Tls
+from components.tracing import Tracing
 from components.upgrade import KubernetesUpgrade
 from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
@@ -36,6 +37,7 @@ from plan.platform import (
     scheduling_plan,
     storage_params,
     tls_plan,
+    tracing_plan,
     windows_kube_proxy_plan,
 )
 
@@ -129,6 +131,9 @@ progressive_delivery_ready: Sequence[pulumi.Resource] = ()
 if spec.progressive_delivery is not None:
     progressive_delivery_ready = ProgressiveDelivery(f"{spec.cluster.name}-progressive-delivery", cluster.provider,
                                                      linux_ready).ready
+# The samples send to the collector once it runs; exporters retry until then, so they do not wait for it.
+if (tracing := tracing_plan(spec)) is not None:
+    Tracing(f"{spec.cluster.name}-tracing", tracing, cluster.provider, linux_ready)
 if (backups := backup_plan(spec)) is not None:
     Backups(f"{spec.cluster.name}-backup", backups, cluster.provider, secrets.backup_primary, secrets.backup_offsite,
             linux_ready, windows_ready)

@@ -546,7 +546,25 @@ CHARTS: dict[str, HelmChart] = {
                  "index.yaml entry created 2026-06-05",
         values_source="argoproj/argo-helm argo-rollouts-2.41.0 charts/argo-rollouts/values.yaml (installCRDs, keepCRDs, "
                       "controller.nodeSelector {} by default, dashboard.enabled) and templates/crds (keep policy)"),
+    # The OpenTelemetry Collector (config `tracing`, render/tracing.py): chart 0.170.0 (2026-08-14), appVersion 0.158.0,
+    # the collector image's tag. The image repository has no default in the chart; the k8s distribution is the one its
+    # README installs (`--set image.repository=".../opentelemetry-collector-k8s" --set command.name="otelcol-k8s"`).
+    "opentelemetry-collector": HelmChart(
+        chart="opentelemetry-collector", repo="https://open-telemetry.github.io/opentelemetry-helm-charts",
+        version="0.170.0",
+        evidence="open-telemetry/opentelemetry-helm-charts tag opentelemetry-collector-0.170.0 (2026-08-14) "
+                 "charts/opentelemetry-collector/Chart.yaml: version 0.170.0, appVersion 0.158.0",
+        values_source="open-telemetry/opentelemetry-helm-charts opentelemetry-collector-0.170.0 "
+                      "charts/opentelemetry-collector/values.yaml (mode, image.repository, command.name, config, ports, "
+                      "fullnameOverride, extraVolumes, nodeSelector {} by default)"),
 }
+
+OTEL_COLLECTOR_IMAGE_REPOSITORY = "ghcr.io/open-telemetry/opentelemetry-collector-releases/opentelemetry-collector-k8s"
+OTEL_COLLECTOR_COMMAND = "otelcol-k8s"
+# The OpenTelemetry Java agent, as the OpenTelemetry Operator injects it: its autoinstrumentation image, `FROM busybox`
+# with the agent at /javaagent.jar (autoinstrumentation/java/Dockerfile). 2.30.0 is the operator's own pin
+# (versions.txt, 2026-08); 2.31.0 was set in autoinstrumentation/java/version.txt but its image was not seen published.
+OTEL_JAVA_AGENT_IMAGE = "ghcr.io/open-telemetry/opentelemetry-operator/autoinstrumentation-java:2.30.0"
 
 # The Kubernetes minors Argo Rollouts 1.9 is tested on: its e2e matrix (.github/workflows/testing.yaml at v1.9.1) runs
 # 1.32, 1.33, 1.34 and 1.35; docs/installation.md points there instead of listing versions. config.rules warns on others.

@@ -751,6 +751,21 @@ class ProgressiveDeliverySpec(Spec):
     """How long the old version keeps running after the switch (the Gateway drops its endpoints meanwhile)."""
 
 
+class TracingSpec(Spec):
+    """Distributed tracing: an OpenTelemetry Collector on Linux nodes receiving OTLP from workloads of both operating
+    systems (at otel-collector.opentelemetry.svc, gRPC 4317 and HTTP 4318) and exporting traces to a backend such as
+    Tempo or Jaeger; with the samples, the Gateway traces every request and api-linux its own work; absent: none."""
+    endpoint: Annotated[str, matching(r"^[A-Za-z0-9.-]+:[0-9]{1,5}$", "host:port of an OTLP/gRPC receiver, e.g. "
+                                                                      "tempo.hk-prod.internal:4317")]
+    """The backend's OTLP/gRPC receiver, host:port."""
+    insecure: bool = False
+    """Send without TLS (a backend inside a trusted network); false: TLS, checked against the system's CAs or caCertificate."""
+    ca_certificate: str | None = None
+    """PEM certificate of the CA that signed the backend's certificate, when it is not a public one."""
+    sampling_percent: Annotated[int, Field(ge=0, le=100)] = 10
+    """The share of requests the samples' Gateway traces."""
+
+
 class ResourceMetricsSpec(Spec):
     """The resource metrics API (`kubectl top`, CPU and memory HorizontalPodAutoscalers): metrics-server on Linux nodes
     reading the kubelets of both operating systems over TLS checked against the cluster CA. Every kubelet gets a serving
@@ -871,6 +886,8 @@ class StackSpec(Spec):
     """Autoscaling on Prometheus metrics with KEDA (optional; needs observability.metrics)."""
     progressive_delivery: ProgressiveDeliverySpec | None = None
     """Blue-green releases with Argo Rollouts (optional)."""
+    tracing: TracingSpec | None = None
+    """Distributed tracing with an OpenTelemetry Collector (optional)."""
     namespaces: Annotated[list[NamespaceSpec], Field(min_length=1)] = DEFAULT_NAMESPACES
     """The application namespaces with their quotas, container defaults and Pod Security level."""
     etcd_backup: EtcdBackupSpec | None = None

@@ -94,6 +94,8 @@ def sample_params(spec: StackSpec) -> workloads.SampleParams | None:
         win_image=compat.SAMPLE_WINDOWS_IMAGE, linux_image=compat.SAMPLE_LINUX_IMAGE,
         linux_distros=tuple(sorted({n.distro for n in spec.nodes.linux})), host=w.sample_host,
         win_replicas=w.windows_replicas, linux_replicas=w.linux_replicas,
+        tracing_sampling=spec.tracing.sampling_percent if spec.tracing is not None else None,
+        java_agent_image=compat.OTEL_JAVA_AGENT_IMAGE if spec.tracing is not None else None,
     )
 
 
@@ -310,3 +312,18 @@ def backup_plan(spec: StackSpec) -> BackupPlan | None:
         etcd_copy=EtcdCopy(nfs_server=str(etcd.nfs_server), nfs_path=etcd.nfs_path, schedule=b.offsite_etcd_schedule)
         if b.offsite is not None and etcd is not None else None,
         recovery=_store(spec, b.recover_from) if b.recover_from is not None else None)
+
+
+@dataclass(frozen=True)
+class TracingPlan:
+    endpoint: str
+    insecure: bool
+    ca_certificate: str | None
+
+
+def tracing_plan(spec: StackSpec) -> TracingPlan | None:
+    """The OpenTelemetry Collector; None without a `tracing` section."""
+    t = spec.tracing
+    if t is None:
+        return None
+    return TracingPlan(endpoint=t.endpoint, insecure=t.insecure, ca_certificate=t.ca_certificate)

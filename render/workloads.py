@@ -86,7 +86,7 @@ from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
 
-from . import custom_metrics, progressive_delivery, tls
+from . import custom_metrics, progressive_delivery, tls, tracing
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
@@ -139,6 +139,10 @@ class SampleParams:
     zone_key: str = ZONE_LABEL
     linux_distros: tuple[str, ...] = ("ubuntu22", "rocky9")
     host: str | None = None
+    # With tracing (config `tracing`, render/tracing.py): the Gateway's sampling percentage, and the Java agent image
+    # api-linux loads.
+    tracing_sampling: int | None = None
+    java_agent_image: str | None = None
 
 
 
@@ -313,6 +317,8 @@ def api_linux(p: SampleParams) -> list[dict[str, Any]]:
         # Tomcat's work directory and the JVM's perf data live under java.io.tmpdir (/tmp).
         "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}}],
     }
+    if p.java_agent_image is not None:
+        pod_spec = tracing.java_agent(pod_spec, "api", LINUX_APP, p.java_agent_image)
     return [_deployment(LINUX_APP, p.linux_namespace, p.linux_replicas, pod_spec), _service(LINUX_APP, p.linux_namespace)]
 
 
@@ -367,7 +373,7 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
                  "nodePort": http_node_port}]}}},
         }
     labels = _labels(GATEWAY_NAME)
-    envoy_proxy = {
+    envoy_proxy: dict[str, Any] = {
         "apiVersion": ENVOY_PROXY_API_VERSION,
         "kind": "EnvoyProxy",
         "metadata": {"name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE, "labels": labels},
@@ -380,6 +386,8 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
             "envoyService": envoy_service,
         }}},
     }
+    if p.tracing_sampling is not None:
+        envoy_proxy["spec"]["telemetry"] = tracing.gateway_tracing(p.tracing_sampling)
     gateway_class = {
         "apiVersion": GATEWAY_API_VERSION,
         "kind": "GatewayClass",

@@ -30,7 +30,7 @@ HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED, ROLLOUTS_UNTESTED]   # rule 
 def test_hk_prod_is_valid_with_only_the_untested_component_warnings(hk_values):
     loaded = load(raw_config(hk_values))
     assert [str(w) for w in loaded.warnings] == HK_PROD_WARNINGS
-    del hk_values["customMetrics"], hk_values["backup"], hk_values["progressiveDelivery"]
+    del hk_values["customMetrics"], hk_values["backup"], hk_values["progressiveDelivery"], hk_values["tracing"]
     assert [str(w) for w in load(raw_config(hk_values)).warnings] == []
     assert loaded.spec.cluster.name == "hk-prod"
     assert len(loaded.spec.linux_nodes) == 7

@@ -20,7 +20,7 @@ LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"
 OPTIONAL = {"storage": "hybrid:platform:Storage", "observability": "hybrid:platform:Observability",
             "policy": "hybrid:platform:Policy", "workloads": "hybrid:platform:SampleWorkloads",
             "custom_metrics": "hybrid:platform:CustomMetrics", "backup": "hybrid:platform:Backups",
-            "progressive_delivery": "hybrid:platform:ProgressiveDelivery"}
+            "progressive_delivery": "hybrid:platform:ProgressiveDelivery", "tracing": "hybrid:platform:Tracing"}
 
 
 def values_of(path: Path) -> dict:
