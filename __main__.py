@@ -69,7 +69,17 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, c
                        after=network.windows_prerequisites, lanes=cluster.session_lane_of,
                        lane_steps=cluster.session_steps)
 node_ready = {**cluster.node_ready, **windows.node_ready}
-upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready)
+# What the Linux workloads wait for: the Linux workers, Ready (tests/test_program.py checks every one).
+linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
+windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
+# The approver of kubelet serving certificates (resourceMetrics), before anything restarts a kubelet: the upgrade, the
+# restarts and the kubelet-serving steps below.
+resource_metrics = resource_metrics_plan(spec)
+approver: Sequence[pulumi.Resource] = ()
+if resource_metrics is not None:
+    approver = [KubeletCsrApprover(f"{spec.cluster.name}-kubelet-csr-approver", resource_metrics, cluster.provider,
+                                   linux_ready).release]
+upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready, after=approver)
 # The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed
 # upgrade the next preview measures a version change from what the nodes still run (its check is the pin's).
 upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgraded", spec.cluster.kubernetes_version,
@@ -83,17 +93,8 @@ windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy",
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec), cluster.provider, machines.nodes, node_ready,
                         machines.instances)
-# What each workload waits for: the nodes its pods run on, Ready (tests/test_program.py checks every one).
-linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
-windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
-# Kubelet serving certificates from the cluster CA (resourceMetrics), approved by kubelet-csr-approver, rolled onto the
-# nodes that joined before in waves after the upgrade's and the restarts' (each restarts kubelets); metrics-server once
-# every kubelet serves one.
-resource_metrics = resource_metrics_plan(spec)
-approver: Sequence[pulumi.Resource] = ()
-if resource_metrics is not None:
-    approver = [KubeletCsrApprover(f"{spec.cluster.name}-kubelet-csr-approver", resource_metrics, cluster.provider,
-                                   linux_ready).release]
+# Kubelet serving certificates from the cluster CA (resourceMetrics), rolled onto the nodes that joined before in waves
+# after the upgrade's and the restarts' (each restarts kubelets); metrics-server once every kubelet serves one.
 kubelets = KubeletServing(f"{spec.cluster.name}-kubelet-serving", spec, machines,
                           after=[*node_ready.values(), *restarts.done, *approver])
 metrics_server: Sequence[pulumi.Resource] = ()

@@ -20,16 +20,18 @@ class Tracing(pulumi.ComponentResource):
     def __init__(self, name: str, plan: TracingPlan, provider: pulumi.ProviderResource,
                  linux_ready: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Tracing", name, None, opts)
-        before: list[pulumi.Resource] = list(linux_ready)
+        # The namespace is always this program's object, so that adding or removing the CA never deletes it (and the
+        # release in it).
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tracing.NAMESPACE}}
+        created = kubernetes_object(f"{name}-{resource_name(namespace)}", namespace, provider=provider, parent=self)
+        before: list[pulumi.Resource] = [*linux_ready, created]
         values = tracing.collector_values(compat.OTEL_COLLECTOR_IMAGE_REPOSITORY, compat.OTEL_COLLECTOR_COMMAND,
                                           plan.endpoint, plan.insecure,
                                           ca_file=f"{CA_MOUNT}/ca.crt" if plan.ca_certificate else None)
         if plan.ca_certificate is not None:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": tracing.NAMESPACE}}
             ca = {"apiVersion": "v1", "kind": "ConfigMap",
                   "metadata": {"name": "otel-backend-ca", "namespace": tracing.NAMESPACE},
                   "data": {"ca.crt": plan.ca_certificate}}
-            created = kubernetes_object(f"{name}-{resource_name(namespace)}", namespace, provider=provider, parent=self)
             before.append(kubernetes_object(f"{name}-{resource_name(ca)}", ca, provider=provider, parent=self,
                                             depends_on=[created]))
             values["extraVolumes"] = [{"name": "backend-ca", "configMap": {"name": "otel-backend-ca"}}]

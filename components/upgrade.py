@@ -26,7 +26,7 @@ removing a node removes its steps without running anything.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import pulumi
@@ -63,7 +63,8 @@ def for_machine(render: MachineRender, encode: Callable[[str], str],
 
 class KubernetesUpgrade(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
-                 node_ready: Mapping[str, pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+                 node_ready: Mapping[str, pulumi.Resource], after: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubernetesUpgrade", name, None, opts)
         version = spec.cluster.kubernetes_version
         # Linux and Windows nodes run the same containerd release (config/compat.py).
@@ -73,8 +74,11 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
         waves = stack_waves(spec)
 
-        # Nothing is upgraded while a node is still joining: the first wave starts after every node is Ready.
-        previous: list[pulumi.Resource] = list(node_ready.values())
+        # Nothing is upgraded while a node is still joining: the first wave starts after every node is Ready. Nor before
+        # the cluster's kubelet configuration is the stack's and its serving certificates can be approved (`after`): an
+        # upgrade restarts kubelets with the configuration it downloads, and `kubeadm upgrade apply` uploads the one it
+        # read, which must not race the kubelet-config step.
+        previous: list[pulumi.Resource] = [*node_ready.values(), access.kubelet_config, *after]
         self.steps: list[command.remote.Command] = []
         for wave_index, wave in enumerate(waves):
             uncordoned: list[pulumi.Resource] = []

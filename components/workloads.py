@@ -38,11 +38,19 @@ class SampleWorkloads(pulumi.ComponentResource):
         # the Rollout's count is then its autoscaler's.
         scaled = plan.autoscaling is not None or plan.blue_green is not None
 
+        # And the blue-green Services' selectors are the controller's: it pins each to a version with a key of its own,
+        # and a Service's selector is an atomic map (core/v1 types.go `+mapType=atomic`), so its update owns the whole
+        # selector; left out of Pulumi's apply, the controller's stays (pulumi/pulumi-kubernetes#2566).
+        def ignored(obj: dict) -> list[str]:
+            if scaled and obj["kind"] in ("Deployment", "Rollout"):
+                return ["spec.replicas"]
+            if plan.blue_green is not None and obj["kind"] == "Service":
+                return ["spec.selector"]
+            return []
+
         def declare(objs: list[dict], depends_on: list[pulumi.Resource]) -> list[pulumi.Resource]:
             return [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
-                                      depends_on=depends_on,
-                                      ignore_changes=["spec.replicas"] if scaled and obj["kind"] in ("Deployment", "Rollout")
-                                      else ())
+                                      depends_on=depends_on, ignore_changes=ignored(obj))
                     for obj in objs]
 
         linux_ready = [node_ready[n] for n in plan.linux_nodes]

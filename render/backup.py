@@ -209,11 +209,14 @@ ETCD_COPY_SECRET_KEY = "offsite-secret-access-key"
 
 def etcd_offsite_copy(image: str, store: ObjectStore, nfs_server: str, nfs_path: str, cron: str,
                       retention_days: int) -> list[dict[str, Any]]:
-    """The CronJob that copies the etcd snapshots on the NFS export to the off-site bucket, under <prefix>/etcd, and
+    """The CronJob that copies the etcd snapshots on the NFS export to the off-site bucket, under <prefix>-etcd/, and
     removes copies older than the retention there; with the store's CA, the ConfigMap that carries it."""
     require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
     require(nfs_path.startswith("/"), f"{nfs_path!r} is not an absolute export path")
-    destination = f"offsite:{store.bucket}/{store.prefix}/etcd"
+    # Beside the Velero location's prefix, never inside it: Velero refuses a location whose prefix holds any top-level
+    # directory but its own ("Backup store contains invalid top-level directories", pkg/persistence/object_store.go
+    # at v1.18.1), which would take the off-site location, and a recovery location on it, out of service.
+    destination = f"offsite:{store.bucket}/{store.prefix}-etcd"
     secret = {"name": CREDENTIALS_SECRET}
     env = [
         {"name": f"RCLONE_CONFIG_{_REMOTE}_TYPE", "value": "s3"},

@@ -48,6 +48,7 @@ ENVOY_METRICS_PORT = "metrics"
 ENVOY_METRICS_PATH = "/stats/prometheus"
 # The window of the rate: four scrapes at the PodMonitor's interval, so one missed scrape does not empty it.
 SCRAPE_INTERVAL = "15s"
+TRANSFER_HPA_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 RATE_WINDOW = "2m"
 
 
@@ -98,8 +99,14 @@ def scaled_object(name: str, namespace: str, labels: dict[str, str], min_replica
     return {
         "apiVersion": SCALED_OBJECT_API_VERSION,
         "kind": "ScaledObject",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        # A stack that had the sample's CPU autoscaler (named like the sample, render/workloads.py) before KEDA: the
+        # ScaledObject adopts it under that name instead of being refused by KEDA's webhook for a workload "already
+        # managed by the hpa" (apis/keda/v1alpha1/scaledobject_types.go ScaledObjectTransferHpaOwnershipAnnotation;
+        # scaledobject-spec.md: "Use to transfer an existing HPA ownership to this ScaledObject").
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
+                     "annotations": {TRANSFER_HPA_OWNERSHIP: "true"}},
         "spec": {
+            "advanced": {"horizontalPodAutoscalerConfig": {"name": name}},
             "scaleTargetRef": dict(scale_target),
             "minReplicaCount": min_replicas,
             "maxReplicaCount": max_replicas,

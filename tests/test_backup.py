@@ -103,8 +103,12 @@ def test_etcd_snapshots_are_copied_off_site_read_only_and_expired_there():
     for key in ("RCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID", "RCLONE_CONFIG_OFFSITE_SECRET_ACCESS_KEY"):
         assert "value" not in env[key] and env[key]["valueFrom"]["secretKeyRef"]["name"] == backup.CREDENTIALS_SECRET
     script = container["command"][2]
-    assert "rclone copy /snapshots offsite:velero-hk-prod/hk-prod/etcd --include '/*/etcd-*.db' --immutable" in script
-    assert "rclone delete offsite:velero-hk-prod/hk-prod/etcd --min-age 30d" in script
+    # Beside Velero's prefix (hk-prod/), not in it: Velero refuses a prefix with a directory it does not know.
+    assert "rclone copy /snapshots offsite:velero-hk-prod/hk-prod-etcd --include '/*/etcd-*.db' --immutable" in script
+    assert "rclone delete offsite:velero-hk-prod/hk-prod-etcd --min-age 30d" in script
+    location = backup.storage_location(backup.OFFSITE, ceph, default=False)
+    prefix = f"{location['spec']['objectStorage']['bucket']}/{location['spec']['objectStorage']['prefix']}/"
+    assert not script.split("offsite:")[1].split()[0].startswith(prefix)
 
 
 def test_velero_runs_on_linux_with_the_s3_plugin_and_no_chart_locations():

@@ -108,3 +108,9 @@ def test_hk_prod_declares_rollouts_after_the_controller_and_lets_them_and_the_au
     hpa = hk.named("hk-prod-samples-horizontalpodautoscaler-win-prod-api-win")
     assert hpa.inputs["spec"]["scaleTargetRef"]["kind"] == "Rollout"
     assert hk.named("hk-prod-samples-rollout-win-prod-api-win").urn in hpa.dependencies
+
+
+def test_the_blue_green_services_selectors_are_left_to_the_controller(hk_recording):
+    for ns, app in (("win-prod", "api-win"), ("linux-prod", "api-linux")):
+        for name in (app, f"{app}-preview"):
+            assert hk_recording.named(f"hk-prod-samples-service-{ns}-{name}").ignore_changes == ["spec.selector"]

@@ -569,6 +569,9 @@ def test_with_keda_api_linux_scales_on_cpu_and_its_routes_request_rate():
     validate_custom_resource(linux, "keda.sh_v1alpha1_ScaledObject.json")
     spec = linux["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (6, 10)
+    # It takes over the CPU autoscaler a stack had before KEDA, under the same name.
+    assert linux["metadata"]["annotations"] == {"scaledobject.keda.sh/transfer-hpa-ownership": "true"}
+    assert spec["advanced"]["horizontalPodAutoscalerConfig"]["name"] == "api-linux"
     cpu, rate = spec["triggers"]
     assert cpu == {"type": "cpu", "metricType": "Utilization", "metadata": {"value": "70"}}
     assert rate["type"] == "prometheus" and rate["metadata"]["threshold"] == "50"

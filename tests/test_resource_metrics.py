@@ -161,10 +161,20 @@ fi
 """
 
 
+# `openssl x509 -noout -checkend 0 -in FILE`: a certificate the stub calls expired says so in its text.
+NODE_OPENSSL = r"""#!/usr/bin/env bash
+set -euo pipefail
+file=""
+while (($#)); do [[ $1 == -in ]] && file=$2; shift; done
+grep -q 'BEGIN CERTIFICATE' "$file" && ! grep -q EXPIRED "$file"
+"""
+
+
 def _node_env(tmp_path: Path, node_config: str, cluster_config: str, approver: bool = True) -> tuple[dict[str, str], Path]:
     stubs = tmp_path / "stubs"
     stubs.mkdir()
-    for name, text in (("kubeadm", NODE_KUBEADM), ("systemctl", NODE_SYSTEMCTL), ("sleep", "#!/usr/bin/env bash\n")):
+    for name, text in (("kubeadm", NODE_KUBEADM), ("systemctl", NODE_SYSTEMCTL), ("sleep", "#!/usr/bin/env bash\n"),
+                       ("openssl", NODE_OPENSSL)):
         (stubs / name).write_text(text)
         (stubs / name).chmod(0o755)
     (stubs / "cluster-kubelet").write_text(cluster_config)
@@ -194,6 +204,22 @@ def test_a_node_that_joined_before_downloads_restarts_and_gets_its_certificate(t
     (stubs / "calls").unlink()
     again = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
     assert again.returncode == 0 and "already runs with it" in again.stdout and _calls(stubs) == []
+
+
+def test_an_expired_certificate_or_an_interrupted_run_restarts_the_kubelet(tmp_path):
+    env, stubs = _node_env(tmp_path, ON, ON)
+    assert _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env).returncode == 0
+    pem = tmp_path / "var" / "lib" / "kubelet" / "pki" / "kubelet-server-current.pem"
+    # Expired: the kubelet is restarted and asks again.
+    pem.write_text("-----BEGIN CERTIFICATE----- EXPIRED\n")
+    (stubs / "calls").unlink()
+    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
+    assert run.returncode == 0 and _calls(stubs) == ["systemctl restart kubelet"]
+    # A run that downloaded the configuration and stopped before the restart: no record of it, so it restarts.
+    (tmp_path / "var" / "lib" / "kubelet" / "hybrid-cluster-server-tls-bootstrap").unlink()
+    (stubs / "calls").unlink()
+    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
+    assert run.returncode == 0 and _calls(stubs) == ["systemctl restart kubelet"]
 
 
 def test_a_node_that_joined_with_it_but_has_no_certificate_asks_again(tmp_path):
@@ -226,6 +252,7 @@ def test_switched_off_the_kubelet_goes_back_to_its_own_certificate(tmp_path):
     assert run.returncode == 0, run.stderr
     assert _calls(stubs) == ["kubeadm upgrade node phase kubelet-config", "systemctl restart kubelet"]
     assert (tmp_path / "var" / "lib" / "kubelet" / "config.yaml").read_text() == KUBELET_DOCUMENT
+    assert (tmp_path / "var" / "lib" / "kubelet" / "hybrid-cluster-server-tls-bootstrap").read_text().strip() == "0"
 
 
 def test_a_node_that_has_not_joined_is_an_error(tmp_path):
@@ -243,6 +270,8 @@ def test_the_windows_step_runs_the_same_phase_and_waits_for_the_same_file():
     assert "@('upgrade', 'node', 'phase', 'kubelet-config')" in script
     assert r"C:\var\lib\kubelet\pki\kubelet-server-current.pem" in script
     assert "$ServerTlsBootstrap = $true" in script and "Restart-Service -Name kubelet" in script
+    # The certificate is a symbolic link, whose Length is 0 on Windows: its content is read instead.
+    assert ".Length" not in script and "Get-Content -LiteralPath $certificate -Raw" in script
     off = windows_bootstrap.render_kubelet_serving(windows_params(spec, spec.nodes.windows[0]), False)
     assert "$ServerTlsBootstrap = $false" in off
 
@@ -328,3 +357,12 @@ def test_switching_off_takes_every_kubelet_back_before_the_approver_goes():
     assert not any(n.startswith("hk-prod-metrics-server") for n in {r.name for r in after.resources})
     # No autoscaler without the metrics API; the samples' Deployments stay.
     assert not any("horizontalpodautoscaler" in r.name or "scaledobject" in r.name for r in after.resources)
+
+
+def test_no_upgrade_restarts_a_kubelet_before_the_configuration_and_the_approver(hk_recording):
+    """An upgrade restarts kubelets with the configuration it downloads, and `kubeadm upgrade apply` uploads the one it
+    read: the first wave waits for the kubelet-config step and for the approver."""
+    hk = hk_recording
+    first_drain = hk.named("hk-prod-upgrade-hk-cp-1-drain-for-upgrade")
+    assert {hk.named("hk-prod-kubeadm-kubelet-config").urn,
+            hk.named("hk-prod-kubelet-csr-approver-kubelet-csr-approver").urn} <= set(first_drain.dependencies)

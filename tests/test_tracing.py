@@ -72,3 +72,9 @@ def test_hk_prod_runs_the_collector_and_traces_the_samples(hk_recording):
     assert release.inputs["values"]["config"]["exporters"]["otlp"]["endpoint"] == "tempo.hk-prod.internal:4317"
     proxy = hk_recording.named("hk-prod-samples-envoyproxy-envoy-gateway-system-hybrid-samples")
     assert proxy.inputs["spec"]["telemetry"]["tracing"]["samplingRate"] == 10
+
+
+def test_the_collector_namespace_is_declared_with_or_without_a_ca(hk_recording):
+    namespace = hk_recording.named("hk-prod-tracing-namespace-opentelemetry")
+    release = hk_recording.named("hk-prod-tracing-opentelemetry-collector")
+    assert namespace.urn in release.dependencies

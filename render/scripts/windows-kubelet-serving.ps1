@@ -18,14 +18,22 @@ $GuestStep = {
     #@ include lib/windows-guest-native.ps1
     $config = 'C:\var\lib\kubelet\config.yaml'
     $certificate = 'C:\var\lib\kubelet\pki\kubelet-server-current.pem'
+    ## The setting the kubelet was last restarted (and certified) with, as on Linux.
+    $applied = 'C:\var\lib\kubelet\hybrid-cluster-server-tls-bootstrap'
     if (-not (Test-Path -LiteralPath $config)) { throw "$config is missing: the node has not joined the cluster" }
     function Get-ServerTlsBootstrap {
         [bool](Select-String -LiteralPath $config -Pattern '^serverTLSBootstrap: true$' -CaseSensitive -Quiet)
     }
+    ## kubelet-server-current.pem is a symbolic link to the dated file (client-go certificate store, updateSymlink), and a
+    ## link's Length is 0 on Windows: the content is read through it instead.
     function Test-Certificate {
-        (Test-Path -LiteralPath $certificate) -and ((Get-Item -LiteralPath $certificate).Length -gt 0)
+        $text = Get-Content -LiteralPath $certificate -Raw -ErrorAction SilentlyContinue
+        [bool]$text -and $text.Contains('-----BEGIN CERTIFICATE-----')
     }
-    if (((Get-ServerTlsBootstrap) -eq $ServerTlsBootstrap) -and (-not $ServerTlsBootstrap -or (Test-Certificate))) {
+    $wanted = if ($ServerTlsBootstrap) { '1' } else { '0' }
+    $recorded = Get-Content -LiteralPath $applied -Raw -ErrorAction SilentlyContinue
+    if ($recorded -and ($recorded.Trim() -eq $wanted) -and ((Get-ServerTlsBootstrap) -eq $ServerTlsBootstrap) -and
+        (-not $ServerTlsBootstrap -or (Test-Certificate))) {
         return [pscustomobject]@{ Changes = $changes }
     }
     if ((Get-ServerTlsBootstrap) -ne $ServerTlsBootstrap) {
@@ -35,6 +43,7 @@ $GuestStep = {
             throw "the cluster's kubelet-config does not have serverTLSBootstrap as wanted after the download: its sync step on the first control-plane node must run first"
         }
     }
+    Remove-Item -LiteralPath $applied -Force -ErrorAction SilentlyContinue
     Restart-Service -Name kubelet -Force
     $changes += 'restarted the kubelet'
     if ($ServerTlsBootstrap) {
@@ -47,6 +56,7 @@ $GuestStep = {
         }
         $changes += 'the kubelet serves a certificate from the cluster CA'
     }
+    Set-Content -LiteralPath $applied -Value $wanted -NoNewline
     [pscustomobject]@{ Changes = $changes }
 }
 Write-Output "${VmName} (machine $Machine): kubelet serving certificates from the cluster CA: $(if ($ServerTlsBootstrap) { 'on' } else { 'off' })"
