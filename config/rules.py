@@ -9,12 +9,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from datetime import date
+from decimal import Decimal
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
-from vocab import windows_pods
+from vocab import samples, windows_pods
 from vocab.checks import NETBIOS_NAME
-from vocab.namespaces import check_namespace
+from vocab.namespaces import check_namespace, parse_quantity
 
 from . import compat
 from .model import HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
@@ -683,3 +684,45 @@ def progressive_delivery(spec: StackSpec) -> Iterator[Problem]:
     yield from _untested_minor(spec, "progressiveDelivery",
                                f"Argo Rollouts {compat.CHARTS['argo-rollouts'].version} (controller 1.9)",
                                compat.ARGO_ROLLOUTS_TESTED_KUBERNETES, " (its end-to-end test matrix)")
+
+
+_QUOTA_FIELDS = {"pods": "pods", "requests.cpu": "cpuRequests", "requests.memory": "memoryRequests",
+                 "limits.cpu": "cpuLimits", "limits.memory": "memoryLimits"}
+
+
+@rule("workloads", "namespaces", "resourceMetrics", "progressiveDelivery")
+def sample_quotas(spec: StackSpec) -> Iterator[Problem]:
+    """Each sample's namespace quota holds the sample at its peak (vocab.samples.peak_pods): otherwise the API server
+    refuses the pods past the quota, and the autoscaler, a rollout or a blue-green promotion stalls without a word."""
+    w = spec.workloads
+    if w is None:
+        return
+    indexes = {ns.name: index for index, ns in enumerate(spec.namespaces)}
+    blue_green = spec.progressive_delivery is not None
+    for os_name, namespace, replicas, max_replicas, key in (
+            ("windows", w.windows_namespace, w.windows_replicas, w.windows_max_replicas, "windowsMaxReplicas"),
+            ("linux", w.linux_namespace, w.linux_replicas, w.linux_max_replicas, "linuxMaxReplicas")):
+        if namespace not in indexes:
+            continue   # rules.namespaces reports it
+        quota_spec = spec.namespaces[indexes[namespace]]
+        top = max_replicas if spec.resource_metrics.enabled else None
+        pods = samples.peak_pods(replicas, top, blue_green)
+        needed = samples.footprint(samples.RESOURCES[os_name], pods)
+        quota = {"pods": Decimal(quota_spec.pods), "requests.cpu": parse_quantity(quota_spec.cpu_requests),
+                 "requests.memory": parse_quantity(quota_spec.memory_requests),
+                 "limits.cpu": parse_quantity(quota_spec.cpu_limits),
+                 "limits.memory": parse_quantity(quota_spec.memory_limits)}
+        over = [k for k in samples.QUOTA_KEYS if needed[k] > quota[k]]
+        if over:
+            moment = "a blue-green promotion" if blue_green else "a rolling update"
+            what = ", ".join(f"{k} {_quantity_text(needed[k])}" for k in over)
+            fields = ", ".join(f"namespaces[{indexes[namespace]}].{_QUOTA_FIELDS[k]}" for k in over)
+            yield Problem(f"workloads.{key}" if top is not None else f"workloads.{key.replace('Max', '')}",
+                          f"at {moment} the sample in {namespace} runs {pods} pods, which need {what}, more than the "
+                          f"namespace's quota: raise {fields}, or lower the replicas")
+
+
+def _quantity_text(value: Decimal) -> str:
+    if value >= 2**30 and value % 2**20 == 0:
+        return f"{value / 2**30:g}Gi"
+    return f"{value.normalize():f}"

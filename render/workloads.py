@@ -85,6 +85,7 @@ from typing import Any
 from vocab.checks import DNS_LABEL, ROUTE_HOST, require
 from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
+from vocab.samples import LINUX_RESOURCES, WIN_RESOURCES
 
 from . import custom_metrics, progressive_delivery, tls, tracing
 
@@ -110,10 +111,6 @@ LINUX_PATH = "/linux"
 WIN_PATH = "/win"
 SERVICE_PORT = 80
 
-# Sizing: requests are what the scheduler and the namespace quota count; limits leave headroom for a
-# garbage-collected runtime under load. Sized for samples, not measured.
-WIN_RESOURCES = {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
-LINUX_RESOURCES = {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"cpu": "1", "memory": "768Mi"}}
 LINUX_RUN_AS = 10001         # any non-zero UID: the image's files are world-readable (Jib layers)
 
 # The Gateway's node port: fixed so the datacenter's upstream load balancer / firewall rules can point at

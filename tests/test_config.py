@@ -347,6 +347,8 @@ def test_a_certificate_renewal_round_is_a_plain_label(hk_values):
 
 
 def test_namespaces_come_from_config_and_references_must_name_them(hk_values):
+    # Default-sized namespaces hold the samples' rolling updates, not a blue-green promotion at their maximum.
+    del hk_values["progressiveDelivery"]
     hk_values["namespaces"] = [{"name": "win-apps", "os": "windows"}, {"name": "linux-apps", "os": "linux", "pods": 40}]
     hk_values["workloads"] = {"windowsNamespace": "win-apps", "linuxNamespace": "linux-apps",
                               "sampleHost": "samples.hk-prod.internal"}
@@ -517,3 +519,24 @@ def test_custom_metrics_need_prometheus_and_the_metrics_api(hk_values):
     hk_values["resourceMetrics"] = {"enabled": False}
     assert_problem(hk_values, "customMetrics", "add observability.metrics")
     assert_problem(hk_values, "customMetrics", "set resourceMetrics.enabled to true")
+
+
+def test_a_sample_namespace_quota_must_hold_the_samples_peak(hk_values):
+    """Beyond the quota the API server refuses the pods, and the autoscaler, a rollout or a promotion stalls silently."""
+    hk_values["workloads"]["linuxMaxReplicas"] = 20
+    assert_problem(hk_values, "workloads.linuxMaxReplicas",
+                   "at a blue-green promotion the sample in linux-prod runs 40 pods, which need pods 40")
+    # Without blue-green the peak is the maximum plus a rolling update's surge: 21 pods fit hk-prod's linux-prod, 31 not.
+    del hk_values["progressiveDelivery"]
+    assert not any(p.startswith("workloads.") for p in problems(hk_values))
+    hk_values["workloads"]["linuxMaxReplicas"] = 30
+    assert_problem(hk_values, "workloads.linuxMaxReplicas", "at a rolling update the sample in linux-prod runs 31 pods")
+
+
+def test_without_the_metrics_api_the_peak_is_the_replicas(hk_values):
+    hk_values["resourceMetrics"] = {"enabled": False}
+    del hk_values["customMetrics"], hk_values["progressiveDelivery"]
+    hk_values["workloads"]["linuxMaxReplicas"] = 500     # no autoscaler reads it
+    assert not any(p.startswith("workloads.") for p in problems(hk_values))
+    hk_values["workloads"]["linuxReplicas"] = 40
+    assert_problem(hk_values, "workloads.linuxReplicas", "runs 41 pods")
