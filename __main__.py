@@ -28,7 +28,6 @@ from config.secrets import read_secrets
 from plan.platform import (
     backup_plan,
     calico_params,
-    custom_metrics_enabled,
     load_balancer_plan,
     observability_plan,
     policy_plan,
@@ -112,7 +111,7 @@ if (observability := observability_plan(spec)) is not None:
                                secrets.grafana_admin_password, linux_ready, windows_ready)
     metrics_stack = [monitoring.metrics_stack] if monitoring.metrics_stack is not None else []
 autoscaling_ready: Sequence[pulumi.Resource] = ()
-if custom_metrics_enabled(spec):
+if spec.custom_metrics is not None:
     # After metrics-server (KEDA's cpu trigger) and Prometheus (its prometheus trigger, and the PodMonitor CRD).
     autoscaling_ready = [*CustomMetrics(f"{spec.cluster.name}-custom-metrics", cluster.provider,
                                         [*linux_ready, *metrics_server, *metrics_stack]).ready, *metrics_stack]

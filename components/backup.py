@@ -51,20 +51,18 @@ class Backups(pulumi.ComponentResource):
                                      depends_on=list(depends_on))
 
         namespace = declare(backup.namespace(), [])
+        metadata = backup.credentials_secret_metadata()
         credentials = kubernetes.core.v1.Secret(
-            f"{name}-secret-{backup.NAMESPACE}-{backup.CREDENTIALS_SECRET}",
-            metadata={"name": backup.CREDENTIALS_SECRET, "namespace": backup.NAMESPACE},
-            type="Opaque",
+            f"{name}-{resource_name(metadata)}",
+            metadata=metadata["metadata"],
+            type=metadata["type"],
             string_data=_credentials(primary, offsite if len(stores) > 1 else None, list(stores)),
             opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
         )
         before_release: list[pulumi.Resource] = [namespace, credentials, *linux_ready]
         cas = {location: store.ca_certificate for location, store in stores.items() if store.ca_certificate}
         if cas:
-            before_release.append(kubernetes.core.v1.Secret(
-                f"{name}-secret-{backup.NAMESPACE}-{backup.CA_SECRET}",
-                metadata={"name": backup.CA_SECRET, "namespace": backup.NAMESPACE}, type="Opaque", string_data=cas,
-                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace])))
+            before_release.append(declare(backup.ca_secret(cas), [namespace]))
         velero = helm_release(f"{name}-velero", compat.CHARTS["velero"], backup.NAMESPACE,
                               backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, plan.file_system_backup),
                               provider=provider, parent=self, depends_on=before_release)

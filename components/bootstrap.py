@@ -101,7 +101,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         super().__init__("hybrid:bootstrap:WindowsNodeJoin", name, None, opts)
         node = machine.node
         params = windows_params(spec, node)
-        password_line = machine.admin_password.apply(lambda p: f"{p}\n")
+        password_line = machine.password_line
         # After the VM converge and, with windows.activation, the guest's activation.
         previous: pulumi.Resource = machine.ready
         self.prepare: list[command.remote.Command] = []

@@ -5,7 +5,7 @@ Every node is declared independently of every other, so all machines are created
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -244,8 +244,10 @@ class HypervWindowsNode(pulumi.ComponentResource):
                  after: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
-        # Later layers reach the guest the same way: PowerShell Direct from its host, same password.
+        # Later layers reach the guest the same way: PowerShell Direct from its host, same password, which every guest
+        # step reads as its stdin line 1.
         self.node, self.host_connection, self.admin_password = node, connection, admin_password
+        self.password_line: pulumi.Output[str] = admin_password.apply(lambda password: f"{password}\n")
         # Before anything signs in to the guest: during a rotation of windowsAdminPassword a guest still at the
         # previous password (stdin line 2) gets the current one. It runs again only when the passwords change.
         # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
@@ -391,3 +393,18 @@ class Machines(pulumi.ComponentResource):
         self.nodes = [n.summary for n in machines]
         self.instances: dict[str, pulumi.Output[str]] = {n.node.name: n.instance for n in machines}
         self.register_outputs({"nodes": self.nodes})
+
+
+@dataclass(frozen=True)
+class NodeStep:
+    """How a step runs on a node's own operating system: a bash script over SSH on a Linux node; a PowerShell script on
+    a Windows node's Hyper-V host, which reaches the guest by PowerShell Direct with the guest password on stdin."""
+    encode: Callable[[str], str]
+    connection: command.remote.ConnectionArgs
+    stdin: pulumi.Output[str] | None
+
+
+def node_step(machine: ProxmoxLinuxNode | HypervWindowsNode) -> NodeStep:
+    if isinstance(machine, ProxmoxLinuxNode):
+        return NodeStep(bash_command, machine.connection, None)
+    return NodeStep(hyperv.ssh_command, machine.host_connection, machine.password_line)

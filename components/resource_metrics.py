@@ -29,11 +29,9 @@ from plan.nodes import windows_params
 from plan.platform import ResourceMetricsPlan
 from plan.rollout import stack_waves
 from render import resource_metrics, windows_bootstrap
-from render.hyperv import ssh_command
-from render.shell import bash_command
 
 from .k8s import helm_release
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .upgrade import for_machine
 
 
@@ -53,20 +51,17 @@ class KubeletServing(pulumi.ComponentResource):
                 machine = by_name[node_name]
                 if isinstance(machine, ProxmoxLinuxNode):
                     render = functools.partial(resource_metrics.render_kubelet_serving_node, node_name, enabled)
-                    text = for_machine(render, bash_command, machine.instance)
-                    connection, stdin = machine.connection, None
                 else:
                     render = functools.partial(windows_bootstrap.render_kubelet_serving,
                                                windows_params(spec, machine.node), enabled)
-                    text = for_machine(render, ssh_command, machine.instance)
-                    connection = machine.host_connection
-                    stdin = machine.admin_password.apply(lambda password: f"{password}\n")
+                reach = node_step(machine)
+                text = for_machine(render, reach.encode, machine.instance)
                 step = command.remote.Command(
                     f"{name}-{node_name}",
-                    connection=connection,
+                    connection=reach.connection,
                     create=text,
                     update=text,
-                    stdin=stdin,
+                    stdin=reach.stdin,
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
                 )

@@ -37,11 +37,10 @@ from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
 from plan.rollout import stack_waves
 from render import cloud_init, node_steps, windows_bootstrap
-from render.hyperv import ssh_command
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 
 
 class MachineRender(Protocol):
@@ -92,12 +91,11 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                     upgrade_script = functools.partial(
                         cloud_init.render_upgrade_script, linux_node_init(spec, machine.node),
                         wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
-                    encode, connection, stdin = bash_command, machine.connection, None
                 else:
                     upgrade_script = functools.partial(
                         windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
-                    encode, connection = ssh_command, machine.host_connection
-                    stdin = machine.admin_password.apply(lambda password: f"{password}\n")
+                reach = node_step(machine)
+                encode, connection, stdin = reach.encode, reach.connection, reach.stdin
                 drain = command.remote.Command(
                     f"{prefix}-drain-for-upgrade",
                     connection=access.connection,

@@ -15,7 +15,7 @@ from typing import Literal
 
 from vocab import samples, windows_pods
 from vocab.checks import NETBIOS_NAME
-from vocab.namespaces import check_namespace, parse_quantity
+from vocab.namespaces import check_namespace, parse_quantity, quota
 
 from . import compat
 from .model import HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
@@ -708,11 +708,8 @@ def sample_quotas(spec: StackSpec) -> Iterator[Problem]:
         top = max_replicas if spec.resource_metrics.enabled else None
         pods = samples.peak_pods(replicas, top, blue_green)
         needed = samples.footprint(samples.RESOURCES[os_name], pods)
-        quota = {"pods": Decimal(quota_spec.pods), "requests.cpu": parse_quantity(quota_spec.cpu_requests),
-                 "requests.memory": parse_quantity(quota_spec.memory_requests),
-                 "limits.cpu": parse_quantity(quota_spec.cpu_limits),
-                 "limits.memory": parse_quantity(quota_spec.memory_limits)}
-        over = [k for k in samples.QUOTA_KEYS if needed[k] > quota[k]]
+        hard = {key: parse_quantity(value) for key, value in quota(quota_spec.params()).items()}
+        over = [k for k in samples.QUOTA_KEYS if needed[k] > hard[k]]
         if over:
             moment = "a blue-green promotion" if blue_green else "a rolling update"
             what = ", ".join(f"{k} {_quantity_text(needed[k])}" for k in over)

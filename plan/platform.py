@@ -239,11 +239,6 @@ def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
                                linux_workers=len([n for n in spec.nodes.linux if not n.lost]))
 
 
-def custom_metrics_enabled(spec: StackSpec) -> bool:
-    """Whether KEDA is installed: a `customMetrics` section."""
-    return spec.custom_metrics is not None
-
-
 @dataclass(frozen=True)
 class LoadBalancerPlan:
     addresses: tuple[str, ...]                        # MetalLB ranges, first-last or prefixes

@@ -82,6 +82,18 @@ def credentials_file(access_key: str, secret_key: str) -> str:
     return f"[default]\naws_access_key_id={access_key}\naws_secret_access_key={secret_key}\n"
 
 
+def credentials_secret_metadata() -> dict[str, Any]:
+    """The credentials Secret, without data (the component adds it from Pulumi secrets)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": CREDENTIALS_SECRET, "namespace": NAMESPACE}}
+
+
+def ca_secret(certificates: dict[str, str]) -> dict[str, Any]:
+    """The stores' CA certificates, by location (each location's ``caCertRef`` key); not secret."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": CA_SECRET, "namespace": NAMESPACE}, "stringData": dict(certificates)}
+
+
 def credential_key(location: str) -> str:
     return CHART_CREDENTIALS_KEY if location == PRIMARY else location
 

@@ -48,8 +48,8 @@ ENVOY_METRICS_PORT = "metrics"
 ENVOY_METRICS_PATH = "/stats/prometheus"
 # The window of the rate: four scrapes at the PodMonitor's interval, so one missed scrape does not empty it.
 SCRAPE_INTERVAL = "15s"
-TRANSFER_HPA_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 RATE_WINDOW = "2m"
+TRANSFER_HPA_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
 def keda_values() -> dict[str, Any]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from render.node_steps import POLL_SECONDS, poll_attempts
 from render.script_files import render_script
 from vocab.checks import check_machine, check_node_name, check_timeout, require
 from vocab.labels import OS_LABEL
@@ -48,7 +49,6 @@ FIELD_MANAGER = "hybrid-cluster"
 NODE_NAME_REGEX = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # How long a Linux node's step waits for its approved certificate.
 SERVING_CERTIFICATE_TIMEOUT_SECONDS = 300
-POLL_SECONDS = 5
 
 
 def _spread(app: str) -> dict[str, Any]:
@@ -101,5 +101,5 @@ def render_kubelet_serving_node(node_name: str, server_tls_bootstrap: bool, mach
     check_machine(machine)
     check_timeout(timeout_seconds)
     return render_script("kubelet-serving-node.sh", NODE_NAME=node_name, SERVER_TLS_BOOTSTRAP=int(server_tls_bootstrap),
-                         MACHINE=machine, ATTEMPTS=-(-timeout_seconds // POLL_SECONDS), POLL_SECONDS=POLL_SECONDS,
+                         MACHINE=machine, ATTEMPTS=poll_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
                          TIMEOUT=timeout_seconds)

@@ -79,7 +79,7 @@ from vocab.labels import (
     WORKER_ROLE_LABEL,
     ZONE_LABEL,
 )
-from vocab.namespaces import OPERATING_SYSTEMS, NamespaceParams, check_namespace
+from vocab.namespaces import OPERATING_SYSTEMS, NamespaceParams, check_namespace, quota
 
 # containerd's Windows process-isolation runtime handler (internal/cri/config/config_windows.go).
 PROCESS_ISOLATION_HANDLER = "runhcs-wcow-process"
@@ -208,13 +208,7 @@ def namespace(p: NamespaceParams) -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "ResourceQuota",
             "metadata": {"name": "compute", "namespace": p.name},
-            "spec": {"hard": {
-                "requests.cpu": p.cpu_requests,
-                "requests.memory": p.memory_requests,
-                "limits.cpu": p.cpu_limits,
-                "limits.memory": p.memory_limits,
-                "pods": str(p.pods),
-            }},
+            "spec": {"hard": quota(p)},
         },
         {
             "apiVersion": "v1",

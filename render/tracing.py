@@ -39,6 +39,24 @@ OTLP_GRPC_PORT = 4317
 OTLP_HTTP_PORT = 4318
 AGENT_VOLUME = "otel-agent"
 AGENT_DIR = "/otel"
+CA_CONFIG_MAP = "otel-backend-ca"
+CA_MOUNT = "/etc/otel-backend-ca"
+CA_FILE = f"{CA_MOUNT}/ca.crt"
+
+
+def namespace() -> dict[str, Any]:
+    """The collector's namespace, always this program's object, so that adding or removing the backend's CA never
+    deletes it (and the release in it)."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+
+
+def backend_ca(pem: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ConfigMap carrying the backend's CA, and the chart values that mount it at CA_FILE (``extraVolumes``,
+    ``extraVolumeMounts``)."""
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": CA_CONFIG_MAP, "namespace": NAMESPACE},
+                  "data": {"ca.crt": pem}}
+    return config_map, {"extraVolumes": [{"name": "backend-ca", "configMap": {"name": CA_CONFIG_MAP}}],
+                        "extraVolumeMounts": [{"name": "backend-ca", "mountPath": CA_MOUNT, "readOnly": True}]}
 
 
 def collector_address(port: int) -> str:

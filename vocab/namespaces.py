@@ -57,6 +57,12 @@ class NamespaceParams:
     pod_security_version: str = "latest"   # enforce-version: "latest" or a minor like "v1.36"
 
 
+def quota(p: NamespaceParams) -> dict[str, str]:
+    """The namespace's ResourceQuota ``hard`` limits, by quota key."""
+    return {"requests.cpu": p.cpu_requests, "requests.memory": p.memory_requests, "limits.cpu": p.cpu_limits,
+            "limits.memory": p.memory_limits, "pods": str(p.pods)}
+
+
 def check_namespace(p: NamespaceParams) -> None:
     """Raise ValueError unless the namespace is well formed: its name says its OS, its quantities relate."""
     require(bool(DNS_LABEL.match(p.name)), f"namespace {p.name!r} is not a DNS-1123 label")
