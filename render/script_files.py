@@ -25,6 +25,7 @@ import functools
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 SCRIPTS_DIR = Path(__file__).parent / "scripts"
@@ -107,24 +108,21 @@ def _language(name: str) -> str:
 
 
 def _lines(name: str) -> tuple[str, ...]:
-    """A script file's lines. The repository's own scripts are read once per process (every node renders the
-    same files); another folder (a test's) is read every time."""
-    if SCRIPTS_DIR == _REPOSITORY_SCRIPTS:
-        return _repository_lines(name)
+    """A script file's lines (read on every call: the compiled templates below are what is kept)."""
     return tuple((SCRIPTS_DIR / name).read_text().splitlines())
 
 
-@functools.cache
-def _repository_lines(name: str) -> tuple[str, ...]:
-    return tuple((_REPOSITORY_SCRIPTS / name).read_text().splitlines())
+@dataclass(frozen=True)
+class _Inputs:
+    """Where the entry script's ``#@ inputs`` line stood: its indentation and the names it declares."""
+    indent: str
+    args: tuple[str, ...]
 
 
-def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen: tuple[str, ...],
-            indent: str) -> tuple[list[str], bool]:
+def _expand(name: str, language: str, seen: tuple[str, ...], indent: str) -> list[str | _Inputs]:
     if name in seen:
         raise ValueError(f"script include cycle: {' -> '.join(seen + (name,))}")
-    out: list[str] = []
-    had_inputs = False
+    out: list[str | _Inputs] = []
     for line in _lines(name):
         if _NOTE.match(line):
             continue
@@ -136,47 +134,90 @@ def _expand(name: str, language: str, inputs: Mapping[str, object] | None, seen:
         if verb == "include":
             if len(args) != 1 or not _INCLUDE.match(args[0]) or _language(args[0]) != language:
                 raise ValueError(f"{name}: bad include {line.strip()!r}")
-            included, nested_inputs = _expand(args[0], language, inputs, seen + (name,), inner)
-            if nested_inputs:
+            included = _expand(args[0], language, seen + (name,), inner)
+            if any(isinstance(item, _Inputs) for item in included):
                 raise ValueError(f"{args[0]}: a shared fragment declares no inputs")
             out.extend(included)
         elif verb == "inputs":
-            if had_inputs or seen:
+            if seen or any(isinstance(item, _Inputs) for item in out):
                 raise ValueError(f"{name}: one #@ inputs line, in the entry script only")
-            had_inputs = True
             if not all(_INPUT_NAME.match(arg) for arg in args):
                 raise ValueError(f"{name}: bad input names {args!r}")
-            values: dict[str, object]
-            if inputs is None:
-                # The raw-file lint form: every input assigned a placeholder of the right shape.
-                values = {arg.removesuffix("[]"): (["x"] if arg.endswith("[]") else "x") for arg in args}
-            else:
-                values = dict(inputs)
-            names = [arg.removesuffix("[]") for arg in args]
-            if sorted(names) != sorted(values):
-                missing, extra = set(names) - set(values), set(values) - set(names)
-                raise ValueError(f"{name}: inputs do not match its #@ inputs line "
-                                 f"(missing {sorted(missing)}, not declared {sorted(extra)})")
-            for arg, input_name in zip(args, names, strict=False):
-                out.append(inner + _assignment(language, input_name, arg.endswith("[]"), values[input_name]))
+            out.append(_Inputs(inner, tuple(args)))
         else:
             raise ValueError(f"{name}: unknown directive {line.strip()!r}")
-    return out, had_inputs
+    return out
+
+
+def _compile(name: str) -> tuple[str | _Inputs, ...]:
+    """The script with its includes expanded and its notes dropped, each run of plain lines joined into one
+    text: every node renders the same files, so the repository's own are compiled once per process (another
+    folder, a test's, every time)."""
+    if SCRIPTS_DIR == _REPOSITORY_SCRIPTS:
+        return _repository_template(name)
+    return _joined(_expand(name, _language(name), (), ""))
+
+
+@functools.cache
+def _repository_template(name: str) -> tuple[str | _Inputs, ...]:
+    return _joined(_expand(name, _language(name), (), ""))
+
+
+def _joined(items: list[str | _Inputs]) -> tuple[str | _Inputs, ...]:
+    out: list[str | _Inputs] = []
+    run: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            run.append(item)
+            continue
+        if run:
+            out.append("\n".join(run))
+            run = []
+        out.append(item)
+    if run:
+        out.append("\n".join(run))
+    return tuple(out)
+
+
+def _fill(name: str, inputs: Mapping[str, object] | None) -> tuple[str, bool]:
+    """The compiled script with its inputs assigned (None: the lint form's placeholders), and whether it
+    declares inputs."""
+    language = _language(name)
+    parts: list[str] = []
+    had_inputs = False
+    for item in _compile(name):
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        had_inputs = True
+        names = [arg.removesuffix("[]") for arg in item.args]
+        values: dict[str, object]
+        if inputs is None:
+            # The raw-file lint form: every input assigned a placeholder of the right shape.
+            values = {arg.removesuffix("[]"): (["x"] if arg.endswith("[]") else "x") for arg in item.args}
+        else:
+            values = dict(inputs)
+        if sorted(names) != sorted(values):
+            missing, extra = set(names) - set(values), set(values) - set(names)
+            raise ValueError(f"{name}: inputs do not match its #@ inputs line "
+                             f"(missing {sorted(missing)}, not declared {sorted(extra)})")
+        parts += [item.indent + _assignment(language, input_name, arg.endswith("[]"), values[input_name])
+                  for arg, input_name in zip(item.args, names, strict=True)]
+    return "\n".join(parts) + "\n", had_inputs
 
 
 def render_script(name: str, **inputs: object) -> str:
     """The script ``render/scripts/<name>`` with its includes expanded and its inputs assigned."""
-    lines, had_inputs = _expand(name, _language(name), inputs, (), "")
+    text, had_inputs = _fill(name, inputs)
     if inputs and not had_inputs:
         raise ValueError(f"{name} declares no inputs but was given {sorted(inputs)}")
-    return "\n".join(lines) + "\n"
+    return text
 
 
 def lint_form(name: str) -> str:
     """The script with its includes expanded and each input set to a placeholder: what the linters read
     to check the file as written, independent of any stack."""
-    lines, _ = _expand(name, _language(name), None, (), "")
-    return "\n".join(lines) + "\n"
+    return _fill(name, None)[0]
 
 
 def revision(*names: str) -> str:
