@@ -3,7 +3,7 @@ from collections.abc import Sequence
 
 import pulumi
 
-from components import cycle_check
+from components import cycle_check, gc_thresholds
 from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.custom_metrics import CustomMetrics
@@ -39,6 +39,10 @@ from plan.platform import (
     tracing_plan,
     windows_kube_proxy_plan,
 )
+
+# The program keeps what it allocates until the run ends; Python's default thresholds spent half the evaluation
+# walking it (components/gc_thresholds.py).
+gc_thresholds.install()
 
 try:
     stack = load(from_pulumi_runtime())

@@ -1,8 +1,11 @@
 """The benchmark's own logic: generated stacks are valid, the critical path is right, radii are minimal."""
 from __future__ import annotations
 
+import gc
+
 import pytest
 
+from components import gc_thresholds
 from config.loader import load
 from tools import bench
 from tools.mockrun import Recording, Resource
@@ -106,3 +109,26 @@ def test_bounded_create_keeps_each_host_and_the_first_control_plane_within_its_l
     credentials = [n for n in sessions if n.endswith("-join-credentials")]
     waits = [n for n in sessions if n.endswith("-drain")]
     assert len(waits) > 50 and most_at_once(credentials) <= 5 and most_at_once(waits) <= 5
+
+
+def test_the_program_runs_with_its_collector_thresholds_and_the_harness_puts_the_defaults_back(monkeypatch):
+    """__main__.py sets components/gc_thresholds.py's thresholds before anything else, no full collection walks
+    the heap during a run, and the mock engine's process (which goes on to the next test) gets its own back."""
+    calls: list[tuple[int, ...]] = []
+    real = gc.set_threshold
+    monkeypatch.setattr(gc, "set_threshold", lambda *values: (calls.append(values), real(*values)))
+    before = gc.get_threshold()
+    full: list[dict] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full.append(info)
+
+    gc.callbacks.append(note)
+    try:
+        bench.run_program(bench.raw(bench.generate_stack(30)), stack=bench.CLUSTER)
+    finally:
+        gc.callbacks.remove(note)
+    assert calls == [gc_thresholds.THRESHOLDS, before]
+    assert gc.get_threshold() == before
+    assert full == []
