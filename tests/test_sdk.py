@@ -37,6 +37,22 @@ def test_the_wire_signatures_are_the_ones_the_sdk_writes():
     assert len(set(sdk.ASSET_SIGS) | {sdk.SECRET_SIG, sdk.RESOURCE_SIG}) == 4
 
 
+def test_serialize_writes_what_the_sdks_serializer_writes_for_every_registration_of_a_run(hk_recording):
+    """The mock engine's direct serializer against the SDK's, on a sample of every shape and on the outputs the
+    engine model returns for each resource of hk-prod (the secrets, unknowns and nested values a real run has)."""
+    from tools.mockrun import _to_rpc
+
+    sample = {"top-none": None, "nested": {"none": None, "int": 1, "list": [None, 1, True, "u", {"q": None}]},
+              "float": 2.5, "later": sdk.UNKNOWN, "secret": sdk.wrap_secret({"k": None, "v": "x"}), "empty": {},
+              "none-list": []}
+    assert json_format.MessageToDict(sdk.serialize(sample)) == json_format.MessageToDict(sdk.serialize_with_sdk(sample))
+    assert len(hk_recording.state) > 300
+    for urn, entry in hk_recording.state.items():
+        outputs = _to_rpc(entry.outputs)
+        assert (json_format.MessageToDict(sdk.serialize(outputs))
+                == json_format.MessageToDict(sdk.serialize_with_sdk(outputs))), urn
+
+
 def test_a_registration_record_and_response_carry_urn_id_and_outputs():
     record = sdk.ResourceRegistration("urn:x", "id-1", {"a": 1})
     assert (record.urn, record.id, record.state) == ("urn:x", "id-1", {"a": 1})

@@ -49,7 +49,18 @@ def message_to_dict(message: Any) -> Any:
 
 
 def serialize(outputs: Mapping[str, Any]) -> struct_pb2.Struct:
-    """Resource outputs in the engine's wire format (secrets and unknowns kept)."""
+    """Resource outputs in the engine's wire format (secrets and unknowns kept). The engine model's values are
+    plain data, with secrets and unknowns already in their wire form, so the struct is built directly, as the
+    SDK's serialize_properties builds it from such data: a top-level None left out, every number a double.
+    Going through that asynchronous serializer instead cost a third of the mock engine's time at 300 nodes;
+    tests/test_sdk.py compares the two on every registration of a run."""
+    struct = struct_pb2.Struct()
+    struct.update({key: value for key, value in outputs.items() if value is not None})
+    return struct
+
+
+def serialize_with_sdk(outputs: Mapping[str, Any]) -> struct_pb2.Struct:
+    """The same through the SDK's own serializer (what serialize must agree with)."""
     return sync_await(_rpc.serialize_properties(dict(outputs), {}))
 
 
