@@ -33,6 +33,7 @@ from render.shell import bash_command
 from .bootstrap import ControlPlaneAccess
 from .connections import connection_digest
 from .machines import Machines
+from .waves import after_wave
 
 
 def _drain_command(node: LinuxNodeSpec, etcd_pod: str | None, restart_connection: str) -> str:
@@ -51,7 +52,7 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
 
         previous: list[pulumi.Resource] = list(after)
         self.steps: list[command.remote.Command] = []
-        for wave in stack_waves(spec, windows=False):
+        for wave_index, wave in enumerate(stack_waves(spec, windows=False)):
             restarted: list[pulumi.Resource] = []
             for node_name in wave:
                 machine = by_name[node_name]
@@ -91,6 +92,6 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
                 )
                 self.steps += [drain, restart, uncordon]
                 restarted.append(uncordon)
-            previous = restarted
+            previous = after_wave(name, wave_index, restarted, spec, self)
         self.done: list[pulumi.Resource] = previous
         self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})

@@ -33,6 +33,7 @@ from render import resource_metrics, windows_bootstrap
 from .k8s import helm_release
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .upgrade import for_machine
+from .waves import after_wave
 
 
 class KubeletServing(pulumi.ComponentResource):
@@ -45,7 +46,7 @@ class KubeletServing(pulumi.ComponentResource):
         previous: list[pulumi.Resource] = list(after)
         self.steps: list[command.remote.Command] = []
         waves = stack_waves(spec)
-        for wave in waves:
+        for wave_index, wave in enumerate(waves):
             done: list[pulumi.Resource] = []
             for node_name in wave:
                 machine = by_name[node_name]
@@ -67,7 +68,7 @@ class KubeletServing(pulumi.ComponentResource):
                 )
                 self.steps.append(step)
                 done.append(step)
-            previous = done
+            previous = after_wave(name, wave_index, done, spec, self)
         # What needs every kubelet serving as configured (metrics-server reads them all).
         self.done: list[pulumi.Resource] = previous
         self.register_outputs({"serverTLSBootstrap": enabled, "waves": waves})

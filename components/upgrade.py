@@ -10,7 +10,8 @@ steps (a Windows node four): drain (on the first control-plane node; quorum chec
 node; PodDisruptionBudgets honoured), the node's own upgrade (the runtime, staged before anything stops and
 swapped with the kubelet stopped; on Windows its own step first; packages or binaries, kubeadm, kubelet
 restart), uncordon once it is Ready at the new version on the new runtime. Every node of a wave waits for
-every node of the wave before to be uncordoned, so the graph is as deep as the waves, not the nodes. A
+every node of the wave before to be uncordoned, through that wave's gate (components/waves.py), so the graph is
+as deep as the waves, not the nodes, and its edges grow with the nodes, not their square. A
 runtime pin change alone runs the same waves. A node that fails stays cordoned and the run is cancelled (Pulumi
 starts nothing new after a failed step): steps already under way on its wave's other nodes finish, the rest
 (possibly leaving some of them cordoned) and every later wave wait for the next `up`, which resumes them.
@@ -41,6 +42,7 @@ from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
+from .waves import after_wave
 
 
 class MachineRender(Protocol):
@@ -137,7 +139,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 )
                 self.steps += [drain, upgrade, uncordon]
                 uncordoned.append(uncordon)
-            previous = uncordoned
+            previous = after_wave(name, wave_index, uncordoned, spec, self)
         # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
         self.done: list[pulumi.Resource] = previous
         self.waves = waves

@@ -26,7 +26,9 @@ def hk(hk_recording):
 
 
 def _chain(hk):
-    return [r for r in hk.by_type("command:remote:Command") if r.name.startswith("hk-prod-restarts-")]
+    """The nodes' steps, without the gates between waves (components/waves.py)."""
+    return [r for r in hk.by_type("command:remote:Command")
+            if r.name.startswith("hk-prod-restarts-") and not r.name.startswith("hk-prod-restarts-wave-")]
 
 
 def test_one_node_at_a_time_control_plane_first_then_workers_by_zone(hk):
@@ -36,21 +38,25 @@ def test_one_node_at_a_time_control_plane_first_then_workers_by_zone(hk):
     assert restarts == ["hk-cp-1", "hk-cp-2", "hk-cp-3", "hk-lnx-1", "hk-lnx-3", "hk-lnx-2", "hk-lnx-4"]
     by_name = {r.name: r for r in chain}
     previous = None
-    for node in restarts:
+    for index, node in enumerate(restarts):   # every Linux node is a wave of its own in hk-prod
         drain, restart, uncordon = (by_name[f"hk-prod-restarts-{node}-{step}"] for step in STEPS)
         vm = hk.named(f"hk-prod-{node}-vm")
         assert vm.urn in drain.dependencies
         assert drain.urn in restart.dependencies and restart.urn in uncordon.dependencies
+        gate = hk.named(f"hk-prod-restarts-wave-{index}")
+        assert gate.dependencies == [uncordon.urn]   # the wave's gate waits for its node to be back
+        assert "create" not in gate.inputs and "update" not in gate.inputs and "delete" not in gate.inputs
         if previous is not None:
-            assert previous.urn in drain.dependencies   # the next node waits for this one to be back
+            restarts_deps = [d for d in drain.dependencies if "LinuxNodeRestarts" in d]
+            assert restarts_deps == [previous.urn]   # the next node waits for the wave before, through its gate
         else:
             # The first waits for the end of the upgrade chain: two chains never drain two nodes at once.
             upgrade = [u for u in drain.dependencies if "KubernetesUpgrade" in u]
-            assert len(upgrade) == 1 and upgrade[0].endswith("-uncordon-after-upgrade")
-            # ... its last step, the one declared last (the chain is serial).
+            # ... its last wave's gate, the step declared last (the chain is serial).
             upgrade_steps = [r for r in hk.by_type("command:remote:Command") if r.name.startswith("hk-prod-upgrade-")]
-            assert upgrade[0] == upgrade_steps[-1].urn
-        previous = uncordon
+            assert upgrade == [upgrade_steps[-1].urn] and upgrade_steps[-1].name.startswith("hk-prod-upgrade-wave-")
+            assert hk.named("hk-prod-upgrade-hk-lnx-4-uncordon-after-upgrade").urn in hk.waits_for(upgrade[0])
+        previous = gate
 
 
 def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):

@@ -187,8 +187,11 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     # Its kubelet serving step: created, it runs once on the new node (components/resource_metrics.py), which joined
     # with the cluster's setting and so only waits for its certificate.
     serving = {"hk-prod-kubelet-serving-hk-lnx-5"}
+    # hk-2's Linux workers go from two waves to three (20% each): the new wave brings its gate in each rolling chain
+    # (components/waves.py), a resource that runs nothing.
+    gates = {f"hk-prod-{chain}-wave-7" for chain in ("upgrade", "restarts", "kubelet-serving")}
     assert changed_resources(hk, record(hk_values)) == (machine | membership | labels | upgrade | restarts | serving
-                                                        | {"hk-prod-machines"})
+                                                        | gates | {"hk-prod-machines"})
 
 
 def test_a_secret_change_is_seen_without_being_shown():

@@ -279,7 +279,9 @@ def test_the_windows_step_runs_the_same_phase_and_waits_for_the_same_file():
 # --- the graph -------------------------------------------------------------------------------------------------
 
 def _serving(recording: Recording) -> list:
-    return [r for r in recording.by_type("command:remote:Command") if r.name.startswith("hk-prod-kubelet-serving-")]
+    """Each node's kubelet-serving step, without the gates between waves (components/waves.py)."""
+    return [r for r in recording.by_type("command:remote:Command")
+            if r.name.startswith("hk-prod-kubelet-serving-") and not r.name.startswith("hk-prod-kubelet-serving-wave-")]
 
 
 def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restarts(hk_recording):
@@ -293,12 +295,17 @@ def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restar
     for node in waves[0]:
         assert {approver.urn, last_restart.urn} <= set(by_name[node].dependencies)
     steps = {r.urn for r in by_name.values()}
-    for before, wave in zip(waves, waves[1:], strict=False):
-        for node in wave:
-            # The wave before, and no other kubelet's step (the rest is the node's own machine, whose id the text names).
-            assert {by_name[n].urn for n in before} == set(by_name[node].dependencies) & steps
+    gates = [hk.named(f"hk-prod-kubelet-serving-wave-{index}") for index in range(len(waves))]
+    for index, wave in enumerate(waves):
+        # The wave's gate (components/waves.py) waits for every kubelet of the wave.
+        assert set(gates[index].dependencies) == {by_name[n].urn for n in wave}
+        for node in wave if index else ():
+            # The gate of the wave before, and no kubelet's step (the rest is the node's own machine, whose id the
+            # text names).
+            assert gates[index - 1].urn in by_name[node].dependencies
+            assert not set(by_name[node].dependencies) & steps
     metrics_server = hk.named("hk-prod-metrics-server-metrics-server")
-    assert {by_name[n].urn for n in waves[-1]} <= set(metrics_server.dependencies)
+    assert gates[-1].urn in metrics_server.dependencies
     # Each step runs on create too (an existing cluster meets it that way) and leaves nothing to delete.
     for step in by_name.values():
         assert step.inputs["create"] == step.inputs["update"] and not step.inputs.get("delete")

@@ -66,9 +66,16 @@ def test_waves_in_the_upgrade_guides_order(hk):
             for earlier, later in zip(steps, steps[1:], strict=False):
                 # Each of a node's steps waits for the one before it, and no other upgrade step.
                 assert upgrade_urns & set(later.dependencies) == {earlier.urn}, later.name
-            # A node's drain waits for every node of the wave before to be uncordoned, and nothing else of the upgrade.
-            before = {step(hk, other, "uncordon-after-upgrade").urn for other in WAVES[index - 1]} if index else set()
+            # A node's drain waits for the wave before's gate, and nothing else of the upgrade.
+            before = {hk.named(f"hk-prod-upgrade-wave-{index - 1}").urn} if index else set()
             assert upgrade_urns & set(steps[0].dependencies) == before, node
+        # The wave's gate (components/waves.py) waits for every node of the wave to be uncordoned, and runs nothing.
+        gate = hk.named(f"hk-prod-upgrade-wave-{index}")
+        assert set(gate.dependencies) == {step(hk, node, "uncordon-after-upgrade").urn for node in wave}
+        # Its connection (the SDK marks every connection secret) has no credentials: nothing is ever sent over it.
+        connection = gate.inputs["connection"].value
+        assert set(gate.inputs) == {"connection"} and connection["host"] == "10.30.30.11"
+        assert not {"privateKey", "password", "proxy", "hostKey"} & set(connection), connection
     # The first wave starts once every node has joined and is Ready.
     first = step(hk, "hk-cp-1", "drain-for-upgrade")
     for node in ORDER:
@@ -231,7 +238,9 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     values["cluster"]["kubernetesVersion"] = "1.35.9"
     built = run_program(raw_config(values))
     record = built.named("hk-prod-kubernetes-version-upgraded")
-    assert {step(built, node, "uncordon-after-upgrade").urn for node in WAVES[-1]} <= set(record.dependencies)
+    last_gate = built.named(f"hk-prod-upgrade-wave-{len(WAVES) - 1}")
+    assert last_gate.urn in record.dependencies
+    assert {step(built, node, "uncordon-after-upgrade").urn for node in WAVES[-1]} <= set(last_gate.dependencies)
     assert built.outputs["kubernetesVersion"] == "1.35.9"
 
     # The upgrade to 1.36 fails on hk-lnx-2: the run is cancelled (step_executor.go cancelDueToError), so
