@@ -134,6 +134,25 @@ def test_the_program_runs_with_its_collector_thresholds_and_the_harness_puts_the
         bench.run_program(bench.raw(bench.generate_stack(30)), stack=bench.CLUSTER)
     finally:
         gc.callbacks.remove(note)
+    if not gc_thresholds.GENERATIONAL:   # an interpreter the thresholds were not measured on keeps its own
+        assert calls == [before] and gc.get_threshold() == before
+        return
     assert calls == [gc_thresholds.THRESHOLDS, before]
     assert gc.get_threshold() == before
     assert full == []
+
+    # A run the program stops (refused configuration, after the thresholds were set) gets them back too.
+    values = bench.generate_stack(3)
+    values["cluster"]["name"] = "Not A Label"
+    with pytest.raises(Exception, match="cluster.name"):
+        bench.run_program(bench.raw(values), stack=bench.CLUSTER)
+    assert calls[-2:] == [gc_thresholds.THRESHOLDS, before] and gc.get_threshold() == before
+
+
+def test_the_program_declares_one_gate_per_wave_and_chain():
+    """The gates the bench's minimal sets expect come from the rollout plan alone; the program declares exactly
+    those (components/waves.py)."""
+    values = bench.generate_stack(20)
+    recording = bench.run_program(bench.raw(values), stack=bench.CLUSTER)
+    assert bench._wave_gates(recording) == bench.expected_gates(values)
+    assert len(bench.expected_gates(values)) >= 3 * 5

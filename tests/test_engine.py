@@ -87,3 +87,18 @@ def test_a_failed_delete_cancels_the_later_batches_and_a_failed_update_its_depen
     assert {e.name for e in gone.state.values()} == {"root", "child"}
     failed = run(declare("v2", ["a"]), built.state, fail=("root",))
     assert failed.plan.failed == ["root"] and "child" in failed.plan.skipped
+
+
+def test_a_second_registration_of_one_urn_fails_the_run():
+    """step_generator.go generateURN: the engine refuses a URN it has already seen in the deployment."""
+    import pytest
+
+    def program():
+        command.remote.Command("twice", connection=CONNECTION, create="a")
+        command.remote.Command("twice", connection=CONNECTION, create="b")
+
+    with pytest.raises(Exception, match="Duplicate resource URN .*twice'; try giving it a unique name"):
+        run(program)
+    # The mock engine's process goes on: nothing of the failed run reaches the next one.
+    after = run(lambda: command.remote.Command("once", connection=CONNECTION, create="a"))
+    assert [r.name for r in after.resources] == ["once"] and not after.plan.errors

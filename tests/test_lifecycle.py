@@ -226,7 +226,7 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
     assert marked.plan.of(lost.name) == ["create"] and lost.inputs["connection"].value["host"] == "10.30.30.11"
     # Where its wave empties (hk-prod's Linux waves hold one node each; hk-win-2 shares hk-lnx-2's), one wave fewer
     # is followed by one gate fewer (components/waves.py: one per wave, numbered), a gate that never ran anything.
-    gates_gone = {r.name for r in built.resources if "-wave-" in r.name} - {r.name for r in marked.resources}
+    gates_gone = {r.name for r in built.resources if "--wave-" in r.name} - {r.name for r in marked.resources}
     assert bool(gates_gone) == (node != "hk-win-2"), gates_gone
     assert all(marked.plan.of(gate) == ["delete"] for gate in gates_gone)
     assert {s.name for s in marked.plan.steps if s.op != "same"} - {lost.name, "hk-prod-machines"} - gates_gone == {
@@ -409,9 +409,9 @@ def test_adding_a_bastion_updates_every_command_and_replaces_nothing(built):
     run = up(values, built.state, preview=True)
     # Every command that connects: the gates between waves never do (components/waves.py), so theirs has no bastion.
     commands = {r.name for r in built.resources if r.type == "command:remote:Command"
-                and "connection" not in r.ignore_changes and "-wave-" not in r.name}
+                and "connection" not in r.ignore_changes and "--wave-" not in r.name}
     assert run.plan.changed == with_stdin_readers(built, commands)
-    assert not {r.name for r in run.resources if "-wave-" in r.name and "proxy" in r.inputs["connection"].value}
+    assert not {r.name for r in run.resources if "--wave-" in r.name and "proxy" in r.inputs["connection"].value}
     assert not run.plan.ops("replace") and run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
     assert_disruptive_steps_are_serial(run)
 
@@ -480,9 +480,13 @@ def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster
 def test_a_stack_built_before_the_wave_gates_gets_them_and_nothing_else_runs(built):
     """The gates between waves (components/waves.py) came after stacks existed: the first `up` with them creates
     them, which dials nothing, and leaves every other resource as it was."""
-    old_state = {urn: entry for urn, entry in built.state.items() if "-wave-" not in entry.name}
+    import dataclasses
+    gate_urns = {urn for urn, entry in built.state.items() if "--wave-" in entry.name}
+    # The state as such a stack holds it: no gates, and nothing recorded as depending on one.
+    old_state = {urn: dataclasses.replace(entry, dependencies=[d for d in entry.dependencies if d not in gate_urns])
+                 for urn, entry in built.state.items() if urn not in gate_urns}
     run = up(hk_prod_values(), old_state)
-    gates = {r.name for r in run.resources if "-wave-" in r.name}
+    gates = {r.name for r in run.resources if "--wave-" in r.name}
     assert len(gates) == 21 and run.plan.changed == gates
     assert all(run.plan.of(gate) == ["create"] for gate in gates)
     assert not any(run.named(gate).inputs.get(key) for gate in gates for key in ("create", "update", "delete"))

@@ -28,7 +28,7 @@ def hk(hk_recording):
 def _chain(hk):
     """The nodes' steps, without the gates between waves (components/waves.py)."""
     return [r for r in hk.by_type("command:remote:Command")
-            if r.name.startswith("hk-prod-restarts-") and not r.name.startswith("hk-prod-restarts-wave-")]
+            if r.name.startswith("hk-prod-restarts-") and not r.name.startswith("hk-prod-restarts--wave-")]
 
 
 def test_one_node_at_a_time_control_plane_first_then_workers_by_zone(hk):
@@ -43,7 +43,7 @@ def test_one_node_at_a_time_control_plane_first_then_workers_by_zone(hk):
         vm = hk.named(f"hk-prod-{node}-vm")
         assert vm.urn in drain.dependencies
         assert drain.urn in restart.dependencies and restart.urn in uncordon.dependencies
-        gate = hk.named(f"hk-prod-restarts-wave-{index}")
+        gate = hk.named(f"hk-prod-restarts--wave-{index}")
         assert gate.dependencies == [uncordon.urn]   # the wave's gate waits for its node to be back
         assert "create" not in gate.inputs and "update" not in gate.inputs and "delete" not in gate.inputs
         if previous is not None:
@@ -54,7 +54,7 @@ def test_one_node_at_a_time_control_plane_first_then_workers_by_zone(hk):
             upgrade = [u for u in drain.dependencies if "KubernetesUpgrade" in u]
             # ... its last wave's gate, the step declared last (the chain is serial).
             upgrade_steps = [r for r in hk.by_type("command:remote:Command") if r.name.startswith("hk-prod-upgrade-")]
-            assert upgrade == [upgrade_steps[-1].urn] and upgrade_steps[-1].name.startswith("hk-prod-upgrade-wave-")
+            assert upgrade == [upgrade_steps[-1].urn] and upgrade_steps[-1].name.startswith("hk-prod-upgrade--wave-")
             assert hk.named("hk-prod-upgrade-hk-lnx-4-uncordon-after-upgrade").urn in hk.waits_for(upgrade[0])
         previous = gate
 

@@ -281,7 +281,7 @@ def test_the_windows_step_runs_the_same_phase_and_waits_for_the_same_file():
 def _serving(recording: Recording) -> list:
     """Each node's kubelet-serving step, without the gates between waves (components/waves.py)."""
     return [r for r in recording.by_type("command:remote:Command")
-            if r.name.startswith("hk-prod-kubelet-serving-") and not r.name.startswith("hk-prod-kubelet-serving-wave-")]
+            if r.name.startswith("hk-prod-kubelet-serving-") and not r.name.startswith("hk-prod-kubelet-serving--wave-")]
 
 
 def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restarts(hk_recording):
@@ -295,7 +295,7 @@ def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restar
     for node in waves[0]:
         assert {approver.urn, last_restart.urn} <= set(by_name[node].dependencies)
     steps = {r.urn for r in by_name.values()}
-    gates = [hk.named(f"hk-prod-kubelet-serving-wave-{index}") for index in range(len(waves))]
+    gates = [hk.named(f"hk-prod-kubelet-serving--wave-{index}") for index in range(len(waves))]
     for index, wave in enumerate(waves):
         # The wave's gate (components/waves.py) waits for every kubelet of the wave.
         assert set(gates[index].dependencies) == {by_name[n].urn for n in wave}

@@ -67,10 +67,10 @@ def test_waves_in_the_upgrade_guides_order(hk):
                 # Each of a node's steps waits for the one before it, and no other upgrade step.
                 assert upgrade_urns & set(later.dependencies) == {earlier.urn}, later.name
             # A node's drain waits for the wave before's gate, and nothing else of the upgrade.
-            before = {hk.named(f"hk-prod-upgrade-wave-{index - 1}").urn} if index else set()
+            before = {hk.named(f"hk-prod-upgrade--wave-{index - 1}").urn} if index else set()
             assert upgrade_urns & set(steps[0].dependencies) == before, node
         # The wave's gate (components/waves.py) waits for every node of the wave to be uncordoned, and runs nothing.
-        gate = hk.named(f"hk-prod-upgrade-wave-{index}")
+        gate = hk.named(f"hk-prod-upgrade--wave-{index}")
         assert set(gate.dependencies) == {step(hk, node, "uncordon-after-upgrade").urn for node in wave}
         # Its connection (the SDK marks every connection secret) has no credentials: nothing is ever sent over it.
         connection = gate.inputs["connection"].value
@@ -238,7 +238,7 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     values["cluster"]["kubernetesVersion"] = "1.35.9"
     built = run_program(raw_config(values))
     record = built.named("hk-prod-kubernetes-version-upgraded")
-    last_gate = built.named(f"hk-prod-upgrade-wave-{len(WAVES) - 1}")
+    last_gate = built.named(f"hk-prod-upgrade--wave-{len(WAVES) - 1}")
     assert last_gate.urn in record.dependencies
     assert {step(built, node, "uncordon-after-upgrade").urn for node in WAVES[-1]} <= set(last_gate.dependencies)
     assert built.outputs["kubernetesVersion"] == "1.35.9"
@@ -277,3 +277,14 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
     for node in ("hk-lnx-1", "hk-lnx-3", "hk-win-1", "hk-win-3"):
         assert all(resumed.plan.of(f"hk-prod-upgrade-{node}-{name}") == ["same"] for name in steps_of(node)), node
     assert failed.plan.of("hk-prod-upgrade-hk-lnx-3-uncordon-after-upgrade") == ["update"]
+
+
+def test_a_node_named_like_a_gate_does_not_meet_one():
+    """A node may be called `wave-1` (a DNS label); the gates between waves hold `--wave-`, which no step named
+    after a node can (components/waves.py), so the run registers every URN once."""
+    values = hk_prod_values()
+    next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4")["name"] = "wave-1"
+    recording = run_program(raw_config(values))
+    assert not recording.plan.errors
+    assert recording.named("hk-prod-kubelet-serving-wave-1") and recording.named("hk-prod-kubelet-serving--wave-1")
+    assert len({r.urn for r in recording.resources}) == len(recording.resources)

@@ -282,6 +282,10 @@ def provider_urn(reference: str) -> str:
     return reference.rsplit("::", 1)[0] if reference.count("::") > 1 else reference
 
 
+class DuplicateUrn(RuntimeError):
+    """Two registrations of one URN in a run."""
+
+
 class Deployment:
     """One `pulumi up` (or preview) against `state`. Call register() in the program's registration order,
     then finish(); `plan` holds the steps and `state` the state the run leaves.
@@ -320,6 +324,10 @@ class Deployment:
 
     # --- registration ------------------------------------------------------------------------------
     def register(self, reg: Registration) -> Entry:
+        if reg.urn in self.new:
+            # The step generator refuses a URN it has seen in this deployment (pkg/resource/deploy/step_generator.go
+            # generateURN; diag.GetDuplicateResourceURNError), and the run fails.
+            raise DuplicateUrn(f"Duplicate resource URN '{reg.urn}'; try giving it a unique name")
         old_urn = reg.urn if reg.urn in self.old or reg.urn in self.recreating else next(
             (a for a in reg.aliases if a in self.old), reg.urn)
         old = self.old.pop(old_urn, None)

@@ -313,6 +313,9 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
 
     try:
         sdk.run(program)
+    except BaseException:
+        sdk.cancel_pending()
+        raise
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
         sdk.reset_root_stack()

@@ -9,6 +9,7 @@ here, in one place, with a test naming it.
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ from pulumi.runtime import rpc as _rpc
 from pulumi.runtime import settings as _settings
 from pulumi.runtime.proto import resource_pb2 as _resource_pb2
 from pulumi.runtime.stack import run_pulumi_func as _run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 # The wire format of special values (pulumi/sdk/python/lib/pulumi/runtime/rpc.py): an object with the
 # signature key is a secret, a resource reference, an asset or an archive; UNKNOWN is a computed value.
@@ -103,6 +104,22 @@ def reset_root_stack() -> None:
 def run(program: Callable[[], Awaitable[None]]) -> None:
     """Run an async program to completion under the current mocks, as the CLI's language host would."""
     sync_await(_run_pulumi_func(program))
+
+
+def cancel_pending() -> None:
+    """Cancel what a stopped run left on the SDK's event loop (registrations still in flight or waiting for their
+    dependencies). The CLI's process ends with a failed run; the mock engine's goes on to the next run, which
+    would otherwise pump those tasks into its own deployment."""
+    loop = _ensure_event_loop()
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    # The SDK keeps a failed Output for the end of the run (pulumi/output.py Output._track), in a set that outlives
+    # the run: the next run's wait_for_rpcs would raise its error again.
+    with _settings.SETTINGS.lock:
+        _settings.SETTINGS.outputs.clear()
 
 
 def sync_await(awaitable: Awaitable[Any]) -> Any:
