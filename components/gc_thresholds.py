@@ -28,7 +28,7 @@ import sys
 
 THRESHOLDS = (100_000, 50, 100)
 # The collectors these thresholds were chosen for: the generational one of 3.11 to 3.13.
-GENERATIONAL = (3, 11) <= sys.version_info[:2] < (3, 14)
+GENERATIONAL = sys.version_info < (3, 14)
 
 
 def install() -> None:

@@ -155,12 +155,14 @@ def _compile(name: str) -> tuple[str | _Inputs, ...]:
     folder, a test's, every time)."""
     if SCRIPTS_DIR == _REPOSITORY_SCRIPTS:
         return _repository_template(name)
+    return _template(name)
+
+
+def _template(name: str) -> tuple[str | _Inputs, ...]:
     return _joined(_expand(name, _language(name), (), ""))
 
 
-@functools.cache
-def _repository_template(name: str) -> tuple[str | _Inputs, ...]:
-    return _joined(_expand(name, _language(name), (), ""))
+_repository_template = functools.cache(_template)
 
 
 def _joined(items: list[str | _Inputs]) -> tuple[str | _Inputs, ...]:

@@ -18,7 +18,6 @@ import gc
 import json
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 
+from components.waves import GATE_MARK, gate_name
 from tools.mockrun import Recording, Resource, changed_resources, placeholder_secrets, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,7 +102,7 @@ def upgrade_estimate(name: str, first_control_plane: str) -> float:
 
 
 def estimate(type_: str, name: str, custom: bool) -> float:
-    if not custom or _WAVE_GATE.match(name):
+    if not custom or GATE_MARK in name:
         return 0.0  # components and the gates between waves (components/waves.py) do nothing themselves
     for pattern, suffix, seconds, _ in DURATIONS:
         if type_.startswith(pattern) and name.endswith(suffix):
@@ -382,12 +382,9 @@ def _carrying(recording: Recording, key: str, text: str) -> set[str]:
             if r.type == COMMAND and text in value(r) and key not in r.ignore_changes}
 
 
-_WAVE_GATE = re.compile(rf"^{CLUSTER}-(upgrade|restarts|kubelet-serving)--wave-[0-9]+$")
-
-
 def _wave_gates(recording: Recording) -> set[str]:
     """The gates between the waves of the rolling chains (components/waves.py) the program declared."""
-    return {r.name for r in recording.resources if r.type == COMMAND and _WAVE_GATE.match(r.name)}
+    return {r.name for r in recording.resources if GATE_MARK in r.name}
 
 
 def expected_gates(values: dict) -> set[str]:
@@ -398,7 +395,7 @@ def expected_gates(values: dict) -> set[str]:
     spec = load(raw(values)).spec
     counts = {"upgrade": len(stack_waves(spec)), "kubelet-serving": len(stack_waves(spec)),
               "restarts": len(stack_waves(spec, windows=False))}
-    return {f"{CLUSTER}-{chain}--wave-{index}" for chain, count in counts.items() for index in range(count)}
+    return {gate_name(f"{CLUSTER}-{chain}", index) for chain, count in counts.items() for index in range(count)}
 
 
 
@@ -442,7 +439,7 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-certificates-") and r.custom}
         # (A Windows node's runtime step names only the containerd pin, which a patch leaves.)
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")
-                  and not r.name.endswith("-runtime-upgrade") and r.name not in _wave_gates(after)}
+                  and not r.name.endswith("-runtime-upgrade") and GATE_MARK not in r.name}
         names |= {r.name for r in after.resources if r.name.endswith("-kube-proxy-windows") and "daemonset" in r.name}
         return names
 
