@@ -6,8 +6,10 @@ import pulumi
 from components import cycle_check, gc_thresholds
 from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
+from components.control_plane import ControlPlaneSettings
 from components.custom_metrics import CustomMetrics
 from components.guards import MachinesGuard
+from components.kubelet_config import KubeletConfig
 from components.load_balancer import LoadBalancer
 from components.machines import Machines
 from components.maintenance import LinuxNodeRestarts
@@ -15,7 +17,7 @@ from components.network import ClusterNetwork, WindowsKubeProxy
 from components.observability import Observability
 from components.policy import Policy
 from components.progressive_delivery import ProgressiveDelivery
-from components.resource_metrics import KubeletCsrApprover, KubeletServing, MetricsServer
+from components.resource_metrics import KubeletCsrApprover, MetricsServer
 from components.scheduling import Scheduling
 from components.storage import Storage
 from components.tls import Tls
@@ -96,10 +98,15 @@ windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy",
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec), cluster.provider, machines.nodes, node_ready,
                         machines.instances)
-# Kubelet serving certificates from the cluster CA (resourceMetrics), rolled onto the nodes that joined before in waves
-# after the upgrade's and the restarts' (each restarts kubelets); metrics-server once every kubelet serves one.
-kubelets = KubeletServing(f"{spec.cluster.name}-kubelet-serving", spec, machines,
-                          after=[*node_ready.values(), *restarts.done, *approver])
+# The kubelets' configuration (serving certificates from the cluster CA with resourceMetrics, the hardening), rolled onto
+# the nodes that joined before in waves after the upgrade's and the restarts' (each restarts kubelets); metrics-server
+# once every kubelet serves a certificate it can verify.
+kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.name}-kubelet-serving", spec, machines,
+                         after=[*node_ready.values(), *restarts.done, *approver])
+# The control plane's settings (security): encryption key, the API servers' files and flags, one control-plane node at a
+# time, once no rolling operation of this run takes a node's components down.
+ControlPlaneSettings(f"{spec.cluster.name}-control-plane", spec, machines, cluster.init,
+                     after=[*upgrade.done, *restarts.done, *kubelets.done])
 metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
     metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,

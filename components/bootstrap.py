@@ -23,9 +23,11 @@ import pulumi_kubernetes as kubernetes
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
 from plan.rollout import session_lanes
-from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, resource_metrics, windows_bootstrap
+from plan.security import control_plane_hardening, encryption_key, kubelet_config_settings
+from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, security, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
+from render.kubelet_config import render_kubelet_config_sync
 from render.shell import bash_command
 
 from .lifecycle import command_options
@@ -312,14 +314,17 @@ class KubeadmCluster(pulumi.ComponentResource):
         self.init = command.remote.Command(
             f"{name}-init",
             connection=first.connection,
-            create=bash_command(linux_bootstrap.render_init(init_config, kube_vip_manifest(spec, first_control_plane=True))),
+            create=bash_command(linux_bootstrap.render_init(
+                init_config, kube_vip_manifest(spec, first_control_plane=True),
+                hardening_files=security.control_plane_files(control_plane_hardening(spec)),
+                encryption_key=encryption_key(spec))),
             logging=command.remote.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin], ignore_changes=["create"]),
         )
-        # The kubelet-config ConfigMap follows `resourceMetrics` (serverTLSBootstrap) before any node joins, so a node
-        # always joins with the stack's setting; nodes that joined before are moved in waves by
-        # components/resource_metrics.py. A new cluster's init already uploaded it: the step then changes nothing.
-        sync = bash_command(resource_metrics.render_kubelet_config_sync(spec.resource_metrics.enabled))
+        # The kubelet-config ConfigMap follows the stack (serverTLSBootstrap for `resourceMetrics`, the hardening) before any
+        # node joins, so a node always joins with the stack's settings; nodes that joined before are moved in waves by
+        # components/kubelet_config.py. A new cluster's init already uploaded it: the step then changes nothing.
+        sync = bash_command(render_kubelet_config_sync(kubelet_config_settings(spec)))
         kubelet_config = command.remote.Command(
             f"{name}-kubelet-config",
             connection=first.connection,

@@ -42,10 +42,12 @@ def gate_name(name: str, wave_index: int) -> str:
 
 
 def after_wave(name: str, wave_index: int, done: Sequence[pulumi.Resource], spec: StackSpec,
-               parent: pulumi.Resource) -> list[pulumi.Resource]:
-    """What the next wave waits for: the gate `<name>--wave-<index>` after the wave's steps."""
+               parent: pulumi.Resource, former: tuple[str, str] | None = None) -> list[pulumi.Resource]:
+    """What the next wave waits for: the gate `<name>--wave-<index>` after the wave's steps. `former`: the chain's
+    earlier name and parent URN, when it was renamed, which the gate keeps as an alias."""
+    aliases = [pulumi.Alias(name=gate_name(former[0], wave_index), parent=former[1])] if former else None
     return [command.remote.Command(
         gate_name(name, wave_index),
         connection=command.remote.ConnectionArgs(host=str(spec.nodes.control_plane[0].ip)),
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(done)),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=list(done), aliases=aliases),
     )]

@@ -839,6 +839,76 @@ class EtcdBackupSpec(Spec):
     period."""
 
 
+PsaLevel = Literal["restricted", "baseline", "privileged"]
+
+
+class SecretsEncryptionSpec(Spec):
+    """Encryption of Secrets in etcd (an EncryptionConfiguration with the secretbox provider): the key is made on the
+    first control-plane node, carried to the others only through Pulumi secrets, and never leaves them otherwise."""
+    enabled: bool = True
+    """false: Secrets are stored in etcd as plain text (a relaxation: synth warns)."""
+    key_rotation: Annotated[str, matching(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
+                                          'a label of letters, digits, ".", "_" or "-", e.g. "2027-01"')] | None = None
+    """A label for a key rotation round (e.g. "2027-01"): setting or changing it makes a new key on the first
+    control-plane node, rolls it to every control-plane node and rewrites every Secret with it."""
+
+
+class PodSecuritySpec(Spec):
+    """The cluster-wide Pod Security default (the API server's AdmissionConfiguration): it holds for every namespace
+    without its own Pod Security labels, those created later by anyone included."""
+    enforce: PsaLevel = "baseline"
+    """Level a pod must meet to be admitted; privileged is a relaxation (synth warns)."""
+    audit: PsaLevel = "restricted"
+    """Level whose violations are recorded in the audit log."""
+    warn: PsaLevel = "restricted"
+    """Level whose violations are returned to the client as warnings."""
+    exempt_namespaces: list[Label] = []
+    """Further namespaces exempt from Pod Security altogether (a relaxation: synth warns for each)."""
+
+
+class NetworkPolicySpec(Spec):
+    """Calico policies that keep pods off the management network, the hypervisors, the storage and backup servers and
+    the nodes' SSH, and default-deny ingress in the application namespaces."""
+    enabled: bool = True
+    """false: no such policies, every pod reaches everything the network lets it (a relaxation: synth warns)."""
+    protected_networks: list[IPv4Net] = []
+    """Further networks no ordinary pod may reach (out-of-band management, a storage network not declared in
+    `network`)."""
+
+
+class AuditLogSpec(Spec):
+    """The API server's audit log on each control-plane node (/var/log/kubernetes/audit), rotated by the API server,
+    shipped with the node logs when observability.logs is on. Secret, ConfigMap and token bodies are never recorded."""
+    enabled: bool = True
+    """false: no audit log (a relaxation: synth warns)."""
+    max_age_days: Annotated[int, Field(ge=1, le=3650)] = 30
+    """Days a rotated audit file is kept (the CIS benchmark asks for 30 or more)."""
+    max_backups: Annotated[int, Field(ge=1, le=1000)] = 10
+    """Rotated audit files kept (the CIS benchmark asks for 10 or more)."""
+    max_size_mb: Annotated[int, Field(ge=1, le=10000)] = 100
+    """Size in MB at which the audit file is rotated (the CIS benchmark asks for 100 or more)."""
+
+
+class SecuritySpec(Spec):
+    """How the cluster is hardened, measured against the CIS Kubernetes Benchmark (docs/security.md). Every setting
+    is on by default; a stack relaxes one only by saying so here, and synth warns about each relaxation."""
+    secrets_encryption: SecretsEncryptionSpec = SecretsEncryptionSpec()
+    """Secrets encrypted at rest in etcd."""
+    pod_security: PodSecuritySpec = PodSecuritySpec()
+    """The cluster-wide Pod Security default."""
+    network_policy: NetworkPolicySpec = NetworkPolicySpec()
+    """What pods may reach."""
+    audit_log: AuditLogSpec = AuditLogSpec()
+    """The API server's audit log."""
+    seccomp_default: bool = True
+    """Every container without a seccomp profile runs with the runtime's default one (kubelet seccompDefault); false
+    is a relaxation (synth warns)."""
+    pod_pids_limit: Annotated[int, Field(ge=256, le=4_194_304)] = 4096
+    """The most processes one pod may run on a Linux node (kubelet podPidsLimit)."""
+    selinux: Literal["enforcing", "permissive"] = "enforcing"
+    """SELinux on the RHEL-family nodes (Rocky, CentOS); permissive is a relaxation (synth warns)."""
+
+
 class StackSpec(Spec):
     """The whole stack: each field is one `hybrid-cluster:<key>` entry of the stack file."""
 
@@ -894,6 +964,9 @@ class StackSpec(Spec):
     """Scheduled etcd snapshots (optional; a production stack should have them)."""
     backup: BackupSpec | None = None
     """Velero backups to S3-compatible stores, on-site and off-site (optional)."""
+    security: SecuritySpec = SecuritySpec()
+    """Hardening: encryption at rest, Pod Security, network policy, audit logging, kubelet and SELinux settings (all
+    on unless relaxed here)."""
 
     @property
     def linux_worker_zones(self) -> list[str]:

@@ -15,6 +15,7 @@ from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 
 from .release import kubernetes_release, windows_release
+from .security import cluster_hardening_fields
 
 Role = Literal["control-plane", "worker"]
 
@@ -46,6 +47,7 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
         sandbox_image=release.pause_image,
         api_server_args=release.api_server_args,
         server_tls_bootstrap=spec.resource_metrics.enabled,
+        **cluster_hardening_fields(spec),  # type: ignore[arg-type]
     )
 
 

@@ -56,6 +56,7 @@ from render.containerd import (
     registry_hosts_files,
 )
 from render.script_files import render_script
+from render.security import sysctl_lines
 from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_image, check_machine, check_version, is_host
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
@@ -199,6 +200,8 @@ def _sysctl_conf() -> str:
         f"net.ipv6.neigh.default.gc_thresh1 = {gc1}\n"
         f"net.ipv6.neigh.default.gc_thresh2 = {gc2}\n"
         f"net.ipv6.neigh.default.gc_thresh3 = {gc3}\n"
+        # The kubelet runs with protectKernelDefaults and exits at start unless these are set (render/security.py).
+        + "".join(f"{line}\n" for line in sysctl_lines())
     )
 
 

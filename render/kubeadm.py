@@ -108,6 +108,11 @@ _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# core/v1 HostPathType values (staging/src/k8s.io/api/core/v1/types.go).
+_HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
+# The keys kubelet_config writes from ClusterParams' own fields.
+_KUBELET_CONFIG_OWN_KEYS = frozenset({"apiVersion", "kind", "cgroupDriver", "serializeImagePulls", "maxParallelImagePulls",
+                                      "serverTLSBootstrap"})
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,21 @@ class Taint:
     key: str
     value: str | None
     effect: str            # NoSchedule | PreferNoSchedule | NoExecute
+
+
+# A KubeletConfiguration value this renderer writes: a scalar, or a list of strings held as a tuple.
+KubeletValue = bool | int | str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class HostPathMount:
+    """One extra hostPath mount of a control-plane component (kubeadm HostPathMount: name, hostPath, mountPath,
+    readOnly, pathType)."""
+    name: str
+    host_path: str
+    mount_path: str
+    read_only: bool
+    path_type: str       # a core/v1 HostPathType: "Directory", "DirectoryOrCreate", "File", ...
 
 
 @dataclass(frozen=True)
@@ -132,6 +152,13 @@ class ClusterParams:
     sandbox_image: str               # validated only: no kubeadm/kubelet field exists (module docstring)
     api_server_args: tuple[tuple[str, str], ...] = ()  # further kube-apiserver flags (config.compat, per minor)
     server_tls_bootstrap: bool = False  # kubelet serving certificates from the cluster CA (render/resource_metrics.py)
+    # The hardening (render/security.py): further flags of each control-plane component, the API server's hostPath
+    # mounts for the files they name, and the KubeletConfiguration keys every kubelet runs with.
+    hardening_args: tuple[tuple[str, str], ...] = ()
+    api_server_volumes: tuple[HostPathMount, ...] = ()
+    controller_manager_args: tuple[tuple[str, str], ...] = ()
+    scheduler_args: tuple[tuple[str, str], ...] = ()
+    kubelet_settings: tuple[tuple[str, KubeletValue], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,9 +228,25 @@ def _check_cluster(cluster: ClusterParams) -> None:
     low, sep, high = cluster.service_node_port_range.partition("-")
     if not (sep and low.isdigit() and high.isdigit() and 1 <= int(low) < int(high) <= 65535):
         raise ValueError(f"service_node_port_range {cluster.service_node_port_range!r} must be LOW-HIGH ports")
-    flags = [name for name, _ in cluster.api_server_args]
+    flags = [name for name, _ in (*cluster.api_server_args, *cluster.hardening_args)]
     if len(set(flags)) != len(flags) or "service-node-port-range" in flags:
         raise ValueError(f"api_server_args {flags} repeat a flag")
+    for component, args in (("controller manager", cluster.controller_manager_args),
+                            ("scheduler", cluster.scheduler_args)):
+        names = [name for name, _ in args]
+        if len(set(names)) != len(names) or ("controller manager" == component and "node-cidr-mask-size" in names):
+            raise ValueError(f"{component} args {names} repeat a flag")
+    mounts = [m.name for m in cluster.api_server_volumes]
+    if len(set(mounts)) != len(mounts):
+        raise ValueError(f"api_server_volumes {mounts} repeat a name")
+    for mount in cluster.api_server_volumes:
+        if not (_CLUSTER_NAME.match(mount.name) and mount.host_path.startswith("/") and mount.mount_path.startswith("/")):
+            raise ValueError(f"api server volume {mount.name!r}: a DNS label and absolute paths")
+        if mount.path_type not in _HOST_PATH_TYPES:
+            raise ValueError(f"api server volume {mount.name!r}: pathType {mount.path_type!r} is not one of {_HOST_PATH_TYPES}")
+    keys = [key for key, _ in cluster.kubelet_settings]
+    if len(set(keys)) != len(keys) or set(keys) & _KUBELET_CONFIG_OWN_KEYS:
+        raise ValueError(f"kubelet_settings {keys} repeat a key or one kubelet_config writes itself")
     if not cluster.cert_sans:
         raise ValueError("cert_sans must name at least the API endpoint")
     for san in cluster.cert_sans:
@@ -331,6 +374,7 @@ def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
         "serializeImagePulls": False,
         "maxParallelImagePulls": MAX_PARALLEL_IMAGE_PULLS,
         **({"serverTLSBootstrap": True} if cluster.server_tls_bootstrap else {}),
+        **{key: list(value) if isinstance(value, tuple) else value for key, value in cluster.kubelet_settings},
     }
 
 
@@ -347,15 +391,36 @@ def _cluster_configuration(cluster: ClusterParams) -> dict[str, Any]:
             "serviceSubnet": cluster.service_subnet,
             "dnsDomain": cluster.dns_domain,
         },
-        "apiServer": {
-            "certSANs": list(cluster.cert_sans),
-            "extraArgs": _args(api, {"service-node-port-range": cluster.service_node_port_range,
-                                     **dict(cluster.api_server_args)}),
-        },
+        **control_plane_components(cluster),
+    }
+
+
+def control_plane_components(cluster: ClusterParams) -> dict[str, Any]:
+    """The apiServer, controllerManager and scheduler sections of the ClusterConfiguration: what init uploads to the
+    kubeadm-config ConfigMap and what the control-plane settings step keeps there for an existing cluster
+    (render/scripts/kubeadm-config-sync.sh), from which every `kubeadm join --control-plane` and `kubeadm upgrade`
+    writes the static Pod manifests."""
+    api = cluster.kubeadm_api
+    api_server: dict[str, Any] = {
+        "certSANs": list(cluster.cert_sans),
+        "extraArgs": _args(api, {"service-node-port-range": cluster.service_node_port_range,
+                                 **dict(cluster.api_server_args), **dict(cluster.hardening_args)}),
+    }
+    if cluster.api_server_volumes:
+        api_server["extraVolumes"] = [
+            {"name": m.name, "hostPath": m.host_path, "mountPath": m.mount_path, "readOnly": m.read_only,
+             **({"pathType": m.path_type} if m.path_type else {})}
+            for m in cluster.api_server_volumes]
+    sections: dict[str, Any] = {
+        "apiServer": api_server,
         "controllerManager": {
-            "extraArgs": _args(api, {"node-cidr-mask-size": str(cluster.node_cidr_mask_size)}),
+            "extraArgs": _args(api, {"node-cidr-mask-size": str(cluster.node_cidr_mask_size),
+                                     **dict(cluster.controller_manager_args)}),
         },
     }
+    if cluster.scheduler_args:
+        sections["scheduler"] = {"extraArgs": _args(api, dict(cluster.scheduler_args))}
+    return sections
 
 
 def _dump(documents: list[dict[str, Any]]) -> str:

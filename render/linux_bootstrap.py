@@ -30,6 +30,7 @@ import yaml
 from render.node_steps import POLL_SECONDS, poll_attempts
 from render.readiness import cloud_init_wait_inputs
 from render.script_files import render_script
+from render.security import check_hardening_files, check_key_name
 from vocab.checks import check_image, check_node_name
 
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
@@ -164,14 +165,19 @@ def _kube_vip_after_init(manifest: str) -> str | None:
 
 # --- init -----------------------------------------------------------------------------------------
 
-def render_init(init_config_yaml: str, kube_vip_manifest: str | None) -> str:
+def render_init(init_config_yaml: str, kube_vip_manifest: str | None, hardening_files: dict[str, str],
+                encryption_key: str) -> str:
     """`kubeadm init` on the first control-plane node (render/scripts/linux-init.sh, which says why each
     step is there and where its flags come from); a node with admin.conf is left alone.
 
     ``kube_vip_manifest`` must be the init node's (mounting super-admin.conf while init runs); the script
-    switches it to admin.conf afterwards, and this function derives that second manifest.
+    switches it to admin.conf afterwards, and this function derives that second manifest. ``hardening_files``
+    (path -> text, render/security.py control_plane_files) are written before init; ``encryption_key`` names the
+    first Secrets encryption key, made on the node (or identity: plain text).
     """
     _check_yaml(init_config_yaml, "the InitConfiguration")
+    check_hardening_files(hardening_files)
+    check_key_name(encryption_key)
     final_manifest: str | None = None
     if kube_vip_manifest is not None:
         _check_yaml(kube_vip_manifest, "the kube-vip manifest")
@@ -185,7 +191,9 @@ def render_init(init_config_yaml: str, kube_vip_manifest: str | None) -> str:
         "linux-init.sh", INIT_CONFIG_TEXT=init_config_yaml.rstrip("\n"),
         KUBE_VIP_TEXT=(kube_vip_manifest or "").rstrip("\n"), KUBE_VIP_AFTER_INIT_TEXT=(final_manifest or "").rstrip("\n"),
         API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=poll_attempts(API_READY_TIMEOUT_SECONDS),
-        POLL_SECONDS=POLL_SECONDS, **cloud_init_wait_inputs())
+        POLL_SECONDS=POLL_SECONDS, HARDENING_PATHS=list(hardening_files),
+        HARDENING_TEXTS=[text.rstrip("\n") for text in hardening_files.values()], ENCRYPTION_KEY=encryption_key,
+        **cloud_init_wait_inputs())
 
 
 # --- join credentials -----------------------------------------------------------------------------
@@ -280,7 +288,7 @@ _STATIC_POD_MANIFESTS = ("kube-apiserver", "kube-controller-manager", "kube-sche
 # can no longer renew its leader lease, so the API VIP goes (aws/eks-anywhere#5219).
 KUBE_VIP = "kube-vip"
 # The kubelet's fileCheckFrequency default (KubeletConfiguration: "Default: 20s"), plus margin.
-_STATIC_POD_RESCAN_SECONDS = 30
+STATIC_POD_RESCAN_SECONDS = 30
 _RENEWAL_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -319,7 +327,7 @@ def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None, 
 
     components = [*_STATIC_POD_MANIFESTS, *([KUBE_VIP] if kube_vip else [])]
     return render_script("certificate-renew.sh", NODE=node_name, LABEL=label, ETCD_POD=etcd_pod or "",
-                         COMPONENTS=components, RESCAN_SECONDS=_STATIC_POD_RESCAN_SECONDS,
+                         COMPONENTS=components, RESCAN_SECONDS=STATIC_POD_RESCAN_SECONDS,
                          API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=poll_attempts(API_READY_TIMEOUT_SECONDS),
                          POLL_SECONDS=POLL_SECONDS)
 

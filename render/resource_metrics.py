@@ -1,9 +1,8 @@
-"""Renders the resource metrics API (config `resourceMetrics`): metrics-server, kubelet-csr-approver, and the two
-scripts that move an existing cluster's kubelets to serving certificates from the cluster CA.
+"""Renders the resource metrics API (config `resourceMetrics`): metrics-server and kubelet-csr-approver. The kubelets'
+serverTLSBootstrap reaches an existing cluster's nodes with the rest of their kubelet configuration
+(render/kubelet_config.py).
 
-This module owns the Helm values of both charts (pins in config.compat.CHARTS) and the scripts' render functions
-(render/scripts/kubelet-config-sync.sh, kubelet-serving-node.sh; the Windows node's step is
-render/windows_bootstrap.py render_kubelet_serving). Pure: plain values in, dicts and script text out.
+This module owns the Helm values of both charts (pins in config.compat.CHARTS). Pure: plain values in, dicts out.
 
 Design decisions, with their sources:
 
@@ -36,19 +35,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from render.node_steps import POLL_SECONDS, poll_attempts
-from render.script_files import render_script
-from vocab.checks import check_machine, check_node_name, check_timeout, require
+from vocab.checks import require
 from vocab.labels import OS_LABEL
 
 # The charts' namespace: kube-system, where metrics-server's own manifests install it (manifests/base).
 NAMESPACE = "kube-system"
-# The field manager of the kubelet-config edit (kubelet-config-sync.sh): who owns the key in managedFields.
-FIELD_MANAGER = "hybrid-cluster"
 # One DNS label: the node name, which is what the kubelet puts in its request (module docstring).
 NODE_NAME_REGEX = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-# How long a Linux node's step waits for its approved certificate.
-SERVING_CERTIFICATE_TIMEOUT_SECONDS = 300
 
 
 def _spread(app: str) -> dict[str, Any]:
@@ -84,22 +77,3 @@ def csr_approver_values(ip_prefixes: tuple[str, ...]) -> dict[str, Any]:
         "nodeSelector": {OS_LABEL: "linux"},
         "priorityClassName": "system-cluster-critical",
     }
-
-
-def render_kubelet_config_sync(server_tls_bootstrap: bool) -> str:
-    """On the first control-plane node: the kubelet-config ConfigMap set to ``server_tls_bootstrap``
-    (render/scripts/kubelet-config-sync.sh)."""
-    return render_script("kubelet-config-sync.sh", SERVER_TLS_BOOTSTRAP=int(server_tls_bootstrap),
-                         FIELD_MANAGER=FIELD_MANAGER)
-
-
-def render_kubelet_serving_node(node_name: str, server_tls_bootstrap: bool, machine: str = "unnamed",
-                                timeout_seconds: int = SERVING_CERTIFICATE_TIMEOUT_SECONDS) -> str:
-    """On a Linux node: its kubelet brought to the cluster's kubelet-config and restarted, and, when on, its CA-signed
-    serving certificate waited for (render/scripts/kubelet-serving-node.sh)."""
-    check_node_name(node_name)
-    check_machine(machine)
-    check_timeout(timeout_seconds)
-    return render_script("kubelet-serving-node.sh", NODE_NAME=node_name, SERVER_TLS_BOOTSTRAP=int(server_tls_bootstrap),
-                         MACHINE=machine, ATTEMPTS=poll_attempts(timeout_seconds), POLL_SECONDS=POLL_SECONDS,
-                         TIMEOUT=timeout_seconds)

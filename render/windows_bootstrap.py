@@ -44,6 +44,14 @@ from render.hyperv import (
     check_vm_name,
     ssh_command,
 )
+from render.kubelet_config import (
+    KUBELET_SETTLE_SECONDS,
+    SERVING_CERTIFICATE_TIMEOUT_SECONDS,
+    KubeletSettings,
+    absent_keys,
+    settings_digest,
+    settings_lines,
+)
 from render.script_files import render_script
 from vocab.checks import HTTP_ENDPOINT, REGISTRY_HOST, VERSION, check_image, check_machine, check_version, is_host
 from vocab.cluster import WINDOWS_CRI_SOCKET
@@ -337,19 +345,17 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
 
 # How long a Windows node's kubelet-serving step waits for its approved certificate (kubelet-csr-approver answers
 # within seconds; the kubelet retries its request with backoff).
-SERVING_CERTIFICATE_TIMEOUT_SECONDS = 300
-
-
-def render_kubelet_serving(p: WindowsNodeParams, server_tls_bootstrap: bool, machine: str = "unnamed") -> str:
+def render_kubelet_config(p: WindowsNodeParams, settings: KubeletSettings, machine: str = "unnamed") -> str:
     """The host script that brings the kubelet of the joined Windows node in ``p.vm_name`` to the cluster's
-    kubelet-config (serverTLSBootstrap ``server_tls_bootstrap``), restarts it and, when on, waits for its serving
-    certificate (render/scripts/windows-kubelet-serving.ps1). stdin line 1: the guest Administrator password."""
+    kubelet-config (``settings``, render/kubelet_config.py), restarts it and, with serverTLSBootstrap, waits for its
+    serving certificate (render/scripts/windows-kubelet-config.ps1). stdin line 1: the guest Administrator password."""
     _validate(p)
     check_machine(machine)
     return _checked(render_script(
-        "windows-kubelet-serving.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS), BinDir=KUBERNETES_BIN_DIR,
-        ServerTlsBootstrap=server_tls_bootstrap, Machine=machine,
-        CertificateTimeoutSec=SERVING_CERTIFICATE_TIMEOUT_SECONDS))
+        "windows-kubelet-config.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS), BinDir=KUBERNETES_BIN_DIR,
+        SettingsDigest=settings_digest(settings), WantedLines=settings_lines(settings), AbsentKeys=absent_keys(settings),
+        ServerTlsBootstrap=settings.server_tls_bootstrap, Machine=machine,
+        CertificateTimeoutSec=SERVING_CERTIFICATE_TIMEOUT_SECONDS, SettleSec=KUBELET_SETTLE_SECONDS))
 
 
 def render_containerd_binaries(p: WindowsNodeParams, machine: str = "unnamed", keep_member_version: bool = True) -> str:

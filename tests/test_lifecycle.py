@@ -41,8 +41,8 @@ def node_resources(node: str, windows: bool = False) -> set[str]:
     join_prefix = "hk-prod-kubeadm-windows" if windows else "hk-prod-kubeadm"
     names |= {f"{join_prefix}-{node}-{step}" for step in JOIN_STEPS}
     names |= {f"hk-prod-upgrade-{node}-{step}" for step in upgrade_steps(windows)}
-    # Its kubelet serving step names the machine too (components/resource_metrics.py).
-    names.add(f"hk-prod-kubelet-serving-{node}")
+    # Its kubelet configuration step names the machine too (components/kubelet_config.py).
+    names.add(f"hk-prod-kubelet-config-{node}")
     if windows:
         names |= {f"hk-prod-{node}-activation"} | {
             f"{join_prefix}-{node}-prepare-{step}"
@@ -64,7 +64,7 @@ def assert_node_rebuilt(run: Recording, node: str, windows: bool = False) -> Non
     assert set(run.plan.of(f"hk-prod-scheduling-node-{node}")) & {"replace", "update"}
     for step in upgrade_steps(windows):
         assert run.plan.of(f"hk-prod-upgrade-{node}-{step}") == ["update"], step
-    assert run.plan.of(f"hk-prod-kubelet-serving-{node}") == ["update"]
+    assert run.plan.of(f"hk-prod-kubelet-config-{node}") == ["update"]
 
 
 def deletes_in_order(run: Recording) -> list[str]:
@@ -233,8 +233,10 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
         f"hk-prod-upgrade-{node}-{step}" for step in upgrade_steps(windows)} | {
         f"hk-prod-restarts-{node}-{step}" for step in ("drain-for-restart", "vm-restart", "uncordon-after-restart")
         if not windows} | ({f"hk-prod-certificates-{node}-check"} if pool == "controlPlane" else set()) | {
-        f"hk-prod-kubelet-serving-{node}"}
-    assert not built.state[built.named(f"hk-prod-kubelet-serving-{node}").urn].inputs.get("delete")
+        f"hk-prod-kubelet-config-{node}"} | ({
+            f"hk-prod-control-plane-{node}{step}" for step in ("", "-files", "-encryption-writer")}
+            if pool == "controlPlane" else set())
+    assert not built.state[built.named(f"hk-prod-kubelet-config-{node}").urn].inputs.get("delete")
     for step in upgrade_steps(windows):
         assert not built.state[built.named(f"hk-prod-upgrade-{node}-{step}").urn].inputs.get("delete")
 

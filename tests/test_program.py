@@ -186,10 +186,10 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     restarts = {f"hk-prod-restarts-hk-lnx-5{suffix}" for suffix in ("-drain-for-restart", "-vm-restart", "-uncordon-after-restart")}
     # Its kubelet serving step: created, it runs once on the new node (components/resource_metrics.py), which joined
     # with the cluster's setting and so only waits for its certificate.
-    serving = {"hk-prod-kubelet-serving-hk-lnx-5"}
+    serving = {"hk-prod-kubelet-config-hk-lnx-5"}
     # hk-2's Linux workers go from two waves to three (20% each): the new wave brings its gate in each rolling chain
     # (components/waves.py), a resource that runs nothing.
-    gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-serving")}
+    gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-config")}
     assert changed_resources(hk, record(hk_values)) == (machine | membership | labels | upgrade | restarts | serving
                                                         | gates | {"hk-prod-machines"})
 

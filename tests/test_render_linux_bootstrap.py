@@ -55,6 +55,11 @@ nodeRegistration:
 controlPlane:
   certificateKey: "@@JOIN_CERTIFICATE_KEY@@"
 """)
+# The control-plane files init writes before kubeadm runs (render/security.py makes the real ones), and its first key.
+HARDENING = {"/etc/kubernetes/hardening/admission.yaml": "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n"}
+KEY = "key-initial"
+# What a control-plane join reads after its join line (linux-join-credentials.sh) on a cluster before encryption.
+PLAIN_KEY_RING = "writer identity\ntarget identity\nfiles -\n"
 INIT_YAML = """apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 nodeRegistration:
@@ -249,8 +254,8 @@ printf '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0
 
 # The only real programs the scripts may reach, each behind a recording wrapper (bash itself runs
 # the scripts and the wrappers, so it is linked directly).
-_REAL_TOOLS = ("awk", "cat", "chmod", "cmp", "cp", "dirname", "grep", "install", "ls", "mkdir", "mktemp",
-               "mv", "rm", "sed", "stat", "tail", "tee", "timeout")
+_REAL_TOOLS = ("awk", "base64", "cat", "chmod", "cmp", "cp", "cut", "dirname", "grep", "gzip", "head", "install", "ls",
+               "mkdir", "mktemp", "mv", "rm", "sed", "sha256sum", "stat", "tail", "tar", "tee", "timeout")
 
 
 @dataclass
@@ -322,8 +327,8 @@ def assert_no_secret(*texts: str) -> None:
 # --- static checks --------------------------------------------------------------------------------
 
 ALL_SCRIPTS = {
-    "init-ha": lambda: lb.render_init(INIT_YAML, kube_vip(first=True)),
-    "init-single": lambda: lb.render_init(INIT_YAML, None),
+    "init-ha": lambda: lb.render_init(INIT_YAML, kube_vip(first=True), HARDENING, KEY),
+    "init-single": lambda: lb.render_init(INIT_YAML, None, HARDENING, KEY),
     "join-worker": lambda: lb.render_join(WORKER_JOIN_YAML, control_plane=False),
     "join-control-plane": lambda: lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False)),
     "credentials-worker": lambda: lb.render_join_credentials(control_plane=False),
@@ -386,11 +391,11 @@ def test_renderers_reject_inputs_that_would_break_the_scripts():
     with pytest.raises(ValueError):
         lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=True))
     with pytest.raises(ValueError):
-        lb.render_init(INIT_YAML, kube_vip(first=False))
+        lb.render_init(INIT_YAML, kube_vip(first=False), HARDENING, KEY)
     with pytest.raises(ValueError):
-        lb.render_init("key: [unclosed", None)
+        lb.render_init("key: [unclosed", None, HARDENING, KEY)
     with pytest.raises(ValueError):
-        lb.render_init(INIT_YAML + "__HYBRID_CLUSTER_KUBEADM_CONFIG__\n", None)
+        lb.render_init(INIT_YAML + "__HYBRID_CLUSTER_KUBEADM_CONFIG__\n", None, HARDENING, KEY)
     for ttl in ("0s", "0", "30", "25h", "1d", "30m; reboot"):
         with pytest.raises(ValueError):
             lb.render_join_credentials(control_plane=False, ttl=ttl)
@@ -406,7 +411,7 @@ def test_renderers_reject_inputs_that_would_break_the_scripts():
 # --- init -----------------------------------------------------------------------------------------
 
 def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node):
-    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)))
+    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True), HARDENING, KEY))
     assert result.returncode == 0, result.stderr
     init_calls = [call for call in node.calls("kubeadm") if call[0] == "init"]
     assert init_calls == [["init", "--config", str(node.path(paths.INIT_CONFIG_PATH)), "--upload-certs",
@@ -426,7 +431,7 @@ def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node
     assert mode(log) == 0o600 and TOKEN in log.read_text()
     assert_no_secret(result.stdout, result.stderr)
 
-    again = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)))
+    again = node.run(lb.render_init(INIT_YAML, kube_vip(first=True), HARDENING, KEY))
     assert again.returncode == 0, again.stderr
     assert "already initialised" in again.stdout
     assert [call for call in node.calls("kubeadm") if call[0] == "init"] == init_calls
@@ -434,14 +439,14 @@ def test_init_writes_config_and_kube_vip_runs_kubeadm_and_switches_kube_vip(node
 
 
 def test_init_without_kube_vip_leaves_the_manifests_alone(node):
-    result = node.run(lb.render_init(INIT_YAML, None))
+    result = node.run(lb.render_init(INIT_YAML, None, HARDENING, KEY))
     assert result.returncode == 0, result.stderr
     assert not node.path(paths.KUBE_VIP_MANIFEST_PATH).exists()
     assert node.path(lb.ADMIN_CONF).exists()
 
 
 def test_init_failure_shows_a_redacted_log_and_resets_the_node(node):
-    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True)), STUB_INIT_FAIL="1")
+    result = node.run(lb.render_init(INIT_YAML, kube_vip(first=True), HARDENING, KEY), STUB_INIT_FAIL="1")
     assert result.returncode == 1
     assert "kubeadm init failed" in result.stderr and "<redacted-token>" in result.stderr
     assert "<redacted-key>" in result.stderr
@@ -451,7 +456,7 @@ def test_init_failure_shows_a_redacted_log_and_resets_the_node(node):
 
 
 def test_init_waits_for_cloud_init_and_stops_when_it_failed(node):
-    result = node.run(lb.render_init(INIT_YAML, None), STUB_CLOUD_INIT_RC="1")
+    result = node.run(lb.render_init(INIT_YAML, None, HARDENING, KEY), STUB_CLOUD_INIT_RC="1")
     assert result.returncode == 1
     assert PREPARE_SCRIPT_PATH in result.stderr
     assert node.calls("cloud-init") == [["status", "--wait"]]
@@ -477,7 +482,7 @@ def test_the_first_boot_wait_reads_cloud_init_status(node, status, boot_finished
 
 
 def test_init_fails_when_the_api_never_answers(node):
-    result = node.run(lb.render_init(INIT_YAML, None), STUB_API_DOWN="1")
+    result = node.run(lb.render_init(INIT_YAML, None, HARDENING, KEY), STUB_API_DOWN="1")
     assert result.returncode == 1
     assert "/readyz" in result.stderr
     assert len(node.calls("sleep")) == lb.API_READY_TIMEOUT_SECONDS // steps.POLL_SECONDS
@@ -504,7 +509,8 @@ def test_control_plane_join_credentials_upload_certs_under_a_fresh_key(node):
     node.path(lb.ADMIN_CONF).write_text("apiVersion: v1\n")
     result = node.run(lb.render_join_credentials(control_plane=True, ttl="15m"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"{WORKER_LINE.rstrip()} --control-plane --certificate-key {CERT_KEY}\n"
+    # The join line, then what the node's API server reads (a cluster without encryption or files yet).
+    assert result.stdout == f"{WORKER_LINE.rstrip()} --control-plane --certificate-key {CERT_KEY}\n{PLAIN_KEY_RING}"
     assert_no_secret(result.stderr)
     kubeadm = node.calls("kubeadm")
     assert [call[:2] for call in kubeadm] == [["certs", "certificate-key"], ["init", "phase"], ["token", "create"]]
@@ -568,7 +574,7 @@ def test_worker_join_substitutes_the_join_line_into_a_private_temporary_config(n
 
 def test_control_plane_join_sets_the_certificate_key_and_starts_kube_vip_after_joining(node):
     script = lb.render_join(CONTROL_PLANE_JOIN_YAML, True, kube_vip(first=False))
-    result = node.run(script, stdin=CONTROL_PLANE_LINE)  # no trailing newline: still read
+    result = node.run(script, stdin=f"{CONTROL_PLANE_LINE}\n{PLAIN_KEY_RING.rstrip()}")  # no trailing newline: still read
     assert result.returncode == 0, result.stderr
     written = yaml.safe_load((node.stubs / "join-config.yaml").read_text())
     assert written["controlPlane"]["certificateKey"] == CERT_KEY
@@ -961,7 +967,7 @@ def test_init_and_join_refuse_to_touch_a_node_that_holds_control_plane_state(nod
     path = node.root / state
     path.parent.mkdir(parents=True, exist_ok=True)
     path.mkdir() if state.endswith("member") else path.write_text("x")
-    init = node.run(lb.render_init(INIT_YAML, None))
+    init = node.run(lb.render_init(INIT_YAML, None, HARDENING, KEY))
     assert init.returncode == 1 and "holds control-plane state" in init.stderr and "Nothing was changed" in init.stderr
     join = node.run(lb.render_join(WORKER_JOIN_YAML, control_plane=False), stdin=WORKER_LINE + "\n")
     assert join.returncode == 1 and "holds control-plane state" in join.stderr

@@ -1,12 +1,8 @@
 """The resource metrics API (config `resourceMetrics`): kubelet serving certificates from the cluster CA, kubelet-csr-approver
-and metrics-server. Their values as rendered, the two kubelet scripts run against stub kubectl, kubeadm and systemctl,
-and their place in the graph under the mock engine: a new cluster has them from its init, an existing one gets them
-on its next `up` in waves without any node being re-created, and switching them off takes every kubelet back first."""
+and metrics-server. Their values as rendered and their place in the graph under the mock engine: a new cluster has them
+from its init, an existing one gets them on its next `up` in waves without any node being re-created, and switching
+them off takes every kubelet back first. The kubelet steps' scripts are tests/test_kubelet_config.py's."""
 from __future__ import annotations
-
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -15,7 +11,6 @@ from plan.nodes import cluster_params
 from plan.rollout import stack_waves
 from render import kubeadm, resource_metrics
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import TEST_ROOT_VARIABLE
 from tools.mockrun import Recording, run_program
 
 KUBELET_DOCUMENT = """apiVersion: kubelet.config.k8s.io/v1beta1
@@ -65,237 +60,26 @@ def test_the_approver_checks_names_and_node_network_addresses(hk_values):
         resource_metrics.csr_approver_values(())
 
 
-# --- kubelet-config-sync.sh, against stubs --------------------------------------------------------------------
-
-SYNC_KUBECTL = r"""#!/usr/bin/env bash
-set -euo pipefail
-printf 'kubectl %s\n' "$*" >>"$STUBS/calls"
-case "$*" in
-  *"get configmap kubelet-config"*) cat "$STUBS/kubelet" ;;
-  *"create configmap kubelet-config --from-file=kubelet="*)
-    args="$*"; file="${args#*--from-file=kubelet=}"; file="${file%% *}"; echo "from-file: $file" ;;
-  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)
-    file="$(sed -n 's/^from-file: //p')"; cp "$file" "$STUBS/kubelet" ;;
-  *) echo "unexpected kubectl $*" >&2; exit 2 ;;
-esac
-"""
-SYNC_KUBEADM = r"""#!/usr/bin/env bash
-set -euo pipefail
-printf 'kubeadm %s\n' "$*" >>"$STUBS/calls"
-[[ "$*" == "upgrade node phase kubelet-config --dry-run" ]] || { echo "unexpected kubeadm $*" >&2; exit 2; }
-if [[ -e $STUBS/kubeadm-refuses ]]; then echo "error decoding kubelet configuration" >&2; exit 1; fi
-"""
-
-
-def _sync_env(tmp_path: Path, document: str) -> tuple[dict[str, str], Path]:
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    (stubs / "kubectl").write_text(SYNC_KUBECTL)
-    (stubs / "kubeadm").write_text(SYNC_KUBEADM)
-    for stub in ("kubectl", "kubeadm"):
-        (stubs / stub).chmod(0o755)
-    (stubs / "kubelet").write_text(document)
-    (tmp_path / "etc" / "kubernetes").mkdir(parents=True)
-    (tmp_path / "etc" / "kubernetes" / "admin.conf").write_text("apiVersion: v1\n")
-    return {"PATH": f"{stubs}:/usr/bin:/bin", "STUBS": str(stubs), TEST_ROOT_VARIABLE: str(tmp_path)}, stubs
-
-
-def _bash(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([shutil.which("bash"), "-c", script], env=env, capture_output=True, text=True, timeout=60)
-
-
-def test_sync_adds_the_key_once_and_has_kubeadm_read_it(tmp_path):
-    env, stubs = _sync_env(tmp_path, KUBELET_DOCUMENT)
-    first = _bash(resource_metrics.render_kubelet_config_sync(True), env)
-    assert first.returncode == 0, first.stderr
-    assert "now has serverTLSBootstrap true" in first.stdout
-    written = (stubs / "kubelet").read_text()
-    assert written == KUBELET_DOCUMENT + "serverTLSBootstrap: true\n"
-    calls = (stubs / "calls").read_text()
-    assert "kubeadm upgrade node phase kubelet-config --dry-run" in calls
-    # Again: nothing is written.
-    (stubs / "calls").unlink()
-    again = _bash(resource_metrics.render_kubelet_config_sync(True), env)
-    assert again.returncode == 0 and "already has serverTLSBootstrap true" in again.stdout
-    assert "apply" not in (stubs / "calls").read_text()
-
-
-def test_sync_off_removes_the_key_and_keeps_the_rest(tmp_path):
-    env, stubs = _sync_env(tmp_path, KUBELET_DOCUMENT + "serverTLSBootstrap: true\n")
-    run = _bash(resource_metrics.render_kubelet_config_sync(False), env)
-    assert run.returncode == 0, run.stderr
-    assert (stubs / "kubelet").read_text() == KUBELET_DOCUMENT
-
-
-def test_a_document_kubeadm_cannot_read_is_put_back(tmp_path):
-    env, stubs = _sync_env(tmp_path, KUBELET_DOCUMENT)
-    (stubs / "kubeadm-refuses").write_text("")
-    run = _bash(resource_metrics.render_kubelet_config_sync(True), env)
-    assert run.returncode != 0 and "the old document is back" in run.stderr
-    assert "error decoding" in run.stderr
-    assert (stubs / "kubelet").read_text() == KUBELET_DOCUMENT
-
-
-def test_sync_refuses_an_empty_configmap(tmp_path):
-    env, _ = _sync_env(tmp_path, "")
-    run = _bash(resource_metrics.render_kubelet_config_sync(True), env)
-    assert run.returncode != 0 and "no kubelet document" in run.stderr
-
-
-# --- kubelet-serving-node.sh, against stubs -------------------------------------------------------------------
-
-NODE_KUBEADM = r"""#!/usr/bin/env bash
-set -euo pipefail
-printf 'kubeadm %s\n' "$*" >>"$STUBS/calls"
-[[ "$*" == "upgrade node phase kubelet-config" ]] || { echo "unexpected kubeadm $*" >&2; exit 2; }
-cp "$STUBS/cluster-kubelet" "$HYBRID_CLUSTER_TEST_ROOT/var/lib/kubelet/config.yaml"
-"""
-NODE_SYSTEMCTL = r"""#!/usr/bin/env bash
-set -euo pipefail
-printf 'systemctl %s\n' "$*" >>"$STUBS/calls"
-[[ "$*" == "restart kubelet" ]] || exit 2
-pki="$HYBRID_CLUSTER_TEST_ROOT/var/lib/kubelet/pki"
-if [[ -e $STUBS/approver ]] && grep -qx 'serverTLSBootstrap: true' "$HYBRID_CLUSTER_TEST_ROOT/var/lib/kubelet/config.yaml"; then
-  mkdir -p "$pki"; echo "-----BEGIN CERTIFICATE-----" >"$pki/kubelet-server-current.pem"
-fi
-"""
-
-
-# `openssl x509 -noout -checkend 0 -in FILE`: a certificate the stub calls expired says so in its text.
-NODE_OPENSSL = r"""#!/usr/bin/env bash
-set -euo pipefail
-file=""
-while (($#)); do [[ $1 == -in ]] && file=$2; shift; done
-grep -q 'BEGIN CERTIFICATE' "$file" && ! grep -q EXPIRED "$file"
-"""
-
-
-def _node_env(tmp_path: Path, node_config: str, cluster_config: str, approver: bool = True) -> tuple[dict[str, str], Path]:
-    stubs = tmp_path / "stubs"
-    stubs.mkdir()
-    for name, text in (("kubeadm", NODE_KUBEADM), ("systemctl", NODE_SYSTEMCTL), ("sleep", "#!/usr/bin/env bash\n"),
-                       ("openssl", NODE_OPENSSL)):
-        (stubs / name).write_text(text)
-        (stubs / name).chmod(0o755)
-    (stubs / "cluster-kubelet").write_text(cluster_config)
-    if approver:
-        (stubs / "approver").write_text("")
-    kubelet = tmp_path / "var" / "lib" / "kubelet"
-    kubelet.mkdir(parents=True)
-    (kubelet / "config.yaml").write_text(node_config)
-    return {"PATH": f"{stubs}:/usr/bin:/bin", "STUBS": str(stubs), TEST_ROOT_VARIABLE: str(tmp_path)}, stubs
-
-
-ON = KUBELET_DOCUMENT + "serverTLSBootstrap: true\n"
-
-
-def _calls(stubs: Path) -> list[str]:
-    path = stubs / "calls"
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def test_a_node_that_joined_before_downloads_restarts_and_gets_its_certificate(tmp_path):
-    env, stubs = _node_env(tmp_path, KUBELET_DOCUMENT, ON)
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True, machine="bc:24:11:00:00:01"), env)
-    assert run.returncode == 0, run.stderr
-    assert _calls(stubs) == ["kubeadm upgrade node phase kubelet-config", "systemctl restart kubelet"]
-    assert "serves a certificate from the cluster CA" in run.stdout
-    # Again (new script text, a replaced machine's first check): nothing restarts.
-    (stubs / "calls").unlink()
-    again = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert again.returncode == 0 and "already runs with it" in again.stdout and _calls(stubs) == []
-
-
-def test_an_expired_certificate_or_an_interrupted_run_restarts_the_kubelet(tmp_path):
-    env, stubs = _node_env(tmp_path, ON, ON)
-    assert _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env).returncode == 0
-    pem = tmp_path / "var" / "lib" / "kubelet" / "pki" / "kubelet-server-current.pem"
-    # Expired: the kubelet is restarted and asks again.
-    pem.write_text("-----BEGIN CERTIFICATE----- EXPIRED\n")
-    (stubs / "calls").unlink()
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert run.returncode == 0 and _calls(stubs) == ["systemctl restart kubelet"]
-    # A run that downloaded the configuration and stopped before the restart: no record of it, so it restarts.
-    (tmp_path / "var" / "lib" / "kubelet" / "hybrid-cluster-server-tls-bootstrap").unlink()
-    (stubs / "calls").unlink()
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert run.returncode == 0 and _calls(stubs) == ["systemctl restart kubelet"]
-
-
-def test_a_node_that_joined_with_it_but_has_no_certificate_asks_again(tmp_path):
-    env, stubs = _node_env(tmp_path, ON, ON)
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert run.returncode == 0, run.stderr
-    # Its request was made before the approver ran, and the kubelet may be in its retry backoff: a restart asks again
-    # at once; nothing is downloaded.
-    assert _calls(stubs) == ["systemctl restart kubelet"]
-
-
-def test_without_an_approval_the_step_fails_and_says_where_to_look(tmp_path):
-    env, _ = _node_env(tmp_path, KUBELET_DOCUMENT, ON, approver=False)
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True, timeout_seconds=10), env)
-    assert run.returncode != 0
-    assert "kubelet-csr-approver" in run.stderr and "kubectl get csr" in run.stderr
-
-
-def test_a_node_ahead_of_the_cluster_configuration_stops_before_restarting(tmp_path):
-    """The sync step on the first control-plane node has not run: the download brings the old setting back."""
-    env, stubs = _node_env(tmp_path, KUBELET_DOCUMENT, KUBELET_DOCUMENT)
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert run.returncode != 0 and "sync step" in run.stderr
-    assert "systemctl restart kubelet" not in _calls(stubs)
-
-
-def test_switched_off_the_kubelet_goes_back_to_its_own_certificate(tmp_path):
-    env, stubs = _node_env(tmp_path, ON, KUBELET_DOCUMENT)
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", False), env)
-    assert run.returncode == 0, run.stderr
-    assert _calls(stubs) == ["kubeadm upgrade node phase kubelet-config", "systemctl restart kubelet"]
-    assert (tmp_path / "var" / "lib" / "kubelet" / "config.yaml").read_text() == KUBELET_DOCUMENT
-    assert (tmp_path / "var" / "lib" / "kubelet" / "hybrid-cluster-server-tls-bootstrap").read_text().strip() == "0"
-
-
-def test_a_node_that_has_not_joined_is_an_error(tmp_path):
-    env, _ = _node_env(tmp_path, "", ON)
-    (tmp_path / "var" / "lib" / "kubelet" / "config.yaml").unlink()
-    run = _bash(resource_metrics.render_kubelet_serving_node("hk-lnx-1", True), env)
-    assert run.returncode != 0 and "has not joined" in run.stderr
-
-
-def test_the_windows_step_runs_the_same_phase_and_waits_for_the_same_file():
-    from plan.nodes import windows_params
-    from render import windows_bootstrap
-    spec = load(raw_config(hk_prod_values())).spec
-    script = windows_bootstrap.render_kubelet_serving(windows_params(spec, spec.nodes.windows[0]), True, machine="vm-1")
-    assert "@('upgrade', 'node', 'phase', 'kubelet-config')" in script
-    assert r"C:\var\lib\kubelet\pki\kubelet-server-current.pem" in script
-    assert "$ServerTlsBootstrap = $true" in script and "Restart-Service -Name kubelet" in script
-    # The certificate is a symbolic link, whose Length is 0 on Windows: its content is read instead.
-    assert ".Length" not in script and "Get-Content -LiteralPath $certificate -Raw" in script
-    off = windows_bootstrap.render_kubelet_serving(windows_params(spec, spec.nodes.windows[0]), False)
-    assert "$ServerTlsBootstrap = $false" in off
-
-
 # --- the graph -------------------------------------------------------------------------------------------------
 
 def _serving(recording: Recording) -> list:
-    """Each node's kubelet-serving step, without the gates between waves (components/waves.py)."""
+    """Each node's kubelet-config step, without the gates between waves (components/waves.py)."""
     return [r for r in recording.by_type("command:remote:Command")
-            if r.name.startswith("hk-prod-kubelet-serving-") and not r.name.startswith("hk-prod-kubelet-serving--wave-")]
+            if r.name.startswith("hk-prod-kubelet-config-") and not r.name.startswith("hk-prod-kubelet-config--wave-")]
 
 
 def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restarts(hk_recording):
     hk = hk_recording
     spec = load(raw_config(hk_prod_values())).spec
     waves = stack_waves(spec)
-    by_name = {r.name.removeprefix("hk-prod-kubelet-serving-"): r for r in _serving(hk)}
+    by_name = {r.name.removeprefix("hk-prod-kubelet-config-"): r for r in _serving(hk)}
     assert sorted(by_name) == sorted(n for wave in waves for n in wave)
     approver = hk.named("hk-prod-kubelet-csr-approver-kubelet-csr-approver")
     last_restart = [r for r in hk.by_type("command:remote:Command") if r.name.startswith("hk-prod-restarts-")][-1]
     for node in waves[0]:
         assert {approver.urn, last_restart.urn} <= set(by_name[node].dependencies)
     steps = {r.urn for r in by_name.values()}
-    gates = [hk.named(f"hk-prod-kubelet-serving--wave-{index}") for index in range(len(waves))]
+    gates = [hk.named(f"hk-prod-kubelet-config--wave-{index}") for index in range(len(waves))]
     for index, wave in enumerate(waves):
         # The wave's gate (components/waves.py) waits for every kubelet of the wave.
         assert set(gates[index].dependencies) == {by_name[n].urn for n in wave}

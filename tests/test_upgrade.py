@@ -286,5 +286,5 @@ def test_a_node_named_like_a_gate_does_not_meet_one():
     next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4")["name"] = "wave-1"
     recording = run_program(raw_config(values))
     assert not recording.plan.errors
-    assert recording.named("hk-prod-kubelet-serving-wave-1") and recording.named("hk-prod-kubelet-serving--wave-1")
+    assert recording.named("hk-prod-kubelet-config-wave-1") and recording.named("hk-prod-kubelet-config--wave-1")
     assert len({r.urn for r in recording.resources}) == len(recording.resources)

@@ -389,11 +389,11 @@ def _wave_gates(recording: Recording) -> set[str]:
 
 def expected_gates(values: dict) -> set[str]:
     """The gates the stack's waves call for, from the rollout plan alone (not from what the program declared): one
-    per wave of the upgrade and of the kubelet-serving steps, one per Linux wave of the restarts."""
+    per wave of the upgrade and of the kubelet-config steps, one per Linux wave of the restarts."""
     from config.loader import load
     from plan.rollout import stack_waves
     spec = load(raw(values)).spec
-    counts = {"upgrade": len(stack_waves(spec)), "kubelet-serving": len(stack_waves(spec)),
+    counts = {"upgrade": len(stack_waves(spec)), "kubelet-config": len(stack_waves(spec)),
               "restarts": len(stack_waves(spec, windows=False))}
     return {gate_name(f"{CLUSTER}-{chain}", index) for chain, count in counts.items() for index in range(count)}
 

@@ -9,13 +9,7 @@
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/etcd.sh
 MARKER="$ROOT/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
-MANIFESTS="$ROOT/etc/kubernetes/manifests"
-PARKED="$ROOT/etc/kubernetes/manifests-parked"
-
-pod_ready() {
-  kubectl -n kube-system get pod "$1-$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' \
-    --request-timeout=10s | grep -qx True
-}
+#@ include lib/static-pod-restart.sh
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"
 if [[ -f $MARKER && "$(cat "$MARKER")" == "$LABEL" ]]; then
@@ -25,26 +19,13 @@ fi
 check_quorum_if_control_plane "$NODE" outage
 kubeadm certs renew all >/dev/null
 echo "renewed the kubeadm certificates of $NODE"
-mkdir -p "$PARKED"
 for component in "${COMPONENTS[@]}"; do
-  manifest="$MANIFESTS/$component.yaml"
-  [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
   # The earlier restarts took minutes: etcd's quorum is checked again right before its member goes down.
   if [[ $component == etcd && ! -f $PARKED/$component.yaml ]]; then
     check_quorum_if_control_plane "$NODE" outage
   fi
-  [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
-  sleep "$RESCAN_SECONDS"
-  mv "$PARKED/$component.yaml" "$manifest"
-  for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
-    if pod_ready "$component" 2>/dev/null; then
-      break
-    fi
-    sleep "$POLL_SECONDS"
-  done
-  pod_ready "$component" || die "$component on $NODE is not Ready ${API_READY_TIMEOUT}s after its restart"
+  restart_static_pod "$component"
   echo "restarted $component on $NODE with its renewed certificate"
 done
-rm -d "$PARKED"
 printf '%s' "$LABEL" >"$MARKER"
 echo "certificates of $NODE renewed in round $LABEL"

@@ -1,16 +1,15 @@
-# On the first control-plane node: make the cluster's kubelet configuration say whether kubelets take their serving
-# certificate from the cluster CA (serverTLSBootstrap). That configuration is the "kubelet" key of the kube-system
-# ConfigMap kubelet-config, which kubeadm uploads at init and every node downloads at its join and at each
-# `kubeadm upgrade node` (kubeadm "Reconfiguring a kubeadm cluster": edit the kubelet-config ConfigMap, then on each
-# node `kubeadm upgrade node phase kubelet-config` and a kubelet restart, which components/resource_metrics.py
-# runs in waves). kubeadm's "Enabling signed kubelet serving certificates" names the same two edits.
-# The edit touches that one top-level key and nothing else kubeadm wrote. It is written with a server-side apply
-# of that key alone, then checked by kubeadm itself (`kubeadm upgrade node phase kubelet-config --dry-run`
-# downloads and decodes it without changing anything); a document kubeadm cannot read is put back as it was.
-# Idempotent: a ConfigMap that already says what is wanted is left alone.
+# On the first control-plane node: the keys this program manages in the cluster's kubelet configuration (the
+# "kubelet" key of the kube-system ConfigMap kubelet-config, which kubeadm uploads at init and every node downloads at
+# its join and at each `kubeadm upgrade node`) made the stack's: each wanted key set, each other managed key removed,
+# everything kubeadm wrote left alone (render/kubelet_config.py). kubeadm's "Reconfiguring a kubeadm cluster" edits the
+# same ConfigMap, then runs `kubeadm upgrade node phase kubelet-config` and a kubelet restart on each node, which
+# components/kubelet_config.py does in waves. The edit is written with a server-side apply, then checked by kubeadm
+# itself (`kubeadm upgrade node phase kubelet-config --dry-run` downloads and decodes it without changing anything);
+# a document kubeadm cannot read is put back as it was. The document is compared and edited as YAML data by python3
+# with PyYAML, which every node has (cloud-init, which prepared it, is written in it). Idempotent.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs SERVER_TLS_BOOTSTRAP FIELD_MANAGER
+#@ inputs WANTED_JSON MANAGED_KEYS[] FIELD_MANAGER
 #@ include lib/admin-kubeconfig.sh
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
@@ -22,21 +21,39 @@ trap 'rm -rf "$work"' EXIT
 kubectl -n kube-system get configmap kubelet-config -o go-template='{{index .data "kubelet"}}' >"$work/current" \
   || die "could not read the kubelet-config ConfigMap"
 [[ -s $work/current ]] || die "the kubelet-config ConfigMap has no kubelet document"
-# kubeadm writes the document through sigs.k8s.io/yaml: one top-level key per line at column 0, booleans as
-# true/false, so the key is one line.
-if grep -qx 'serverTLSBootstrap: true' "$work/current"; then current=1; else current=0; fi
-word() {
-  if (($1)); then echo true; else echo false; fi
-}
-if ((current == SERVER_TLS_BOOTSTRAP)); then
-  echo "kubelet-config already has serverTLSBootstrap $(word "$current")"
+printf '%s' "$WANTED_JSON" >"$work/wanted.json"
+printf '%s\n' "${MANAGED_KEYS[@]}" >"$work/managed"
+
+# Exit status 3: the managed keys are already the stack's.
+status=0
+python3 - "$work/current" "$work/wanted.json" "$work/managed" "$work/wanted" <<'PY' || status=$?
+import json
+import sys
+
+import yaml
+
+with open(sys.argv[1]) as source:
+    document = yaml.safe_load(source)
+with open(sys.argv[2]) as source:
+    wanted = json.load(source)
+with open(sys.argv[3]) as source:
+    managed = source.read().split()
+if not isinstance(document, dict) or document.get("kind") != "KubeletConfiguration":
+    sys.exit("the kubelet-config ConfigMap does not hold a KubeletConfiguration")
+current = {key: document[key] for key in managed if key in document}
+if current == wanted:
+    sys.exit(3)
+for key in managed:
+    document.pop(key, None)
+document.update(wanted)
+with open(sys.argv[4], "w") as target:
+    yaml.safe_dump(document, target, default_flow_style=False, sort_keys=True)
+PY
+if ((status == 3)); then
+  echo "kubelet-config already has the stack's settings"
   exit 0
 fi
-
-grep -v '^serverTLSBootstrap:' "$work/current" >"$work/wanted" || true
-if ((SERVER_TLS_BOOTSTRAP)); then
-  echo 'serverTLSBootstrap: true' >>"$work/wanted"
-fi
+((status == 0)) || die "could not edit the kubelet configuration (python3 exited $status)"
 
 apply_document() {
   kubectl -n kube-system create configmap kubelet-config --from-file=kubelet="$1" --dry-run=client -o yaml \
@@ -49,4 +66,4 @@ if ! kubeadm upgrade node phase kubelet-config --dry-run >"$work/check" 2>&1; th
   apply_document "$work/current" || die "kubeadm cannot read the edited kubelet-config, and putting the old one back failed: restore it from the output above by hand"
   die "kubeadm cannot read the edited kubelet-config (output above); the old document is back"
 fi
-echo "kubelet-config now has serverTLSBootstrap $(word "$SERVER_TLS_BOOTSTRAP")"
+echo "kubelet-config now has the stack's settings"

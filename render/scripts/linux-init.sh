@@ -1,9 +1,11 @@
 # `kubeadm init` on the first control-plane node; a node with admin.conf is left alone. Steps: wait for
-# cloud-init's node preparation, write the kubeadm config (0600) and the kube-vip manifest, run kubeadm
-# init with its output in a root-only log, switch kube-vip to admin.conf, wait until the API answers.
+# cloud-init's node preparation, write the kubeadm config (0600), the files the API server reads (its audit,
+# admission and authentication configurations, and the Secrets encryption configuration with a key made here) and
+# the kube-vip manifest, run kubeadm init with its output in a root-only log, switch kube-vip to admin.conf, wait
+# until the API answers.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs INIT_CONFIG_TEXT KUBE_VIP_TEXT KUBE_VIP_AFTER_INIT_TEXT API_READY_TIMEOUT ATTEMPTS POLL_SECONDS CLOUD_INIT_TIMEOUT PREPARE_SCRIPT
+#@ inputs INIT_CONFIG_TEXT KUBE_VIP_TEXT KUBE_VIP_AFTER_INIT_TEXT API_READY_TIMEOUT ATTEMPTS POLL_SECONDS CLOUD_INIT_TIMEOUT PREPARE_SCRIPT HARDENING_PATHS[] HARDENING_TEXTS[] ENCRYPTION_KEY
 ADMIN_CONF="$ROOT/etc/kubernetes/admin.conf"
 INIT_CONFIG="$ROOT/etc/kubernetes/kubeadm/init.yaml"
 STAGING_DIR="$ROOT/etc/kubernetes/kubeadm"
@@ -13,6 +15,8 @@ LOG="$ROOT/var/log/kubeadm-init.log"
 #@ include lib/put-file.sh
 #@ include lib/wait-for-cloud-init.sh
 #@ include lib/refuse-control-plane-state.sh
+#@ include lib/encryption.sh
+#@ include lib/control-plane-files.sh
 
 # kube-vip needed super-admin.conf while init ran; admin.conf has the rights it needs from now on.
 finish_kube_vip() {
@@ -45,6 +49,13 @@ fi
 refuse_if_control_plane_state "$ADMIN_CONF"
 wait_for_cloud_init
 printf '%s\n' "$INIT_CONFIG_TEXT" | put_file "$INIT_CONFIG" 0600
+write_control_plane_files
+# The first key, made here; its name is recorded as the one every Secret is written with (there are none yet).
+make_encryption_key "$ENCRYPTION_KEY"
+WRITER_KEY=$ENCRYPTION_KEY TARGET_KEY=$ENCRYPTION_KEY
+write_encryption_config write
+printf '%s' "$ENCRYPTION_KEY" >"$ENCRYPTION_CURRENT"
+printf '%s' "$ENCRYPTION_KEY" >"$ENCRYPTION_DIR/target"
 # kube-vip's documented order puts its manifest in place before init (https://kube-vip.io/docs/installation/static/).
 ## init's preflight checks only the control-plane manifests it writes itself (join's wants an empty
 ## manifests directory: linux-join.sh).
@@ -68,5 +79,7 @@ if ! kubeadm init --config "$INIT_CONFIG" --upload-certs --skip-token-print --sk
   exit 1
 fi
 finish_kube_vip
+record_running_files
+own_etcd_data
 wait_for_api
 echo "kubeadm init: done, the API server answers through the control-plane endpoint"

@@ -1,5 +1,6 @@
-# On the first control-plane node: print exactly one line, a fresh `kubeadm join` command, for a worker
-# or (CONTROL_PLANE=true) a control-plane node. Every step that can fail runs before the single printf;
+# On the first control-plane node: print a fresh `kubeadm join` command on one line, for a worker
+# or (CONTROL_PLANE=true) a control-plane node, which then gets three more lines: the Secrets encryption key
+# ring and the files its API server reads (linux-join.sh read_control_plane_files). Every step that can fail runs before the single printf;
 # kubeadm's other output goes to a root-only log. The certificate key never reaches a command line (where
 # /proc/<pid>/cmdline and audit logs would show it).
 ## Worker: `kubeadm token create --ttl TTL --print-join-command`. Control plane: a new key from `kubeadm
@@ -13,6 +14,8 @@
 ADMIN_CONF="$ROOT/etc/kubernetes/admin.conf"
 LOG="$ROOT/var/log/kubeadm-join-credentials.log"
 #@ include lib/log-helpers.sh
+#@ include lib/encryption.sh
+HARDENING_DIR="$ROOT/etc/kubernetes/hardening"
 
 # fail STEP: stop with the redacted end of the log; nothing has been printed on stdout yet.
 fail() {
@@ -67,4 +70,20 @@ if [[ $CONTROL_PLANE == true ]]; then
     || die "kubeadm token create printed a join command without --control-plane --certificate-key"
 fi
 
+if [[ $CONTROL_PLANE == true ]]; then
+  writer=identity target=identity
+  [[ -s $ENCRYPTION_CURRENT ]] && writer="$(cat "$ENCRYPTION_CURRENT")"
+  [[ -s $ENCRYPTION_DIR/target ]] && target="$(cat "$ENCRYPTION_DIR/target")"
+  writer_line="$(print_key_ring_line writer "$writer")"
+  target_line="$(print_key_ring_line target "$target")"
+  files=-
+  if compgen -G "$HARDENING_DIR/*.yaml" >/dev/null; then
+    files="$(cd "$HARDENING_DIR" && tar -cz --owner=0 --group=0 --sort=name ./*.yaml | base64 -w 0)" \
+      || die "could not pack $HARDENING_DIR"
+  fi
+fi
+
 printf '%s\n' "$join_line"
+if [[ $CONTROL_PLANE == true ]]; then
+  printf '%s\n%s\nfiles %s\n' "$writer_line" "$target_line" "$files"
+fi

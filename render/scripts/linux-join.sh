@@ -1,5 +1,6 @@
 # `kubeadm join` on a new node from the join line on stdin; a node with kubelet.conf is left alone.
 # Steps: wait for cloud-init's node preparation, read and check the join line, fill the JoinConfiguration,
+# (control plane) write the files its API server reads, which linux-join-credentials.sh sends after the join line,
 # run `kubeadm join --config FILE` with its output in a root-only log, then (control plane) kube-vip.
 # No secret from the join line reaches a command line: bash parameter expansion puts it into the
 # JoinConfiguration, written 0600 into a fresh 0700 directory under /run (tmpfs) that an EXIT trap removes.
@@ -15,6 +16,8 @@ KUBE_VIP_MANIFEST="$ROOT/etc/kubernetes/manifests/kube-vip.yaml"
 #@ include lib/put-file.sh
 #@ include lib/wait-for-cloud-init.sh
 #@ include lib/refuse-control-plane-state.sh
+#@ include lib/encryption.sh
+#@ include lib/control-plane-files.sh
 # read_join_line: one line from stdin, `kubeadm join HOST:PORT --token T
 # --discovery-token-ca-cert-hash sha256:H [...] [--control-plane --certificate-key K]`, the form
 # `kubeadm token create --print-join-command` prints. `read -a` splits it without a here-string, a
@@ -114,6 +117,27 @@ write_join_config() {
   printf '%s' "$rendered" >"$1"
 }
 
+# read_control_plane_files: after the join line, the Secrets encryption key ring (`writer` and `target` lines,
+# lib/encryption.sh) and the first control-plane node's hardening files as one `files BASE64` line (a gzipped tar of
+# its hardening directory, or `files -` when it has none yet). This node gets the same files, and an encryption
+# configuration that writes with the key every Secret is written with and reads the target one; the control-plane
+# steps that follow the joins bring it to the target like every other control-plane node.
+read_control_plane_files() {
+  local lines role payload
+  lines="$(cat)"
+  read_key_ring < <(grep -E '^(writer|target) ' <<<"$lines")
+  write_encryption_config read
+  IFS=' ' read -r role payload < <(grep -E '^files ' <<<"$lines" || true)
+  [[ $role == files ]] || die "the join's standard input lacks the control-plane files line"
+  mkdir -p "$HARDENING_DIR"
+  chmod 0700 "$HARDENING_DIR"
+  if [[ $payload != - ]]; then
+    base64 -d <<<"$payload" | tar -xz -C "$HARDENING_DIR" --no-same-owner --wildcards '*.yaml' \
+      || die "the control-plane files sent after the join line could not be unpacked"
+    chmod 0600 "$HARDENING_DIR"/*.yaml
+  fi
+}
+
 # kube-vip (control-plane joins) goes in after the join: join's preflight requires an empty
 # /etc/kubernetes/manifests (DirAvailableCheck in RunJoinNodeChecks, kubernetes
 # cmd/kubeadm/app/preflight/checks.go).
@@ -136,6 +160,7 @@ if [[ $CONTROL_PLANE == true ]]; then
   if ((JOIN_CONTROL_PLANE == 0)) || [[ -z $JOIN_KEY ]]; then
     die "this is a control-plane join but the join line lacks --control-plane --certificate-key"
   fi
+  read_control_plane_files
 elif ((JOIN_CONTROL_PLANE == 1)) || [[ -n $JOIN_KEY ]]; then
   die "this is a worker join but the join line is for a control-plane node"
 fi
@@ -159,4 +184,8 @@ if ! kubeadm join --config "$JOIN_DIR/join.yaml" >>"$LOG" 2>&1; then
   exit 1
 fi
 ensure_kube_vip
+if [[ $CONTROL_PLANE == true ]]; then
+  record_running_files
+  own_etcd_data
+fi
 echo "kubeadm join: done"

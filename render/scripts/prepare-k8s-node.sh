@@ -320,6 +320,25 @@ install_kubernetes_packages() {
   # dnf/yum: the repository's exclude= line is the hold; installs need --disableexcludes.
 }
 
+# The kubelet's unit and configuration readable by root only (CIS Kubernetes Benchmark 4.1.1 and 4.1.9: 600 or more
+# restrictive). The packages install the unit 0644 (kubernetes/release cmd/krel/templates/latest/kubelet/kubelet.spec,
+# `install -p -m 644 kubelet.service`; kubeadm.spec the same for 10-kubeadm.conf) and kubeadm writes config.yaml 0644
+# at every join and upgrade (cmd/kubeadm/app/phases/kubelet/config.go), so the modes are set again before every start
+# of the kubelet: kubeadm restarts it after writing, and a package upgrade is followed by a restart too.
+harden_kubelet_files() {
+  local files="/usr/lib/systemd/system/kubelet.service /usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf /var/lib/kubelet/config.yaml"
+  put_file /etc/systemd/system/kubelet.service.d/20-hybrid-cluster-modes.conf 0600 <<EOF
+${MANAGED_MARK}
+[Service]
+ExecStartPre=-/usr/bin/chmod 0600 ${files}
+EOF
+  if ((CHANGED)); then
+    systemctl daemon-reload
+  fi
+  # shellcheck disable=SC2086 # the list is the unit's, word-split on purpose
+  chmod 0600 ${files} 2>/dev/null || true
+}
+
 # The kubelet restarts every few seconds until kubeadm init/join configures it; that is expected
 # (kubeadm install docs). Enabled only: kubeadm starts it.
 enable_kubelet() {
@@ -347,6 +366,7 @@ main() {
   else
     log "kubelet, kubeadm and kubectl stay at the installed $(installed_kube_version kubelet) (upgrades: the upgrade chain)"
   fi
+  harden_kubelet_files
   enable_kubelet
   log "node is ready for kubeadm init/join"
 }

@@ -1,0 +1,92 @@
+"""The control plane's settings after init (config `security`): the Secrets encryption key, the files every API
+server reads (audit policy, Pod Security admission and authentication configurations), the ClusterConfiguration's
+component sections, and each control-plane node's static Pods, for a cluster an earlier release built as for a new
+one (whose init and joins already wrote all of it, so that every step here finds nothing to do).
+
+Order, after every rolling operation of the run (upgrade, restarts, kubelet configuration) so that no two of them
+take a node's components down at once:
+
+1. `<name>-encryption-keys` (first control-plane node): the key the stack asks for, made once; its stdout, a secret
+   Output, is the key ring every other step reads on stdin (render/scripts/encryption-keys.sh).
+2. `<name>-<node>-files` on every control-plane node at once: the files, and an encryption configuration that reads
+   the new key without writing with it. Nothing restarts.
+3. `<name>-kubeadm-config` (first control-plane node): the ClusterConfiguration names the files. Only now, because
+   every `kubeadm upgrade` or `join --control-plane` writes manifests that name them from then on.
+4. `<name>-<node>` on each control-plane node in turn: its static Pods from the ClusterConfiguration (kubeadm waits
+   for each and rolls back a failed one), or its API server restarted when only the files changed.
+5. `<name>-<node>-encryption-writer` on each control-plane node in turn, once all of them read the new key: it
+   writes with it.
+6. `<name>-encryption-rewrite` (first control-plane node): every Secret rewritten with the new key, recorded as done.
+
+A change of key (security.secretsEncryption.keyRotation, or enabled) runs 1, 2, 4, 5 and 6; a change of the files
+(audit log, Pod Security) runs 2 and 4; a change of flags 3 and 4. Each step compares before it acts, so a re-run,
+a new release's script text or a rotated SSH key changes nothing. Each node step is keyed on its machine instance: a
+rebuilt control-plane node runs its steps again. A lost node is left out: nothing may dial it. Nothing is left to
+delete: the settings stay with the cluster when a step leaves the program.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_command as command
+
+from config.model import StackSpec
+from plan.nodes import cluster_params
+from plan.security import control_plane_hardening, encryption_key
+from render import control_plane, kubeadm, security
+from render.shell import bash_command
+
+from .bootstrap import SECRET_STDOUT
+from .machines import Machines
+
+
+class ControlPlaneSettings(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, machines: Machines, init: pulumi.Resource,
+                 after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("hybrid:bootstrap:ControlPlaneSettings", name, None, opts)
+        nodes = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
+        first = nodes[0]
+        target = encryption_key(spec)
+        files = security.control_plane_files(control_plane_hardening(spec))
+        components = kubeadm.control_plane_components(cluster_params(spec))
+
+        def step(step_name: str, connection: command.remote.ConnectionArgs, script: str,
+                 depends_on: Sequence[pulumi.Resource], stdin: pulumi.Output[str] | None = None,
+                 triggers: list[pulumi.Input[str]] | None = None, secret_stdout: bool = False) -> command.remote.Command:
+            text = bash_command(script)
+            return command.remote.Command(
+                step_name, connection=connection, create=text, update=text, stdin=stdin, triggers=triggers,
+                logging=command.remote.Logging.STDERR if secret_stdout else command.remote.Logging.STDOUT_AND_STDERR,
+                # Its previous stdout (a key ring) must never travel to sshd as PULUMI_COMMAND_STDOUT.
+                add_previous_output_in_env=False if secret_stdout else None,
+                opts=pulumi.ResourceOptions(
+                    parent=self, depends_on=list(depends_on),
+                    additional_secret_outputs=SECRET_STDOUT if secret_stdout else None,
+                    # A rotated SSH key or a new bastion must not read the key ring again: in a preview an updated
+                    # command's stdout is unknown, and every step reading it would show as changed.
+                    ignore_changes=["connection"] if secret_stdout else None))
+
+        keys = step(f"{name}-encryption-keys", first.connection, control_plane.render_encryption_keys(target),
+                    [init, *after], secret_stdout=True)
+        # Typed here: mypy infers Output.secret's type argument only with an expected type.
+        key_ring: pulumi.Output[str] = pulumi.Output.secret(keys.stdout.apply(lambda text: f"{text}\n"))
+        file_steps = [
+            step(f"{name}-{m.node.name}-files", m.connection, control_plane.render_control_plane_files(m.node.name, files),
+                 [keys], stdin=key_ring, triggers=[m.instance])
+            for m in nodes]
+        sync = step(f"{name}-kubeadm-config", first.connection, control_plane.render_kubeadm_config_sync(components),
+                    file_steps)
+        previous: list[pulumi.Resource] = [sync]
+        for m in nodes:
+            previous = [step(f"{name}-{m.node.name}", m.connection,
+                             control_plane.render_control_plane_node(m.node.name, components, files),
+                             previous, triggers=[m.instance])]
+        for m in nodes:
+            previous = [step(f"{name}-{m.node.name}-encryption-writer", m.connection,
+                             control_plane.render_encryption_writer(m.node.name), previous, stdin=key_ring,
+                             triggers=[m.instance])]
+        rewrite = step(f"{name}-encryption-rewrite", first.connection, control_plane.render_encryption_rewrite(target),
+                       previous)
+        self.done: list[pulumi.Resource] = [rewrite]
+        self.register_outputs({"encryption": target, "nodes": [m.node.name for m in nodes]})

@@ -1,0 +1,77 @@
+"""The cluster's kubelet configuration on every node that joined before it changed (render/kubelet_config.py): the keys
+this program manages in the kubelet-config ConfigMap (serverTLSBootstrap for resourceMetrics, the hardening of config
+`security`), rolled onto each node's kubelet in the waves plan.rollout lays out.
+
+The ConfigMap itself follows the stack before any join (components/bootstrap.py), so a new node joins with it. The
+nodes that joined before get it here: each node's kubelet downloads the configuration, restarts, is checked to stay
+up (protectKernelDefaults stops a kubelet whose kernel settings are wrong) and, with serving certificates on, waits
+until its certificate is approved. A kubelet restart stops no Pod, so nothing is drained; the waves only bound how many
+kubelets restart at once. The steps follow the upgrade's and the restarts' waves (one restart at a time per node) and
+the approver (a restarted kubelet waits for it). Their text carries the settings (by digest) and the node's machine:
+changing a setting runs every node's step in waves; a replaced machine runs its own again. Creating a step runs it
+too (an existing cluster meets the steps for the first time that way); on a node that joined with the settings it
+finds everything in place and restarts nothing. Nothing is left behind to delete.
+
+The steps were named `<cluster>-kubelet-serving-<node>` when they carried serverTLSBootstrap alone; the aliases keep
+them (and their gates) in place instead of replacing them.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_command as command
+
+from config.model import StackSpec
+from plan.nodes import windows_params
+from plan.rollout import stack_waves
+from plan.security import kubelet_config_settings
+from render import kubelet_config, windows_bootstrap
+
+from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
+from .upgrade import for_machine
+from .waves import after_wave
+
+_FORMER_TYPE = "hybrid:bootstrap:KubeletServing"
+
+
+class KubeletConfig(pulumi.ComponentResource):
+    def __init__(self, name: str, former_name: str, spec: StackSpec, machines: Machines, after: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        former_parent = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{_FORMER_TYPE}::{former_name}"
+        super().__init__("hybrid:bootstrap:KubeletConfig", name, None, pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=former_name, type_=_FORMER_TYPE)])))
+        settings = kubelet_config_settings(spec)
+        by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
+        by_name.update({m.node.name: m for m in machines.windows_nodes})
+        previous: list[pulumi.Resource] = list(after)
+        self.steps: list[command.remote.Command] = []
+        waves = stack_waves(spec)
+        for wave_index, wave in enumerate(waves):
+            done: list[pulumi.Resource] = []
+            for node_name in wave:
+                machine = by_name[node_name]
+                if isinstance(machine, ProxmoxLinuxNode):
+                    render = functools.partial(kubelet_config.render_kubelet_config_node, node_name, settings)
+                else:
+                    render = functools.partial(windows_bootstrap.render_kubelet_config,
+                                               windows_params(spec, machine.node), settings)
+                reach = node_step(machine)
+                text = for_machine(render, reach.encode, machine.instance)
+                step = command.remote.Command(
+                    f"{name}-{node_name}",
+                    connection=reach.connection,
+                    create=text,
+                    update=text,
+                    stdin=reach.stdin,
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=previous, aliases=[
+                        pulumi.Alias(name=f"{former_name}-{node_name}", parent=former_parent)]),
+                )
+                self.steps.append(step)
+                done.append(step)
+            previous = after_wave(name, wave_index, done, spec, self, former=(former_name, former_parent))
+        # What needs every kubelet running as configured (metrics-server reads them all; the API servers verify them).
+        self.done: list[pulumi.Resource] = previous
+        self.register_outputs({"settings": kubelet_config.settings_digest(settings), "waves": waves})

@@ -1,0 +1,293 @@
+"""The hardening's renderer inputs (config `security`): the control plane's and the kubelets' settings, the namespaces
+Pod Security exempts or lets run privileged (each with its reason), and what the network policies protect and let
+through (each allowed flow with its reason). Pure: no Pulumi."""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from config.model import StackSpec
+from render import backup, kubeadm, kubelet_config, load_balancer, logging, metrics, network, security, storage, tracing, workloads
+from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
+
+# Where the kubeadm-managed control plane's own pods run: exempt, because the mirror pods of its static pods (host
+# network, hostPath) are not exempt from Pod Security otherwise (render/security.py), and kube-proxy's DaemonSet
+# (privileged, host network: kubeadm phases/addons/proxy) and the CSI node plugins (privileged, render/storage.py) run
+# there too.
+KUBE_SYSTEM = "kube-system"
+
+
+@dataclass(frozen=True)
+class NamespaceReason:
+    name: str
+    reason: str
+
+
+def pod_security_exemptions(spec: StackSpec) -> tuple[NamespaceReason, ...]:
+    """The namespaces the API server's Pod Security configuration exempts altogether."""
+    exempt = [
+        NamespaceReason(KUBE_SYSTEM, "the control plane's static pods (their mirror pods are not exempt otherwise), "
+                                     "kube-proxy and the CSI node plugins: host network, hostPath, privileged"),
+        # Created by the tigera-operator Helm release without labels (the chart does not create it: its templates use
+        # {{.Release.Namespace}}); the operator itself runs with the host network (02-tigera-operator.yaml).
+        NamespaceReason(network.CALICO_CHARTS_NAMESPACE, "the Tigera operator runs with the host network; Helm "
+                                                         "creates the namespace, so it carries no labels"),
+    ]
+    exempt += [NamespaceReason(name, "exempted by the stack (security.podSecurity.exemptNamespaces)")
+               for name in spec.security.pod_security.exempt_namespaces]
+    return tuple(exempt)
+
+
+def privileged_namespaces(spec: StackSpec) -> tuple[NamespaceReason, ...]:
+    """The namespaces labelled Pod Security `privileged`, by this program or by the Tigera operator: the only ones
+    whose pods may use the host's network, processes or files besides the exempt ones."""
+    found = [NamespaceReason(metrics.CALICO_NAMESPACE, "calico-node (Linux and Windows HostProcess) with the host "
+                                                       "network; the operator labels it (tigera/operator "
+                                                       "pkg/render/namespaces.go, PSSPrivileged)")]
+    if spec.nodes.windows:
+        found.append(NamespaceReason(WINDOWS_SYSTEM_NAMESPACE, "kube-proxy and the Calico pieces for Windows run as "
+                                                               "HostProcess containers"))
+    if spec.storage is not None and spec.storage.longhorn is not None:
+        found.append(NamespaceReason(storage.LONGHORN_NAMESPACE, "Longhorn's manager and engine need privileged "
+                                                                 "access to the node's block devices"))
+    if spec.load_balancer is not None:
+        found.append(NamespaceReason(load_balancer.METALLB_NAMESPACE, "MetalLB's speakers answer ARP with the host "
+                                                                      "network and NET_RAW"))
+    observability = spec.observability
+    if observability is not None and observability.metrics is not None:
+        found.append(NamespaceReason(metrics.MONITORING_NAMESPACE, "node-exporter reads the host's /proc, /sys and / "
+                                                                   "with its network and PID namespace"))
+    if observability is not None and observability.logs is not None:
+        found.append(NamespaceReason(logging.LOGGING_NAMESPACE, "Fluent Bit reads the node's log files through "
+                                                                "hostPath"))
+    if spec.backup is not None:
+        found.append(NamespaceReason(backup.NAMESPACE, "Velero's node agents read pod volumes through the kubelet's "
+                                                       "hostPath directories"))
+    found += [NamespaceReason(n.name, "an application namespace the stack declares privileged "
+                                      f"(namespaces[{i}].podSecurity)")
+              for i, n in enumerate(spec.namespaces) if n.pod_security == "privileged"]
+    return tuple(found)
+
+
+def control_plane_hardening(spec: StackSpec) -> security.ControlPlaneHardening:
+    s = spec.security
+    audit = s.audit_log
+    return security.ControlPlaneHardening(
+        pod_security=security.PodSecurityDefaults(
+            enforce=s.pod_security.enforce, audit=s.pod_security.audit, warn=s.pod_security.warn,
+            exempt_namespaces=tuple(n.name for n in pod_security_exemptions(spec))),
+        audit_log=security.AuditLog(max_age_days=audit.max_age_days, max_backups=audit.max_backups,
+                                    max_size_mb=audit.max_size_mb) if audit.enabled else None,
+        # Only kubelets with serving certificates from the cluster CA can be verified (resourceMetrics); with
+        # self-signed ones `kubectl logs/exec` would fail on every node.
+        verify_kubelets=spec.resource_metrics.enabled,
+    )
+
+
+def kubelet_hardening(spec: StackSpec) -> security.KubeletHardening:
+    return security.KubeletHardening(seccomp_default=spec.security.seccomp_default,
+                                     pod_pids_limit=spec.security.pod_pids_limit)
+
+
+def kubelet_config_settings(spec: StackSpec) -> kubelet_config.KubeletSettings:
+    """Every key this program manages in the cluster's kubelet configuration, as the stack wants it: serverTLSBootstrap
+    (resourceMetrics) and the hardening."""
+    values: dict[str, object] = dict(security.kubelet_settings(kubelet_hardening(spec)))
+    if spec.resource_metrics.enabled:
+        values["serverTLSBootstrap"] = True
+    return kubelet_config.kubelet_settings(values)
+
+
+def cluster_hardening_fields(spec: StackSpec) -> dict[str, object]:
+    """The hardening fields of kubeadm.ClusterParams (plan.nodes.cluster_params)."""
+    hardening = control_plane_hardening(spec)
+    return {
+        "hardening_args": tuple(security.api_server_args(hardening).items()),
+        "api_server_volumes": tuple(
+            kubeadm.HostPathMount(name=v["name"], host_path=v["hostPath"], mount_path=v["mountPath"],
+                                  read_only=v["readOnly"], path_type=v["pathType"])
+            for v in security.api_server_volumes(hardening)),
+        "controller_manager_args": tuple(security.controller_manager_args().items()),
+        "scheduler_args": tuple(security.scheduler_args().items()),
+        "kubelet_settings": tuple((key, tuple(value) if isinstance(value, list) else value)
+                                  for key, value in security.kubelet_settings(kubelet_hardening(spec)).items()),
+    }
+
+
+def encryption_key(spec: StackSpec) -> str:
+    """The key the cluster's Secrets are to be written with: `key-<rotation label>`, `key-initial` before the first
+    rotation, or `identity` with secretsEncryption off (plain text: render/scripts/lib/encryption.sh)."""
+    encryption = spec.security.secrets_encryption
+    if not encryption.enabled:
+        return "identity"
+    return f"key-{encryption.key_rotation}" if encryption.key_rotation else "key-initial"
+
+
+# --- network policy -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AllowedFlow:
+    """Egress that the infrastructure protection lets through for one namespace (optionally only some of its pods)."""
+    name: str                       # the policy's name, a DNS label
+    namespace: str
+    pod_selector: str | None        # a Calico selector on the pod's labels, or None for every pod of the namespace
+    nets: tuple[str, ...]           # CIDRs
+    protocol: str                   # "TCP" | "UDP"
+    ports: tuple[int, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class NetworkPolicyPlan:
+    protected_networks: tuple[str, ...]      # no pod reaches these, except through AllowedFlow
+    node_addresses: tuple[str, ...]          # every node address: their admin ports are closed to pods
+    node_admin_ports: tuple[int, ...]
+    allowed: tuple[AllowedFlow, ...]
+    application_namespaces: tuple[str, ...]  # default-deny ingress
+    ingress_sources: tuple[tuple[str, str], ...]   # (namespace, reason) whose pods may reach application pods
+
+
+# Administrative ports of a node: SSH, etcd's client and peer ports, RDP and WinRM (HTTP and HTTPS). A pod has no
+# business there; the API server (6443), the kubelet (10250, authenticated), the VXLAN and the NodePorts stay open.
+NODE_ADMIN_PORTS = (22, 2379, 2380, 3389, 5985, 5986)
+
+
+def _literal_address(host: str) -> str | None:
+    try:
+        return str(ipaddress.IPv4Address(host))
+    except ValueError:
+        return None
+
+
+def _endpoint_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def network_policy_plan(spec: StackSpec) -> NetworkPolicyPlan | None:
+    """The infrastructure protection and the application namespaces' ingress; None with networkPolicy off."""
+    if not spec.security.network_policy.enabled:
+        return None
+    networks: list[ipaddress.IPv4Network] = []
+    for vlan in (spec.network.management, spec.network.storage):
+        if vlan is not None:
+            networks.append(vlan.cidr)
+    networks += spec.security.network_policy.protected_networks
+    hosts = [n.address for n in spec.proxmox.nodes] + [h.address for h in spec.hyperv.hosts]
+    for server in _storage_servers(spec):
+        address = _literal_address(server)
+        if address is not None:
+            hosts.append(ipaddress.IPv4Address(address))
+    bastion = spec.access.bastion
+    if bastion is not None and _literal_address(bastion.host) is not None:
+        hosts.append(ipaddress.IPv4Address(bastion.host))
+    protected = _covering(networks, hosts)
+    node_addresses = sorted({str(n.ip) for n in [*spec.linux_nodes, *spec.nodes.windows]} |
+                            {str(n.management_ip) for n in spec.linux_nodes if n.management_ip is not None},
+                            key=ipaddress.IPv4Address)
+    return NetworkPolicyPlan(
+        protected_networks=tuple(protected), node_addresses=tuple(node_addresses), node_admin_ports=NODE_ADMIN_PORTS,
+        allowed=tuple(_allowed_flows(spec, protected)),
+        application_namespaces=tuple(n.name for n in spec.namespaces),
+        ingress_sources=tuple(_ingress_sources(spec)))
+
+
+def _storage_servers(spec: StackSpec) -> list[str]:
+    servers = []
+    if spec.storage is not None and spec.storage.nfs is not None:
+        servers.append(spec.storage.nfs.server)
+    if spec.storage is not None and spec.storage.smb is not None:
+        servers.append(spec.storage.smb.source.lstrip("\\").split("\\", 1)[0])
+    if spec.etcd_backup is not None:
+        servers.append(spec.etcd_backup.nfs_server)
+    return servers
+
+
+def _covering(networks: list[ipaddress.IPv4Network], hosts: list[ipaddress.IPv4Address]) -> list[str]:
+    """The networks, and each host not inside one of them as a /32, without repeats, in address order."""
+    found = {str(n) for n in networks}
+    for host in hosts:
+        if not any(host in n for n in networks):
+            found.add(f"{host}/32")
+    return sorted(found, key=lambda cidr: (ipaddress.IPv4Network(cidr).network_address, cidr))
+
+
+def _destination(host: str, protected: list[str]) -> tuple[str, ...] | None:
+    """Where a flow to `host` goes among the protected networks: its address, when it is written as one and is
+    protected; every protected network, for a DNS name (Calico's open-source policy matches addresses, not names, so
+    the port is what narrows the flow); None when it is an address outside them (nothing to let through)."""
+    address = _literal_address(host)
+    if address is None:
+        return tuple(protected)
+    if any(ipaddress.IPv4Address(address) in ipaddress.IPv4Network(n) for n in protected):
+        return (f"{address}/32",)
+    return None
+
+
+def _flow(name: str, namespace: str, selector: str | None, host: str, protocol: str, ports: tuple[int, ...],
+          reason: str, protected: list[str]) -> list[AllowedFlow]:
+    nets = _destination(host, protected)
+    if nets is None or not protected:
+        return []
+    return [AllowedFlow(name=name, namespace=namespace, pod_selector=selector, nets=nets, protocol=protocol,
+                        ports=ports, reason=reason)]
+
+
+def _allowed_flows(spec: StackSpec, protected: list[str]) -> list[AllowedFlow]:
+    flows: list[AllowedFlow] = []
+    dns = tuple(str(s) for s in spec.network.dns_servers)
+    for protocol in ("UDP", "TCP"):
+        for server in dns:
+            flows += _flow(f"cluster-dns-{protocol.lower()}", KUBE_SYSTEM, "k8s-app == 'kube-dns'", server, protocol,
+                           (53,), "CoreDNS forwards names outside the cluster to the site's DNS servers", protected)
+    # The same policy name for every server of a protocol: merge their destinations.
+    flows = _merged(flows)
+    if spec.storage is not None:
+        if spec.storage.nfs is not None:
+            flows += _flow("csi-nfs", KUBE_SYSTEM, None, spec.storage.nfs.server, "TCP", (111, 2049),
+                           "the NFS CSI controller mounts the export to make each volume's directory", protected)
+        if spec.storage.smb is not None:
+            flows += _flow("csi-smb", KUBE_SYSTEM, None, spec.storage.smb.source.lstrip("\\").split("\\", 1)[0], "TCP",
+                           (445,), "the SMB CSI controller mounts the share to make each volume's directory", protected)
+    logs = spec.observability.logs if spec.observability is not None else None
+    if logs is not None:
+        flows += _flow("log-output", logging.LOGGING_NAMESPACE, None, logs.host, "TCP", (logs.port,),
+                       f"Fluent Bit ships the nodes' logs to the {logs.kind} server", protected)
+    if spec.backup is not None:
+        stores = [("backup-primary", spec.backup.primary), ("backup-offsite", spec.backup.offsite),
+                  ("backup-recovery", spec.backup.recover_from)]
+        for name, store in stores:
+            if store is not None:
+                host, port = _endpoint_port(store.endpoint)
+                flows += _flow(name, backup.NAMESPACE, None, host, "TCP", (port,),
+                               "Velero and the etcd snapshots' off-site copy write to the S3 store", protected)
+    if spec.tracing is not None:
+        host, _, trace_port = spec.tracing.endpoint.rpartition(":")
+        flows += _flow("trace-export", tracing.NAMESPACE, None, host, "TCP", (int(trace_port),),
+                       "the OpenTelemetry Collector exports traces to the backend", protected)
+    if spec.tls is not None and spec.tls.acme is not None:
+        host, port = _endpoint_port(spec.tls.acme.server)
+        flows += _flow("acme", "cert-manager", None, host, "TCP", (port,),
+                       "cert-manager orders certificates from the ACME server", protected)
+    return flows
+
+
+def _merged(flows: list[AllowedFlow]) -> list[AllowedFlow]:
+    by_name: dict[str, AllowedFlow] = {}
+    for flow in flows:
+        known = by_name.get(flow.name)
+        by_name[flow.name] = flow if known is None else AllowedFlow(
+            name=flow.name, namespace=flow.namespace, pod_selector=flow.pod_selector,
+            nets=tuple(dict.fromkeys((*known.nets, *flow.nets))), protocol=flow.protocol, ports=flow.ports,
+            reason=flow.reason)
+    return list(by_name.values())
+
+
+def _ingress_sources(spec: StackSpec) -> list[tuple[str, str]]:
+    sources = []
+    if spec.workloads is not None:
+        sources.append((workloads.GATEWAY_NAMESPACE, "the samples' Gateway proxies forward requests to the pods"))
+    if spec.observability is not None and spec.observability.metrics is not None:
+        sources.append((metrics.MONITORING_NAMESPACE, "Prometheus scrapes the pods' metrics"))
+    return sources
