@@ -340,11 +340,20 @@ class V1Beta4JoinConfiguration(Strict):
 
 
 class KubeletConfiguration(Strict):
+    # kubernetes/kubelet v0.36.3 config/v1beta1/types.go (Kubernetes 1.36.3): the json tags and Go types of the
+    # fields this project emits.
     apiVersion: Literal["kubelet.config.k8s.io/v1beta1"]
     kind: Literal["KubeletConfiguration"]
     cgroupDriver: Literal["systemd", "cgroupfs"] | None = None
     serializeImagePulls: bool | None = None
     maxParallelImagePulls: int | None = Field(default=None, ge=0)
+    serverTLSBootstrap: bool | None = None
+    eventRecordQPS: int | None = Field(default=None, ge=0)      # *int32
+    eventBurst: int | None = Field(default=None, ge=0)          # int32
+    podPidsLimit: int | None = None                             # *int64
+    protectKernelDefaults: bool | None = None
+    seccompDefault: bool | None = None                          # *bool
+    tlsCipherSuites: list[str] | None = None
 
 
 Document = (

@@ -17,8 +17,10 @@ LOG="$ROOT/var/log/kubeadm-control-plane.log"
 #@ include lib/log-helpers.sh
 
 manifests_digest() {
-  cat "$MANIFESTS"/kube-apiserver.yaml "$MANIFESTS"/kube-controller-manager.yaml "$MANIFESTS"/kube-scheduler.yaml \
-    2>/dev/null | sha256sum | cut -d ' ' -f 1
+  local component
+  for component in kube-apiserver kube-controller-manager kube-scheduler; do
+    [[ ! -f $MANIFESTS/$component.yaml ]] || cat "$MANIFESTS/$component.yaml"
+  done | sha256sum | cut -d ' ' -f 1
 }
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"

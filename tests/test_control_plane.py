@@ -1,0 +1,537 @@
+"""The control plane's hardening (render/security.py, render/control_plane.py, components/control_plane.py): what the API
+server, controller manager and scheduler are given, the files the API server reads (checked against strict models of
+their upstream types), the scripts run against stub kubectl and kubeadm on scratch control-plane nodes (a change of
+Secrets encryption key walked through three nodes, checking after every step that no API server writes with a key
+another cannot read), and the steps' place in the graph, for a new cluster and for one the previous release built."""
+from __future__ import annotations
+
+import base64
+import json
+import lzma
+import shutil
+import subprocess
+from pathlib import Path
+
+import pydantic
+import pytest
+import yaml
+
+from config.loader import load
+from plan.nodes import cluster_params, node_params
+from plan.security import control_plane_hardening, encryption_key, pod_security_exemptions
+from render import control_plane, kubeadm, linux_bootstrap, security
+from tests import apiserver_api as api
+from tests.conftest import hk_prod_values, raw_config
+from tests.kubeadm_api import validate_documents
+from tests.validators import TEST_ROOT_VARIABLE
+from tools.engine import from_export
+from tools.mockrun import Recording, run_program
+
+ROOT = Path(__file__).resolve().parent.parent
+# The state the previous release's program (commit 2f14be9) left for hk-prod under the mock engine
+# (tools.engine.to_export of tools.mockrun.run_program's state), xz-compressed.
+PREVIOUS_STATE = ROOT / "tests" / "fixtures" / "state" / "hk-prod-2f14be9.json.xz"
+
+
+def _spec(values: dict | None = None):
+    return load(raw_config(values or hk_prod_values())).spec
+
+
+HK = _spec()
+FILES = security.control_plane_files(control_plane_hardening(HK))
+COMPONENTS = kubeadm.control_plane_components(cluster_params(HK))
+
+
+def _args(section: dict) -> dict[str, str]:
+    return {a["name"]: a["value"] for a in section["extraArgs"]}
+
+
+# --- what the control plane is given --------------------------------------------------------------------------
+
+def test_the_init_configuration_validates_strictly_with_the_hardening():
+    init = kubeadm.render_init_config(cluster_params(HK), node_params(HK, HK.nodes.control_plane[0], control_plane=True))
+    models = validate_documents(init)
+    assert [type(m).__name__ for m in models] == ["V1Beta4InitConfiguration", "V1Beta4ClusterConfiguration",
+                                                  "KubeletConfiguration"]
+
+
+def test_the_api_server_is_hardened_and_keeps_kubeadms_defaults():
+    args = _args(COMPONENTS["apiServer"])
+    # anonymous-auth stays unset: the AuthenticationConfiguration's anonymous section forbids the flag.
+    assert "anonymous-auth" not in args and args["authentication-config"] == security.AUTHENTICATION_FILE
+    assert args["profiling"] == "false"
+    assert args["kubelet-certificate-authority"] == "/etc/kubernetes/pki/ca.crt"
+    assert args["service-account-extend-token-expiration"] == "false"
+    assert args["enable-admission-plugins"].split(",") == ["NodeRestriction", "DenyServiceExternalIPs"]
+    assert args["encryption-provider-config"] == security.ENCRYPTION_FILE
+    assert args["admission-control-config-file"] == security.ADMISSION_FILE
+    assert args["audit-policy-file"] == security.AUDIT_POLICY_FILE and args["audit-log-path"] == security.AUDIT_LOG_FILE
+    assert (args["audit-log-maxage"], args["audit-log-maxbackup"], args["audit-log-maxsize"]) == ("30", "10", "100")
+    assert args["tls-cipher-suites"].split(",") == list(security.TLS_CIPHER_SUITES)
+    # Every file a flag names is mounted, read-only but for the log's directory.
+    mounts = {v["hostPath"]: v for v in COMPONENTS["apiServer"]["extraVolumes"]}
+    for path in (security.AUTHENTICATION_FILE, security.ADMISSION_FILE, security.AUDIT_POLICY_FILE,
+                 security.ENCRYPTION_FILE, security.AUDIT_LOG_FILE):
+        directory = path.rpartition("/")[0]
+        assert directory in mounts and mounts[directory]["mountPath"] == directory, path
+        assert mounts[directory]["readOnly"] is (directory != security.AUDIT_LOG_DIR)
+    assert _args(COMPONENTS["controllerManager"]) == {"node-cidr-mask-size": "24", "profiling": "false",
+                                                      "terminated-pod-gc-threshold": "1000"}
+    assert _args(COMPONENTS["scheduler"]) == {"profiling": "false"}
+
+
+def test_without_ca_signed_kubelet_certificates_the_api_server_does_not_verify_kubelets():
+    values = hk_prod_values()
+    values["resourceMetrics"] = {"enabled": False}
+    values.pop("customMetrics")
+    args = _args(kubeadm.control_plane_components(cluster_params(_spec(values)))["apiServer"])
+    assert "kubelet-certificate-authority" not in args
+
+
+def test_a_relaxed_audit_log_leaves_out_its_flags_file_and_mount():
+    values = hk_prod_values()
+    values["security"] = {"auditLog": {"enabled": False}}
+    spec = _spec(values)
+    components = kubeadm.control_plane_components(cluster_params(spec))
+    assert not any(name.startswith("audit-") for name in _args(components["apiServer"]))
+    assert "audit-log" not in {v["name"] for v in components["apiServer"]["extraVolumes"]}
+    assert security.AUDIT_POLICY_FILE not in security.control_plane_files(control_plane_hardening(spec))
+
+
+def test_the_files_validate_strictly():
+    api.AdmissionConfiguration.model_validate(yaml.safe_load(FILES[security.ADMISSION_FILE]))
+    api.AuthenticationConfiguration.model_validate(yaml.safe_load(FILES[security.AUTHENTICATION_FILE]))
+    api.Policy.model_validate(yaml.safe_load(FILES[security.AUDIT_POLICY_FILE]))
+    with pytest.raises(pydantic.ValidationError):
+        api.Policy.model_validate({**yaml.safe_load(FILES[security.AUDIT_POLICY_FILE]), "rule": []})
+
+
+def test_pod_security_defaults_hold_for_every_namespace_but_the_exempt_ones():
+    config = api.AdmissionConfiguration.model_validate(yaml.safe_load(FILES[security.ADMISSION_FILE]))
+    (plugin,) = config.plugins
+    assert plugin.name == "PodSecurity" and plugin.configuration is not None
+    defaults = plugin.configuration.defaults
+    assert (defaults.enforce, defaults.audit, defaults.warn) == ("baseline", "restricted", "restricted")
+    assert plugin.configuration.exemptions.namespaces == ["kube-system", "tigera-operator"]
+    assert not plugin.configuration.exemptions.usernames and not plugin.configuration.exemptions.runtimeClasses
+    # Each exemption has its reason.
+    assert all(len(e.reason) > 20 for e in pod_security_exemptions(HK))
+
+
+def test_anonymous_requests_reach_only_the_health_endpoints_and_token_discovery():
+    config = api.AuthenticationConfiguration.model_validate(yaml.safe_load(FILES[security.AUTHENTICATION_FILE]))
+    assert config.anonymous is not None and config.anonymous.enabled and not config.jwt
+    assert [c.path for c in config.anonymous.conditions or []] == [
+        "/livez", "/readyz", "/healthz", "/api/v1/namespaces/kube-public/configmaps/cluster-info"]
+
+
+@pytest.mark.parametrize("verb", ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"])
+def test_the_audit_log_never_records_a_secret_configmap_or_token_body(verb):
+    policy = api.Policy.model_validate(yaml.safe_load(FILES[security.AUDIT_POLICY_FILE]))
+    for group, resource, subresource in (("", "secrets", ""), ("", "configmaps", ""), ("", "serviceaccounts", "token"),
+                                         ("authentication.k8s.io", "tokenreviews", "")):
+        for user in ("alice", "system:kube-controller-manager", "system:serviceaccount:velero:velero"):
+            level = api.audit_level(policy, user=user, verb=verb, group=group, resource=resource,
+                                    subresource=subresource, namespace="linux-prod")
+            assert level in ("None", "Metadata"), (verb, resource, subresource, user, level)
+
+
+def test_the_audit_log_records_writes_with_their_bodies_and_leaves_out_the_noise():
+    policy = api.Policy.model_validate(yaml.safe_load(FILES[security.AUDIT_POLICY_FILE]))
+    assert api.audit_level(policy, verb="create", group="apps", resource="deployments", namespace="x") == "Request"
+    assert api.audit_level(policy, verb="delete", group="rbac.authorization.k8s.io",
+                           resource="clusterrolebindings") == "Request"
+    assert api.audit_level(policy, verb="get", group="apps", resource="deployments", namespace="x") == "Metadata"
+    assert api.audit_level(policy, verb="create", resource="pods", subresource="exec", namespace="x") == "Metadata"
+    assert api.audit_level(policy, verb="get", path="/livez") == "None"
+    assert api.audit_level(policy, verb="get", path="/readyz?verbose") == "None"
+    assert api.audit_level(policy, verb="create", resource="events", namespace="x") == "None"
+    assert api.audit_level(policy, user="system:kube-proxy", verb="watch", group="discovery.k8s.io",
+                           resource="endpointslices") == "None"
+    assert api.audit_level(policy, verb="get", path="/apis") == "Metadata"
+
+
+def test_encryption_keys_are_named_by_the_rotation_label():
+    assert encryption_key(HK) == "key-initial"
+    values = hk_prod_values()
+    values["security"] = {"secretsEncryption": {"keyRotation": "2027-01"}}
+    assert encryption_key(_spec(values)) == "key-2027-01"
+    values["security"] = {"secretsEncryption": {"enabled": False}}
+    assert encryption_key(_spec(values)) == "identity"
+    for bad in ("key-", "Key-x", "key-a b", "identity2"):
+        with pytest.raises(ValueError):
+            security.check_key_name(bad)
+
+
+# --- the scripts on scratch control-plane nodes ------------------------------------------------------------------
+
+KUBECTL = r"""#!/usr/bin/env bash
+set -euo pipefail
+printf 'kubectl %s\n' "$*" >>"$NODE_STUBS/calls"
+case "$*" in
+  "-n kube-system get pod kube-apiserver-"*) echo True ;;
+  "get namespaces -o name") for f in "$CLUSTER/secrets"/*; do echo "namespace/${f##*/}"; done ;;
+  "-n "*" get secrets -o name") ns=$2; while read -r s; do [[ -n $s ]] && echo "secret/$s"; done <"$CLUSTER/secrets/$ns" ;;
+  "-n "*" get secrets -o json") echo "{\"kind\":\"List\",\"namespace\":\"$2\"}" ;;
+  "replace -f - -o name")
+    ns="$(sed -n 's/.*"namespace":"\([^"]*\)".*/\1/p')"
+    if [[ -e $CLUSTER/conflict-$ns ]]; then rm "$CLUSTER/conflict-$ns"; echo "the object has been modified" >&2; exit 1; fi
+    while read -r s; do
+      [[ -n $s ]] && echo "secret/$s" && echo "$ns/$s $(cat "$CLUSTER/writer")" >>"$CLUSTER/rewritten"
+    done <"$CLUSTER/secrets/$ns" ;;
+  *"get configmap kubeadm-config"*) cat "$CLUSTER/ClusterConfiguration" ;;
+  *"create configmap kubeadm-config --from-file=ClusterConfiguration="*)
+    args="$*"; file="${args#*--from-file=ClusterConfiguration=}"; file="${file%% *}"; echo "from-file: $file" ;;
+  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)
+    file="$(sed -n 's/^from-file: //p')"; cp "$file" "$CLUSTER/ClusterConfiguration" ;;
+  *) echo "unexpected kubectl $*" >&2; exit 2 ;;
+esac
+"""
+# kubeadm upgrade node phase control-plane: the manifests the cluster's ClusterConfiguration makes (the stub writes the
+# sorted apiServer flags into the local kube-apiserver manifest, as kubeadm would rewrite it).
+KUBEADM = r"""#!/usr/bin/env bash
+set -euo pipefail
+printf 'kubeadm %s\n' "$*" >>"$NODE_STUBS/calls"
+case "$*" in
+  "upgrade node phase control-plane --dry-run --certificate-renewal=false --etcd-upgrade=false")
+    [[ ! -e $CLUSTER/kubeadm-refuses ]] || { echo "error: unknown field" >&2; exit 1; } ;;
+  "upgrade node phase control-plane --certificate-renewal=false --etcd-upgrade=false")
+    [[ ! -e $NODE_STUBS/kubeadm-fails ]] || { echo "[upgrade] rolling back kube-apiserver" >&2; exit 1; }
+    python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(sorted(a["name"] for a in d["apiServer"]["extraArgs"]))' \
+      "$CLUSTER/ClusterConfiguration" >"$HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ;;
+  *) echo "unexpected kubeadm $*" >&2; exit 2 ;;
+esac
+"""
+RECORD = '#!/usr/bin/env bash\nprintf "%s %s\\n" "${0##*/}" "$*" >>"$NODE_STUBS/calls"\n'
+
+
+class ControlPlaneNode:
+    """A control-plane node's root, with its stubs; every node of a test shares one `cluster` directory (the API)."""
+
+    def __init__(self, base: Path, name: str, cluster: Path):
+        self.name, self.root, self.stubs, self.cluster = name, base / name / "root", base / name / "stubs", cluster
+        for directory in (self.root / "etc" / "kubernetes" / "manifests", self.stubs, self.root / "var" / "lib" / "etcd"):
+            directory.mkdir(parents=True, exist_ok=True)
+        (self.root / "etc" / "kubernetes" / "admin.conf").write_text("apiVersion: v1\n")
+        (self.root / "etc" / "kubernetes" / "manifests" / "kube-apiserver.yaml").write_text("kind: Pod\n")
+        for name_, text in (("kubectl", KUBECTL), ("kubeadm", KUBEADM), ("sleep", "#!/usr/bin/env bash\n"),
+                            ("getent", "#!/usr/bin/env bash\nexit 2\n"), ("groupadd", RECORD), ("useradd", RECORD),
+                            ("chown", RECORD)):
+            (self.stubs / name_).write_text(text)
+            (self.stubs / name_).chmod(0o755)
+
+    def run(self, script: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        env = {"PATH": f"{self.stubs}:/usr/bin:/bin", TEST_ROOT_VARIABLE: str(self.root), "NODE_STUBS": str(self.stubs),
+               "CLUSTER": str(self.cluster)}
+        return subprocess.run([shutil.which("bash"), "-c", script], input=stdin, env=env, capture_output=True,
+                              text=True, timeout=60)
+
+    def calls(self) -> list[str]:
+        path = self.stubs / "calls"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def encryption(self) -> tuple[str, set[str]]:
+        """The key this node's API server writes with, and every key it reads (identity is plain text)."""
+        config = api.EncryptionConfiguration.model_validate(
+            yaml.safe_load((self.root / security.ENCRYPTION_FILE.lstrip("/")).read_text()))
+        (resources,) = config.resources
+        assert resources.resources == ["secrets"]
+        names = []
+        for provider in resources.providers:
+            if provider.identity is not None:
+                names.append("identity")
+            else:
+                assert provider.secretbox is not None, "only secretbox and identity are used"
+                for key in provider.secretbox.keys:
+                    assert len(base64.b64decode(key.secret)) == 32
+                    names.append(key.name)
+        assert names[-1] == "identity" or "identity" in names, "identity always reads"
+        return names[0], set(names)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Path:
+    path = tmp_path / "cluster"
+    (path / "secrets").mkdir(parents=True)
+    (path / "secrets" / "default").write_text("")
+    (path / "secrets" / "linux-prod").write_text("db-password\napi-token\n")
+    (path / "secrets" / "kube-system").write_text("bootstrap-token-abc\n")
+    (path / "writer").write_text("identity")
+    document = yaml.safe_load(kubeadm.render_init_config(
+        cluster_params(HK), node_params(HK, HK.nodes.control_plane[0], control_plane=True)).split("---")[2])
+    # As kubeadm uploads it: no hardening yet (a cluster the previous release built) and a defaulted etcd section.
+    document["apiServer"] = {"certSANs": document["apiServer"]["certSANs"],
+                             "extraArgs": [{"name": "service-node-port-range", "value": "30000-32767"}]}
+    document["controllerManager"] = {"extraArgs": [{"name": "node-cidr-mask-size", "value": "24"}]}
+    document["scheduler"] = {}
+    document["etcd"] = {"local": {"dataDir": "/var/lib/etcd"}}
+    (path / "ClusterConfiguration").write_text(yaml.safe_dump(document))
+    return path
+
+
+def _nodes(tmp_path: Path, cluster: Path) -> list[ControlPlaneNode]:
+    return [ControlPlaneNode(tmp_path, name, cluster) for name in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+
+
+def _ok(run: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+def _assert_no_node_writes_what_another_cannot_read(nodes: list[ControlPlaneNode]) -> None:
+    states = [n.encryption() for n in nodes if (n.root / security.ENCRYPTION_FILE.lstrip("/")).exists()]
+    for writer, _ in states:
+        for _, readable in states:
+            assert writer in readable, states
+
+
+def _change_key(nodes: list[ControlPlaneNode], target: str) -> None:
+    """Every step of components/control_plane.py for a change of key, in its order, checking the invariant after each."""
+    first = nodes[0]
+    ring = _ok(first.run(control_plane.render_encryption_keys(target))).stdout
+    for node in nodes:
+        _ok(node.run(control_plane.render_control_plane_files(node.name, FILES), stdin=ring))
+        _assert_no_node_writes_what_another_cannot_read(nodes)
+    _ok(first.run(control_plane.render_kubeadm_config_sync(COMPONENTS)))
+    for node in nodes:
+        _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES)))
+    for node in nodes:
+        _ok(node.run(control_plane.render_encryption_writer(node.name), stdin=ring))
+        _assert_no_node_writes_what_another_cannot_read(nodes)
+        # The stub API records what the rewrite will find: the key the nodes write with.
+        first.cluster.joinpath("writer").write_text(node.encryption()[0])
+    _ok(first.run(control_plane.render_encryption_rewrite(target)))
+
+
+def test_an_existing_cluster_gets_encryption_in_phases_and_every_secret_rewritten(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    _change_key(nodes, "key-initial")
+    assert all(n.encryption() == ("key-initial", {"key-initial", "identity"}) for n in nodes)
+    # Every Secret rewritten once, with the key every API server then wrote with; the key recorded as current.
+    rewritten = (cluster / "rewritten").read_text().splitlines()
+    assert sorted(rewritten) == ["kube-system/bootstrap-token-abc key-initial", "linux-prod/api-token key-initial",
+                                 "linux-prod/db-password key-initial"]
+    assert (nodes[0].root / "etc/kubernetes/encryption/current").read_text() == "key-initial"
+    # The key was made once, on the first node, and reached the others only on stdin; every file is root's only.
+    keys = {n.name: (n.root / "etc/kubernetes/encryption/keys/key-initial").read_text() for n in nodes}
+    assert len(set(keys.values())) == 1
+    for node in nodes:
+        for path in (node.root / "etc/kubernetes/encryption").rglob("*"):
+            assert path.stat().st_mode & 0o077 == 0, path
+        for path in (node.root / "etc/kubernetes/hardening").iterdir():
+            assert path.stat().st_mode & 0o077 == 0, path
+    # The ClusterConfiguration names the files; kubeadm's other sections (its version above all) are kept.
+    document = yaml.safe_load((cluster / "ClusterConfiguration").read_text())
+    assert document["kubernetesVersion"] == "v1.36.4" and document["etcd"] == {"local": {"dataDir": "/var/lib/etcd"}}
+    assert {k: document[k] for k in COMPONENTS} == COMPONENTS
+
+
+def test_a_rotation_then_plain_text_go_through_the_same_phases(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    _change_key(nodes, "key-initial")
+    initial = (nodes[0].root / "etc/kubernetes/encryption/keys/key-initial").read_text()
+    (cluster / "rewritten").unlink()
+    _change_key(nodes, "key-2027-01")
+    # The new key writes; the old one still reads (until the next change of key), and is the same key as before.
+    assert all(n.encryption() == ("key-2027-01", {"key-2027-01", "key-initial", "identity"}) for n in nodes)
+    assert (nodes[2].root / "etc/kubernetes/encryption/keys/key-initial").read_text() == initial
+    assert len((cluster / "rewritten").read_text().splitlines()) == 3
+    # Relaxed to plain text: identity writes, the key reads what is still encrypted until the rewrite.
+    (cluster / "rewritten").unlink()
+    _change_key(nodes, "identity")
+    assert all(n.encryption() == ("identity", {"identity", "key-2027-01"}) for n in nodes)
+    assert {line.split()[1] for line in (cluster / "rewritten").read_text().splitlines()} == {"identity"}
+
+
+def test_the_steps_change_nothing_the_second_time(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    _change_key(nodes, "key-initial")
+    for node in nodes:
+        (node.stubs / "calls").unlink(missing_ok=True)
+    _change_key(nodes, "key-initial")
+    for node in nodes:
+        calls = node.calls()
+        # No restart (the manifest moves out only to restart), no write of the ClusterConfiguration, no rewrite.
+        assert not any("apply" in c or "replace" in c for c in calls), calls
+    assert "already the stack's" in _ok(nodes[0].run(control_plane.render_kubeadm_config_sync(COMPONENTS))).stdout
+    assert not (nodes[0].root / "etc/kubernetes/manifests-parked").exists()
+
+
+def test_changed_files_restart_the_api_server_even_when_the_manifest_is_unchanged(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    _change_key(nodes, "key-initial")
+    values = hk_prod_values()
+    values["security"] = {"podSecurity": {"exemptNamespaces": ["legacy-agents"]}}
+    files = security.control_plane_files(control_plane_hardening(_spec(values)))
+    node = nodes[1]
+    ring = _ok(nodes[0].run(control_plane.render_encryption_keys("key-initial"))).stdout
+    _ok(node.run(control_plane.render_control_plane_files(node.name, files), stdin=ring))
+    (node.stubs / "calls").unlink()
+    run = _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, files)))
+    assert "restarted kube-apiserver for its changed files" in run.stdout
+    assert any(c.startswith("kubectl -n kube-system get pod kube-apiserver-hk-cp-2") for c in node.calls())
+    assert (node.root / "etc/kubernetes/manifests/kube-apiserver.yaml").exists()
+    # Interrupted after the files but before the restart, a later run still restarts (the marker says what runs).
+    _ok(node.run(control_plane.render_control_plane_files(node.name, FILES), stdin=ring))
+    again = _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES)))
+    assert "restarted kube-apiserver" in again.stdout
+    assert "already runs" in _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES))).stdout
+
+
+def test_a_clusterconfiguration_kubeadm_refuses_is_put_back(tmp_path, cluster):
+    (node,) = _nodes(tmp_path, cluster)[:1]
+    before = (cluster / "ClusterConfiguration").read_text()
+    (cluster / "kubeadm-refuses").write_text("")
+    run = node.run(control_plane.render_kubeadm_config_sync(COMPONENTS))
+    assert run.returncode != 0 and "the old document is back" in run.stderr
+    assert (cluster / "ClusterConfiguration").read_text() == before
+
+
+def test_a_node_whose_files_are_missing_or_whose_kubeadm_fails_stops_with_the_reason(tmp_path, cluster):
+    node = _nodes(tmp_path, cluster)[1]
+    run = node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES))
+    assert run.returncode != 0 and "control-plane-files step must run first" in run.stderr
+    ring = "writer identity\ntarget identity\n"
+    _ok(node.run(control_plane.render_control_plane_files(node.name, FILES), stdin=ring))
+    (node.stubs / "kubeadm-fails").write_text("")
+    run = node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES))
+    assert run.returncode != 0 and "rolls a failed component back" in run.stderr and "rolling back" in run.stderr
+
+
+def test_a_conflicting_write_during_the_rewrite_is_retried(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    (cluster / "conflict-linux-prod").write_text("")
+    _change_key(nodes, "key-initial")
+    assert sum(1 for c in nodes[0].calls() if c == "kubectl replace -f - -o name") == 3
+    assert len((cluster / "rewritten").read_text().splitlines()) == 3
+
+
+def test_the_key_ring_is_refused_when_malformed(tmp_path, cluster):
+    node = _nodes(tmp_path, cluster)[1]
+    for ring in ("writer key-a abc\ntarget identity\n", "writer identity\n", "owner identity\ntarget identity\n",
+                 "writer identity\ntarget key-$(id) " + "A" * 43 + "=\n"):
+        run = node.run(control_plane.render_control_plane_files(node.name, FILES), stdin=ring)
+        assert run.returncode != 0 and "key ring" in run.stderr, ring
+        assert "A" * 43 not in run.stderr
+
+
+def test_the_etcd_data_directory_is_handed_to_an_etcd_user(tmp_path, cluster):
+    node = _nodes(tmp_path, cluster)[1]
+    _ok(node.run(control_plane.render_control_plane_files(node.name, FILES), stdin="writer identity\ntarget identity\n"))
+    calls = node.calls()
+    assert "groupadd --system etcd" in calls
+    assert any(c.startswith("useradd --system --no-create-home") and c.endswith("-g etcd etcd") for c in calls)
+    assert f"chown etcd:etcd {node.root}/var/lib/etcd" in calls
+
+
+def test_init_writes_the_files_and_the_first_key_and_a_control_plane_join_gets_them(tmp_path, cluster):
+    """linux-init.sh on the first node, then linux-join-credentials.sh there and linux-join.sh on a new node: the new
+    node's API server reads the same files and the same key (stubs: kubeadm init/join, cloud-init, kubectl)."""
+    first, second = _nodes(tmp_path, cluster)[:2]
+    for node in (first, second):
+        for path in ("etc/kubernetes/admin.conf", "etc/kubernetes/manifests/kube-apiserver.yaml"):
+            (node.root / path).unlink()
+        (node.root / "var/lib/etcd").rmdir()
+        (node.stubs / "kubeadm").write_text(BOOTSTRAP_KUBEADM)
+        (node.stubs / "cloud-init").write_text("#!/usr/bin/env bash\n")
+        (node.stubs / "cloud-init").chmod(0o755)
+        (node.stubs / "kubectl").write_text("#!/usr/bin/env bash\necho ok\n")
+        (node.root / "var/lib/cloud/instance").mkdir(parents=True)
+        (node.root / "var/lib/cloud/instance/boot-finished").touch()
+    init = _ok(first.run(linux_bootstrap.render_init(INIT_YAML, None, FILES, "key-initial")))
+    assert "kubeadm init: done" in init.stdout
+    assert first.encryption() == ("key-initial", {"key-initial", "identity"})
+    for path, text in FILES.items():
+        assert (first.root / path.lstrip("/")).read_text() == text.rstrip("\n") + "\n"
+    credentials = _ok(first.run(linux_bootstrap.render_join_credentials(control_plane=True)))
+    lines = credentials.stdout.splitlines()
+    assert lines[0].startswith("kubeadm join ") and lines[1].startswith("writer key-initial ")
+    assert lines[2].startswith("target key-initial ") and lines[3].startswith("files ")
+    joined = _ok(second.run(linux_bootstrap.render_join(JOIN_YAML, True), stdin=credentials.stdout))
+    assert "kubeadm join: done" in joined.stdout
+    assert second.encryption() == first.encryption()
+    for path, text in FILES.items():
+        assert (second.root / path.lstrip("/")).read_text() == text.rstrip("\n") + "\n"
+        assert (second.root / path.lstrip("/")).stat().st_mode & 0o777 == 0o600
+    # The running API server read exactly these files (no restart by the control-plane step later).
+    marker = (second.root / "etc/kubernetes/hardening/.running").read_text()
+    assert marker == (first.root / "etc/kubernetes/hardening/.running").read_text()
+
+
+BOOTSTRAP_KUBEADM = r"""#!/usr/bin/env bash
+set -euo pipefail
+printf 'kubeadm %s\n' "$*" >>"$NODE_STUBS/calls"
+root=$HYBRID_CLUSTER_TEST_ROOT
+case "$1 $2" in
+  "init --config") mkdir -p "$root/etc/kubernetes"; echo "apiVersion: v1" >"$root/etc/kubernetes/admin.conf" ;;
+  "join --config") echo kubelet >"$root/etc/kubernetes/kubelet.conf" ;;
+  "certs certificate-key") echo c0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeec0ffeebeef ;;
+  "init phase") ;;
+  "token create")
+    echo "kubeadm join 10.30.30.10:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:$(printf 'ab%.0s' {1..32})" ;;
+  *) echo "unexpected kubeadm $*" >&2; exit 2 ;;
+esac
+"""
+INIT_YAML = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n"
+JOIN_YAML = """apiVersion: kubeadm.k8s.io/v1beta4
+kind: JoinConfiguration
+discovery:
+  bootstrapToken:
+    apiServerEndpoint: "@@JOIN_API_ENDPOINT@@"
+    token: "@@JOIN_TOKEN@@"
+    caCertHashes:
+    - "@@JOIN_CA_CERT_HASH@@"
+controlPlane:
+  certificateKey: "@@JOIN_CERTIFICATE_KEY@@"
+"""
+
+
+# --- the graph -----------------------------------------------------------------------------------------------
+
+def _steps(recording: Recording) -> dict[str, object]:
+    return {r.name: r for r in recording.by_type("command:remote:Command") if r.name.startswith("hk-prod-control-plane-")}
+
+
+def test_the_steps_run_in_order_after_every_rolling_operation(hk_recording):
+    hk = hk_recording
+    steps = _steps(hk)
+    keys, sync, rewrite = (steps[f"hk-prod-control-plane-{s}"] for s in ("encryption-keys", "kubeadm-config",
+                                                                          "encryption-rewrite"))
+    # After the upgrade's, the restarts' and the kubelets' last waves.
+    for chain in ("upgrade", "restarts", "kubelet-config"):
+        gates = sorted((r for r in hk.resources if r.name.startswith(f"hk-prod-{chain}--wave-")),
+                       key=lambda r: int(r.name.rsplit("-", 1)[1]))
+        assert gates[-1].urn in keys.dependencies, chain
+    assert hk.named("hk-prod-kubeadm-init").urn in keys.dependencies
+    files = [steps[f"hk-prod-control-plane-{n}-files"] for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    assert all(keys.urn in f.dependencies for f in files)
+    assert {f.urn for f in files} <= set(sync.dependencies)
+    node_steps = [steps[f"hk-prod-control-plane-{n}"] for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    writers = [steps[f"hk-prod-control-plane-{n}-encryption-writer"] for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    chain = [sync, *node_steps, *writers, rewrite]
+    for before, after in zip(chain, chain[1:], strict=False):
+        assert before.urn in after.dependencies, (before.name, after.name)
+    # The key ring reaches the steps as a secret; the key step's output is a secret and never an environment variable.
+    assert "stdout" in keys.additional_secret_outputs and keys.inputs.get("addPreviousOutputInEnv") is False
+    for step in (*files, *writers):
+        assert type(step.inputs["stdin"]).__name__ == "Secret"
+    # Each runs on create too (a cluster the previous release built meets them that way) and deletes nothing.
+    for step in steps.values():
+        assert step.inputs["create"] == step.inputs["update"] and not step.inputs.get("delete")
+
+
+def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
+    state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
+    run = run_program(raw_config(hk_prod_values()), stack="hk-prod", state=state)
+    assert not run.plan.errors
+    assert not run.plan.ops("replace") and not run.plan.ops("delete")
+    created = set(run.plan.ops("create"))
+    assert {f"hk-prod-control-plane-{s}" for s in ("encryption-keys", "kubeadm-config", "encryption-rewrite")} <= created
+    # The kubelet steps keep their place (aliases of their former names) and run again with the new settings.
+    assert all(run.plan.of(f"hk-prod-kubelet-config-{n}") == ["update"]
+               for n in ("hk-cp-1", "hk-lnx-1", "hk-win-1"))
+    assert run.plan.of("hk-prod-kubeadm-kubelet-config") == ["update"]
+    # No machine, no Kubernetes object and no upgrade or restart step changes.
+    changed = run.plan.changed
+    assert not [n for n in changed if n.endswith("-vm") or "-upgrade-" in n or "-restarts-" in n], sorted(changed)
+    assert not [r for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")]
