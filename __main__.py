@@ -14,6 +14,7 @@ from components.load_balancer import LoadBalancer
 from components.machines import Machines
 from components.maintenance import LinuxNodeRestarts
 from components.network import ClusterNetwork, WindowsKubeProxy
+from components.network_policy import NetworkPolicies
 from components.observability import Observability
 from components.policy import Policy
 from components.progressive_delivery import ProgressiveDelivery
@@ -41,6 +42,7 @@ from plan.platform import (
     tracing_plan,
     windows_kube_proxy_plan,
 )
+from plan.security import network_policy_plan
 
 # The program keeps what it allocates until the run ends; Python's default thresholds spent half the evaluation
 # walking it (components/gc_thresholds.py).
@@ -111,6 +113,10 @@ metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
     metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,
                                     kubelets.done).release]
+# What pods may reach (security.networkPolicy): the infrastructure tier, and the application namespaces' ingress.
+if (network_policies := network_policy_plan(spec)) is not None:
+    NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider, [network.installation],
+                    scheduling.namespaces)
 # The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
 if (storage := storage_params(spec)) is not None:
     Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,

@@ -723,3 +723,53 @@ def _quantity_text(value: Decimal) -> str:
     if value >= 2**30 and value % 2**20 == 0:
         return f"{value / 2**30:g}Gi"
     return f"{value.normalize():f}"
+
+
+@rule("security", "resourceMetrics", "namespaces", "nodes")
+def security_relaxations(spec: StackSpec) -> Iterator[Problem]:
+    """Every protection the stack turns down is said back as a warning at its key (docs/security.md says what each one
+    leaves open); a stack relaxes a protection only by writing it."""
+    s = spec.security
+    if not s.secrets_encryption.enabled:
+        yield Problem("security.secretsEncryption.enabled", "false: Secrets are stored in etcd, and in every etcd "
+                                                            "snapshot, as plain text", "warning")
+    psa = s.pod_security
+    order = ("privileged", "baseline", "restricted")
+    if psa.enforce == "privileged":
+        yield Problem("security.podSecurity.enforce", "privileged: a pod in any namespace without its own Pod Security "
+                                                      "labels may use the host's network, processes and files",
+                      "warning")
+    for mode, level in (("audit", psa.audit), ("warn", psa.warn)):
+        if order.index(level) < order.index("restricted"):
+            yield Problem(f"security.podSecurity.{mode}", f"{level}: pods that break the restricted level are no longer "
+                                                          f"{'recorded in the audit log' if mode == 'audit' else 'warned about'}",
+                          "warning")
+    for index, name in enumerate(psa.exempt_namespaces):
+        yield Problem(f"security.podSecurity.exemptNamespaces[{index}]", f"{name} is exempt from Pod Security: its pods "
+                                                                          "may use the host's network, processes and "
+                                                                          "files", "warning")
+    for index, namespace in enumerate(spec.namespaces):
+        if namespace.pod_security == "privileged":
+            yield Problem(f"namespaces[{index}].podSecurity", f"privileged: the pods of {namespace.name} may use the "
+                                                              "host's network, processes and files", "warning")
+    if not s.network_policy.enabled:
+        yield Problem("security.networkPolicy.enabled", "false: every pod reaches the management network, the "
+                                                        "hypervisors, the storage servers and the nodes' SSH", "warning")
+    audit = s.audit_log
+    if not audit.enabled:
+        yield Problem("security.auditLog.enabled", "false: the API server records no audit log", "warning")
+    else:
+        for key, value, minimum in (("maxAgeDays", audit.max_age_days, 30), ("maxBackups", audit.max_backups, 10),
+                                    ("maxSizeMb", audit.max_size_mb, 100)):
+            if value < minimum:
+                yield Problem(f"security.auditLog.{key}", f"{value} is below the CIS benchmark's {minimum}", "warning")
+    if not s.seccomp_default:
+        yield Problem("security.seccompDefault", "false: containers without a seccomp profile run unconfined",
+                      "warning")
+    if s.selinux == "permissive" and any(compat.DISTROS[n.distro].family == "rhel" for n in spec.linux_nodes):
+        yield Problem("security.selinux", "permissive: SELinux on the RHEL-family nodes logs what it would deny and "
+                                          "denies nothing", "warning")
+    if not spec.resource_metrics.enabled:
+        yield Problem("resourceMetrics.enabled", "false: kubelets serve self-signed certificates, so the API server "
+                                                 "cannot verify them (--kubelet-certificate-authority is left out)",
+                      "warning")

@@ -8,7 +8,20 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from config.model import StackSpec
-from render import backup, kubeadm, kubelet_config, load_balancer, logging, metrics, network, security, storage, tracing, workloads
+from render import (
+    backup,
+    kubeadm,
+    kubelet_config,
+    load_balancer,
+    logging,
+    metrics,
+    network,
+    network_policy,
+    security,
+    storage,
+    tracing,
+    workloads,
+)
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
 # Where the kubeadm-managed control plane's own pods run: exempt, because the mirror pods of its static pods (host
@@ -146,6 +159,16 @@ class NetworkPolicyPlan:
     allowed: tuple[AllowedFlow, ...]
     application_namespaces: tuple[str, ...]  # default-deny ingress
     ingress_sources: tuple[tuple[str, str], ...]   # (namespace, reason) whose pods may reach application pods
+
+    def params(self) -> network_policy.NetworkPolicyParams:
+        """The renderer's input: the plan without its reasons."""
+        return network_policy.NetworkPolicyParams(
+            protected_networks=self.protected_networks, node_addresses=self.node_addresses,
+            node_admin_ports=self.node_admin_ports,
+            allowed=tuple(network_policy.Flow(name=f.name, namespace=f.namespace, pod_selector=f.pod_selector,
+                                              nets=f.nets, protocol=f.protocol, ports=f.ports) for f in self.allowed),
+            application_namespaces=self.application_namespaces,
+            ingress_sources=tuple(namespace for namespace, _ in self.ingress_sources))
 
 
 # Administrative ports of a node: SSH, etcd's client and peer ports, RDP and WinRM (HTTP and HTTPS). A pod has no
