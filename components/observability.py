@@ -70,7 +70,7 @@ class Observability(pulumi.ComponentResource):
             output = plan.logs.output
             logging_ns = declare(logging.logging_namespace())
             helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE,
-                         logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE),
+                         logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE, plan.logs.audit_log),
                          provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
             if plan.logs.fluent_bit_windows_builds:
                 # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.

@@ -7,7 +7,7 @@ from typing import Any
 
 from config import compat
 from config.model import ObjectStoreSpec, StackSpec, WindowsKey
-from render import backup, custom_metrics, logging, metrics, network, storage, tls, windows_bootstrap, workloads
+from render import backup, custom_metrics, logging, metrics, network, security, storage, tls, windows_bootstrap, workloads
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
@@ -140,6 +140,7 @@ class MetricsPlan:
 class LogsPlan:
     output: logging.LogOutput
     fluent_bit_windows_builds: dict[str, tuple[str, str]]
+    audit_log: str | None = None                      # the API server's audit log, shipped too (security.auditLog)
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,8 @@ def observability_plan(spec: StackSpec) -> ObservabilityPlan | None:
             windows_exporter_image=windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None,
             etcd_snapshot_alert_hours=spec.etcd_backup.alert_after_hours if spec.etcd_backup is not None else None,
         ) if o.metrics is not None else None,
-        logs=LogsPlan(output=output, fluent_bit_windows_builds=fluent_bit_windows_builds(spec))
+        logs=LogsPlan(output=output, fluent_bit_windows_builds=fluent_bit_windows_builds(spec),
+                      audit_log=security.AUDIT_LOG_FILE if spec.security.audit_log.enabled else None)
         if output is not None else None)
 
 

@@ -70,6 +70,8 @@ from vocab.checks import DNS_LABEL, HOST_NAME, LOKI_TENANT, require
 from vocab.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_BUILD_LABEL
 
 LOGGING_NAMESPACE = "logging"
+# The tag of the API server's audit events (linux_config): its own output, never the kubernetes filter's.
+AUDIT_TAG = "audit.kube-apiserver"
 
 # Values keys of the chart that create a pod or a container (see the module docstring).
 LINUX_POD_CREATING_VALUES = ("kind", "testFramework.enabled", "hotReload.enabled", "initContainers",
@@ -173,15 +175,15 @@ def _service(parsers_file: str) -> str:
     ])
 
 
-def _tail(path: str, db: str) -> str:
-    # tail keys: https://docs.fluentbit.io/manual/pipeline/inputs/tail (Tag, Path, multiline.parser, DB,
+def _tail(path: str, db: str, tag: str = "kube.*", parser: tuple[str, str] = ("multiline.parser", "cri")) -> str:
+    # tail keys: https://docs.fluentbit.io/manual/pipeline/inputs/tail (Tag, Path, multiline.parser, Parser, DB,
     # DB.locking, Mem_Buf_Limit, Skip_Long_Lines, Refresh_Interval). DB keeps offsets across restarts;
     # without it every file is re-read from the start. DB.locking: only Fluent Bit touches the file.
     return _section("INPUT", [
         ("Name", "tail"),
-        ("Tag", "kube.*"),
+        ("Tag", tag),
         ("Path", path),
-        ("multiline.parser", "cri"),
+        parser,
         ("DB", db),
         ("DB.locking", "true"),
         ("Mem_Buf_Limit", "16MB"),
@@ -207,20 +209,23 @@ def _kubernetes_filter(tag_prefix: str, extra: list[tuple[str, str]]) -> str:
     ])
 
 
-def output_section(out: LogOutput) -> str:
-    """The one [OUTPUT] section both OSes ship through."""
+def output_section(out: LogOutput, audit: bool = False) -> str:
+    """The one [OUTPUT] section both OSes ship through; `audit`: the one for the API server's audit log instead, to the
+    same server under its own stream (Loki job) or index (Elasticsearch)."""
     _validate_output(out)
     # Match/Retry_Limit are common to every output
     # (https://docs.fluentbit.io/manual/administration/scheduling-and-retries: "False" = no retry limit);
     # tls/tls.verify are the shared TLS keys (https://docs.fluentbit.io/manual/administration/transport-security).
-    common = [("Match", "kube.*"), ("Host", out.host), ("Port", str(out.port)), ("tls", _on(out.tls))]
+    common = [("Match", AUDIT_TAG if audit else "kube.*"), ("Host", out.host), ("Port", str(out.port)),
+              ("tls", _on(out.tls))]
     if out.tls:
         common.append(("tls.verify", "On"))
     common.append(("Retry_Limit", "False"))
     if out.kind == "loki":
         # https://docs.fluentbit.io/manual/pipeline/outputs/loki: host, port, tls, labels, tenant_id,
         # line_format. Stream labels stay low-cardinality: job, namespace and the configured statics.
-        labels = ["job=fluent-bit", "namespace=$kubernetes['namespace_name']"]
+        labels = (["job=kube-apiserver-audit"] if audit
+                  else ["job=fluent-bit", "namespace=$kubernetes['namespace_name']"])
         labels += [f"{key}={value}" for key, value in out.labels]
         entries = [("Name", "loki"), *common, ("labels", ", ".join(labels)), ("line_format", "json")]
         if out.tenant is not None:
@@ -229,7 +234,8 @@ def output_section(out: LogOutput) -> str:
         # https://docs.fluentbit.io/manual/pipeline/outputs/elasticsearch: Logstash_Format/Logstash_Prefix
         # give daily indices <prefix>-YYYY.MM.DD; Suppress_Type_Name is required by Elasticsearch 8+;
         # Replace_Dots keeps label keys like app.kubernetes.io/name from clashing with object mappings.
-        entries = [("Name", "es"), *common, ("Logstash_Format", "On"), ("Logstash_Prefix", out.index_prefix),
+        prefix = f"{out.index_prefix}-audit" if audit else out.index_prefix
+        entries = [("Name", "es"), *common, ("Logstash_Format", "On"), ("Logstash_Prefix", prefix),
                    ("Suppress_Type_Name", "On"), ("Replace_Dots", "On")]
     else:
         # https://docs.fluentbit.io/manual/pipeline/outputs/forward: Host, Port, tls.
@@ -251,21 +257,32 @@ def _split_image(image: str) -> dict[str, str]:
     return {"repository": image[:colon], "tag": image[colon + 1:]}
 
 
-def linux_config(out: LogOutput) -> dict[str, str]:
-    """The chart's config.* strings for Linux nodes."""
+def linux_config(out: LogOutput, audit_log: str | None = None) -> dict[str, str]:
+    """The chart's config.* strings for Linux nodes. ``audit_log``: the API server's audit log on the control-plane
+    nodes (render/security.py AUDIT_LOG_FILE), shipped too: one JSON event per line (the API server's default
+    --audit-log-format json), read with the image's `json` parser; on a worker the file does not exist and the input
+    finds nothing."""
+    inputs = _tail(f"{_LINUX_LOG_DIR}/containers/*.log", f"{_LINUX_POSITIONS_DIR}/tail-containers.db")
+    outputs = output_section(out)
+    if audit_log is not None:
+        require(audit_log.startswith(f"{_LINUX_LOG_DIR}/") and _PLAIN_VALUE.match(audit_log) is not None,
+                f"the audit log {audit_log!r} must be a plain path under {_LINUX_LOG_DIR}, which the pods mount")
+        inputs += _tail(audit_log, f"{_LINUX_POSITIONS_DIR}/tail-audit.db", tag=AUDIT_TAG, parser=("Parser", "json"))
+        outputs += output_section(out, audit=True)
     return {
         "service": _service("/fluent-bit/etc/parsers.conf"),   # the image's own parsers file
-        "inputs": _tail(f"{_LINUX_LOG_DIR}/containers/*.log", f"{_LINUX_POSITIONS_DIR}/tail-containers.db"),
+        "inputs": inputs,
         # Tag kube.* + /var/log/containers/x.log expands to kube.var.log.containers.x.log (tail "Tag").
         "filters": _kubernetes_filter("kube.var.log.containers.", []),
-        "outputs": output_section(out),
+        "outputs": outputs,
         "customParsers": "",
     }
 
 
-def fluent_bit_linux_values(out: LogOutput, linux_image: str) -> dict[str, Any]:
+def fluent_bit_linux_values(out: LogOutput, linux_image: str, audit_log: str | None = None) -> dict[str, Any]:
     """Helm values for the fluent-bit chart: a DaemonSet on every Linux node, never on a Windows one.
-    ``linux_image`` is config.compat.FLUENT_BIT_LINUX_IMAGE (the chart's appVersion, from Docker Hub)."""
+    ``linux_image`` is config.compat.FLUENT_BIT_LINUX_IMAGE (the chart's appVersion, from Docker Hub); ``audit_log``:
+    linux_config's."""
     _validate_output(out)
     return {
         "kind": "DaemonSet",
@@ -279,7 +296,7 @@ def fluent_bit_linux_values(out: LogOutput, linux_image: str) -> dict[str, Any]:
         "tolerations": [{"key": CONTROL_PLANE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
         "metricsPort": HTTP_PORT,
-        "config": linux_config(out),
+        "config": linux_config(out, audit_log),
         # Replaces the chart default (/var/log rw, /var/lib/docker/containers, /etc/machine-id): containerd
         # keeps logs under /var/log only, and offsets get their own writable directory.
         "daemonSetVolumes": [

@@ -358,3 +358,26 @@ def test_bad_windows_builds_are_refused():
         logs.fluent_bit_windows({"a": ("10.0.20348", "i:1"), "b": ("10.0.20348", "i:2")}, LOKI)
     with pytest.raises(ValueError, match="not a Windows build"):
         logs.fluent_bit_windows({"win2022": ("20348", "i:1")}, LOKI)
+
+
+@pytest.mark.parametrize("kind", sorted(OUTPUTS))
+def test_the_api_servers_audit_log_is_shipped_under_its_own_stream(kind):
+    """security.auditLog with observability.logs: the control-plane nodes' audit log, read as JSON lines, to the same
+    server under its own Loki job or Elasticsearch index, never through the kubernetes filter."""
+    out = OUTPUTS[kind]
+    values = logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE, "/var/log/kubernetes/audit/audit.log")
+    sections = check_documented(linux_fluent_bit_conf(values))
+    assert [s for s, _ in sections] == ["SERVICE", "INPUT", "INPUT", "FILTER", "OUTPUT", "OUTPUT"]
+    audit_input = sections[2][1]
+    assert audit_input["path"] == "/var/log/kubernetes/audit/audit.log" and audit_input["parser"] == "json"
+    assert audit_input["tag"] == logs.AUDIT_TAG and not audit_input["tag"].startswith("kube.")
+    audit_output = sections[5][1]
+    assert audit_output["match"] == logs.AUDIT_TAG and audit_output["host"] == out.host
+    if kind == "loki":
+        assert "job=kube-apiserver-audit" in audit_output["labels"] and "namespace=" not in audit_output["labels"]
+    if kind == "elasticsearch":
+        assert audit_output["logstash_prefix"] == f"{out.index_prefix}-audit"
+    # The pods mount /var/log, read-only: the audit log's directory is inside it.
+    assert {"name": "varlog", "mountPath": "/var/log", "readOnly": True} in values["daemonSetVolumeMounts"]
+    with pytest.raises(ValueError):
+        logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE, "/etc/kubernetes/audit.log")
