@@ -115,8 +115,8 @@ if resource_metrics is not None:
                                     kubelets.done).release]
 # What pods may reach (security.networkPolicy): the infrastructure tier, and the application namespaces' ingress.
 if (network_policies := network_policy_plan(spec)) is not None:
-    NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider, [network.installation],
-                    scheduling.namespaces)
+    NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider,
+                    [network.crds, network.installation], scheduling.namespaces)
 # The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
 if (storage := storage_params(spec)) is not None:
     Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,

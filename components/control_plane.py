@@ -79,9 +79,11 @@ class ControlPlaneSettings(pulumi.ComponentResource):
                     file_steps)
         previous: list[pulumi.Resource] = [sync]
         for m in nodes:
+            # The key ring on stdin, which the step does not read: a new ring (a change of key) runs it again, so that
+            # every API server reads the new key before any writes with it.
             previous = [step(f"{name}-{m.node.name}", m.connection,
                              control_plane.render_control_plane_node(m.node.name, components, files),
-                             previous, triggers=[m.instance])]
+                             previous, stdin=key_ring, triggers=[m.instance])]
         for m in nodes:
             previous = [step(f"{name}-{m.node.name}-encryption-writer", m.connection,
                              control_plane.render_encryption_writer(m.node.name), previous, stdin=key_ring,

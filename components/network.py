@@ -24,8 +24,8 @@ class ClusterNetwork(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:ClusterNetwork", name, None, opts)
         self.child_prefix = name
-        crds = crd_chart(f"{name}-calico-crds", compat.CHARTS["calico-crds"], network.CALICO_CHARTS_NAMESPACE,
-                         provider=provider, parent=self)
+        self.crds = crds = crd_chart(f"{name}-calico-crds", compat.CHARTS["calico-crds"], network.CALICO_CHARTS_NAMESPACE,
+                                     provider=provider, parent=self)
         owned = [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self, depends_on=[crds])
             for obj in network.calico_settings(params)

@@ -20,11 +20,12 @@ class NetworkPolicies(pulumi.ComponentResource):
         super().__init__("hybrid:platform:NetworkPolicies", name, None, opts)
         params = plan.params()
         tier, *policies = network_policy.infrastructure_policies(params)
-        # The tier before its policies: a policy naming a tier that does not exist is not enforced.
+        # After Calico's CRDs and its Installation; the tier before its policies: a policy naming a tier that does not
+        # exist is not enforced.
         self.tier = kubernetes_object(f"{name}-{resource_name(tier)}", tier, provider=provider, parent=self,
                                       depends_on=list(calico))
         self.policies = [kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
-                                           depends_on=[self.tier]) for obj in policies]
+                                           depends_on=[*calico, self.tier]) for obj in policies]
         self.policies += [
             kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                               depends_on=[namespaces[obj["metadata"]["namespace"]]])

@@ -124,6 +124,7 @@ def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
             RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path)
             for m in spec.registry.mirrors
         ),
+        selinux=spec.security.selinux,
     )
 
 

@@ -154,7 +154,7 @@ class AllowedFlow:
 @dataclass(frozen=True)
 class NetworkPolicyPlan:
     protected_networks: tuple[str, ...]      # no pod reaches these, except through AllowedFlow
-    node_addresses: tuple[str, ...]          # every node address: their admin ports are closed to pods
+    node_networks: tuple[str, ...]           # where the nodes are: their admin ports are closed to pods
     node_admin_ports: tuple[int, ...]
     allowed: tuple[AllowedFlow, ...]
     application_namespaces: tuple[str, ...]  # default-deny ingress
@@ -163,7 +163,7 @@ class NetworkPolicyPlan:
     def params(self) -> network_policy.NetworkPolicyParams:
         """The renderer's input: the plan without its reasons."""
         return network_policy.NetworkPolicyParams(
-            protected_networks=self.protected_networks, node_addresses=self.node_addresses,
+            protected_networks=self.protected_networks, node_networks=self.node_networks,
             node_admin_ports=self.node_admin_ports,
             allowed=tuple(network_policy.Flow(name=f.name, namespace=f.namespace, pod_selector=f.pod_selector,
                                               nets=f.nets, protocol=f.protocol, ports=f.ports) for f in self.allowed),
@@ -172,7 +172,8 @@ class NetworkPolicyPlan:
 
 
 # Administrative ports of a node: SSH, etcd's client and peer ports, RDP and WinRM (HTTP and HTTPS). A pod has no
-# business there; the API server (6443), the kubelet (10250, authenticated), the VXLAN and the NodePorts stay open.
+# business there on any host of the node network; the API server (6443), the kubelet (10250, authenticated), the VXLAN
+# and the NodePorts stay open.
 NODE_ADMIN_PORTS = (22, 2379, 2380, 3389, 5985, 5986)
 
 
@@ -206,11 +207,11 @@ def network_policy_plan(spec: StackSpec) -> NetworkPolicyPlan | None:
     if bastion is not None and _literal_address(bastion.host) is not None:
         hosts.append(ipaddress.IPv4Address(bastion.host))
     protected = _covering(networks, hosts)
-    node_addresses = sorted({str(n.ip) for n in [*spec.linux_nodes, *spec.nodes.windows]} |
-                            {str(n.management_ip) for n in spec.linux_nodes if n.management_ip is not None},
-                            key=ipaddress.IPv4Address)
     return NetworkPolicyPlan(
-        protected_networks=tuple(protected), node_addresses=tuple(node_addresses), node_admin_ports=NODE_ADMIN_PORTS,
+        # The whole node network, not each node: a node added later is covered without a change to the policy, and
+        # no host of that network is a pod's business on these ports either.
+        protected_networks=tuple(protected), node_networks=(str(spec.network.nodes.cidr),),
+        node_admin_ports=NODE_ADMIN_PORTS,
         allowed=tuple(_allowed_flows(spec, protected)),
         application_namespaces=tuple(n.name for n in spec.namespaces),
         ingress_sources=tuple(_ingress_sources(spec)))

@@ -83,6 +83,7 @@ class LinuxNodeInit:
     registry_mirrors: tuple[RegistryMirror, ...]
     runc_version: str              # from config.compat.KUBERNETES[minor].runc
     timezone: str = "Asia/Hong_Kong"
+    selinux: str = "enforcing"     # "enforcing" | "permissive": the RHEL family's mode (security.selinux)
 
 
 @dataclass(frozen=True)
@@ -145,6 +146,8 @@ def _validate(node: LinuxNodeInit) -> _DistroFacts:
         check_version(version, label)
     containerd_major(node.containerd_version)
     check_image(node.sandbox_image, "sandbox_image")
+    if node.selinux not in ("enforcing", "permissive"):
+        raise ValueError(f"selinux {node.selinux!r} is neither enforcing nor permissive")
     if not POSIX_USER.match(node.admin_user) or node.admin_user == "root":
         raise ValueError(f"admin_user {node.admin_user!r} is not a valid non-root user name")
     if not node.ssh_authorized_keys:
@@ -284,7 +287,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     hosts = registry_hosts_files(node.registry_mirrors)
     return render_script(
         "prepare-k8s-node.sh",
-        NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family,
+        NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family, SELINUX_MODE=node.selinux,
         PKG_MANAGER=facts.package_manager, INSTALL_KUBERNETES=int(install_kubernetes),
         K8S_VERSION=node.kubernetes_version if install_kubernetes else "", K8S_MINOR=minor,
         # The converge leaves the runtime as installed too: the upgrade chain moves it behind a drain.

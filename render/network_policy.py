@@ -1,6 +1,6 @@
 """Renders the network policies of config `security.networkPolicy` (plan/security.py says what they protect and let
 through): Calico policies in a tier of their own that keep every pod, in every namespace including those made later,
-off the protected networks and off the nodes' administrative ports, with one stated exception per component that
+off the protected networks and off the administrative ports of the node network, with one stated exception per component that
 must reach one; and Kubernetes NetworkPolicies that default-deny ingress in the application namespaces.
 
 Design decisions, with their sources (projectcalico/calico release-v3.33 6609dea5 unless said; the notes of #36):
@@ -60,7 +60,7 @@ class Flow:
 @dataclass(frozen=True)
 class NetworkPolicyParams:
     protected_networks: tuple[str, ...]
-    node_addresses: tuple[str, ...]
+    node_networks: tuple[str, ...]
     node_admin_ports: tuple[int, ...]
     allowed: tuple[Flow, ...]
     application_namespaces: tuple[str, ...]
@@ -68,10 +68,8 @@ class NetworkPolicyParams:
 
 
 def _check(p: NetworkPolicyParams) -> None:
-    for cidr in (*p.protected_networks, *(f for flow in p.allowed for f in flow.nets)):
+    for cidr in (*p.protected_networks, *p.node_networks, *(f for flow in p.allowed for f in flow.nets)):
         ipaddress.IPv4Network(cidr)
-    for address in p.node_addresses:
-        ipaddress.IPv4Address(address)
     for flow in p.allowed:
         require(bool(DNS_LABEL.match(flow.name)), f"flow name {flow.name!r} is not a DNS label")
         require(bool(DNS_LABEL.match(flow.namespace)), f"namespace {flow.namespace!r} is not a DNS label")
@@ -113,9 +111,9 @@ def infrastructure_policies(p: NetworkPolicyParams) -> list[dict[str, Any]]:
     deny: list[dict[str, Any]] = []
     if p.protected_networks:
         deny.append({"action": "Deny", "destination": {"nets": list(p.protected_networks)}})
-    if p.node_addresses and p.node_admin_ports:
+    if p.node_networks and p.node_admin_ports:
         deny.append({"action": "Deny", "protocol": "TCP",
-                     "destination": {"nets": [f"{a}/32" for a in p.node_addresses], "ports": list(p.node_admin_ports)}})
+                     "destination": {"nets": list(p.node_networks), "ports": list(p.node_admin_ports)}})
     deny.append({"action": "Pass"})
     objects.append(_gnp(f"{TIER}-deny", DENY_ORDER, EVERY_POD, deny))
     return objects

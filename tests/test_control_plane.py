@@ -531,7 +531,39 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert all(run.plan.of(f"hk-prod-kubelet-config-{n}") == ["update"]
                for n in ("hk-cp-1", "hk-lnx-1", "hk-win-1"))
     assert run.plan.of("hk-prod-kubeadm-kubelet-config") == ["update"]
-    # No machine, no Kubernetes object and no upgrade or restart step changes.
+    # No machine and no upgrade or restart step changes; of the Kubernetes objects only the network policies are new,
+    # and none that was there changes.
     changed = run.plan.changed
     assert not [n for n in changed if n.endswith("-vm") or "-upgrade-" in n or "-restarts-" in n], sorted(changed)
-    assert not [r for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")]
+    kubernetes = {r.name for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")}
+    policies = {n for n in kubernetes if n.startswith("hk-prod-network-policy-")}
+    assert policies and policies <= created
+    # Fluent Bit's configuration takes the audit log's input (observability.logs is on).
+    assert kubernetes - policies == {"hk-prod-observability-fluent-bit"}
+    assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
+
+
+def test_a_change_of_key_runs_every_step_that_reads_the_key_ring_in_order(hk_recording):
+    """A new key changes the key ring (the encryption-keys step's stdout), which every files, node and writer step reads
+    on stdin: each runs again, the node steps included, so every API server reads the new key (restarted) before the
+    first writes with it. In a preview the ring is unknown, so the preview shows each of them as an update."""
+    values = hk_prod_values()
+    values["security"] = {"secretsEncryption": {"keyRotation": "2027-01"}}
+    for preview in (True, False):
+        run = run_program(raw_config(values), stack="hk-prod", state=hk_recording.state, preview=preview)
+        nodes = ("hk-cp-1", "hk-cp-2", "hk-cp-3")
+        expected = ["hk-prod-control-plane-encryption-keys",
+                    *(f"hk-prod-control-plane-{n}-files" for n in nodes), *(f"hk-prod-control-plane-{n}" for n in nodes),
+                    *(f"hk-prod-control-plane-{n}-encryption-writer" for n in nodes),
+                    "hk-prod-control-plane-encryption-rewrite"]
+        assert run.plan.changed == set(expected), sorted(run.plan.changed ^ set(expected))
+        assert all(run.plan.of(n) == ["update"] for n in expected)
+        order = [s.name for s in run.plan.steps if s.op == "update"]
+        # Each node's files before any node step, each node step before any writer, the rewrite last.
+        files_done = max(order.index(f"hk-prod-control-plane-{n}-files") for n in nodes)
+        first_node = min(order.index(f"hk-prod-control-plane-{n}") for n in nodes)
+        last_node = max(order.index(f"hk-prod-control-plane-{n}") for n in nodes)
+        first_writer = min(order.index(f"hk-prod-control-plane-{n}-encryption-writer") for n in nodes)
+        assert order[0] == "hk-prod-control-plane-encryption-keys"
+        assert files_done < first_node and last_node < first_writer
+        assert order[-1] == "hk-prod-control-plane-encryption-rewrite"

@@ -29,6 +29,8 @@ SCHEMAS = {
     "velero.io/v1/BackupStorageLocation": "velero.io_v1_BackupStorageLocation.json",
     "velero.io/v1/Schedule": "velero.io_v1_Schedule.json",
     "argoproj.io/v1alpha1/Rollout": "argoproj.io_v1alpha1_Rollout.json",
+    "projectcalico.org/v3/Tier": "projectcalico.org_v3_Tier.json",
+    "projectcalico.org/v3/GlobalNetworkPolicy": "projectcalico.org_v3_GlobalNetworkPolicy.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

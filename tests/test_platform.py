@@ -92,7 +92,8 @@ WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
 # upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
 from tests.test_render_workloads import ROUTING_KINDS  # noqa: E402
 
-UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration"},
+UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration", "Tier",
+                                                         "GlobalNetworkPolicy"},
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
                                "config.gatekeeper.sh/v1alpha1": {"Config"},
                                # Validated against their CRD schemas in tests/test_custom_resources.py.
@@ -222,7 +223,11 @@ def test_samples_can_be_switched_off(hk):
     del values["workloads"]
     recording = run_program(raw_config(values))
     assert not [r for r in recording.resources if r.name.startswith("hk-prod-samples")]
-    assert changed_resources(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")}
+    # With the samples go their Gateway's ingress policies in the application namespaces.
+    gateway_policies = {r.name for r in hk.resources if r.name.endswith("-allow-from-envoy-gateway-system")}
+    assert len(gateway_policies) == 2
+    assert changed_resources(hk, recording) == {r.name for r in hk.resources
+                                                if r.name.startswith("hk-prod-samples")} | gateway_policies
 
 
 def test_storage_classes_and_the_smb_secret(hk):

@@ -57,16 +57,16 @@ MIRRORS = pytest.mark.parametrize("mirrors", [(), HARBOR_MIRRORS], ids=["no-mirr
 CONTAINERD = pytest.mark.parametrize("containerd", ["2.1.4", "1.7.28"], ids=["containerd2", "containerd1"])
 
 
-def run_sourced(script: str, tmp_path: Path, commands: str) -> subprocess.CompletedProcess[str]:
+def run_sourced(script: str, tmp_path: Path, commands: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Sources the rendered script (which then defines functions without running main) and runs
-    ``commands`` in the same bash, failing the test on a non-zero exit."""
+    ``commands`` in the same bash, failing the test on a non-zero exit unless ``check`` is off."""
     script_file = tmp_path / "prepare-k8s-node.sh"
     script_file.write_text(script)
     result = subprocess.run(
         ["bash", "-c", f'source "$1"\n{commands}', "bash", str(script_file)],
         capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "T": str(tmp_path)},
     )
-    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 0 or not check, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     return result
 
 
@@ -262,18 +262,36 @@ def test_swap_entries_are_commented_once_and_swap_files_found(tmp_path):
 
 
 def test_selinux_config_edit_is_guarded(tmp_path):
+    """security.selinux: the earlier releases' permissive becomes enforcing, once; a relaxed stack goes back; a node
+    whose template disabled SELinux is refused rather than relabelled behind the operator's back."""
     config = tmp_path / "selinux-config"
-    config.write_text("SELINUX=enforcing\nSELINUXTYPE=targeted\n")
+    config.write_text("SELINUX=permissive\nSELINUXTYPE=targeted\n")
     script = render_prepare_script(make_node("rocky9", ()))
     result = run_sourced(script, tmp_path, """
-        selinux_config_permissive "$T/selinux-config"
+        selinux_config_mode "$T/selinux-config" enforcing
         stat -c %Y.%i "$T/selinux-config" > "$T/before"; sleep 1
-        selinux_config_permissive "$T/selinux-config"
+        selinux_config_mode "$T/selinux-config" enforcing
         stat -c %Y.%i "$T/selinux-config" > "$T/after"
     """)
-    assert config.read_text() == "SELINUX=permissive\nSELINUXTYPE=targeted\n"
-    assert result.stdout.count("SELinux set to permissive") == 1
+    assert config.read_text() == "SELINUX=enforcing\nSELINUXTYPE=targeted\n"
+    assert result.stdout.count("SELinux set to enforcing") == 1
     assert (tmp_path / "before").read_text() == (tmp_path / "after").read_text()
+    run_sourced(script, tmp_path, 'selinux_config_mode "$T/selinux-config" permissive')
+    assert config.read_text() == "SELINUX=permissive\nSELINUXTYPE=targeted\n"
+    config.write_text("SELINUX=disabled\n")
+    refused = run_sourced(script, tmp_path, 'selinux_config_mode "$T/selinux-config" enforcing', check=False)
+    assert refused.returncode != 0 and "fixfiles -F onboot" in refused.stdout + refused.stderr
+    assert config.read_text() == "SELINUX=disabled\n"
+
+
+def test_the_rhel_family_runs_enforcing_with_the_container_policy_unless_relaxed():
+    from tests.validators import bash_input
+    assert bash_input(render_prepare_script(make_node("rocky9", ())), "SELINUX_MODE") == "enforcing"
+    relaxed = dataclasses.replace(make_node("rocky9", ()), selinux="permissive")
+    assert bash_input(render_prepare_script(relaxed), "SELINUX_MODE") == "permissive"
+    assert "ensure_packages container-selinux" in lint_form("prepare-k8s-node.sh")
+    with pytest.raises(ValueError):
+        render_prepare_script(dataclasses.replace(make_node("rocky9", ()), selinux="disabled"))
 
 
 @pytest.mark.parametrize("name", ["prepare-k8s-node.sh", "upgrade-k8s-node.sh"])

@@ -382,6 +382,15 @@ def _carrying(recording: Recording, key: str, text: str) -> set[str]:
             if r.type == COMMAND and text in value(r) and key not in r.ignore_changes}
 
 
+BASTION = "10.30.0.5"
+
+
+def _policies_naming(recording: Recording, address: str) -> set[str]:
+    """The Calico policies whose rules name an address (security.networkPolicy)."""
+    return {r.name for r in recording.resources
+            if r.type.startswith("kubernetes:projectcalico.org/v3:") and address in repr(r.inputs.get("spec"))}
+
+
 def _wave_gates(recording: Recording) -> set[str]:
     """The gates between the waves of the rolling chains (components/waves.py) the program declared."""
     return {r.name for r in recording.resources if GATE_MARK in r.name}
@@ -427,7 +436,7 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         v["cluster"]["kubernetesVersion"] = PATCH_UPGRADE[1]
 
     def bastion(v: dict) -> None:
-        v["access"]["bastion"] = {"host": "10.30.0.5", "user": "jump"}
+        v["access"]["bastion"] = {"host": BASTION, "user": "jump"}
 
     def version_dependent(after: Recording, _: dict) -> set[str]:
         # What legitimately follows the version: the pin and the record it moves to after the chain, the
@@ -450,6 +459,21 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         v["provisioning"] = {"clonesPerProxmoxNode": 2, "copiesPerHypervHost": 1, "controlPlaneSessions": 4}
 
     restarts = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
+    control_plane = [n["name"] for n in values["nodes"]["controlPlane"]]
+
+    def security(**section) -> Callable[[dict], None]:
+        def change(v: dict) -> None:
+            v["security"] = {**v.get("security", {}), **section}
+        return change
+
+    def control_plane_steps(*suffixes: str) -> set[str]:
+        return {f"{CLUSTER}-control-plane-{node}{suffix}" for node in control_plane for suffix in suffixes}
+
+    def kubelet_steps(after: Recording, _: dict) -> set[str]:
+        # The cluster's kubelet configuration, then every node's kubelet in its wave.
+        return {f"{CLUSTER}-kubeadm-kubelet-config"} | {
+            r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-kubelet-config-") and GATE_MARK not in r.name}
+
     return [
         # The VM stores the new size as pending; that worker's restart steps (drain, qm reboot, uncordon) apply it.
         Scenario("one worker's memory", {f"{CLUSTER}-{first_linux}-vm", GUARD,
@@ -465,11 +489,29 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # follow the number of waves.
         Scenario("the rollout's waves (10%, zones together)", gates_moved, rollout),
         Scenario("the provisioning lanes", set(), provisioning),
+        # The hardening (config `security`, docs/security.md). A new key: made on the first control-plane node, read by
+        # every API server, then written by each, then every Secret rewritten; no node other than the control plane.
+        Scenario("rotate the Secrets encryption key",
+                 {f"{CLUSTER}-control-plane-encryption-keys", f"{CLUSTER}-control-plane-encryption-rewrite",
+                  *control_plane_steps("-files", "", "-encryption-writer")},
+                 security(secretsEncryption={"keyRotation": "2027-01"})),
+        # The Pod Security exemptions are a file the API servers read: written everywhere, each API server restarted.
+        Scenario("exempt a namespace from Pod Security", control_plane_steps("-files", ""),
+                 security(podSecurity={"exemptNamespaces": ["legacy-agents"]})),
+        # A flag: the ClusterConfiguration, then each control-plane node's static Pods.
+        Scenario("keep the audit log longer", {f"{CLUSTER}-control-plane-kubeadm-config", *control_plane_steps("")},
+                 security(auditLog={"maxAgeDays": 90})),
+        Scenario("relax seccompDefault", kubelet_steps, security(seccompDefault=False)),
+        # The deny policy, and each exception to a server named by DNS (let through to every protected network).
+        Scenario("protect a further network", lambda after, _: _policies_naming(after, "172.16.0.0/16"),
+                 security(networkPolicy={"protectedNetworks": ["172.16.0.0/16"]})),
         # Credentials (docs/lifecycle.md: Rotating credentials): every command that dials with the credential runs
         # its update, which finds its work done; the provider's kubeconfig read ignores the connection.
         Scenario("rotate the node SSH key", _carrying(base, "connection", placeholders["nodeSshPrivateKey"]),
                  secrets={"nodeSshPrivateKey": "rotated"}),
-        Scenario("add a bastion", lambda after, _: _carrying(after, "connection", "'proxy'"), bastion),
+        # The bastion is infrastructure too: the network policies that keep pods off it name its address.
+        Scenario("add a bastion", lambda after, _: _carrying(after, "connection", "'proxy'") | _policies_naming(after, BASTION),
+                 bastion),
         Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),

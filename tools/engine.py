@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -232,9 +233,27 @@ users:
   user: {client-certificate-data: RkFLRS1DRVJU, client-key-data: RkFLRS1LRVk=}
 """
 STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND_IN_KUBECONFIG}
+# The Secrets encryption key ring (render/scripts/encryption-keys.sh): `writer` is the key the previous run's ring
+# targeted (the cluster writes with it once that change went through), `target` the one this run's script names; the
+# secret is a stand-in of the right shape. A new key therefore changes the ring, as it does on a cluster.
+_KEY_TARGET = re.compile(r"TARGET='([^']+)'")
+STAND_IN_KEY = "A" * 43 + "="
 
 
-def _stdout_of(name: str) -> str:
+def _key_ring(entry: Entry, old: Entry | None) -> str:
+    found = _KEY_TARGET.search(str(unwrap(entry.inputs.get("create")) or ""))
+    target = found.group(1) if found else "identity"
+    previous = old.outputs.get("stdout") if old is not None else None
+    writer = previous.split("\n")[1].split()[1] if isinstance(previous, str) and previous.count("\n") >= 2 else "identity"
+
+    def line(role: str, name: str) -> str:
+        return f"{role} identity" if name == "identity" else f"{role} {name} {STAND_IN_KEY}"
+    return f"{line('writer', writer)}\n{line('target', target)}\n"
+
+
+def _stdout_of(name: str, entry: Entry | None = None, old: Entry | None = None) -> str:
+    if name.endswith("-encryption-keys") and entry is not None:
+        return _key_ring(entry, old)
     return next((text for suffix, text in STAND_IN_STDOUT.items() if name.endswith(suffix)), "")
 
 
@@ -244,10 +263,10 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
     outputs = copy.deepcopy(entry.inputs)
     if entry.type == providers.COMMAND:
         if op == "update" and not preview:
-            outputs.update(stdout=_stdout_of(entry.name), stderr="")
+            outputs.update(stdout=_stdout_of(entry.name, entry, old), stderr="")
         elif op in ("create", "replace") and not preview:
             ran = bool(entry.inputs.get("create"))
-            outputs.update(stdout=_stdout_of(entry.name) if ran else "", stderr="")
+            outputs.update(stdout=_stdout_of(entry.name, entry, old) if ran else "", stderr="")
         elif op in ("create", "replace", "update"):
             outputs.update(stdout=Unknown(), stderr=Unknown())
     elif entry.type == providers.VM:

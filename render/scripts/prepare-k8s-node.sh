@@ -7,8 +7,8 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
-readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
+#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
+readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
   RUNC_VERSION DISTRO_PACKAGES CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE \
   MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
   REGISTRY_HOSTS_TEXTS
@@ -123,27 +123,47 @@ EOF
   done </etc/sysctl.d/99-kubernetes.conf
 }
 
-# selinux_config_permissive FILE: SELINUX=enforcing -> permissive in an /etc/selinux/config file.
-selinux_config_permissive() {
-  if grep -q '^SELINUX=enforcing$' "$1"; then
-    sed -i 's/^SELINUX=enforcing$/SELINUX=permissive/' "$1"
-    log "SELinux set to permissive in $1"
+# selinux_config_mode FILE MODE: SELINUX=enforcing|permissive in an /etc/selinux/config file; a file that says
+# disabled is refused: leaving disabled needs a relabel of every file at the next boot (RHEL 9 "Using SELinux",
+# "Changing SELinux states and modes": `fixfiles -F onboot`), which a converge must not start by itself.
+selinux_config_mode() {
+  local file="$1" mode="$2" other=permissive
+  [[ "${mode}" == enforcing ]] || other=enforcing
+  if grep -q '^SELINUX=disabled$' "${file}"; then
+    die "SELinux is disabled in ${file}: enable it with a relabel and a reboot (fixfiles -F onboot), or build the template without disabling it"
+  fi
+  if grep -q "^SELINUX=${other}\$" "${file}"; then
+    sed -i "s/^SELINUX=${other}\$/SELINUX=${mode}/" "${file}"
+    log "SELinux set to ${mode} in ${file}"
   fi
 }
 
-# kubeadm install docs (Red Hat-based distributions): "Set SELinux to permissive mode ... This is
-# required to allow containers to access the host filesystem; for example, some cluster network
-# plugins require that."
+# SELinux on the RHEL family (security.selinux): enforcing, with the container policy (container-selinux) installed,
+# as the distribution ships it (Rocky 9's cloud images boot enforcing: rocky-linux/kickstarts r9
+# Rocky-9-GenericCloud-Base.ks `selinux --enforcing`); permissive only when the stack relaxes it. Going from
+# permissive to enforcing takes effect at once and needs no relabel (the files were labelled while permissive).
+# The host's daemons are confined by the targeted policy. Containers are not labelled: containerd's enable_selinux
+# stays at its default, false (containerd docs/cri/config.md), because kubeadm's static pods and the node agents read
+# host files (/etc/kubernetes, /var/lib/etcd, /var/log) that container-selinux lets no container_t process read
+# (kubernetes/kubeadm#279; kubernetes/kops#15487 gave them spc_t instead); pods are kept from the host by Pod
+# Security, seccomp and the network policies (docs/security.md, SELinux).
 configure_selinux() {
   if [[ "${OS_FAMILY}" != rhel ]]; then
     return 0
   fi
-  if command -v getenforce >/dev/null && [[ "$(getenforce)" == Enforcing ]]; then
-    log "switching SELinux to permissive now"
+  ensure_packages container-selinux
+  local current=""
+  command -v getenforce >/dev/null && current="$(getenforce)"
+  if [[ "${SELINUX_MODE}" == enforcing && "${current}" == Permissive ]]; then
+    log "switching SELinux to enforcing now"
+    setenforce 1
+  fi
+  if [[ "${SELINUX_MODE}" == permissive && "${current}" == Enforcing ]]; then
+    log "switching SELinux to permissive now (security.selinux)"
     setenforce 0
   fi
   if [[ -f /etc/selinux/config ]]; then
-    selinux_config_permissive /etc/selinux/config
+    selinux_config_mode /etc/selinux/config "${SELINUX_MODE}"
   fi
 }
 
