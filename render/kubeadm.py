@@ -407,9 +407,11 @@ def control_plane_components(cluster: ClusterParams) -> dict[str, Any]:
                                  **dict(cluster.api_server_args), **dict(cluster.hardening_args)}),
     }
     if cluster.api_server_volumes:
+        # readOnly only when true: kubeadm writes the document back without a false one (HostPathMount's
+        # `readOnly,omitempty`), and the settings step compares what it finds with this.
         api_server["extraVolumes"] = [
-            {"name": m.name, "hostPath": m.host_path, "mountPath": m.mount_path, "readOnly": m.read_only,
-             **({"pathType": m.path_type} if m.path_type else {})}
+            {"name": m.name, "hostPath": m.host_path, "mountPath": m.mount_path,
+             **({"readOnly": True} if m.read_only else {}), **({"pathType": m.path_type} if m.path_type else {})}
             for m in cluster.api_server_volumes]
     sections: dict[str, Any] = {
         "apiServer": api_server,

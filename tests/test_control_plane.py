@@ -74,7 +74,7 @@ def test_the_api_server_is_hardened_and_keeps_kubeadms_defaults():
                  security.ENCRYPTION_FILE, security.AUDIT_LOG_FILE):
         directory = path.rpartition("/")[0]
         assert directory in mounts and mounts[directory]["mountPath"] == directory, path
-        assert mounts[directory]["readOnly"] is (directory != security.AUDIT_LOG_DIR)
+        assert mounts[directory].get("readOnly", False) is (directory != security.AUDIT_LOG_DIR)
     assert _args(COMPONENTS["controllerManager"]) == {"node-cidr-mask-size": "24", "profiling": "false",
                                                       "terminated-pod-gc-threshold": "1000"}
     assert _args(COMPONENTS["scheduler"]) == {"profiling": "false"}

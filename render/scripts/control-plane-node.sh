@@ -3,7 +3,8 @@
 # changed (control-plane-files.sh). `kubeadm upgrade node phase control-plane` compares each new manifest with the
 # running one and leaves an equal one alone; it backs up and replaces one that differs, waits for the kubelet to
 # restart the component, and rolls back on failure (cmd/kubeadm/app/phases/upgrade/staticpods.go). Certificates are
-# not renewed here (that is cluster.certificateRenewal) and etcd is not touched. The marker records the files the
+# not renewed here (that is cluster.certificateRenewal) and etcd is not touched (--certificate-renewal=false,
+# --etcd-upgrade=false: kubernetes.io kubeadm_upgrade_node_phase_control-plane reference). The marker records the files the
 # running API server has read, so a run interrupted between the files and the restart restarts it next time.
 # $COMPONENTS_DIGEST and $FILES_DIGEST name what the stack wants, so this step runs again when either changes.
 #@ include lib/strict.sh
