@@ -13,16 +13,6 @@ from render import kubeadm, resource_metrics
 from tests.conftest import hk_prod_values, raw_config
 from tools.mockrun import Recording, run_program
 
-KUBELET_DOCUMENT = """apiVersion: kubelet.config.k8s.io/v1beta1
-authentication:
-  anonymous:
-    enabled: false
-cgroupDriver: systemd
-kind: KubeletConfiguration
-rotateCertificates: true
-"""
-
-
 # --- rendered values -------------------------------------------------------------------------------------------
 
 def test_the_kubelet_configuration_asks_the_cluster_ca_only_when_on(hk_values):

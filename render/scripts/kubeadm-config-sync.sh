@@ -12,13 +12,12 @@
 #@ include lib/test-root.sh
 #@ inputs COMPONENTS_JSON FIELD_MANAGER
 #@ include lib/admin-kubeconfig.sh
+#@ include lib/kubeadm-configmap.sh
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-kubectl -n kube-system get configmap kubeadm-config -o go-template='{{index .data "ClusterConfiguration"}}' \
-  >"$work/current" || die "could not read the kubeadm-config ConfigMap"
-[[ -s $work/current ]] || die "the kubeadm-config ConfigMap has no ClusterConfiguration"
+read_kubeadm_document kubeadm-config ClusterConfiguration "$work/current"
 printf '%s' "$COMPONENTS_JSON" >"$work/components.json"
 
 # Exit status 3: the sections are already the stack's.
@@ -47,16 +46,6 @@ if ((status == 3)); then
 fi
 ((status == 0)) || die "could not edit the ClusterConfiguration (python3 exited $status)"
 
-apply_document() {
-  kubectl -n kube-system create configmap kubeadm-config --from-file=ClusterConfiguration="$1" --dry-run=client -o yaml \
-    | kubectl apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" -f - >/dev/null
-}
-
-apply_document "$work/wanted" || die "could not write the kubeadm-config ConfigMap"
-if ! kubeadm upgrade node phase control-plane --dry-run --certificate-renewal=false --etcd-upgrade=false \
-    >"$work/check" 2>&1; then
-  tail -n 40 "$work/check" >&2
-  apply_document "$work/current" || die "kubeadm cannot read the edited ClusterConfiguration, and putting the old one back failed: restore it from the output above by hand"
-  die "kubeadm cannot read the edited ClusterConfiguration (output above); the old document is back"
-fi
+write_kubeadm_document kubeadm-config ClusterConfiguration "$work/wanted" "$work/current" "$FIELD_MANAGER" \
+  kubeadm upgrade node phase control-plane --dry-run --certificate-renewal=false --etcd-upgrade=false
 echo "the ClusterConfiguration's control-plane sections are now the stack's"

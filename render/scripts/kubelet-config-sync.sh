@@ -11,6 +11,7 @@
 #@ include lib/test-root.sh
 #@ inputs WANTED_JSON MANAGED_KEYS[] FIELD_MANAGER
 #@ include lib/admin-kubeconfig.sh
+#@ include lib/kubeadm-configmap.sh
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
 work="$(mktemp -d)"
@@ -18,9 +19,7 @@ trap 'rm -rf "$work"' EXIT
 
 # The ConfigMap and its key are kubeadm's (constants KubeletBaseConfigurationConfigMap "kubelet-config",
 # KubeletBaseConfigurationConfigMapKey "kubelet").
-kubectl -n kube-system get configmap kubelet-config -o go-template='{{index .data "kubelet"}}' >"$work/current" \
-  || die "could not read the kubelet-config ConfigMap"
-[[ -s $work/current ]] || die "the kubelet-config ConfigMap has no kubelet document"
+read_kubeadm_document kubelet-config kubelet "$work/current"
 printf '%s' "$WANTED_JSON" >"$work/wanted.json"
 printf '%s\n' "${MANAGED_KEYS[@]}" >"$work/managed"
 
@@ -55,15 +54,6 @@ if ((status == 3)); then
 fi
 ((status == 0)) || die "could not edit the kubelet configuration (python3 exited $status)"
 
-apply_document() {
-  kubectl -n kube-system create configmap kubelet-config --from-file=kubelet="$1" --dry-run=client -o yaml \
-    | kubectl apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" -f - >/dev/null
-}
-
-apply_document "$work/wanted" || die "could not write the kubelet-config ConfigMap"
-if ! kubeadm upgrade node phase kubelet-config --dry-run >"$work/check" 2>&1; then
-  cat "$work/check" >&2
-  apply_document "$work/current" || die "kubeadm cannot read the edited kubelet-config, and putting the old one back failed: restore it from the output above by hand"
-  die "kubeadm cannot read the edited kubelet-config (output above); the old document is back"
-fi
+write_kubeadm_document kubelet-config kubelet "$work/wanted" "$work/current" "$FIELD_MANAGER" \
+  kubeadm upgrade node phase kubelet-config --dry-run
 echo "kubelet-config now has the stack's settings"
