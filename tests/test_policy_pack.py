@@ -109,7 +109,7 @@ def test_vocabulary_matches_the_program(recording):
 
     assert rules.PROJECT == PROJECT
     assert set(rules.SECRET_CONFIG_KEYS) == set(SECRET_KEYS)
-    assert set(rules.SECRET_STDOUT_SUFFIXES) == set(mockrun.STAND_IN_STDOUT)
+    assert set(rules.SECRET_STDOUT_SUFFIXES) == {*mockrun.STAND_IN_STDOUT, mockrun.KEY_RING_SUFFIX}
     assert bootstrap.SECRET_STDOUT == ["stdout"]
     assert rules.STDOUT_FREE_LOGGING <= {member.value for member in Logging}
     assert rules.STDOUT_FREE_LOGGING.isdisjoint({Logging.STDOUT.value, Logging.STDOUT_AND_STDERR.value})
@@ -152,7 +152,8 @@ def test_every_rule_has_something_to_judge_in_hk_prod(hk_prod):
     assert len(vms) == 3 and all(vm.protect for vm in vms)
     credential_commands = [r for r in hk_prod if r.type == rules.COMMAND_TYPE
                            and r.name.endswith(rules.SECRET_STDOUT_SUFFIXES)]
-    assert len(credential_commands) == 10
+    assert len(credential_commands) == 11
+    assert any(r.name == 'hk-prod-control-plane-encryption-keys' for r in credential_commands)
     # The secret rule searched for real values and found them, only in their carriers.
     assert set(SECRET_VALUES) == set(rules.SECRET_CONFIG_KEYS)
     assert any(SECRET_VALUES["windowsAdminPassword"] in str(r.props.get("stdin")) for r in hk_prod)

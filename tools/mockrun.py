@@ -23,6 +23,7 @@ from config.loader import PROJECT, SECRET_KEYS, RawConfig
 from config.secret_keys import OPTIONAL_SECRET_KEYS
 from tools import engine, sdk
 from tools.engine import (  # noqa: F401
+    KEY_RING_SUFFIX,
     STAND_IN_JOIN_LINE,
     STAND_IN_KUBECONFIG,
     STAND_IN_STDOUT,

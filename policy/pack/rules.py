@@ -110,8 +110,9 @@ PROXMOX_VM_TYPE = "proxmoxve:index/vmLegacy:VmLegacy"
 MACHINES_GUARD_TYPE = "pulumi-python:dynamic/hybrid:MachinesGuard"
 COMMAND_TYPE = "command:remote:Command"
 
-# Commands whose stdout is a credential (components/bootstrap.py: join credentials, admin kubeconfig).
-SECRET_STDOUT_SUFFIXES = ("-join-credentials", "-kubeconfig")
+# Commands whose stdout is a credential (components/bootstrap.py: join credentials, admin kubeconfig;
+# components/control_plane.py: the Secrets encryption key ring).
+SECRET_STDOUT_SUFFIXES = ("-join-credentials", "-kubeconfig", "-encryption-keys")
 # pulumi-command 1.2.1 remote.Command `logging` (Logging enum: stdout, stderr, stdoutAndStderr, none):
 # "Defaults to logging both stdout and stderr" (pulumi_command/remote/command.py). Either of these two
 # keeps stdout out of the logs.
