@@ -106,9 +106,9 @@ scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec)
 kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.name}-kubelet-serving", spec, machines,
                          after=[*node_ready.values(), *restarts.done, *approver])
 # The control plane's settings (security): encryption key, the API servers' files and flags, one control-plane node at a
-# time, once no rolling operation of this run takes a node's components down.
+# time, once no rolling operation of this run takes a node's components down (a certificate renewal round included).
 ControlPlaneSettings(f"{spec.cluster.name}-control-plane", spec, machines, cluster.init,
-                     after=[*upgrade.done, *restarts.done, *kubelets.done])
+                     after=[*upgrade.done, *restarts.done, *kubelets.done, *cluster.certificate_renewal])
 metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
     metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,

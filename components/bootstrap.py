@@ -369,6 +369,9 @@ class KubeadmCluster(pulumi.ComponentResource):
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
         renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
+        # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
+        # it has finished (components/control_plane.py waits for it).
+        self.certificate_renewal: list[pulumi.Resource] = list(renewal)
         # The Kubernetes provider's credential. It is read again only when it may have changed (a renewal round
         # or a version change renews admin.conf's client certificate): any other change of this command (a
         # rotated SSH key, a bastion, a new script) would run it again, and in a preview an updated command's stdout is unknown

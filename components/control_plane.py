@@ -23,9 +23,15 @@ A change of key (security.secretsEncryption.keyRotation, or enabled) runs 1, 2, 
 a new release's script text or a rotated SSH key changes nothing. Each node step is keyed on its machine instance: a
 rebuilt control-plane node runs its steps again. A lost node is left out: nothing may dial it. Nothing is left to
 delete: the settings stay with the cluster when a step leaves the program.
+
+The key ring is what step 1 printed at the last change of key, so a later run that re-runs step 2 or 4 (another file
+changed, a rebuilt node) reads that ring again: a node's configuration therefore never goes back to an older key than
+the one it writes with (render/scripts/lib/encryption.sh, write_encryption_config), and a key asked for by a change
+that stopped half-way stays readable on every node, through the ring's `read` lines, until a rewrite has completed.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import pulumi
@@ -63,12 +69,16 @@ class ControlPlaneSettings(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(
                     parent=self, depends_on=list(depends_on),
                     additional_secret_outputs=SECRET_STDOUT if secret_stdout else None,
-                    # A rotated SSH key or a new bastion must not read the key ring again: in a preview an updated
-                    # command's stdout is unknown, and every step reading it would show as changed.
-                    ignore_changes=["connection"] if secret_stdout else None))
+                    # The key ring is read again only for a new key or a new script (its triggers), by a replacement,
+                    # which runs with the current connection and script since the engine ignores nothing on a
+                    # replacement: any update (a rotated SSH key, a new bastion) would make its stdout unknown in a
+                    # preview and every step reading it show as changed, and an ignored connection alone would
+                    # dial with the old key at the next change of key.
+                    ignore_changes=["connection", "create", "update"] if secret_stdout else None))
 
-        keys = step(f"{name}-encryption-keys", first.connection, control_plane.render_encryption_keys(target),
-                    [init, *after], secret_stdout=True)
+        keys_script = control_plane.render_encryption_keys(target)
+        keys = step(f"{name}-encryption-keys", first.connection, keys_script, [init, *after], secret_stdout=True,
+                    triggers=[hashlib.sha256(keys_script.encode()).hexdigest()])
         # Typed here: mypy infers Output.secret's type argument only with an expected type.
         key_ring: pulumi.Output[str] = pulumi.Output.secret(keys.stdout.apply(lambda text: f"{text}\n"))
         file_steps = [
@@ -88,7 +98,9 @@ class ControlPlaneSettings(pulumi.ComponentResource):
             previous = [step(f"{name}-{m.node.name}-encryption-writer", m.connection,
                              control_plane.render_encryption_writer(m.node.name), previous, stdin=key_ring,
                              triggers=[m.instance])]
+        # The key ring on stdin, which the step does not read: a new ring runs it again, also one that returns to the
+        # key it last rewrote with after a change stopped half-way (whose key some Secrets are then written with).
         rewrite = step(f"{name}-encryption-rewrite", first.connection, control_plane.render_encryption_rewrite(target),
-                       previous)
+                       previous, stdin=key_ring)
         self.done: list[pulumi.Resource] = [rewrite]
         self.register_outputs({"encryption": target, "nodes": [m.node.name for m in nodes]})

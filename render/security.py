@@ -160,7 +160,9 @@ def audit_policy() -> dict[str, Any]:
         "omitStages": ["RequestReceived"],
         "rules": [
             {"level": "None", "nonResourceURLs": ["/healthz*", "/livez*", "/readyz*", "/version", "/metrics"]},
-            {"level": "None", "users": ["system:kube-proxy"], "verbs": ["watch"],
+            # kube-proxy, Linux (kubeadm's addon) and Windows (render/network.py), authenticates with the token of the
+            # kube-system ServiceAccount kubeadm makes for it (its kubeconfig's tokenFile), not as system:kube-proxy.
+            {"level": "None", "users": ["system:serviceaccount:kube-system:kube-proxy"], "verbs": ["watch"],
              "resources": [{"group": "", "resources": ["endpoints", "services", "services/status"]},
                            {"group": "discovery.k8s.io", "resources": ["endpointslices"]}]},
             {"level": "None", "userGroups": ["system:nodes"], "verbs": ["get"],

@@ -146,7 +146,7 @@ def test_the_audit_log_records_writes_with_their_bodies_and_leaves_out_the_noise
     assert api.audit_level(policy, verb="get", path="/livez") == "None"
     assert api.audit_level(policy, verb="get", path="/readyz?verbose") == "None"
     assert api.audit_level(policy, verb="create", resource="events", namespace="x") == "None"
-    assert api.audit_level(policy, user="system:kube-proxy", verb="watch", group="discovery.k8s.io",
+    assert api.audit_level(policy, user="system:serviceaccount:kube-system:kube-proxy", verb="watch", group="discovery.k8s.io",
                            resource="endpointslices") == "None"
     assert api.audit_level(policy, verb="get", path="/apis") == "Metadata"
 
@@ -169,7 +169,8 @@ KUBECTL = r"""#!/usr/bin/env bash
 set -euo pipefail
 printf 'kubectl %s\n' "$*" >>"$NODE_STUBS/calls"
 case "$*" in
-  "-n kube-system get pod kube-apiserver-"*) echo True ;;
+  "--server https://127.0.0.1:6443 --tls-server-name kubernetes get --raw=/readyz --request-timeout=10s")
+    [[ -f $HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml ]] && echo ok ;;
   "get namespaces -o name") for f in "$CLUSTER/secrets"/*; do echo "namespace/${f##*/}"; done ;;
   "-n "*" get secrets -o name") ns=$2; while read -r s; do [[ -n $s ]] && echo "secret/$s"; done <"$CLUSTER/secrets/$ns" ;;
   "-n "*" get secrets -o json") echo "{\"kind\":\"List\",\"namespace\":\"$2\"}" ;;
@@ -198,7 +199,10 @@ case "$*" in
   "upgrade node phase control-plane --certificate-renewal=false --etcd-upgrade=false")
     [[ ! -e $NODE_STUBS/kubeadm-fails ]] || { echo "[upgrade] rolling back kube-apiserver" >&2; exit 1; }
     python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(sorted(a["name"] for a in d["apiServer"]["extraArgs"]))' \
-      "$CLUSTER/ClusterConfiguration" >"$HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml" ;;
+      "$CLUSTER/ClusterConfiguration" >"$HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+    echo "    - --secure-port=6443" >>"$HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml"
+    python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); print(d.get("controllerManager"))' \
+      "$CLUSTER/ClusterConfiguration" >"$HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-controller-manager.yaml" ;;
   *) echo "unexpected kubeadm $*" >&2; exit 2 ;;
 esac
 """
@@ -213,7 +217,8 @@ class ControlPlaneNode:
         for directory in (self.root / "etc" / "kubernetes" / "manifests", self.stubs, self.root / "var" / "lib" / "etcd"):
             directory.mkdir(parents=True, exist_ok=True)
         (self.root / "etc" / "kubernetes" / "admin.conf").write_text("apiVersion: v1\n")
-        (self.root / "etc" / "kubernetes" / "manifests" / "kube-apiserver.yaml").write_text("kind: Pod\n")
+        (self.root / "etc" / "kubernetes" / "manifests" / "kube-apiserver.yaml").write_text(
+            "kind: Pod\n    - --secure-port=6443\n")
         for name_, text in (("kubectl", KUBECTL), ("kubeadm", KUBEADM), ("sleep", "#!/usr/bin/env bash\n"),
                             ("getent", "#!/usr/bin/env bash\nexit 2\n"), ("groupadd", RECORD), ("useradd", RECORD),
                             ("chown", RECORD)):
@@ -369,13 +374,196 @@ def test_changed_files_restart_the_api_server_even_when_the_manifest_is_unchange
     (node.stubs / "calls").unlink()
     run = _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, files)))
     assert "restarted kube-apiserver for its changed files" in run.stdout
-    assert any(c.startswith("kubectl -n kube-system get pod kube-apiserver-hk-cp-2") for c in node.calls())
+    assert any(c.startswith("kubectl --server https://127.0.0.1:6443 --tls-server-name kubernetes get --raw=/readyz")
+               for c in node.calls())
     assert (node.root / "etc/kubernetes/manifests/kube-apiserver.yaml").exists()
     # Interrupted after the files but before the restart, a later run still restarts (the marker says what runs).
     _ok(node.run(control_plane.render_control_plane_files(node.name, FILES), stdin=ring))
     again = _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES)))
     assert "restarted kube-apiserver" in again.stdout
     assert "already runs" in _ok(node.run(control_plane.render_control_plane_node(node.name, COMPONENTS, FILES))).stdout
+
+
+class Stopped(Exception):
+    pass
+
+
+class Engine:
+    """components/control_plane.py's steps as the engine runs them across several `pulumi up`s: a step runs when its
+    inputs (script and stdin) differ from those of its last successful run, the keys step only when its trigger (its
+    script) changes, so every later run reads the key ring that step printed then; a failed step keeps its old inputs
+    and stops the run. After every step each API server writes a Secret (a controller's update), so the keys Secrets
+    are stored with grow until a rewrite has moved all of them to one key; each must stay readable on every node."""
+
+    def __init__(self, nodes: list[ControlPlaneNode]):
+        self.nodes, self.last, self.ring = nodes, {}, ""
+        self.stored_with = {"identity"}
+
+    def _check(self) -> None:
+        _assert_no_node_writes_what_another_cannot_read(self.nodes)
+        states = [n.encryption() for n in self.nodes if (n.root / security.ENCRYPTION_FILE.lstrip("/")).exists()]
+        self.stored_with |= {writer for writer, _ in states}
+        for _, readable in states:
+            assert self.stored_with <= readable, (self.stored_with, states)
+
+    def _step(self, name: str, node: ControlPlaneNode, script: str, stdin: str = "", fail_at: str | None = None) -> str:
+        if self.last.get(name) == (script, stdin):
+            return ""
+        if name == fail_at:
+            raise Stopped(name)
+        out = _ok(node.run(script, stdin=stdin)).stdout
+        self.last[name] = (script, stdin)
+        self._check()
+        return out
+
+    def up(self, target: str, files: dict[str, str] = FILES, components: dict = COMPONENTS,
+           fail_at: str | None = None) -> bool:
+        first = self.nodes[0]
+        try:
+            keys = control_plane.render_encryption_keys(target)
+            if self.last.get("keys") != (keys, ""):
+                if fail_at == "keys":
+                    raise Stopped("keys")
+                self.ring = _ok(first.run(keys)).stdout
+                self.last["keys"] = (keys, "")
+            for node in self.nodes:
+                self._step(f"{node.name}-files", node, control_plane.render_control_plane_files(node.name, files),
+                           self.ring, fail_at)
+            self._step("kubeadm-config", first, control_plane.render_kubeadm_config_sync(components), "", fail_at)
+            for node in self.nodes:
+                self._step(node.name, node, control_plane.render_control_plane_node(node.name, components, files),
+                           self.ring, fail_at)
+            for node in self.nodes:
+                self._step(f"{node.name}-writer", node, control_plane.render_encryption_writer(node.name), self.ring,
+                           fail_at)
+            # The stub API stores the rewritten Secrets with the key the API servers write with (all the same now).
+            (writer,) = {n.encryption()[0] for n in self.nodes}
+            first.cluster.joinpath("writer").write_text(writer)
+            if self._step("rewrite", first, control_plane.render_encryption_rewrite(target), self.ring, fail_at):
+                self.stored_with = {writer}
+            return True
+        except Stopped:
+            return False
+
+
+def _writes(nodes: list[ControlPlaneNode]) -> list[str]:
+    return [n.encryption()[0] for n in nodes]
+
+
+def _pending(node: ControlPlaneNode) -> list[str]:
+    path = node.root / "etc/kubernetes/encryption/pending"
+    return path.read_text().split() if path.exists() else []
+
+
+def _exempting(namespace: str) -> dict[str, str]:
+    values = hk_prod_values()
+    values["security"] = {"podSecurity": {"exemptNamespaces": [namespace]}}
+    return security.control_plane_files(control_plane_hardening(_spec(values)))
+
+
+def test_a_later_run_with_the_stored_key_ring_never_takes_an_api_server_back_to_an_older_key(tmp_path, cluster):
+    """After encryption is turned on (or a key rotated), the key ring stays what the keys step printed then; a later
+    change of the files runs the files and node steps again with it, and no API server returns to plain text or to the
+    previous key."""
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    assert engine.up("key-initial", files=_exempting("legacy-agents"))
+    assert _writes(nodes) == ["key-initial"] * 3
+    assert engine.up("key-2027-01")
+    assert engine.up("key-2027-01", files=_exempting("other-agents"))
+    assert _writes(nodes) == ["key-2027-01"] * 3
+    # A rebuilt control-plane node's steps run again with the same ring: still the current key, on every node.
+    engine.last.pop("hk-cp-2-files"), engine.last.pop("hk-cp-2"), engine.last.pop("hk-cp-2-writer")
+    assert engine.up("key-2027-01", files=_exempting("other-agents"))
+    assert _writes(nodes) == ["key-2027-01"] * 3
+    # The next change of key drops what no Secret is stored with any more.
+    assert engine.up("key-2028-01")
+    assert all(n.encryption()[1] == {"key-2028-01", "key-2027-01", "identity"} for n in nodes)
+
+
+def test_a_change_of_key_stopped_half_way_then_reverted_keeps_every_key_in_use_readable(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    # The first API server writes with the new key, then the second's writer step fails.
+    assert not engine.up("key-2027-01", fail_at="hk-cp-2-writer")
+    assert _writes(nodes) == ["key-2027-01", "key-initial", "key-initial"]
+    assert _pending(nodes[0]) == ["key-2027-01"]
+    # The operator goes back to the previous label: the half-used key stays readable until the rewrite has moved every
+    # Secret back (Engine checks it after every step), and the rewrite runs although `current` already names the key.
+    assert engine.up("key-initial")
+    assert _writes(nodes) == ["key-initial"] * 3
+    assert engine.stored_with == {"key-initial"} and _pending(nodes[0]) == []
+    # The next change drops the abandoned key everywhere.
+    assert engine.up("key-2028-01")
+    assert all("key-2027-01" not in n.encryption()[1] for n in nodes)
+
+
+def test_two_changes_of_key_stopped_half_way_then_a_third_keep_every_key_in_use_readable(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    assert not engine.up("key-a", fail_at="hk-cp-2-writer")
+    assert not engine.up("key-b", fail_at="hk-cp-3-writer")
+    assert _writes(nodes) == ["key-b", "key-b", "key-initial"]
+    assert engine.stored_with == {"key-initial", "key-a", "key-b"}
+    assert engine.up("key-c")
+    assert _writes(nodes) == ["key-c"] * 3 and engine.stored_with == {"key-c"}
+
+
+def _credentials(first: ControlPlaneNode) -> str:
+    kubeadm_stub = (first.stubs / "kubeadm").read_text()
+    (first.stubs / "kubeadm").write_text(BOOTSTRAP_KUBEADM)
+    try:
+        return _ok(first.run(linux_bootstrap.render_join_credentials(control_plane=True))).stdout
+    finally:
+        (first.stubs / "kubeadm").write_text(kubeadm_stub)
+
+
+def test_a_control_plane_node_joining_during_a_change_of_key_reads_every_key_in_use(tmp_path, cluster):
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    assert not engine.up("key-a", fail_at="hk-cp-2-writer")
+    roles = [line.split()[:2] for line in _credentials(nodes[0]).splitlines()[1:-1]]
+    assert roles == [["writer", "key-initial"], ["target", "key-a"]]
+    assert not engine.up("key-b", fail_at="hk-cp-3-writer")
+    credentials = _credentials(nodes[0])
+    roles = [line.split()[:2] for line in credentials.splitlines()[1:-1]]
+    assert roles == [["writer", "key-initial"], ["target", "key-b"], ["read", "key-a"]]
+    # A fourth node joins now: it writes with the key every Secret was last rewritten with, and reads every key an API
+    # server may be writing with.
+    new = ControlPlaneNode(tmp_path, "hk-cp-4", cluster)
+    for path in ("etc/kubernetes/admin.conf", "etc/kubernetes/manifests/kube-apiserver.yaml"):
+        (new.root / path).unlink()
+    (new.root / "var/lib/etcd").rmdir()
+    (new.stubs / "kubeadm").write_text(BOOTSTRAP_KUBEADM)
+    for name, text in (("cloud-init", "#!/usr/bin/env bash\n"), ("kubectl", "#!/usr/bin/env bash\necho ok\n")):
+        (new.stubs / name).write_text(text)
+        (new.stubs / name).chmod(0o755)
+    (new.root / "var/lib/cloud/instance").mkdir(parents=True)
+    (new.root / "var/lib/cloud/instance/boot-finished").touch()
+    _ok(new.run(linux_bootstrap.render_join(JOIN_YAML, True), stdin=credentials))
+    assert new.encryption() == ("key-initial", {"key-initial", "key-a", "key-b", "identity"})
+    assert engine.stored_with <= new.encryption()[1]
+
+
+def test_a_change_of_key_with_only_the_controller_managers_flags_still_restarts_every_api_server(tmp_path, cluster):
+    """kubeadm rewrites only the controller manager's manifest; the API servers must still restart to read the new key
+    before any writes with it."""
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    components = json.loads(json.dumps(COMPONENTS))
+    components["controllerManager"]["extraArgs"].append({"name": "concurrent-gc-syncs", "value": "30"})
+    for node in nodes:
+        (node.stubs / "calls").unlink(missing_ok=True)
+    # Stopped before the first writer step: every node step has run.
+    assert not engine.up("key-2027-01", components=components, fail_at="hk-cp-1-writer")
+    for node in nodes:
+        assert any("get --raw=/readyz" in c for c in node.calls()), node.calls()
+        assert not (node.root / "etc/kubernetes/manifests-parked/kube-apiserver.yaml").exists()
 
 
 def test_a_clusterconfiguration_kubeadm_refuses_is_put_back(tmp_path, cluster):
@@ -544,9 +732,10 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
 
 
 def test_a_change_of_key_runs_every_step_that_reads_the_key_ring_in_order(hk_recording):
-    """A new key changes the key ring (the encryption-keys step's stdout), which every files, node and writer step reads
-    on stdin: each runs again, the node steps included, so every API server reads the new key (restarted) before the
-    first writes with it. In a preview the ring is unknown, so the preview shows each of them as an update."""
+    """A new key changes the key ring (the encryption-keys step's stdout), which every files, node and writer step and
+    the rewrite read on stdin: each runs again, the node steps included, so every API server reads the new key
+    (restarted) before the first writes with it. In a preview the ring is unknown, so the preview shows each of them
+    as an update."""
     values = hk_prod_values()
     values["security"] = {"secretsEncryption": {"keyRotation": "2027-01"}}
     for preview in (True, False):
@@ -557,8 +746,11 @@ def test_a_change_of_key_runs_every_step_that_reads_the_key_ring_in_order(hk_rec
                     *(f"hk-prod-control-plane-{n}-encryption-writer" for n in nodes),
                     "hk-prod-control-plane-encryption-rewrite"]
         assert run.plan.changed == set(expected), sorted(run.plan.changed ^ set(expected))
-        assert all(run.plan.of(n) == ["update"] for n in expected)
-        order = [s.name for s in run.plan.steps if s.op == "update"]
+        # The key ring is read again by a replacement (its trigger, the script naming the new key), with the current
+        # connection; the old command is dropped at the end of the run and runs nothing.
+        assert run.plan.of(expected[0]) == ["replace", "delete-replaced"]
+        assert all(run.plan.of(n) == ["update"] for n in expected[1:])
+        order = [s.name for s in run.plan.steps if s.op in ("update", "replace")]
         # Each node's files before any node step, each node step before any writer, the rewrite last.
         files_done = max(order.index(f"hk-prod-control-plane-{n}-files") for n in nodes)
         first_node = min(order.index(f"hk-prod-control-plane-{n}") for n in nodes)

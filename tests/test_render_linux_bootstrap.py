@@ -160,6 +160,10 @@ esac
 """,
     "kubectl": r"""
 case "$*" in
+  "--server https://127.0.0.1:6443 --tls-server-name kubernetes get --raw=/readyz"*)
+    # The node's own API server: up when its manifest is in place (static-pod-restart.sh).
+    [[ -z ${STUB_POD_NOT_READY:-} && -f $HYBRID_CLUSTER_TEST_ROOT/etc/kubernetes/manifests/kube-apiserver.yaml ]] \
+      && echo ok && exit 0; exit 1 ;;
   *--raw=/readyz*) [[ -z ${STUB_API_DOWN:-} ]] && echo ok && exit 0; exit 1 ;;
   "-n kube-system get pod "*) [[ -n ${STUB_POD_NOT_READY:-} ]] && echo False || echo True; exit 0 ;;
 esac
@@ -695,6 +699,9 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
         "var/lib/cni/networks/k8s-pod-network/10.244.1.2": "",
         "var/log/kubeadm-join.log": f"token {TOKEN}",
         "root/.kube/config": "admin",
+        "etc/kubernetes/encryption/keys/key-initial": "A" * 43 + "=",
+        "etc/kubernetes/hardening/audit-policy.yaml": "kind: Policy",
+        "etc/kubernetes/manifests-parked/kube-apiserver.yaml": "kind: Pod",
     }.items():
         target = node.root / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -719,7 +726,8 @@ def test_reset_removes_kubeadm_cni_calico_and_proxy_state_then_is_a_no_op(node):
     assert not node.path(paths.KUBE_VIP_MANIFEST_PATH).exists()
     assert not (node.root / "etc/kubernetes/kubeadm").exists()
     assert (node.root / "etc/cni/net.d").is_dir() and not list((node.root / "etc/cni/net.d").iterdir())
-    for gone in ("var/lib/calico", "run/calico", "var/lib/cni", "root/.kube", "var/log/kubeadm-join.log"):
+    for gone in ("var/lib/calico", "run/calico", "var/lib/cni", "root/.kube", "var/log/kubeadm-join.log",
+                 "etc/kubernetes/encryption", "etc/kubernetes/hardening", "etc/kubernetes/manifests-parked"):
         assert not (node.root / gone).exists(), gone
     deleted = [call[2] for call in node.calls("ip") if call[:2] == ["link", "delete"]]
     assert deleted == ["vxlan.calico", "cali3f1e2d4c5b6", "tunl0"]
@@ -1139,7 +1147,7 @@ def static_pods(etcd) -> Node:
     manifests = etcd.path("/etc/kubernetes/manifests")
     manifests.mkdir(parents=True)
     for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"):
-        (manifests / f"{component}.yaml").write_text(f"# {component}\n")
+        (manifests / f"{component}.yaml").write_text(f"# {component}\n    - --secure-port=6443\n")
     etcd.path("/etc/kubernetes/pki").mkdir(parents=True)
     return etcd
 

@@ -9,7 +9,9 @@
 #@ include lib/encryption.sh
 #@ include lib/control-plane-files.sh
 
-[[ -f $ROOT/etc/kubernetes/manifests/kube-apiserver.yaml ]] || die "$NODE runs no API server (no kube-apiserver manifest)"
+# A manifest an interrupted restart left parked is put back by the restart steps that follow.
+[[ -f $ROOT/etc/kubernetes/manifests/kube-apiserver.yaml || -f $ROOT/etc/kubernetes/manifests-parked/kube-apiserver.yaml ]] \
+  || die "$NODE runs no API server (no kube-apiserver manifest)"
 read_key_ring
 before="$(running_files_digest)"
 write_control_plane_files

@@ -17,25 +17,26 @@
 LOG="$ROOT/var/log/kubeadm-control-plane.log"
 #@ include lib/log-helpers.sh
 
-manifests_digest() {
-  local component
-  for component in kube-apiserver kube-controller-manager kube-scheduler; do
-    [[ ! -f $MANIFESTS/$component.yaml ]] || cat "$MANIFESTS/$component.yaml"
-  done | sha256sum | cut -d ' ' -f 1
+# The API server's manifest alone decides whether kubeadm restarted it: a change of the controller manager's or the
+# scheduler's flags rewrites only theirs, and the API server must still be restarted for files it has not read.
+api_server_manifest_digest() {
+  sha256sum <"$MANIFESTS/kube-apiserver.yaml" | cut -d ' ' -f 1
 }
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: $NODE is not a control-plane node"
 [[ -d $HARDENING_DIR && -f $ENCRYPTION_CONFIG ]] \
   || die "the API server's files are missing on $NODE: its control-plane-files step must run first"
 echo "$NODE: control-plane settings $COMPONENTS_DIGEST, files $FILES_DIGEST"
-before="$(manifests_digest)"
+unpark_static_pods
+[[ -f $MANIFESTS/kube-apiserver.yaml ]] || die "$NODE runs no API server (no kube-apiserver manifest)"
+before="$(api_server_manifest_digest)"
 fresh_log "$LOG"
 if ! kubeadm upgrade node phase control-plane --certificate-renewal=false --etcd-upgrade=false >>"$LOG" 2>&1; then
   show_log_tail "$LOG"
   die "kubeadm could not bring the control plane of $NODE to the cluster's ClusterConfiguration (it rolls a failed component back; log above)"
 fi
-if [[ "$(manifests_digest)" != "$before" ]]; then
-  echo "$NODE: kubeadm rewrote the control-plane manifests; the components restarted"
+if [[ "$(api_server_manifest_digest)" != "$before" ]]; then
+  echo "$NODE: kubeadm rewrote the API server's manifest; it restarted and read the files"
 elif ! running_files_current; then
   restart_static_pod kube-apiserver
   echo "$NODE: restarted kube-apiserver for its changed files"

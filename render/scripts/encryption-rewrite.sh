@@ -11,7 +11,10 @@
 
 [[ -f $KUBECONFIG ]] || die "$KUBECONFIG is missing: kubeadm init has not completed on this node"
 valid_key_name "$TARGET" || die "not an encryption key name: $TARGET"
-if [[ -s $ENCRYPTION_CURRENT && "$(cat "$ENCRYPTION_CURRENT")" == "$TARGET" ]]; then
+# Done when the key is recorded and no other change of key is pending (one stopped half-way leaves Secrets written
+# with its key, which this rewrite moves to the target).
+if [[ -s $ENCRYPTION_CURRENT && "$(cat "$ENCRYPTION_CURRENT")" == "$TARGET" ]] \
+  && { [[ ! -s $ENCRYPTION_PENDING ]] || ! grep -qvxF -- "$TARGET" "$ENCRYPTION_PENDING"; }; then
   echo "every Secret is already written with $TARGET"
   exit 0
 fi
@@ -34,4 +37,8 @@ while IFS= read -r namespace; do
 done <<<"$namespaces"
 printf '%s' "$TARGET" >"$ENCRYPTION_CURRENT"
 chmod 0600 "$ENCRYPTION_CURRENT"
+# Every API server writes with the target (the writer steps came first) and every Secret is stored with it: no key
+# pending before this one can be in use.
+: >"$ENCRYPTION_PENDING"
+chmod 0600 "$ENCRYPTION_PENDING"
 echo "rewrote $total Secrets with $TARGET"

@@ -52,10 +52,10 @@ printf '%s\n' "$INIT_CONFIG_TEXT" | put_file "$INIT_CONFIG" 0600
 write_control_plane_files
 # The first key, made here; its name is recorded as the one every Secret is written with (there are none yet).
 make_encryption_key "$ENCRYPTION_KEY"
-WRITER_KEY=$ENCRYPTION_KEY TARGET_KEY=$ENCRYPTION_KEY
+WRITER_KEY=$ENCRYPTION_KEY TARGET_KEY=$ENCRYPTION_KEY READ_KEYS=()
 write_encryption_config write
 printf '%s' "$ENCRYPTION_KEY" >"$ENCRYPTION_CURRENT"
-printf '%s' "$ENCRYPTION_KEY" >"$ENCRYPTION_DIR/target"
+printf '%s' "$ENCRYPTION_KEY" >"$ENCRYPTION_TARGET"
 # kube-vip's documented order puts its manifest in place before init (https://kube-vip.io/docs/installation/static/).
 ## init's preflight checks only the control-plane manifests it writes itself (join's wants an empty
 ## manifests directory: linux-join.sh).

@@ -71,11 +71,10 @@ if [[ $CONTROL_PLANE == true ]]; then
 fi
 
 if [[ $CONTROL_PLANE == true ]]; then
-  writer=identity target=identity
-  [[ -s $ENCRYPTION_CURRENT ]] && writer="$(cat "$ENCRYPTION_CURRENT")"
-  [[ -s $ENCRYPTION_DIR/target ]] && target="$(cat "$ENCRYPTION_DIR/target")"
-  writer_line="$(print_key_ring_line writer "$writer")"
-  target_line="$(print_key_ring_line target "$target")"
+  target=identity
+  [[ ! -s $ENCRYPTION_TARGET ]] || target="$(cat "$ENCRYPTION_TARGET")"
+  valid_key_name "$target" || die "$ENCRYPTION_TARGET does not name an encryption key"
+  ring="$(key_ring_text "$target")"
   files=-
   if compgen -G "$HARDENING_DIR/*.yaml" >/dev/null; then
     files="$(cd "$HARDENING_DIR" && tar -cz --owner=0 --group=0 --sort=name ./*.yaml | base64 -w 0)" \
@@ -85,5 +84,5 @@ fi
 
 printf '%s\n' "$join_line"
 if [[ $CONTROL_PLANE == true ]]; then
-  printf '%s\n%s\nfiles %s\n' "$writer_line" "$target_line" "$files"
+  printf '%s\nfiles %s\n' "$ring" "$files"
 fi

@@ -117,17 +117,17 @@ write_join_config() {
   printf '%s' "$rendered" >"$1"
 }
 
-# read_control_plane_files: after the join line, the Secrets encryption key ring (`writer` and `target` lines,
+# read_control_plane_files: after the join line, the Secrets encryption key ring (`writer`, `target`, `read` lines,
 # lib/encryption.sh) and the first control-plane node's hardening files as one `files BASE64` line (a gzipped tar of
 # its hardening directory, or `files -` when it has none yet). This node gets the same files, and an encryption
 # configuration that writes with the key every Secret is written with and reads the target one; the control-plane
 # steps that follow the joins bring it to the target like every other control-plane node.
 read_control_plane_files() {
-  local lines role payload
+  local lines role="" payload=""
   lines="$(cat)"
-  read_key_ring < <(grep -E '^(writer|target) ' <<<"$lines")
+  read_key_ring < <(grep -E '^(writer|target|read) ' <<<"$lines")
   write_encryption_config read
-  IFS=' ' read -r role payload < <(grep -E '^files ' <<<"$lines" || true)
+  IFS=' ' read -r role payload < <(grep -E '^files ' <<<"$lines") || true
   [[ $role == files ]] || die "the join's standard input lacks the control-plane files line"
   mkdir -p "$HARDENING_DIR"
   chmod 0700 "$HARDENING_DIR"

@@ -113,6 +113,9 @@ fi
 
 rm -f -- "$ROOT/etc/kubernetes/manifests/kube-vip.yaml"
 rm -rf -- "$ROOT/etc/kubernetes/kubeadm"
+# The control plane's own files, which kubeadm does not know: the Secrets encryption keys above all
+# (lib/encryption.sh, lib/control-plane-files.sh, lib/static-pod-restart.sh).
+rm -rf -- "$ROOT/etc/kubernetes/encryption" "$ROOT/etc/kubernetes/hardening" "$ROOT/etc/kubernetes/manifests-parked"
 rm -f -- "$ROOT/var/log/kubeadm-init.log" "$ROOT/var/log/kubeadm-join.log" \
   "$ROOT/var/log/kubeadm-join-credentials.log"
 remove_contents "$ROOT/etc/cni/net.d"

@@ -8,9 +8,15 @@
 ENCRYPTION_DIR="$ROOT/etc/kubernetes/encryption"
 ENCRYPTION_CONFIG="$ENCRYPTION_DIR/config.yaml"
 ENCRYPTION_KEYS="$ENCRYPTION_DIR/keys"
-# The key every Secret has last been rewritten with (the first control-plane node keeps it).
-# shellcheck disable=SC2034 # read by the includers that record or report it (linux-init.sh, encryption-*.sh)
+# On the first control-plane node: the key every Secret has last been rewritten with, the key the stack last asked
+# for, and every key asked for since that rewrite, one name a line. Some API server may write with any key in
+# `pending` until a rewrite completes (a change of key stopped half-way, then another asked for), so each one stays
+# readable everywhere until then; keys older than `current` are dropped at the next change of key.
+# shellcheck disable=SC2034 # read by the includers that record or report them (linux-init.sh, encryption-*.sh)
 ENCRYPTION_CURRENT="$ENCRYPTION_DIR/current"
+# shellcheck disable=SC2034
+ENCRYPTION_TARGET="$ENCRYPTION_DIR/target"
+ENCRYPTION_PENDING="$ENCRYPTION_DIR/pending"
 
 valid_key_name() {
   [[ $1 == identity || $1 =~ ^key-[A-Za-z0-9][A-Za-z0-9._-]{0,62}$ ]]
@@ -46,16 +52,47 @@ print_key_ring_line() {
   fi
 }
 
-# read_key_ring: the `writer` and `target` lines print_key_ring_line printed on the first control-plane node, from
-# stdin, into this node's key ring; sets WRITER_KEY and TARGET_KEY. Messages never repeat what was read.
+# key_ring_text TARGET: on the first control-plane node, the key ring the other nodes' steps read: `writer`, the key
+# every Secret was last rewritten with (identity before encryption was ever on), `target`, the one they are to be
+# written with, and a `read` line for each pending key besides those two. Built whole before anything is printed, so
+# a key that is missing stops the step before any key reaches its output.
+key_ring_text() {
+  local target=$1 writer=identity name text
+  if [[ -s $ENCRYPTION_CURRENT ]]; then
+    writer="$(cat "$ENCRYPTION_CURRENT")"
+    valid_key_name "$writer" || die "$ENCRYPTION_CURRENT does not name an encryption key"
+  fi
+  text="$(print_key_ring_line writer "$writer")"$'\n'"$(print_key_ring_line target "$target")"
+  if [[ -f $ENCRYPTION_PENDING ]]; then
+    while IFS= read -r name; do
+      [[ -n $name && $name != "$writer" && $name != "$target" ]] || continue
+      valid_key_name "$name" || die "$ENCRYPTION_PENDING names something that is not an encryption key"
+      text+=$'\n'"$(print_key_ring_line read "$name")"
+    done <"$ENCRYPTION_PENDING"
+  fi
+  printf '%s\n' "$text"
+}
+
+# record_pending NAME: NAME added to the pending keys unless every Secret is written with it already.
+record_pending() {
+  local name=$1
+  [[ ! -s $ENCRYPTION_CURRENT || "$(cat "$ENCRYPTION_CURRENT")" != "$name" ]] || return 0
+  [[ -f $ENCRYPTION_PENDING ]] && grep -qxF -- "$name" "$ENCRYPTION_PENDING" && return 0
+  printf '%s\n' "$name" >>"$ENCRYPTION_PENDING"
+  chmod 0600 "$ENCRYPTION_PENDING"
+}
+
+# read_key_ring: the lines key_ring_text printed on the first control-plane node, from stdin, into this node's key
+# ring; sets WRITER_KEY, TARGET_KEY and READ_KEYS (the other pending keys). Messages never repeat what was read.
 read_key_ring() {
   local role name secret line=0
   WRITER_KEY="" TARGET_KEY=""
+  READ_KEYS=()
   while IFS=' ' read -r role name secret; do
     line=$((line + 1))
     case "$role" in
-      writer | target) ;;
-      *) die "encryption key ring line $line is neither writer nor target" ;;
+      writer | target | read) ;;
+      *) die "encryption key ring line $line is neither writer, target nor read" ;;
     esac
     valid_key_name "$name" || die "encryption key ring line $line does not name a key"
     if [[ $name != identity ]]; then
@@ -68,7 +105,11 @@ read_key_ring() {
         mv -f "$ENCRYPTION_KEYS/$name.new" "$ENCRYPTION_KEYS/$name"
       fi
     fi
-    if [[ $role == writer ]]; then WRITER_KEY=$name; else TARGET_KEY=$name; fi
+    case "$role" in
+      writer) WRITER_KEY=$name ;;
+      target) TARGET_KEY=$name ;;
+      read) READ_KEYS+=("$name") ;;
+    esac
   done
   [[ -n $WRITER_KEY && -n $TARGET_KEY ]] || die "the encryption key ring on standard input lacks its writer or target line"
 }
@@ -95,19 +136,40 @@ encryption_config() {
   ((seen_identity)) || printf '      - identity: {}\n'
 }
 
-# write_encryption_config PHASE: this node's configuration for one phase of a change of key (WRITER_KEY to TARGET_KEY):
-# `read` keeps writing with the writer while the target can be read, `write` writes with the target while the writer
-# can still be read. Every control-plane node reads a key before any writes with it (kubernetes.io "Encrypting
-# Confidential Data at Rest", "Rotate a decryption key"). A file already as wanted is left alone.
+# node_writer: the key this node's configuration writes with now (its first provider; encryption_config's layout),
+# or nothing when it has none.
+node_writer() {
+  [[ -f $ENCRYPTION_CONFIG ]] || return 0
+  awk '/^      - identity: \{\}$/ { print "identity"; exit } /^            - name: / { print $3; exit }' "$ENCRYPTION_CONFIG"
+}
+
+# write_encryption_config PHASE: this node's configuration for one phase of a change of key (WRITER_KEY to
+# TARGET_KEY), reading every key of the ring. `read` keeps writing with the key this node writes with now (WRITER_KEY
+# when it has no configuration yet), so no step ever takes a node back to an older key, whatever ring it was given;
+# `write` writes with the target. Every control-plane node reads a key before any writes with it (kubernetes.io
+# "Encrypting Confidential Data at Rest", "Rotate a decryption key"). A node that writes with a key the ring does not
+# list stops the step: the other nodes could not read what it wrote. A file already as wanted is left alone.
 write_encryption_config() {
-  local -a order
+  local own name known staged
+  local -a readable=("$WRITER_KEY" "$TARGET_KEY" "${READ_KEYS[@]}") order=()
+  own="$(node_writer)"
+  [[ -n $own ]] || own=$WRITER_KEY
+  if [[ $own != identity ]]; then
+    known=0
+    for name in "${readable[@]}"; do [[ $name != "$own" ]] || known=1; done
+    ((known)) || die "this node's API server writes Secrets with $own, which the key ring does not list: the other control-plane nodes could not read them"
+  fi
   case "$1" in
-    read) order=("$WRITER_KEY" "$TARGET_KEY") ;;
-    write) order=("$TARGET_KEY" "$WRITER_KEY") ;;
+    read) order=("$own") ;;
+    write) order=("$TARGET_KEY") ;;
     *) die "unknown encryption phase $1" ;;
   esac
-  [[ ${order[0]} != "${order[1]}" ]] || order=("${order[0]}")
-  local staged
+  # The other keys read in the ring's order; identity reads last (encryption_config) unless it writes.
+  for name in "${readable[@]}"; do
+    known=0
+    for staged in "${order[@]}" identity; do [[ $staged != "$name" ]] || known=1; done
+    ((known)) || order+=("$name")
+  done
   mkdir -p "$ENCRYPTION_DIR"
   chmod 0700 "$ENCRYPTION_DIR"
   staged="$(mktemp "$ENCRYPTION_DIR/.config.XXXXXX")"
