@@ -16,12 +16,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-# cloud-init is not on PyPI: the tests validate user-data with Debian's package.
+# cloud-init and nft are not on PyPI: the tests validate user-data and the nodes' nftables rules with Debian's packages.
 tools:
-	@command -v cloud-init >/dev/null || { \
-	  echo "installing Debian's cloud-init (for 'cloud-init schema')"; \
+	@command -v cloud-init >/dev/null && command -v nft >/dev/null || { \
+	  echo "installing Debian's cloud-init and nftables (for 'cloud-init schema' and 'nft --check')"; \
 	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init nftables >/dev/null; }
 
 test: $(VENV)/.installed tools
 	$(PY) -m pytest -q -n auto -m "not slow"

@@ -903,8 +903,10 @@ class SecuritySpec(Spec):
     seccomp_default: bool = True
     """Every container without a seccomp profile runs with the runtime's default one (kubelet seccompDefault); false
     is a relaxation (synth warns)."""
-    pod_pids_limit: Annotated[int, Field(ge=256, le=4_194_304)] = 4096
-    """The most processes one pod may run on a Linux node (kubelet podPidsLimit)."""
+    pod_pids_limit: Annotated[int, Field(ge=256, le=4_194_304)] = 16384
+    """The most processes and threads one pod may run on a Linux node (kubelet podPidsLimit: the pids cgroup counts
+    threads). Longhorn's instance-manager pod runs every engine and replica process of its node, so a node holding
+    many Longhorn volumes needs more (longhorn/longhorn#3178, #11453: `pthread_create failed`)."""
     selinux: Literal["enforcing", "permissive"] = "enforcing"
     """SELinux on the RHEL-family nodes (Rocky, CentOS); permissive is a relaxation (synth warns)."""
 

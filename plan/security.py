@@ -25,29 +25,35 @@ from render import (
 from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 
 # Where the kubeadm-managed control plane's own pods run: exempt, because the mirror pods of its static pods (host
-# network, hostPath) are not exempt from Pod Security otherwise (render/security.py), and kube-proxy's DaemonSet
-# (privileged, host network: kubeadm phases/addons/proxy) and the CSI node plugins (privileged, render/storage.py) run
-# there too.
+# network, hostPath) are not exempt from Pod Security otherwise (render/security.py), and kube-proxy's DaemonSets
+# (privileged, host network: kubeadm phases/addons/proxy; the Windows one HostProcess, render/network.py) and the CSI
+# node plugins (privileged, or HostProcess on Windows: render/storage.py) run there too.
 KUBE_SYSTEM = "kube-system"
+_EXEMPT = "exempt (AdmissionConfiguration)"
 
 
 @dataclass(frozen=True)
 class NamespaceReason:
     name: str
+    how: str       # exempt, or labelled privileged, and when
     reason: str
 
 
 def pod_security_exemptions(spec: StackSpec) -> tuple[NamespaceReason, ...]:
     """The namespaces the API server's Pod Security configuration exempts altogether."""
     exempt = [
-        NamespaceReason(KUBE_SYSTEM, "the control plane's static pods (their mirror pods are not exempt otherwise), "
-                                     "kube-proxy and the CSI node plugins: host network, hostPath, privileged"),
+        NamespaceReason(KUBE_SYSTEM, _EXEMPT,
+                        "the control plane's static pods (their mirror pods are not exempt otherwise: "
+                        "pod-security-admission admission.go has no mirror-pod case); kube-proxy, Linux (privileged, "
+                        "host network) and Windows (HostProcess); the CSI node plugins, Linux (privileged) and "
+                        "Windows (HostProcess)"),
         # Created by the tigera-operator Helm release without labels (the chart does not create it: its templates use
         # {{.Release.Namespace}}); the operator itself runs with the host network (02-tigera-operator.yaml).
-        NamespaceReason(network.CALICO_CHARTS_NAMESPACE, "the Tigera operator runs with the host network; Helm "
-                                                         "creates the namespace, so it carries no labels"),
+        NamespaceReason(network.CALICO_CHARTS_NAMESPACE, _EXEMPT,
+                        "the Tigera operator runs with the host network; Helm creates the namespace, so it carries no "
+                        "labels"),
     ]
-    exempt += [NamespaceReason(name, "exempted by the stack (security.podSecurity.exemptNamespaces)")
+    exempt += [NamespaceReason(name, "exempt (security.podSecurity.exemptNamespaces)", "the stack says so (synth warns)")
                for name in spec.security.pod_security.exempt_namespaces]
     return tuple(exempt)
 
@@ -55,30 +61,33 @@ def pod_security_exemptions(spec: StackSpec) -> tuple[NamespaceReason, ...]:
 def privileged_namespaces(spec: StackSpec) -> tuple[NamespaceReason, ...]:
     """The namespaces labelled Pod Security `privileged`, by this program or by the Tigera operator: the only ones
     whose pods may use the host's network, processes or files besides the exempt ones."""
-    found = [NamespaceReason(metrics.CALICO_NAMESPACE, "calico-node (Linux and Windows HostProcess) with the host "
-                                                       "network; the operator labels it (tigera/operator "
-                                                       "pkg/render/namespaces.go, PSSPrivileged)")]
+    found = [NamespaceReason(metrics.CALICO_NAMESPACE, "labelled privileged by the Tigera operator",
+                             "calico-node, Linux and Windows (HostProcess), with the host network (tigera/operator "
+                             "pkg/render/namespaces.go, PSSPrivileged; the operator sets enforce only, so the "
+                             "cluster's restricted audit and warnings apply there too)")]
     if spec.nodes.windows:
-        found.append(NamespaceReason(WINDOWS_SYSTEM_NAMESPACE, "kube-proxy and the Calico pieces for Windows run as "
-                                                               "HostProcess containers"))
+        found.append(NamespaceReason(WINDOWS_SYSTEM_NAMESPACE, "labelled privileged (with Windows nodes)",
+                                     "windows_exporter runs as a HostProcess container (render/metrics.py)"))
     if spec.storage is not None and spec.storage.longhorn is not None:
-        found.append(NamespaceReason(storage.LONGHORN_NAMESPACE, "Longhorn's manager and engine need privileged "
-                                                                 "access to the node's block devices"))
+        found.append(NamespaceReason(storage.LONGHORN_NAMESPACE, "labelled privileged (`storage.longhorn`)",
+                                     "Longhorn's manager and engine use the nodes' block devices"))
     if spec.load_balancer is not None:
-        found.append(NamespaceReason(load_balancer.METALLB_NAMESPACE, "MetalLB's speakers answer ARP with the host "
-                                                                      "network and NET_RAW"))
+        found.append(NamespaceReason(load_balancer.METALLB_NAMESPACE, "labelled privileged (`loadBalancer`)",
+                                     "MetalLB's speakers answer ARP with the host network and NET_RAW"))
     observability = spec.observability
     if observability is not None and observability.metrics is not None:
-        found.append(NamespaceReason(metrics.MONITORING_NAMESPACE, "node-exporter reads the host's /proc, /sys and / "
-                                                                   "with its network and PID namespace"))
+        found.append(NamespaceReason(metrics.MONITORING_NAMESPACE, "labelled privileged (`observability.metrics`)",
+                                     "node-exporter reads /proc, /sys and / with the host's network and PID "
+                                     "namespace"))
     if observability is not None and observability.logs is not None:
-        found.append(NamespaceReason(logging.LOGGING_NAMESPACE, "Fluent Bit reads the node's log files through "
-                                                                "hostPath"))
+        found.append(NamespaceReason(logging.LOGGING_NAMESPACE, "labelled privileged (`observability.logs`)",
+                                     "Fluent Bit reads the nodes' log files through hostPath, on Windows too (a "
+                                     "process-isolated container)"))
     if spec.backup is not None:
-        found.append(NamespaceReason(backup.NAMESPACE, "Velero's node agents read pod volumes through the kubelet's "
-                                                       "hostPath directories"))
-    found += [NamespaceReason(n.name, "an application namespace the stack declares privileged "
-                                      f"(namespaces[{i}].podSecurity)")
+        found.append(NamespaceReason(backup.NAMESPACE, "labelled privileged (`backup`)",
+                                     "Velero's node agents read pod volumes through the kubelet's directories"))
+    found += [NamespaceReason(n.name, f"labelled privileged (`namespaces[{i}].podSecurity`)",
+                              "an application namespace the stack declares privileged (synth warns)")
               for i, n in enumerate(spec.namespaces) if n.pod_security == "privileged"]
     return tuple(found)
 
@@ -175,6 +184,21 @@ class NetworkPolicyPlan:
 # business there on any host of the node network; the API server (6443), the kubelet (10250, authenticated), the VXLAN
 # and the NodePorts stay open.
 NODE_ADMIN_PORTS = (22, 2379, 2380, 3389, 5985, 5986)
+
+
+def pod_guard(spec: StackSpec) -> str:
+    """Every Linux node's nftables rules that drop the pod network's TCP to its administrative ports (its VXLAN tunnel
+    address included, which the Calico tier cannot name); "" with networkPolicy off."""
+    if not spec.security.network_policy.enabled:
+        return ""
+    return security.pod_guard_rules((str(spec.cluster.pod_cidr),), NODE_ADMIN_PORTS)
+
+
+def pod_guard_firewall(spec: StackSpec) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The same for a Windows node's firewall: the sources and the ports it blocks (none with networkPolicy off)."""
+    if not spec.security.network_policy.enabled:
+        return (), ()
+    return (str(spec.cluster.pod_cidr),), NODE_ADMIN_PORTS
 
 
 def _literal_address(host: str) -> str | None:

@@ -56,7 +56,7 @@ from render.containerd import (
     registry_hosts_files,
 )
 from render.script_files import render_script
-from render.security import sysctl_lines
+from render.security import POD_GUARD_TABLE, sysctl_lines
 from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_image, check_machine, check_version, is_host
 
 PREPARE_SCRIPT_PATH = "/usr/local/sbin/prepare-k8s-node.sh"
@@ -84,6 +84,7 @@ class LinuxNodeInit:
     runc_version: str              # from config.compat.KUBERNETES[minor].runc
     timezone: str = "Asia/Hong_Kong"
     selinux: str = "enforcing"     # "enforcing" | "permissive": the RHEL family's mode (security.selinux)
+    pod_guard: str = ""            # render.security.pod_guard_rules, "" with security.networkPolicy off
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     return render_script(
         "prepare-k8s-node.sh",
         NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family, SELINUX_MODE=node.selinux,
+        POD_GUARD_TABLE=POD_GUARD_TABLE, POD_GUARD_TEXT=_text(node.pod_guard) if node.pod_guard else "",
         PKG_MANAGER=facts.package_manager, INSTALL_KUBERNETES=int(install_kubernetes),
         K8S_VERSION=node.kubernetes_version if install_kubernetes else "", K8S_MINOR=minor,
         # The converge leaves the runtime as installed too: the upgrade chain moves it behind a drain.

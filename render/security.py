@@ -40,6 +40,7 @@ Design decisions, with their sources (kubernetes/kubernetes at v1.36.3 unless sa
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import re
 from dataclasses import dataclass
@@ -298,6 +299,28 @@ def kubelet_settings(kubelet: KubeletHardening) -> dict[str, Any]:
     if kubelet.seccomp_default:
         settings["seccompDefault"] = True
     return settings
+
+
+# The nftables table every Linux node loads to keep pods off its administrative ports whatever address they aim at
+# (render/scripts/prepare-k8s-node.sh configure_pod_guard says why the Calico tier alone does not).
+POD_GUARD_TABLE = "hybrid_cluster_pod_guard"
+
+
+def pod_guard_rules(pod_networks: tuple[str, ...], ports: tuple[int, ...]) -> str:
+    """The node's nftables file: the table made anew (declared, deleted, declared: nft -f applies a file atomically),
+    one input chain before the filter hook's default priority, dropping TCP to ``ports`` from ``pod_networks``."""
+    require(bool(pod_networks) and bool(ports), "the pod guard needs the pod networks and the ports")
+    require(all(1 <= port <= 65535 for port in ports), f"not TCP ports: {ports}")
+    networks = ", ".join(str(ipaddress.IPv4Network(network)) for network in pod_networks)
+    return (f"# hybrid-cluster: pods may not reach this node's administrative ports (docs/security.md)\n"
+            f"table inet {POD_GUARD_TABLE}\n"
+            f"delete table inet {POD_GUARD_TABLE}\n"
+            f"table inet {POD_GUARD_TABLE} {{\n"
+            "  chain input {\n"
+            "    type filter hook input priority -10; policy accept;\n"
+            f"    ip saddr {{ {networks} }} tcp dport {{ {', '.join(str(port) for port in sorted(set(ports)))} }} drop\n"
+            "  }\n"
+            "}\n")
 
 
 def sysctl_lines() -> list[str]:

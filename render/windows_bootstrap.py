@@ -74,6 +74,9 @@ class WindowsNodeParams:
     registry_mirrors: tuple[tuple[str, str, bool], ...]  # (upstream, endpoint, override_path)
     cni_bin_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniBinDir
     cni_conf_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniConfigDir
+    # Inbound TCP the pod network may not reach on this node (security.networkPolicy; empty: no such rule).
+    pod_guard_sources: tuple[str, ...] = ()
+    pod_guard_ports: tuple[int, ...] = ()
 
 
 # The Tigera operator fills an unset spec.windowsNodes with "/opt/cni/bin", "/etc/cni/net.d" and
@@ -106,6 +109,12 @@ NODE_FIREWALL_RULES: tuple[tuple[str, int], ...] = (
     ("kubernetes-kubelet-10250", 10250),
     ("windows-exporter-9182", 9182),
 )
+
+# The Block rule that keeps pods off a Windows node's administrative ports through any of its addresses, as the Linux
+# nodes' pod guard does (render/security.py); a block rule wins over every allow rule (learn.microsoft.com, Windows
+# Firewall rules, "Rule precedence for inbound rules": "Explicit block rules will take precedence over any conflicting
+# allow rules").
+POD_GUARD_FIREWALL_RULE = "hybrid-cluster-pod-guard"
 
 # Directories the kubelet and kubeadm expect (PrepareNode.ps1 and image-builder tasks/kubelet.yml
 # create C:\var\log\kubelet, C:\etc\kubernetes\pki and C:\etc\kubernetes\manifests). Their
@@ -275,6 +284,9 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
         PortCount=p.dynamic_port_count,
         RuleNames=[name for name, _ in NODE_FIREWALL_RULES],
         RulePorts=[port for _, port in NODE_FIREWALL_RULES],
+        GuardName=POD_GUARD_FIREWALL_RULE,
+        GuardSources=list(p.pod_guard_sources),
+        GuardPorts=list(p.pod_guard_ports),
     )
 
 

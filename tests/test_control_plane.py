@@ -708,6 +708,17 @@ def test_the_steps_run_in_order_after_every_rolling_operation(hk_recording):
         assert step.inputs["create"] == step.inputs["update"] and not step.inputs.get("delete")
 
 
+def test_the_steps_wait_for_a_certificate_renewal_round():
+    """A renewal round restarts every control-plane component, node after node: no control-plane step of the same run
+    may restart an API server before it has finished (nor share its parked manifests)."""
+    values = hk_prod_values()
+    values["cluster"]["certificateRenewal"] = "2027-10"
+    run = run_program(raw_config(values), stack="hk-prod")
+    keys = run.named("hk-prod-control-plane-encryption-keys")
+    renewals = [run.named(f"hk-prod-kubeadm-{n}-certificate-renewal") for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    assert renewals[-1].urn in keys.dependencies
+
+
 def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
     state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
     run = run_program(raw_config(hk_prod_values()), stack="hk-prod", state=state)

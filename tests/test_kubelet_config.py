@@ -41,7 +41,7 @@ HK_LINES = "\n".join(kubelet_config.settings_lines(HK)) + "\n"
 
 def test_hk_prod_asks_for_every_hardening_key_and_serving_certificates():
     assert dict(HK.values) == {
-        "eventBurst": security.EVENT_BURST, "eventRecordQPS": security.EVENT_RECORD_QPS, "podPidsLimit": 4096,
+        "eventBurst": security.EVENT_BURST, "eventRecordQPS": security.EVENT_RECORD_QPS, "podPidsLimit": 16384,
         "protectKernelDefaults": True, "seccompDefault": True, "serverTLSBootstrap": True,
         "tlsCipherSuites": security.TLS_CIPHER_SUITES}
     # The lines read back as the same settings, in the block style kubeadm's marshaller writes.

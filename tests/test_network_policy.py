@@ -4,6 +4,8 @@ then evaluated by tests/calico_policy.py on the flows that must be allowed and t
 for Windows pods (whose HNS dataplane enforces a subset of Calico's policy), on hk-prod and on the flat-network lab."""
 from __future__ import annotations
 
+import subprocess
+import tempfile
 from pathlib import Path
 
 import kubernetes_validate
@@ -221,3 +223,37 @@ def test_the_rendered_files_match_what_synth_writes(tmp_path):
         assert namespace.urn in policy.dependencies
     # (The wire carries numbers as floats.)
     assert tier.inputs["spec"] == {"order": 500.0, "defaultAction": "Pass"} == HK_OBJECTS[0]["spec"]
+
+
+# --- the nodes' own guard: the addresses Calico's policy cannot name -----------------------------------------------
+
+def _stack(name: str, extra: dict | None = None):
+    if name == "hk-prod":
+        values = hk_prod_values()
+    else:
+        values = dict(from_stack_file(ROOT / "examples" / name / f"Pulumi.{name}.yaml").values)
+    return load(raw_config({**values, **(extra or {})})).spec
+
+
+@pytest.mark.parametrize("stack", ["hk-prod", "lab"])
+def test_every_node_drops_the_pod_networks_tcp_to_its_administrative_ports_whatever_address(stack):
+    """A node answers on its VXLAN tunnel address, allocated from the pod pool, which the tier's node-network deny does
+    not cover: each Linux node's nftables rules drop the pod network's TCP to the administrative ports on any of its
+    addresses (checked by nft itself), and each Windows node's firewall blocks the same."""
+    from plan.nodes import linux_node_init, windows_params
+    from plan.security import NODE_ADMIN_PORTS, pod_guard
+
+    spec = _stack(stack)
+    rules = pod_guard(spec)
+    assert f"ip saddr {{ {spec.cluster.pod_cidr} }} tcp dport {{ {', '.join(map(str, sorted(NODE_ADMIN_PORTS)))} }} drop" in rules
+    with tempfile.NamedTemporaryFile("w", suffix=".nft") as file:
+        file.write(rules)
+        file.flush()
+        checked = subprocess.run(["nft", "--check", "-f", file.name], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    assert all(linux_node_init(spec, n).pod_guard == rules for n in spec.nodes.linux)
+    for node in spec.nodes.windows:
+        params = windows_params(spec, node)
+        assert params.pod_guard_sources == (str(spec.cluster.pod_cidr),) and params.pod_guard_ports == NODE_ADMIN_PORTS
+    relaxed = _stack(stack, {"security": {"networkPolicy": {"enabled": False}}})
+    assert pod_guard(relaxed) == ""

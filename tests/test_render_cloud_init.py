@@ -263,7 +263,8 @@ def test_swap_entries_are_commented_once_and_swap_files_found(tmp_path):
 
 def test_selinux_config_edit_is_guarded(tmp_path):
     """security.selinux: the earlier releases' permissive becomes enforcing, once; a relaxed stack goes back; a node
-    whose template disabled SELinux is refused rather than relabelled behind the operator's back."""
+    whose template disabled SELinux is refused rather than relabelled behind the operator's back, unless the stack
+    asks for permissive."""
     config = tmp_path / "selinux-config"
     config.write_text("SELINUX=permissive\nSELINUXTYPE=targeted\n")
     script = render_prepare_script(make_node("rocky9", ()))
@@ -282,6 +283,9 @@ def test_selinux_config_edit_is_guarded(tmp_path):
     refused = run_sourced(script, tmp_path, 'selinux_config_mode "$T/selinux-config" enforcing', check=False)
     assert refused.returncode != 0 and "fixfiles -F onboot" in refused.stdout + refused.stderr
     assert config.read_text() == "SELINUX=disabled\n"
+    # A stack that relaxes SELinux to permissive accepts a template that disabled it, and leaves it so.
+    kept = run_sourced(script, tmp_path, 'selinux_config_mode "$T/selinux-config" permissive')
+    assert "left as it is" in kept.stdout and config.read_text() == "SELINUX=disabled\n"
 
 
 def test_the_rhel_family_runs_enforcing_with_the_container_policy_unless_relaxed():
@@ -292,6 +296,78 @@ def test_the_rhel_family_runs_enforcing_with_the_container_policy_unless_relaxed
     assert "ensure_packages container-selinux" in lint_form("prepare-k8s-node.sh")
     with pytest.raises(ValueError):
         render_prepare_script(dataclasses.replace(make_node("rocky9", ()), selinux="disabled"))
+
+
+GUARD_STUBS = r"""
+put_file() { cat > "$T/$(basename "$1")"; if [[ -e $T/changed ]]; then CHANGED=1; else CHANGED=0; fi; }
+put_text() { put_file "$1" "$2" < <(printf '%s' "$3"); }
+ensure_packages() { printf 'ensure %s\n' "$*" >> "$T/calls"; }
+systemctl() {
+  printf 'systemctl %s\n' "$*" >> "$T/calls"
+  case "$1" in is-enabled | is-active) [[ -e $T/active ]] ;; esac
+}
+POD_GUARD_UNIT=$T/unit/hybrid-cluster-pod-guard.service
+POD_GUARD_RULES=$T/pod-guard.nft
+"""
+
+
+def test_the_pod_guard_is_loaded_by_a_unit_of_its_own_and_removed_when_network_policy_is_off(tmp_path):
+    from render import security
+    rules = security.pod_guard_rules(("10.244.0.0/16",), (22, 2379, 2380))
+    guarded = render_prepare_script(dataclasses.replace(make_node("rocky9", ()), pod_guard=rules))
+    (tmp_path / "changed").touch()
+    (tmp_path / "unit").mkdir()
+    run_sourced(guarded, tmp_path, GUARD_STUBS + "configure_pod_guard")
+    assert (tmp_path / "pod-guard.nft").read_text() == rules
+    unit = (tmp_path / "hybrid-cluster-pod-guard.service").read_text()
+    assert f"ExecStart=/usr/sbin/nft -f {tmp_path}/pod-guard.nft" in unit
+    assert f"ExecStop=/usr/sbin/nft delete table inet {security.POD_GUARD_TABLE}" in unit
+    assert "Before=network-pre.target" in unit and "WantedBy=multi-user.target" in unit
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls[0] == "ensure nftables"
+    assert "systemctl enable hybrid-cluster-pod-guard.service" in calls
+    assert calls[-1] == "systemctl restart hybrid-cluster-pod-guard.service"
+    # Again, nothing changed and the unit active: nothing restarts.
+    (tmp_path / "changed").unlink()
+    (tmp_path / "active").touch()
+    (tmp_path / "calls").unlink()
+    run_sourced(guarded, tmp_path, GUARD_STUBS + "configure_pod_guard")
+    assert not [c for c in (tmp_path / "calls").read_text().splitlines() if "restart" in c or " enable " in c]
+    # networkPolicy off: the unit is stopped, disabled and removed with its rules.
+    (tmp_path / "unit" / "hybrid-cluster-pod-guard.service").write_text(unit)
+    (tmp_path / "calls").unlink()
+    run_sourced(render_prepare_script(make_node("rocky9", ())), tmp_path, GUARD_STUBS + "configure_pod_guard")
+    assert "systemctl disable --now hybrid-cluster-pod-guard.service" in (tmp_path / "calls").read_text()
+    assert not (tmp_path / "unit" / "hybrid-cluster-pod-guard.service").exists()
+
+
+def test_the_iscsid_selinux_module_is_installed_once_on_the_rhel_family(tmp_path):
+    stubs = GUARD_STUBS + r"""
+getenforce() { echo Enforcing; }
+setenforce() { :; }
+semodule() {
+  printf 'semodule %s\n' "$*" >> "$T/calls"
+  if [[ $1 == -l ]]; then [[ -e $T/installed ]] && echo hybrid_cluster_iscsid; echo container; fi
+  if [[ $1 == -i ]]; then touch "$T/installed"; fi
+}
+selinux_config_mode() { :; }
+"""
+    script = render_prepare_script(make_node("rocky9", ()))
+    (tmp_path / "changed").touch()
+    run_sourced(script, tmp_path, stubs + "configure_selinux")
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls[0] == "ensure container-selinux"
+    assert [c for c in calls if c.startswith("semodule -i")] == [
+        "semodule -i /etc/hybrid-cluster/selinux/hybrid_cluster_iscsid.cil"]
+    assert "(allow iscsid_t self (capability (dac_override)))" in (tmp_path / "hybrid_cluster_iscsid.cil").read_text()
+    (tmp_path / "changed").unlink()
+    (tmp_path / "calls").unlink()
+    run_sourced(script, tmp_path, stubs + "configure_selinux")
+    assert not [c for c in (tmp_path / "calls").read_text().splitlines() if c.startswith("semodule -i")]
+    # Not on the Debian family.
+    (tmp_path / "calls").unlink()
+    run_sourced(render_prepare_script(make_node("ubuntu22", ())), tmp_path, stubs + "configure_selinux")
+    assert not (tmp_path / "calls").exists()
 
 
 @pytest.mark.parametrize("name", ["prepare-k8s-node.sh", "upgrade-k8s-node.sh"])

@@ -150,3 +150,13 @@ def test_the_security_page_carries_the_current_table():
     assert generated, "docs/security.md has no generated CIS table"
     spec = load(from_stack_file(ROOT / "Pulumi.hk-prod.yaml")).spec
     assert generated.group(1) == cis.markdown(cis.decide(spec)), "stale: run python -m tools.cis --write"
+
+
+def test_the_namespace_table_of_docs_security_is_plan_securitys():
+    """The exempt and privileged namespaces with their reasons, as plan/security.py gives them for hk-prod."""
+    page = SECURITY_PAGE.read_text()
+    generated = re.search(r"<!-- namespaces: generated .*? -->\n(.*?)<!-- end of namespaces -->", page, re.S)
+    assert generated, "docs/security.md has no generated namespace table"
+    spec = load(from_stack_file(ROOT / "Pulumi.hk-prod.yaml")).spec
+    assert generated.group(1) == cis.namespace_markdown(spec), "stale: run python -m tools.cis --write"
+    assert "| windows-system | labelled privileged (with Windows nodes) | windows_exporter" in generated.group(1)

@@ -28,7 +28,7 @@ import yaml
 from config.loader import from_stack_file, load
 from config.model import StackSpec
 from plan.nodes import cluster_params, node_params
-from plan.security import encryption_key
+from plan.security import encryption_key, pod_security_exemptions, privileged_namespaces
 from render import kubeadm, security
 from tools import kube_bench
 from tools.synth import find_stack_file
@@ -233,10 +233,12 @@ Position = tuple[str, str]   # ("n/a" | "manual", the reason or what the project
 POSITIONS: dict[str, Position] = {
     "1.1.9": ("manual", "kube-bench looks for CNI files through the kubelet's --cni-conf-dir, a flag removed with "
                         "dockershim, and in /var/lib/cni/networks, which only the host-local IPAM writes; Calico's "
-                        "install-cni writes /etc/cni/net.d, which no pod of an ordinary namespace can mount (hostPath "
-                        "is refused below the privileged Pod Security level). Their modes are not checked here"),
-    "1.1.10": ("manual", "as 1.1.9: the files kube-bench would list are not where Calico writes; /etc/cni/net.d is "
-                         "written by calico-node's install-cni running as root"),
+                        "install-cni writes its configuration and calico-kubeconfig into /etc/cni/net.d 0600 "
+                        "(projectcalico/calico release-v3.33 cni-plugin/pkg/install/install.go: the default file "
+                        "permission 0600, calico-kubeconfig 0o600), and no pod of an ordinary namespace can mount the "
+                        "directory (hostPath is refused below the privileged Pod Security level)"),
+    "1.1.10": ("manual", "as 1.1.9: /etc/cni/net.d's files are written by calico-node's install-cni running as root, "
+                         "so root:root"),
     "1.2.1": ("manual", "anonymous requests are refused except on /livez, /readyz, /healthz and the cluster-info "
                         "ConfigMap token discovery reads, through the AuthenticationConfiguration's anonymous "
                         "conditions; --anonymous-auth=false would fail the kubelet's probes of the API server and "
@@ -300,8 +302,12 @@ POSITIONS: dict[str, Position] = {
     "5.2.6": ("manual", "restricted, audited and warned cluster-wide and enforced in the samples' namespaces, refuses "
                         "allowPrivilegeEscalation; baseline does not"),
     "5.2.7": ("manual", "restricted (enforced in the samples' namespaces, warned elsewhere) refuses root containers"),
-    "5.2.8": ("manual", "baseline refuses NET_RAW beyond its default capability set; restricted drops every "
-                        "capability"),
+    "5.2.8": ("manual", "restricted, enforced in the samples' namespaces, requires dropping every capability, NET_RAW "
+                        "included; baseline refuses only capabilities added beyond its list (pod-security-admission "
+                        "policy/check_capabilities_baseline.go), so a container in a baseline namespace keeps "
+                        "containerd's default NET_RAW (containerd pkg/oci/spec.go defaultUnixCaps). RKE2's CIS "
+                        "profile enforces restricted cluster-wide; give a namespace `podSecurity: restricted` to "
+                        "drop it there"),
     "5.2.9": ("manual", "restricted refuses added capabilities but NET_BIND_SERVICE; baseline allows its default set"),
     "5.2.10": ("manual", "baseline refuses HostProcess containers outside the exempt and privileged namespaces listed "
                          "in docs/security.md, where the Windows agents (kube-proxy, Calico, windows_exporter) run"),
@@ -318,7 +324,8 @@ POSITIONS: dict[str, Position] = {
     "5.5.1": ("manual", "no ImagePolicyWebhook: images are named by tag through the site's registry mirror"),
     "5.6.1": ("manual", "the application namespaces are the stack's `namespaces`, each with a quota and defaults"),
     "5.6.2": ("manual", "every container without a seccomp profile runs with the runtime's default one (kubelet "
-                        "seccompDefault)"),
+                        "seccompDefault), but privileged containers, which containerd runs unconfined (internal/cri/"
+                        "sputil/seccomp_linux.go), and those allowed only in the exempt and privileged namespaces"),
     "5.6.3": ("manual", "the samples set their security contexts to the restricted level"),
     "5.6.4": ("manual", "the program puts nothing in the default namespace"),
 }
@@ -371,16 +378,33 @@ def markdown(decisions: list[Decision]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def namespace_markdown(spec: StackSpec) -> str:
+    """The namespaces exempt from the Pod Security default or labelled privileged, each with its reason."""
+    lines = ["| namespace | how | why |", "|---|---|---|"]
+    for n in (*pod_security_exemptions(spec), *privileged_namespaces(spec)):
+        reason = n.reason.replace("|", "\\|")
+        lines.append(f"| {n.name} | {n.how} | {reason} |")
+    return "\n".join(lines) + "\n"
+
+
 SECURITY_PAGE = ROOT / "docs" / "security.md"
-_GENERATED = re.compile(r"(<!-- cis: generated .*? -->\n)(.*?)(<!-- end of cis -->)", re.S)
 
 
-def write_page(decisions: list[Decision]) -> None:
-    """The generated table of docs/security.md, between its markers, replaced (tests/test_security.py checks it)."""
+def _section(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- {name}: generated .*? -->\n)(.*?)(<!-- end of {name} -->)", re.S)
+
+
+def write_page(decisions: list[Decision], spec: StackSpec) -> None:
+    """The generated tables of docs/security.md (the CIS checks, the namespaces), between their markers, replaced
+    (tests/test_security.py checks both)."""
     page = SECURITY_PAGE.read_text()
-    if not _GENERATED.search(page):
-        raise SystemExit(f"{SECURITY_PAGE} has no <!-- cis: generated ... --> section")
-    SECURITY_PAGE.write_text(_GENERATED.sub(lambda m: m.group(1) + markdown(decisions) + m.group(3), page))
+    for name, text in (("cis", markdown(decisions)), ("namespaces", namespace_markdown(spec))):
+        if not _section(name).search(page):
+            raise SystemExit(f"{SECURITY_PAGE} has no <!-- {name}: generated ... --> section")
+        found = _section(name).search(page)
+        assert found is not None
+        page = page[:found.start(2)] + text + page[found.end(2):]
+    SECURITY_PAGE.write_text(page)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.stack != "hk-prod":
             print("docs/security.md carries hk-prod's table", file=sys.stderr)
             return 2
-        write_page(decisions)
+        write_page(decisions, spec)
     elif args.markdown:
         print(markdown(decisions), end="")
     else:

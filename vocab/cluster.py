@@ -7,6 +7,7 @@ from __future__ import annotations
 LINUX_CRI_SOCKET = "unix:///var/run/containerd/containerd.sock"
 WINDOWS_CRI_SOCKET = "npipe:////./pipe/containerd-containerd"
 
-# The privileged namespace of the Windows HostProcess system pods (kube-proxy, calico-node-windows,
-# windows_exporter, Fluent Bit): Pod Security `baseline` refuses hostProcess (render/scheduling.py).
+# The privileged namespace of windows_exporter, a HostProcess DaemonSet Pod Security `baseline` refuses
+# (render/scheduling.py, render/metrics.py); Windows kube-proxy and the CSI node plugin run in kube-system,
+# calico-node-windows in calico-system, Fluent Bit in logging.
 WINDOWS_SYSTEM_NAMESPACE = "windows-system"

@@ -7,12 +7,13 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
-readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
+#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
+readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
   RUNC_VERSION DISTRO_PACKAGES CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE \
   MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
   REGISTRY_HOSTS_TEXTS
 readonly ENTRY_POINT=main
+readonly SYSCTL_FILE=/etc/sysctl.d/999-kubernetes.conf
 
 #@ include lib/prepare-helpers.sh
 # ensure_packages PKG...: installs the packages that are missing, then verifies all of them
@@ -113,14 +114,21 @@ EOF
       modprobe "${module}"
     fi
   done
-  put_text /etc/sysctl.d/99-kubernetes.conf 0644 "${SYSCTL_TEXT}"
+  # Named to sort after every other file of /etc/sysctl.d (99-sysctl.conf, /etc/sysctl.conf's link, among them), which
+  # systemd-sysctl reads in that order with the last setting winning (sysctl.d(5)): at boot a site's own file cannot
+  # undo what the kubelet's protectKernelDefaults checks. The earlier release's name is removed.
+  put_text "${SYSCTL_FILE}" 0644 "${SYSCTL_TEXT}"
+  if [[ -f /etc/sysctl.d/99-kubernetes.conf ]] && grep -qxF -- "${MANAGED_MARK}" /etc/sysctl.d/99-kubernetes.conf; then
+    rm -f /etc/sysctl.d/99-kubernetes.conf
+    log "removed /etc/sysctl.d/99-kubernetes.conf (now ${SYSCTL_FILE})"
+  fi
   while read -r key _ value; do
     [[ -n "${key}" && "${key}" != \#* ]] || continue
     if [[ "$(sysctl -n "${key}")" != "${value}" ]]; then
       log "sysctl ${key}=${value}"
       sysctl -q -w "${key}=${value}"
     fi
-  done </etc/sysctl.d/99-kubernetes.conf
+  done <"${SYSCTL_FILE}"
 }
 
 # selinux_config_mode FILE MODE: SELINUX=enforcing|permissive in an /etc/selinux/config file; a file that says
@@ -130,7 +138,11 @@ selinux_config_mode() {
   local file="$1" mode="$2" other=permissive
   [[ "${mode}" == enforcing ]] || other=enforcing
   if grep -q '^SELINUX=disabled$' "${file}"; then
-    die "SELinux is disabled in ${file}: enable it with a relabel and a reboot (fixfiles -F onboot), or build the template without disabling it"
+    if [[ "${mode}" == permissive ]]; then
+      log "SELinux is disabled in ${file}; the stack asks for permissive (security.selinux), so it is left as it is"
+      return 0
+    fi
+    die "SELinux is disabled in ${file}: enable it with a relabel and a reboot (fixfiles -F onboot), build the template without disabling it, or set security.selinux: permissive"
   fi
   if grep -q "^SELINUX=${other}\$" "${file}"; then
     sed -i "s/^SELINUX=${other}\$/SELINUX=${mode}/" "${file}"
@@ -147,11 +159,31 @@ selinux_config_mode() {
 # host files (/etc/kubernetes, /var/lib/etcd, /var/log) that container-selinux lets no container_t process read
 # (kubernetes/kubeadm#279; kubernetes/kops#15487 gave them spc_t instead); pods are kept from the host by Pod
 # Security, seccomp and the network policies (docs/security.md, SELinux).
+# iscsid, which Longhorn's volumes attach through (configure_storage_clients), needs dac_override under the targeted
+# policy on the RHEL 9 family, or attaching fails once SELinux enforces (longhorn/longhorn#5627); RKE2 ships the same
+# one rule in its policy (rancher/rke2-selinux policy/centos9/rke2.te, "Longhorn ISCSID_T FIX"). A CIL module of its
+# own, installed with semodule (policycoreutils) when its text changes or it is missing.
+install_iscsid_selinux_module() {
+  local module=hybrid_cluster_iscsid file=/etc/hybrid-cluster/selinux/hybrid_cluster_iscsid.cil
+  command -v semodule >/dev/null || die "semodule (policycoreutils) is missing: the SELinux module for iscsid cannot be installed"
+  put_file "${file}" 0600 <<EOF
+; ${MANAGED_MARK}
+(allow iscsid_t self (capability (dac_override)))
+EOF
+  if ((CHANGED)) || ! semodule -l | awk '{print $1}' | grep -qx "${module}"; then
+    semodule -i "${file}"
+    log "installed the SELinux module ${module} (iscsid may override file permissions, for Longhorn)"
+  fi
+}
+
 configure_selinux() {
   if [[ "${OS_FAMILY}" != rhel ]]; then
     return 0
   fi
   ensure_packages container-selinux
+  if command -v getenforce >/dev/null && [[ "$(getenforce)" != Disabled ]]; then
+    install_iscsid_selinux_module
+  fi
   local current=""
   command -v getenforce >/dev/null && current="$(getenforce)"
   if [[ "${SELINUX_MODE}" == enforcing && "${current}" == Permissive ]]; then
@@ -359,6 +391,63 @@ EOF
   chmod 0600 ${files} 2>/dev/null || true
 }
 
+# Pods kept off this node's SSH, etcd, RDP and WinRM ports through every address it has (POD_GUARD_TEXT, the nftables
+# table POD_GUARD_TABLE, rendered by render/security.py; empty when security.networkPolicy is off). The Calico tier
+# denies the node network, but a node also answers on its VXLAN tunnel address, which calico-node allocates from the
+# pod pool (calico node/pkg/allocateip) and no address-based policy can name in advance, and traffic from a pod to it
+# is neither masqueraded nor policed on the way in. So: an nftables table of its own, hooked on input, dropping those
+# ports from the pod network. A drop is final whatever another table (iptables-nft, Calico's, kube-proxy's) accepts:
+# an accept ends only its own base chain (nft(8), "VERDICT STATEMENT"). Loaded by a unit ordered before the network,
+# like the distributions' nftables.service.
+POD_GUARD_UNIT=/etc/systemd/system/hybrid-cluster-pod-guard.service
+POD_GUARD_RULES=/etc/hybrid-cluster/pod-guard.nft
+configure_pod_guard() {
+  local changed=0
+  if [[ -z "${POD_GUARD_TEXT}" ]]; then
+    if [[ -f "${POD_GUARD_UNIT}" ]]; then
+      if systemctl is-enabled --quiet hybrid-cluster-pod-guard.service || systemctl is-active --quiet hybrid-cluster-pod-guard.service; then
+        systemctl disable --now hybrid-cluster-pod-guard.service
+      fi
+      rm -f "${POD_GUARD_UNIT}" "${POD_GUARD_RULES}"
+      systemctl daemon-reload
+      log "removed the pod guard (security.networkPolicy is off)"
+    fi
+    return 0
+  fi
+  ensure_packages nftables
+  put_text "${POD_GUARD_RULES}" 0600 "${POD_GUARD_TEXT}"
+  changed=${CHANGED}
+  put_file "${POD_GUARD_UNIT}" 0644 <<EOF
+${MANAGED_MARK}
+[Unit]
+Description=hybrid-cluster: pods kept off this node's administration ports (docs/security.md)
+Wants=network-pre.target
+Before=network-pre.target shutdown.target
+Conflicts=shutdown.target
+DefaultDependencies=no
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/sbin/nft -f ${POD_GUARD_RULES}
+ExecStop=/usr/sbin/nft delete table inet ${POD_GUARD_TABLE}
+
+[Install]
+WantedBy=multi-user.target
+EOF
+  if ((CHANGED)); then
+    systemctl daemon-reload
+    changed=1
+  fi
+  if ! systemctl is-enabled --quiet hybrid-cluster-pod-guard.service; then
+    systemctl enable hybrid-cluster-pod-guard.service
+  fi
+  if ((changed)) || ! systemctl is-active --quiet hybrid-cluster-pod-guard.service; then
+    systemctl restart hybrid-cluster-pod-guard.service
+    log "pod guard loaded from ${POD_GUARD_RULES}"
+  fi
+}
+
 # The kubelet restarts every few seconds until kubeadm init/join configures it; that is expected
 # (kubeadm install docs). Enabled only: kubeadm starts it.
 enable_kubelet() {
@@ -376,6 +465,7 @@ main() {
   configure_kernel
   configure_selinux
   disable_host_firewall
+  configure_pod_guard
   configure_networkmanager
   configure_chrony
   configure_storage_clients

@@ -1,6 +1,6 @@
 # Time, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[]
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[] GuardName GuardSources[] GuardPorts[]
 $Step = 'time, port and firewall settings'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
@@ -19,8 +19,14 @@ $Step = 'time, port and firewall settings'
 ## Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
 ## as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
 ## https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
+## The pod guard ($GuardName): a Block rule for TCP to the administrative ports from the pod network
+## (render/windows_bootstrap.py POD_GUARD_FIREWALL_RULE says why), made when missing and otherwise set again with
+## Set-NetFirewallRule, which changes nothing when the rule is as wanted (Windows stores an address as
+## address/mask, so reading it back would not compare with the CIDR):
+## https://learn.microsoft.com/powershell/module/netsecurity/set-netfirewallrule
 $GuestStep = {
-    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts)
+    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
+        [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
     $w32time = Get-Service -Name W32Time
@@ -51,9 +57,21 @@ $GuestStep = {
             $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in"
         }
     }
+    $guard = Get-NetFirewallRule -Name $GuardName -ErrorAction SilentlyContinue
+    if ($GuardSources.Count -gt 0) {
+        if (-not $guard) {
+            $null = New-NetFirewallRule -Name $GuardName -DisplayName $GuardName -Direction Inbound -Protocol TCP -LocalPort $GuardPorts -RemoteAddress $GuardSources -Action Block -Enabled True
+            $changes += "firewall rule $GuardName blocks TCP $($GuardPorts -join ',') from $($GuardSources -join ',')"
+        } else {
+            Set-NetFirewallRule -Name $GuardName -Direction Inbound -Protocol TCP -LocalPort $GuardPorts -RemoteAddress $GuardSources -Action Block -Enabled True
+        }
+    } elseif ($guard) {
+        Remove-NetFirewallRule -Name $GuardName
+        $changes += "firewall rule $GuardName removed (security.networkPolicy is off)"
+    }
     [pscustomobject]@{ Changes = $changes }
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts, $GuardName, $GuardSources, $GuardPorts)
 #@ include lib/windows-host-report.ps1
