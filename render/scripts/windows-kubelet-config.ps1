@@ -49,8 +49,12 @@ $GuestStep = {
     }
     Remove-Item -LiteralPath $applied -Force -ErrorAction SilentlyContinue
     Restart-Service -Name kubelet -Force
+    # The same process still running after the settle time: a kubelet that exits at start and is started again by
+    # the service's recovery actions has a new process id each time (Win32_Service.ProcessId).
+    $started = (Get-CimInstance -ClassName Win32_Service -Filter "Name='kubelet'").ProcessId
     Start-Sleep -Seconds $SettleSec
-    if ((Get-Service -Name kubelet).Status -ne 'Running') {
+    $service = Get-CimInstance -ClassName Win32_Service -Filter "Name='kubelet'"
+    if ($service.State -ne 'Running' -or $service.ProcessId -eq 0 -or $service.ProcessId -ne $started) {
         throw "the kubelet did not stay running after its restart: see its log under C:\var\log\kubelet"
     }
     $changes += 'restarted the kubelet'
