@@ -573,6 +573,12 @@ def test_a_clusterconfiguration_kubeadm_refuses_is_put_back(tmp_path, cluster):
     run = node.run(control_plane.render_kubeadm_config_sync(COMPONENTS))
     assert run.returncode != 0 and "the old document is back" in run.stderr
     assert (cluster / "ClusterConfiguration").read_text() == before
+    # A document already as wanted (written by a run that stopped before its check) is still checked.
+    (cluster / "kubeadm-refuses").unlink()
+    _ok(node.run(control_plane.render_kubeadm_config_sync(COMPONENTS)))
+    (cluster / "kubeadm-refuses").write_text("")
+    again = node.run(control_plane.render_kubeadm_config_sync(COMPONENTS))
+    assert again.returncode != 0 and "kubeadm cannot read the kubeadm-config ConfigMap" in again.stderr
 
 
 def test_a_node_whose_files_are_missing_or_whose_kubeadm_fails_stops_with_the_reason(tmp_path, cluster):

@@ -41,6 +41,8 @@ with open(sys.argv[3], "w") as target:
     yaml.safe_dump(document, target, default_flow_style=False, sort_keys=True)
 PY
 if ((status == 3)); then
+  check_kubeadm_document kubeadm-config \
+    kubeadm upgrade node phase control-plane --dry-run --certificate-renewal=false --etcd-upgrade=false
   echo "the ClusterConfiguration's control-plane sections are already the stack's"
   exit 0
 fi

@@ -49,6 +49,7 @@ with open(sys.argv[4], "w") as target:
     yaml.safe_dump(document, target, default_flow_style=False, sort_keys=True)
 PY
 if ((status == 3)); then
+  check_kubeadm_document kubelet-config kubeadm upgrade node phase kubelet-config --dry-run
   echo "kubelet-config already has the stack's settings"
   exit 0
 fi

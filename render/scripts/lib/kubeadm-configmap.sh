@@ -33,3 +33,17 @@ write_kubeadm_document() {
   fi
   rm -f "$output"
 }
+
+# check_kubeadm_document CONFIGMAP CHECK...: a document already as wanted is still read by kubeadm (CHECK) before the
+# step reports success: an earlier run may have written it and stopped before its own check.
+check_kubeadm_document() {
+  local configmap=$1 output
+  shift
+  output="$(mktemp)"
+  if ! "$@" >"$output" 2>&1; then
+    tail -n 40 "$output" >&2
+    rm -f "$output"
+    die "kubeadm cannot read the $configmap ConfigMap (output above): restore its previous document by hand"
+  fi
+  rm -f "$output"
+}
