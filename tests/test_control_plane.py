@@ -23,6 +23,7 @@ from render import control_plane, kubeadm, linux_bootstrap, security
 from tests import apiserver_api as api
 from tests.conftest import hk_prod_values, raw_config
 from tests.kubeadm_api import validate_documents
+from tests.test_render_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
 from tests.validators import TEST_ROOT_VARIABLE
 from tools.engine import from_export
 from tools.mockrun import Recording, run_program
@@ -667,17 +668,8 @@ case "$1 $2" in
 esac
 """
 INIT_YAML = "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n"
-JOIN_YAML = """apiVersion: kubeadm.k8s.io/v1beta4
-kind: JoinConfiguration
-discovery:
-  bootstrapToken:
-    apiServerEndpoint: "@@JOIN_API_ENDPOINT@@"
-    token: "@@JOIN_TOKEN@@"
-    caCertHashes:
-    - "@@JOIN_CA_CERT_HASH@@"
-controlPlane:
-  certificateKey: "@@JOIN_CERTIFICATE_KEY@@"
-"""
+# A control-plane JoinConfiguration with the placeholders linux-join.sh fills from the join line.
+JOIN_YAML = CONTROL_PLANE_JOIN_YAML
 
 
 # --- the graph -----------------------------------------------------------------------------------------------
