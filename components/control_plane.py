@@ -20,7 +20,9 @@ take a node's components down at once:
 
 A change of key (security.secretsEncryption.keyRotation, or enabled) runs 1, 2, 4, 5 and 6; a change of the files
 (audit log, Pod Security) runs 2 and 4; a change of flags 3 and 4. Each step compares before it acts, so a re-run,
-a new release's script text or a rotated SSH key changes nothing. Each node step is keyed on its machine instance: a
+a new release's script text or a rotated SSH key changes nothing (a new keys script prints the same ring again: the
+previous key stays listed until the next change of key). The machines guard refuses a change of key in the run that
+removes a control-plane node (components/guards.py). Each node step is keyed on its machine instance: a
 rebuilt control-plane node runs its steps again. A lost node is left out: nothing may dial it. Nothing is left to
 delete: the settings stay with the cluster when a step leaves the program.
 

@@ -15,11 +15,13 @@ import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
 from config.model import StackSpec
+from plan.security import encryption_key
 
 from .version_pin import KubernetesVersionPin, pin_failures
 
 FIRST_KEY = "firstControlPlane"
 NODES_KEY = "nodes"
+ENCRYPTION_KEY = "secretsEncryptionKey"
 
 
 def version_pin_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
@@ -39,7 +41,7 @@ def machine_facts(spec: StackSpec) -> dict[str, Any]:
         nodes[windows_node.name] = {"os": "windows", "role": "worker", "ip": str(windows_node.ip), "host": windows_node.hyperv_host,
                                     "cpu": windows_node.cpu, "memoryMb": windows_node.memory_mb, "diskGb": windows_node.disk_gb,
                                     "retire": windows_node.retire, "lost": windows_node.lost}
-    return {FIRST_KEY: spec.nodes.control_plane[0].name, NODES_KEY: nodes}
+    return {FIRST_KEY: spec.nodes.control_plane[0].name, NODES_KEY: nodes, ENCRYPTION_KEY: encryption_key(spec)}
 
 
 def _number(value: Any) -> Any:
@@ -66,6 +68,17 @@ def machines_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
             failures.append(
                 f"{name} is a control-plane node: set retire: true on it (lost: true if its machine is gone) and "
                 "run `pulumi up` once before removing it; its VM is protected until then.")
+    key_before, key_after = (olds or {}).get(ENCRYPTION_KEY), news.get(ENCRYPTION_KEY)
+    leaving = sorted(name for name, facts in removed.items()
+                     if facts.get("role") == "control-plane" and not facts.get("lost"))
+    if key_before and key_after != key_before and leaving:
+        # The control-plane steps leave a removed node out, but its API server serves until its reset at the end of
+        # the run: it would keep writing with the old key while the others write with the new one, which it cannot
+        # read (components/control_plane.py).
+        failures.append(
+            f"the Secrets encryption key changes ({key_before} to {key_after}) in the run that removes "
+            f"{', '.join(leaving)}, whose API server would keep writing with the old key until its reset: remove "
+            "it in one run and change the key in the next.")
     for name, facts in after.items():
         old = before.get(name)
         if old is not None and old.get("lost") and not facts.get("lost"):

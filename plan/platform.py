@@ -11,6 +11,7 @@ from render import backup, custom_metrics, logging, metrics, network, security, 
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
+from .security import windows_system_namespace
 
 # The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.
 SAMPLE_WINDOWS_VERSION: WindowsKey = "win2022"
@@ -121,12 +122,12 @@ def windows_kube_proxy_plan(spec: StackSpec) -> WindowsKubeProxyPlan | None:
 class SchedulingPlan:
     windows_builds: dict[str, str]                    # matrix key -> build number, one RuntimeClass each
     namespaces: tuple[NamespaceParams, ...]           # the application namespaces
-    windows: bool                                     # the stack has Windows nodes (windows-system)
+    windows: bool                                     # windows-system exists (plan/security.py windows_system_namespace)
 
 
 def scheduling_plan(spec: StackSpec) -> SchedulingPlan:
     return SchedulingPlan(windows_builds=windows_builds(spec), namespaces=tuple(n.params() for n in spec.namespaces),
-                          windows=bool(spec.nodes.windows))
+                          windows=windows_system_namespace(spec))
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,12 @@ class NamespaceReason:
     reason: str
 
 
+def windows_system_namespace(spec: StackSpec) -> bool:
+    """Whether the privileged windows-system namespace exists: only for what runs there, windows_exporter (Windows
+    nodes and observability.metrics); an idle privileged namespace is only a place to run what Pod Security refuses."""
+    return bool(spec.nodes.windows) and spec.observability is not None and spec.observability.metrics is not None
+
+
 def pod_security_exemptions(spec: StackSpec) -> tuple[NamespaceReason, ...]:
     """The namespaces the API server's Pod Security configuration exempts altogether."""
     exempt = [
@@ -65,8 +71,9 @@ def privileged_namespaces(spec: StackSpec) -> tuple[NamespaceReason, ...]:
                              "calico-node, Linux and Windows (HostProcess), with the host network (tigera/operator "
                              "pkg/render/namespaces.go, PSSPrivileged; the operator sets enforce only, so the "
                              "cluster's restricted audit and warnings apply there too)")]
-    if spec.nodes.windows:
-        found.append(NamespaceReason(WINDOWS_SYSTEM_NAMESPACE, "labelled privileged (with Windows nodes)",
+    if windows_system_namespace(spec):
+        found.append(NamespaceReason(WINDOWS_SYSTEM_NAMESPACE, "labelled privileged (Windows nodes and "
+                                                               "`observability.metrics`)",
                                      "windows_exporter runs as a HostProcess container (render/metrics.py)"))
     if spec.storage is not None and spec.storage.longhorn is not None:
         found.append(NamespaceReason(storage.LONGHORN_NAMESPACE, "labelled privileged (`storage.longhorn`)",

@@ -224,7 +224,7 @@ def namespace(p: NamespaceParams) -> list[dict[str, Any]]:
 
 
 def system_namespace(name: str) -> dict[str, Any]:
-    """The privileged namespace the Windows HostProcess system pods (kube-proxy, Calico) run in."""
+    """The privileged namespace windows_exporter's HostProcess pods run in (vocab.cluster.WINDOWS_SYSTEM_NAMESPACE)."""
     require(bool(DNS_LABEL.match(name)), f"namespace {name!r} is not a DNS-1123 label")
     return {
         "apiVersion": "v1",

@@ -483,6 +483,33 @@ def test_a_later_run_with_the_stored_key_ring_never_takes_an_api_server_back_to_
     assert all(n.encryption()[1] == {"key-2028-01", "key-2027-01", "identity"} for n in nodes)
 
 
+def test_the_key_ring_printed_again_for_a_new_release_changes_no_api_server(tmp_path, cluster):
+    """A release whose keys script differs replaces the keys step, which prints the ring again after the change of key
+    has completed: the previous key is still listed (until the next change of key), so no configuration changes and
+    no API server restarts."""
+    nodes = _nodes(tmp_path, cluster)
+    engine = Engine(nodes)
+    assert engine.up("key-initial")
+    assert engine.up("key-2027-01")
+    before = [n.encryption() for n in nodes]
+    for node in nodes:
+        (node.stubs / "calls").unlink(missing_ok=True)
+    engine.last.pop("keys")
+    assert engine.up("key-2027-01")
+    assert "read key-initial " in engine.ring
+    assert [n.encryption() for n in nodes] == before
+    for node in nodes:
+        assert not [c for c in node.calls() if "readyz" in c or " replace " in f" {c} "], node.calls()
+
+
+def test_a_key_missing_from_the_first_nodes_key_ring_stops_the_keys_step_before_it_prints_anything(tmp_path, cluster):
+    first = _nodes(tmp_path, cluster)[0]
+    Engine([first]).up("key-initial")
+    (first.root / "etc/kubernetes/encryption/keys/key-initial").unlink()
+    run = first.run(control_plane.render_encryption_keys("key-2027-01"))
+    assert run.returncode != 0 and "key-initial" in run.stderr and run.stdout == ""
+
+
 def test_a_change_of_key_stopped_half_way_then_reverted_keeps_every_key_in_use_readable(tmp_path, cluster):
     nodes = _nodes(tmp_path, cluster)
     engine = Engine(nodes)
@@ -754,12 +781,13 @@ def test_a_change_of_key_runs_every_step_that_reads_the_key_ring_in_order(hk_rec
                     *(f"hk-prod-control-plane-{n}-files" for n in nodes), *(f"hk-prod-control-plane-{n}" for n in nodes),
                     *(f"hk-prod-control-plane-{n}-encryption-writer" for n in nodes),
                     "hk-prod-control-plane-encryption-rewrite"]
-        assert run.plan.changed == set(expected), sorted(run.plan.changed ^ set(expected))
+        # The machines guard records the key (it refuses a change of key in a run that removes a control-plane node).
+        assert run.plan.changed == {*expected, "hk-prod-machines"}, sorted(run.plan.changed ^ {*expected, "hk-prod-machines"})
         # The key ring is read again by a replacement (its trigger, the script naming the new key), with the current
         # connection; the old command is dropped at the end of the run and runs nothing.
         assert run.plan.of(expected[0]) == ["replace", "delete-replaced"]
         assert all(run.plan.of(n) == ["update"] for n in expected[1:])
-        order = [s.name for s in run.plan.steps if s.op in ("update", "replace")]
+        order = [s.name for s in run.plan.steps if s.op in ("update", "replace") and s.name != "hk-prod-machines"]
         # Each node's files before any node step, each node step before any writer, the rewrite last.
         files_done = max(order.index(f"hk-prod-control-plane-{n}-files") for n in nodes)
         first_node = min(order.index(f"hk-prod-control-plane-{n}") for n in nodes)

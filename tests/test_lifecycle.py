@@ -201,6 +201,14 @@ def test_a_control_plane_node_is_removed_only_after_a_retire_run(built):
     assert retired.plan.changed == {"hk-prod-machines"}
     assert not retired.state[retired.named("hk-prod-hk-cp-3-vm").urn].protect
 
+    # Not in the run that changes the Secrets encryption key: the leaving API server would keep writing with the old
+    # key while the others write with the new one, which it cannot read (components/guards.py).
+    rotated = _replace_control_plane(hk_prod_values())
+    rotated["security"] = {"secretsEncryption": {"keyRotation": "2027-01"}}
+    refused = run_program(raw_config(rotated), state=retired.state, preview=True)
+    assert any("Secrets encryption key changes (key-initial to key-2027-01)" in e and "hk-cp-3" in e
+               for e in refused.plan.errors), refused.plan.errors
+
     removed = up(_replace_control_plane(hk_prod_values()), retired.state)
     order = deletes_in_order(removed)
     expected = ["hk-prod-kubeadm-hk-cp-3-drain", "hk-prod-kubeadm-hk-cp-3-join", "hk-prod-kubeadm-hk-cp-3-registration",

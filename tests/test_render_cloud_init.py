@@ -306,6 +306,7 @@ systemctl() {
   printf 'systemctl %s\n' "$*" >> "$T/calls"
   case "$1" in is-enabled | is-active) [[ -e $T/active ]] ;; esac
 }
+nft() { [[ "$*" == "list table inet hybrid_cluster_pod_guard" && -e $T/table ]]; }
 POD_GUARD_UNIT=$T/unit/hybrid-cluster-pod-guard.service
 POD_GUARD_RULES=$T/pod-guard.nft
 """
@@ -321,18 +322,24 @@ def test_the_pod_guard_is_loaded_by_a_unit_of_its_own_and_removed_when_network_p
     assert (tmp_path / "pod-guard.nft").read_text() == rules
     unit = (tmp_path / "hybrid-cluster-pod-guard.service").read_text()
     assert f"ExecStart=/usr/sbin/nft -f {tmp_path}/pod-guard.nft" in unit
-    assert f"ExecStop=/usr/sbin/nft delete table inet {security.POD_GUARD_TABLE}" in unit
+    assert f"ExecStop=-/usr/sbin/nft delete table inet {security.POD_GUARD_TABLE}" in unit
     assert "Before=network-pre.target" in unit and "WantedBy=multi-user.target" in unit
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls[0] == "ensure nftables"
     assert "systemctl enable hybrid-cluster-pod-guard.service" in calls
-    assert calls[-1] == "systemctl restart hybrid-cluster-pod-guard.service"
-    # Again, nothing changed and the unit active: nothing restarts.
+    assert calls[-1] == "systemctl reload-or-restart hybrid-cluster-pod-guard.service"
+    assert "After=nftables.service" in unit and f"ExecReload=/usr/sbin/nft -f {tmp_path}/pod-guard.nft" in unit
+    # Again, nothing changed, the unit active and its table loaded: nothing is loaded again.
     (tmp_path / "changed").unlink()
     (tmp_path / "active").touch()
+    (tmp_path / "table").touch()
     (tmp_path / "calls").unlink()
     run_sourced(guarded, tmp_path, GUARD_STUBS + "configure_pod_guard")
     assert not [c for c in (tmp_path / "calls").read_text().splitlines() if "restart" in c or " enable " in c]
+    # The table flushed away (an nftables.service whose file begins with `flush ruleset`): loaded again.
+    (tmp_path / "table").unlink()
+    run_sourced(guarded, tmp_path, GUARD_STUBS + "configure_pod_guard")
+    assert (tmp_path / "calls").read_text().splitlines()[-1] == "systemctl reload-or-restart hybrid-cluster-pod-guard.service"
     # networkPolicy off: the unit is stopped, disabled and removed with its rules.
     (tmp_path / "unit" / "hybrid-cluster-pod-guard.service").write_text(unit)
     (tmp_path / "calls").unlink()

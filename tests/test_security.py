@@ -159,4 +159,4 @@ def test_the_namespace_table_of_docs_security_is_plan_securitys():
     assert generated, "docs/security.md has no generated namespace table"
     spec = load(from_stack_file(ROOT / "Pulumi.hk-prod.yaml")).spec
     assert generated.group(1) == cis.namespace_markdown(spec), "stale: run python -m tools.cis --write"
-    assert "| windows-system | labelled privileged (with Windows nodes) | windows_exporter" in generated.group(1)
+    assert "| windows-system | labelled privileged (Windows nodes and `observability.metrics`) | windows_exporter" in generated.group(1)

@@ -490,9 +490,10 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         Scenario("the rollout's waves (10%, zones together)", gates_moved, rollout),
         Scenario("the provisioning lanes", set(), provisioning),
         # The hardening (config `security`, docs/security.md). A new key: made on the first control-plane node, read by
-        # every API server, then written by each, then every Secret rewritten; no node other than the control plane.
+        # every API server, then written by each, then every Secret rewritten; no node other than the control plane. The
+        # machines guard records the key (it refuses a new key in a run that removes a control-plane node).
         Scenario("rotate the Secrets encryption key",
-                 {f"{CLUSTER}-control-plane-encryption-keys", f"{CLUSTER}-control-plane-encryption-rewrite",
+                 {f"{CLUSTER}-control-plane-encryption-keys", f"{CLUSTER}-control-plane-encryption-rewrite", GUARD,
                   *control_plane_steps("-files", "", "-encryption-writer")},
                  security(secretsEncryption={"keyRotation": "2027-01"})),
         # The Pod Security exemptions are a file the API servers read: written everywhere, each API server restarted.

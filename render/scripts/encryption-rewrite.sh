@@ -35,6 +35,12 @@ while IFS= read -r namespace; do
     sleep "$POLL_SECONDS"
   done
 done <<<"$namespaces"
+before=""
+[[ ! -s $ENCRYPTION_CURRENT ]] || before="$(cat "$ENCRYPTION_CURRENT")"
+if [[ -n $before && $before != "$TARGET" ]]; then
+  printf '%s' "$before" >"$ENCRYPTION_PREVIOUS"
+  chmod 0600 "$ENCRYPTION_PREVIOUS"
+fi
 printf '%s' "$TARGET" >"$ENCRYPTION_CURRENT"
 chmod 0600 "$ENCRYPTION_CURRENT"
 # Every API server writes with the target (the writer steps came first) and every Secret is stored with it: no key

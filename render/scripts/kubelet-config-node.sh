@@ -42,7 +42,7 @@ check_kernel() {
     key=${setting%%=*} wanted=${setting#*=}
     actual="$(sysctl -n "$key")"
     [[ $actual == "$wanted" ]] \
-      || die "${NODE_NAME}: kernel setting $key is $actual, the kubelet's protectKernelDefaults needs $wanted (the node's preparation writes it in /etc/sysctl.d/999-kubernetes.conf): not restarting the kubelet"
+      || die "${NODE_NAME}: kernel setting $key is $actual, the kubelet's protectKernelDefaults needs $wanted (the node's preparation writes it in /etc/sysctl.d/zz-kubernetes.conf): not restarting the kubelet"
   done
 }
 

@@ -13,7 +13,7 @@ readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GU
   MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
   REGISTRY_HOSTS_TEXTS
 readonly ENTRY_POINT=main
-readonly SYSCTL_FILE=/etc/sysctl.d/999-kubernetes.conf
+readonly SYSCTL_FILE=/etc/sysctl.d/zz-kubernetes.conf
 
 #@ include lib/prepare-helpers.sh
 # ensure_packages PKG...: installs the packages that are missing, then verifies all of them
@@ -114,9 +114,10 @@ EOF
       modprobe "${module}"
     fi
   done
-  # Named to sort after every other file of /etc/sysctl.d (99-sysctl.conf, /etc/sysctl.conf's link, among them), which
-  # systemd-sysctl reads in that order with the last setting winning (sysctl.d(5)): at boot a site's own file cannot
-  # undo what the kubelet's protectKernelDefaults checks. The earlier release's name is removed.
+  # Named to sort after the distributions' files and the usual site ones (99-sysctl.conf, /etc/sysctl.conf's link,
+  # among them), which systemd-sysctl reads in file-name order with the last setting winning (sysctl.d(5)): at boot a
+  # site's own file does not undo what the kubelet's protectKernelDefaults checks (and the kubelet's step checks the
+  # values before each restart). The earlier release's name is removed.
   put_text "${SYSCTL_FILE}" 0644 "${SYSCTL_TEXT}"
   if [[ -f /etc/sysctl.d/99-kubernetes.conf ]] && grep -qxF -- "${MANAGED_MARK}" /etc/sysctl.d/99-kubernetes.conf; then
     rm -f /etc/sysctl.d/99-kubernetes.conf
@@ -132,8 +133,9 @@ EOF
 }
 
 # selinux_config_mode FILE MODE: SELINUX=enforcing|permissive in an /etc/selinux/config file; a file that says
-# disabled is refused: leaving disabled needs a relabel of every file at the next boot (RHEL 9 "Using SELinux",
-# "Changing SELinux states and modes": `fixfiles -F onboot`), which a converge must not start by itself.
+# disabled is left so for permissive and refused for enforcing: leaving disabled needs a relabel of every file at the
+# next boot (RHEL 9 "Using SELinux", "Changing SELinux states and modes": `fixfiles -F onboot`), which a converge must
+# not start by itself.
 selinux_config_mode() {
   local file="$1" mode="$2" other=permissive
   [[ "${mode}" == enforcing ]] || other=enforcing
@@ -398,7 +400,9 @@ EOF
 # is neither masqueraded nor policed on the way in. So: an nftables table of its own, hooked on input, dropping those
 # ports from the pod network. A drop is final whatever another table (iptables-nft, Calico's, kube-proxy's) accepts:
 # an accept ends only its own base chain (nft(8), "VERDICT STATEMENT"). Loaded by a unit ordered before the network,
-# like the distributions' nftables.service.
+# like the distributions' nftables.service, and after it (whose /etc/nftables.conf may begin with `flush ruleset`);
+# reloaded with the file's own replace idiom, which nft applies atomically, and loaded again whenever the table is
+# missing (someone flushed the ruleset).
 POD_GUARD_UNIT=/etc/systemd/system/hybrid-cluster-pod-guard.service
 POD_GUARD_RULES=/etc/hybrid-cluster/pod-guard.nft
 configure_pod_guard() {
@@ -423,6 +427,7 @@ ${MANAGED_MARK}
 Description=hybrid-cluster: pods kept off this node's administration ports (docs/security.md)
 Wants=network-pre.target
 Before=network-pre.target shutdown.target
+After=nftables.service
 Conflicts=shutdown.target
 DefaultDependencies=no
 
@@ -430,7 +435,8 @@ DefaultDependencies=no
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/sbin/nft -f ${POD_GUARD_RULES}
-ExecStop=/usr/sbin/nft delete table inet ${POD_GUARD_TABLE}
+ExecReload=/usr/sbin/nft -f ${POD_GUARD_RULES}
+ExecStop=-/usr/sbin/nft delete table inet ${POD_GUARD_TABLE}
 
 [Install]
 WantedBy=multi-user.target
@@ -442,8 +448,9 @@ EOF
   if ! systemctl is-enabled --quiet hybrid-cluster-pod-guard.service; then
     systemctl enable hybrid-cluster-pod-guard.service
   fi
-  if ((changed)) || ! systemctl is-active --quiet hybrid-cluster-pod-guard.service; then
-    systemctl restart hybrid-cluster-pod-guard.service
+  if ((changed)) || ! systemctl is-active --quiet hybrid-cluster-pod-guard.service \
+    || ! nft list table inet "${POD_GUARD_TABLE}" >/dev/null 2>&1; then
+    systemctl reload-or-restart hybrid-cluster-pod-guard.service
     log "pod guard loaded from ${POD_GUARD_RULES}"
   fi
 }

@@ -24,6 +24,8 @@ $Step = 'time, port and firewall settings'
 ## Set-NetFirewallRule, which changes nothing when the rule is as wanted (Windows stores an address as
 ## address/mask, so reading it back would not compare with the CIDR):
 ## https://learn.microsoft.com/powershell/module/netsecurity/set-netfirewallrule
+## Profiles: Get-NetFirewallProfile .Name, .Enabled:
+## https://learn.microsoft.com/powershell/module/netsecurity/get-netfirewallprofile
 $GuestStep = {
     param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
         [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
@@ -64,6 +66,11 @@ $GuestStep = {
             $changes += "firewall rule $GuardName blocks TCP $($GuardPorts -join ',') from $($GuardSources -join ',')"
         } else {
             Set-NetFirewallRule -Name $GuardName -Direction Inbound -Protocol TCP -LocalPort $GuardPorts -RemoteAddress $GuardSources -Action Block -Enabled True
+        }
+        # A rule of a profile that is off does nothing: said on every run, since turning a profile on is the site's call.
+        $off = @(Get-NetFirewallProfile | Where-Object { -not $_.Enabled } | ForEach-Object { $_.Name })
+        if ($off.Count -gt 0) {
+            $changes += "warning: firewall profile(s) $($off -join ', ') off, where $GuardName blocks nothing"
         }
     } elseif ($guard) {
         Remove-NetFirewallRule -Name $GuardName

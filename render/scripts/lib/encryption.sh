@@ -8,12 +8,15 @@
 ENCRYPTION_DIR="$ROOT/etc/kubernetes/encryption"
 ENCRYPTION_CONFIG="$ENCRYPTION_DIR/config.yaml"
 ENCRYPTION_KEYS="$ENCRYPTION_DIR/keys"
-# On the first control-plane node: the key every Secret has last been rewritten with, the key the stack last asked
-# for, and every key asked for since that rewrite, one name a line. Some API server may write with any key in
-# `pending` until a rewrite completes (a change of key stopped half-way, then another asked for), so each one stays
-# readable everywhere until then; keys older than `current` are dropped at the next change of key.
+# On the first control-plane node: the key every Secret has last been rewritten with (`current`), the one before it
+# (`previous`), the key the stack last asked for (`target`), and every key asked for since that rewrite (`pending`, one
+# name a line). Some API server may write with any key in `pending` until a rewrite completes (a change of key stopped
+# half-way, then another asked for), so each one stays readable everywhere until then; `previous` stays readable until
+# the next change of key, so that a snapshot from before the last one can still be restored.
 # shellcheck disable=SC2034 # read by the includers that record or report them (linux-init.sh, encryption-*.sh)
 ENCRYPTION_CURRENT="$ENCRYPTION_DIR/current"
+# shellcheck disable=SC2034
+ENCRYPTION_PREVIOUS="$ENCRYPTION_DIR/previous"
 # shellcheck disable=SC2034
 ENCRYPTION_TARGET="$ENCRYPTION_DIR/target"
 ENCRYPTION_PENDING="$ENCRYPTION_DIR/pending"
@@ -54,22 +57,32 @@ print_key_ring_line() {
 
 # key_ring_text TARGET: on the first control-plane node, the key ring the other nodes' steps read: `writer`, the key
 # every Secret was last rewritten with (identity before encryption was ever on), `target`, the one they are to be
-# written with, and a `read` line for each pending key besides those two. Built whole before anything is printed, so
-# a key that is missing stops the step before any key reaches its output.
+# written with, and a `read` line for each pending key besides those two, and for the previous key while no change
+# of key is asked for (so that printing the ring again, for a new release's script, reads what the last one did).
+# Built whole before anything is printed: a key that is missing stops the step before any key reaches its output.
 key_ring_text() {
-  local target=$1 writer=identity name text
+  local target=$1 writer=identity name line text seen
+  local -a reads=()
   if [[ -s $ENCRYPTION_CURRENT ]]; then
     writer="$(cat "$ENCRYPTION_CURRENT")"
     valid_key_name "$writer" || die "$ENCRYPTION_CURRENT does not name an encryption key"
   fi
-  text="$(print_key_ring_line writer "$writer")"$'\n'"$(print_key_ring_line target "$target")"
-  if [[ -f $ENCRYPTION_PENDING ]]; then
-    while IFS= read -r name; do
-      [[ -n $name && $name != "$writer" && $name != "$target" ]] || continue
-      valid_key_name "$name" || die "$ENCRYPTION_PENDING names something that is not an encryption key"
-      text+=$'\n'"$(print_key_ring_line read "$name")"
-    done <"$ENCRYPTION_PENDING"
+  [[ ! -f $ENCRYPTION_PENDING ]] || mapfile -t reads <"$ENCRYPTION_PENDING"
+  if [[ $target == "$writer" && -s $ENCRYPTION_PREVIOUS ]]; then
+    reads+=("$(cat "$ENCRYPTION_PREVIOUS")")
   fi
+  line="$(print_key_ring_line writer "$writer")" || die "the key ring lacks the key $writer"
+  text=$line
+  line="$(print_key_ring_line target "$target")" || die "the key ring lacks the key $target"
+  text+=$'\n'$line
+  seen=" $writer $target "
+  for name in ${reads[@]+"${reads[@]}"}; do
+    [[ -n $name && $seen != *" $name "* ]] || continue
+    valid_key_name "$name" || die "$ENCRYPTION_DIR names something that is not an encryption key"
+    line="$(print_key_ring_line read "$name")" || die "the key ring lacks the key $name"
+    text+=$'\n'$line
+    seen+="$name "
+  done
   printf '%s\n' "$text"
 }
 
@@ -151,7 +164,7 @@ node_writer() {
 # list stops the step: the other nodes could not read what it wrote. A file already as wanted is left alone.
 write_encryption_config() {
   local own name known staged
-  local -a readable=("$WRITER_KEY" "$TARGET_KEY" "${READ_KEYS[@]}") order=()
+  local -a readable=("$WRITER_KEY" "$TARGET_KEY" ${READ_KEYS[@]+"${READ_KEYS[@]}"}) order=()
   own="$(node_writer)"
   [[ -n $own ]] || own=$WRITER_KEY
   if [[ $own != identity ]]; then

@@ -24,29 +24,44 @@ static_pod_ready() {
     --request-timeout=10s | grep -qx True
 }
 
-# unpark_static_pods: a manifest an interrupted run left parked goes back, so the kubelet runs its Pod again.
+# wait_static_pod_ready COMPONENT: polled for up to $API_READY_TIMEOUT seconds, or the step stops.
+wait_static_pod_ready() {
+  local attempt
+  for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
+    if static_pod_ready "$1" 2>/dev/null; then
+      return 0
+    fi
+    sleep "$POLL_SECONDS"
+  done
+  static_pod_ready "$1" || die "$1 on $NODE is not Ready ${API_READY_TIMEOUT}s after its restart"
+}
+
+# unpark_static_pods: a manifest an interrupted run left parked goes back and its Pod is awaited, before anything
+# restarts another; a parked copy of a manifest that is in place again (kubeadm wrote one since) is dropped.
 unpark_static_pods() {
-  local parked
+  local parked name
   for parked in "$PARKED"/*.yaml; do
     [[ -f $parked ]] || continue
-    mv "$parked" "$MANIFESTS/${parked##*/}"
-    echo "$NODE: put back ${parked##*/}, which an interrupted run had left outside the manifests"
+    name=${parked##*/}
+    if [[ -f $MANIFESTS/$name ]]; then
+      rm -f "$parked"
+      echo "$NODE: dropped a parked copy of $name, which is in place"
+      continue
+    fi
+    mv "$parked" "$MANIFESTS/$name"
+    echo "$NODE: put back $name, which an interrupted run had left outside the manifests"
+    wait_static_pod_ready "${name%.yaml}"
   done
 }
 
 restart_static_pod() {
-  local component=$1 manifest="$MANIFESTS/$1.yaml" attempt
+  local component=$1 manifest="$MANIFESTS/$1.yaml"
   mkdir -p "$PARKED"
   [[ -f $manifest || -f $PARKED/$component.yaml ]] || die "no static Pod manifest for $component on $NODE"
-  [[ -f $PARKED/$component.yaml ]] || mv "$manifest" "$PARKED/$component.yaml"
+  # A manifest in place is the one to run, whatever an interrupted run left parked.
+  [[ ! -f $manifest ]] || mv "$manifest" "$PARKED/$component.yaml"
   sleep "$RESCAN_SECONDS"
   mv "$PARKED/$component.yaml" "$manifest"
-  for ((attempt = 1; attempt <= ATTEMPTS; attempt++)); do
-    if static_pod_ready "$component" 2>/dev/null; then
-      break
-    fi
-    sleep "$POLL_SECONDS"
-  done
-  static_pod_ready "$component" || die "$component on $NODE is not Ready ${API_READY_TIMEOUT}s after its restart"
+  wait_static_pod_ready "$component"
   rmdir "$PARKED" 2>/dev/null || true
 }
