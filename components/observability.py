@@ -69,9 +69,11 @@ class Observability(pulumi.ComponentResource):
         if plan.logs is not None:
             output = plan.logs.output
             logging_ns = declare(logging.logging_namespace())
+            ca = logging.ca_config_map(output)
             helm_release(f"{name}-fluent-bit", compat.CHARTS["fluent-bit"], logging.LOGGING_NAMESPACE,
                          logging.fluent_bit_linux_values(output, compat.FLUENT_BIT_LINUX_IMAGE, plan.logs.audit_log),
-                         provider=provider, parent=self, depends_on=[logging_ns, *linux_ready])
+                         provider=provider, parent=self,
+                         depends_on=[logging_ns, *linux_ready, *([declare(ca, [logging_ns])] if ca is not None else [])])
             if plan.logs.fluent_bit_windows_builds:
                 # Process-isolated containers: one DaemonSet per Windows build, each with that build's image.
                 previous: list[pulumi.Resource] = [logging_ns, *windows_ready]

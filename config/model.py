@@ -61,6 +61,10 @@ def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
 Label = Annotated[str, AfterValidator(_must_be(_matches(DNS1123_LABEL), "a DNS-1123 label: 1-63 lower-case letters, digits or '-'"))]
 # An IPv4 address or a host name, as NTP, log, NFS and KMS servers are written.
 Host = Annotated[str, AfterValidator(_must_be(checks.is_host, "an IPv4 address or an ASCII host name"))]
+# A CA certificate the stack writes in the clear (not a secret): one or more PEM certificate blocks.
+PemCertificate = Annotated[str, AfterValidator(_must_be(
+    lambda v: bool(re.fullmatch(r"(\s*-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]+-----END CERTIFICATE-----\s*)+", v)),
+    "PEM certificates (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)"))]
 DnsSubdomain = Annotated[str, AfterValidator(_must_be(
     _matches(checks.DNS_SUBDOMAIN), "a lower-case DNS name (letters, digits, '-', '.')"))]
 PosixUser = Annotated[str, AfterValidator(_must_be(
@@ -626,13 +630,22 @@ class LogOutputSpec(Spec):
     """Its address or full DNS name (Windows pods treat a dotted name as fully qualified)."""
     port: Annotated[int, Field(ge=1, le=65535)]
     """Its port."""
-    tls: bool = False
-    """Ship over TLS."""
+    tls: bool = True
+    """Ship over TLS, the server's certificate verified; false sends every log line, the audit log's included, in plain
+    text (a relaxation: synth warns)."""
+    ca_certificate: PemCertificate | None = None
+    """PEM certificate of the CA that signed the log server's certificate, when it is not a public one (with tls)."""
     tenant: LokiTenant | None = None   # loki only
     """Loki tenant ID (loki only)."""
     # elasticsearch only; Elasticsearch index names are lower case (docs "Create index API": "Lowercase only").
     index_prefix: Annotated[str, matching(r"^[a-z0-9][a-z0-9_.-]{0,99}$", "a lower-case index prefix, e.g. kubernetes")] = "kubernetes"
     """Index prefix (elasticsearch only)."""
+
+    @model_validator(mode="after")
+    def _ca_with_tls(self) -> LogOutputSpec:
+        if self.ca_certificate is not None and not self.tls:
+            raise ValueError("caCertificate checks the server's TLS certificate: remove it, or ship with tls: true")
+        return self
 
 
 class MetricsSpec(Spec):
@@ -760,7 +773,7 @@ class TracingSpec(Spec):
     """The backend's OTLP/gRPC receiver, host:port."""
     insecure: bool = False
     """Send without TLS (a backend inside a trusted network); false: TLS, checked against the system's CAs or caCertificate."""
-    ca_certificate: str | None = None
+    ca_certificate: PemCertificate | None = None
     """PEM certificate of the CA that signed the backend's certificate, when it is not a public one."""
     sampling_percent: Annotated[int, Field(ge=0, le=100)] = 10
     """The share of requests the samples' Gateway traces."""
@@ -795,7 +808,7 @@ class ObjectStoreSpec(Spec):
     """A folder in the bucket for this cluster; absent: the cluster's name."""
     provider: Literal["minio", "ceph", "other"] = "minio"
     """The kind of store: Ceph RGW needs S3 checksums off (Velero's AWS plugin, known issues)."""
-    ca_certificate: str | None = None
+    ca_certificate: PemCertificate | None = None
     """PEM certificate of the CA that signed the store's HTTPS certificate, when it is not a public one."""
 
 

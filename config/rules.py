@@ -769,6 +769,12 @@ def security_relaxations(spec: StackSpec) -> Iterator[Problem]:
     if s.selinux == "permissive" and any(compat.DISTROS[n.distro].family == "rhel" for n in spec.linux_nodes):
         yield Problem("security.selinux", "permissive: SELinux on the RHEL-family nodes logs what it would deny and "
                                           "denies nothing", "warning")
+    observability = spec.observability
+    if observability is not None and observability.logs is not None and not observability.logs.tls:
+        yield Problem("observability.logs.tls", "false: every log line, the API server's audit log included, travels to "
+                                                "the log server in plain text", "warning")
+    if spec.tracing is not None and spec.tracing.insecure:
+        yield Problem("tracing.insecure", "true: traces travel to the backend in plain text", "warning")
     if not spec.resource_metrics.enabled:
         yield Problem("resourceMetrics.enabled", "false: kubelets serve self-signed certificates, so the API server "
                                                  "cannot verify them (--kubelet-certificate-authority is left out)",

@@ -43,7 +43,8 @@ def log_output(spec: StackSpec) -> logging.LogOutput | None:
     if out is None:
         return None
     return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
-                             index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain)
+                             index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain,
+                             ca_certificate=out.ca_certificate if out.tls else None)
 
 
 def storage_params(spec: StackSpec) -> storage.StorageParams | None:

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,6 +95,12 @@ _WINDOWS_CONFIG_DIR = "C:\\fluent-bit\\config"
 _WINDOWS_BINARY = "C:\\fluent-bit\\bin\\fluent-bit.exe"
 _WINDOWS_PARSERS = "C:\\fluent-bit\\etc\\parsers.conf"
 _WINDOWS_SA_DIR = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
+# The log server's CA, when the stack gives one: a ConfigMap of its own mounted here on Linux; a key of the Windows
+# ConfigMap, which is mounted at _WINDOWS_CONFIG_DIR. Fluent Bit's `tls.ca_file` takes "absolute path to CA certificate
+# file" (https://docs.fluentbit.io/manual/administration/transport-security).
+CA_CONFIG_MAP = "fluent-bit-ca"
+_CA_KEY = "ca.crt"
+_LINUX_CA_DIR = "/fluent-bit/ca"
 WINDOWS_NAME = "fluent-bit-windows"
 
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
@@ -114,6 +121,7 @@ class LogOutput:
     index_prefix: str = "kubernetes"            # elasticsearch only: <prefix>-YYYY.MM.DD
     # forward: Shared_Key/Secure Forward auth is out of scope.
     cluster_domain: str = field(default=CLUSTER_DOMAIN)
+    ca_certificate: str | None = None           # with tls: the PEM CA the server's certificate is checked against
 
 
 def _validate_output(out: LogOutput) -> None:
@@ -140,6 +148,10 @@ def _validate_output(out: LogOutput) -> None:
     if out.tenant is not None:
         require(bool(LOKI_TENANT.match(out.tenant)), "the loki tenant is not a Loki tenant ID")
     require(bool(_PLAIN_VALUE.match(out.index_prefix)), f"index prefix {out.index_prefix!r} must be a plain value")
+    if out.ca_certificate is not None:
+        require(out.tls, "a CA certificate only applies with tls")
+        require(out.ca_certificate.lstrip().startswith("-----BEGIN CERTIFICATE-----"),
+                "the log server's CA certificate must be PEM (-----BEGIN CERTIFICATE-----)")
 
 
 # --- Fluent Bit classic configuration -------------------------------------------------------------------------
@@ -209,10 +221,12 @@ def _kubernetes_filter(tag_prefix: str, extra: list[tuple[str, str]]) -> str:
     ])
 
 
-def output_section(out: LogOutput, audit: bool = False) -> str:
+def output_section(out: LogOutput, audit: bool = False, ca_file: str | None = None) -> str:
     """The one [OUTPUT] section both OSes ship through; `audit`: the one for the API server's audit log instead, to the
-    same server under its own stream (Loki job) or index (Elasticsearch)."""
+    same server under its own stream (Loki job) or index (Elasticsearch). `ca_file`: where this OS's pods find the
+    log server's CA (with out.ca_certificate)."""
     _validate_output(out)
+    require((ca_file is not None) == (out.ca_certificate is not None), "a CA file goes with the output's CA certificate")
     # Match/Retry_Limit are common to every output
     # (https://docs.fluentbit.io/manual/administration/scheduling-and-retries: "False" = no retry limit);
     # tls/tls.verify are the shared TLS keys (https://docs.fluentbit.io/manual/administration/transport-security).
@@ -220,6 +234,8 @@ def output_section(out: LogOutput, audit: bool = False) -> str:
               ("tls", _on(out.tls))]
     if out.tls:
         common.append(("tls.verify", "On"))
+    if ca_file is not None:
+        common.append(("tls.ca_file", ca_file))
     common.append(("Retry_Limit", "False"))
     if out.kind == "loki":
         # https://docs.fluentbit.io/manual/pipeline/outputs/loki: host, port, tls, labels, tenant_id,
@@ -263,12 +279,13 @@ def linux_config(out: LogOutput, audit_log: str | None = None) -> dict[str, str]
     --audit-log-format json), read with the image's `json` parser; on a worker the file does not exist and the input
     finds nothing."""
     inputs = _tail(f"{_LINUX_LOG_DIR}/containers/*.log", f"{_LINUX_POSITIONS_DIR}/tail-containers.db")
-    outputs = output_section(out)
+    ca_file = f"{_LINUX_CA_DIR}/{_CA_KEY}" if out.ca_certificate is not None else None
+    outputs = output_section(out, ca_file=ca_file)
     if audit_log is not None:
         require(audit_log.startswith(f"{_LINUX_LOG_DIR}/") and _PLAIN_VALUE.match(audit_log) is not None,
                 f"the audit log {audit_log!r} must be a plain path under {_LINUX_LOG_DIR}, which the pods mount")
         inputs += _tail(audit_log, f"{_LINUX_POSITIONS_DIR}/tail-audit.db", tag=AUDIT_TAG, parser=("Parser", "json"))
-        outputs += output_section(out, audit=True)
+        outputs += output_section(out, audit=True, ca_file=ca_file)
     return {
         "service": _service("/fluent-bit/etc/parsers.conf"),   # the image's own parsers file
         "inputs": inputs,
@@ -296,18 +313,33 @@ def fluent_bit_linux_values(out: LogOutput, linux_image: str, audit_log: str | N
         "tolerations": [{"key": CONTROL_PLANE_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}],
         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "512Mi"}},
         "metricsPort": HTTP_PORT,
+        # The chart rolls its pods when its config changes (checksum/config); the CA is ours, so its digest too.
+        **({"podAnnotations": {"checksum/ca": hashlib.sha256(out.ca_certificate.encode()).hexdigest()}}
+           if out.ca_certificate is not None else {}),
         "config": linux_config(out, audit_log),
         # Replaces the chart default (/var/log rw, /var/lib/docker/containers, /etc/machine-id): containerd
         # keeps logs under /var/log only, and offsets get their own writable directory.
         "daemonSetVolumes": [
             {"name": "varlog", "hostPath": {"path": _LINUX_LOG_DIR, "type": "Directory"}},
             {"name": "positions", "hostPath": {"path": _LINUX_POSITIONS_DIR, "type": "DirectoryOrCreate"}},
+            *([{"name": "ca", "configMap": {"name": CA_CONFIG_MAP}}] if out.ca_certificate is not None else []),
         ],
         "daemonSetVolumeMounts": [
             {"name": "varlog", "mountPath": _LINUX_LOG_DIR, "readOnly": True},
             {"name": "positions", "mountPath": _LINUX_POSITIONS_DIR},
+            *([{"name": "ca", "mountPath": _LINUX_CA_DIR, "readOnly": True}] if out.ca_certificate is not None else []),
         ],
     }
+
+
+def ca_config_map(out: LogOutput) -> dict[str, Any] | None:
+    """The Linux pods' copy of the log server's CA (mounted at _LINUX_CA_DIR); None without one."""
+    _validate_output(out)
+    if out.ca_certificate is None:
+        return None
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": CA_CONFIG_MAP, "namespace": LOGGING_NAMESPACE},
+            "data": {_CA_KEY: out.ca_certificate}}
 
 
 # --- Windows: plain objects ------------------------------------------------------------------------------------
@@ -325,7 +357,7 @@ def windows_config(out: LogOutput) -> str:
             ("DNS_Retries", "10"),
             ("DNS_Wait_Time", "30"),
         ]),
-        output_section(out),
+        output_section(out, ca_file=f"{_WINDOWS_CONFIG_DIR}\\{_CA_KEY}" if out.ca_certificate is not None else None),
     ])
 
 
@@ -398,7 +430,8 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
         require(bool(_WINDOWS_BUILD.match(build)), f"{key}: {build!r} is not a Windows build like 10.0.20348")
         require(bool(image) and not image.endswith(":"), f"{key}: no Fluent Bit image")
     conf = windows_config(out)
-    config_hash = hashlib.sha256(conf.encode()).hexdigest()
+    data = {"fluent-bit.conf": conf, **({_CA_KEY: out.ca_certificate} if out.ca_certificate is not None else {})}
+    config_hash = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(WINDOWS_NAME)},
         {
@@ -414,7 +447,7 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": WINDOWS_NAME},
             "subjects": [{"kind": "ServiceAccount", "name": WINDOWS_NAME, "namespace": LOGGING_NAMESPACE}],
         },
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(WINDOWS_NAME), "data": {"fluent-bit.conf": conf}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(WINDOWS_NAME), "data": data},
     ]
     for key in sorted(builds):
         build, image = builds[key]

@@ -1,6 +1,7 @@
 """Validation of stack configuration: every rule, each reported at its key path, all at once."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import pytest
@@ -540,3 +541,15 @@ def test_without_the_metrics_api_the_peak_is_the_replicas(hk_values):
     assert not any(p.startswith("workloads.") for p in problems(hk_values))
     hk_values["workloads"]["linuxReplicas"] = 40
     assert_problem(hk_values, "workloads.linuxReplicas", "runs 41 pods")
+
+
+def test_a_ca_certificate_is_pem_and_goes_with_tls(hk_values):
+    bad = copy.deepcopy(hk_values)
+    bad["observability"]["logs"]["caCertificate"] = "not a certificate"
+    bad["tracing"]["caCertificate"] = "-----BEGIN CERTIFICATE-----\n"
+    found = problems(bad)
+    assert any(p.startswith("observability.logs.caCertificate:") and "PEM certificates" in p for p in found), found
+    assert any(p.startswith("tracing.caCertificate:") for p in found), found
+    plain = copy.deepcopy(hk_values)
+    plain["observability"]["logs"]["tls"] = False
+    assert any(p.startswith("observability.logs") and "ship with tls: true" in p for p in problems(plain))

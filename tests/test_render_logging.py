@@ -381,3 +381,33 @@ def test_the_api_servers_audit_log_is_shipped_under_its_own_stream(kind):
     assert {"name": "varlog", "mountPath": "/var/log", "readOnly": True} in values["daemonSetVolumeMounts"]
     with pytest.raises(ValueError):
         logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE, "/etc/kubernetes/audit.log")
+
+
+# --- TLS to the log server with the site's CA -----------------------------------------------------------------
+
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_the_log_servers_ca_reaches_both_oses_and_every_output_checks_it():
+    out = dataclasses.replace(ELASTIC, ca_certificate=CA)
+    values = logs.fluent_bit_linux_values(out, compat.FLUENT_BIT_LINUX_IMAGE, audit_log="/var/log/kubernetes/audit/audit.log")
+    linux = [e for s, e in check_documented(linux_fluent_bit_conf(values)) if s == "OUTPUT"]
+    assert len(linux) == 2 and all(e["tls"] == "On" and e["tls.verify"] == "On" for e in linux)
+    assert {e["tls.ca_file"] for e in linux} == {"/fluent-bit/ca/ca.crt"}
+    config_map = valid(logs.ca_config_map(out))
+    assert config_map["metadata"] == {"name": logs.CA_CONFIG_MAP, "namespace": logs.LOGGING_NAMESPACE}
+    assert config_map["data"] == {"ca.crt": CA}
+    assert {"name": "ca", "configMap": {"name": logs.CA_CONFIG_MAP}} in values["daemonSetVolumes"]
+    assert {"name": "ca", "mountPath": "/fluent-bit/ca", "readOnly": True} in values["daemonSetVolumeMounts"]
+    assert "checksum/ca" in values["podAnnotations"]
+    objects = logs.fluent_bit_windows(HK_BUILDS, out)
+    (windows_map,) = by_kind(objects, "ConfigMap")
+    assert windows_map["data"]["ca.crt"] == CA
+    (windows,) = [e for s, e in check_documented(windows_map["data"]["fluent-bit.conf"]) if s == "OUTPUT"]
+    assert windows["tls.ca_file"] == "C:\\fluent-bit\\config\\ca.crt"
+    # Without a CA: the system's, and no ConfigMap of ours.
+    assert logs.ca_config_map(ELASTIC) is None and "tls.ca_file" not in logs.output_section(ELASTIC)
+    with pytest.raises(ValueError):
+        logs.ca_config_map(dataclasses.replace(LOKI, ca_certificate=CA))        # no tls
+    with pytest.raises(ValueError):
+        logs.ca_config_map(dataclasses.replace(ELASTIC, ca_certificate="not a pem"))

@@ -29,7 +29,18 @@ def _warnings(values: dict) -> dict[str, str]:
 
 def test_hk_prod_relaxes_nothing():
     warnings = _warnings(hk_prod_values())
-    assert not [path for path in warnings if path.startswith("security") or path == "resourceMetrics.enabled"]
+    assert not [path for path in warnings if path.startswith(("security", "observability", "tracing"))
+                or path == "resourceMetrics.enabled"]
+
+
+def test_logs_and_traces_in_plain_text_are_said_back_at_their_keys():
+    values = hk_prod_values()
+    values["observability"]["logs"] = {**values["observability"]["logs"], "tls": False}
+    values["observability"]["logs"].pop("caCertificate")
+    values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
+    warnings = _warnings(values)
+    assert "audit log included" in warnings["observability.logs.tls"]
+    assert "plain text" in warnings["tracing.insecure"]
 
 
 @pytest.mark.parametrize("security, path, fragment", [
