@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -431,7 +430,8 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
         require(bool(image) and not image.endswith(":"), f"{key}: no Fluent Bit image")
     conf = windows_config(out)
     data = {"fluent-bit.conf": conf, **({_CA_KEY: out.ca_certificate} if out.ca_certificate is not None else {})}
-    config_hash = hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+    # The configuration's digest, and the CA's after it when there is one (so a stack without a CA keeps its pods).
+    config_hash = hashlib.sha256((conf + (out.ca_certificate or "")).encode()).hexdigest()
     objects: list[dict[str, Any]] = [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(WINDOWS_NAME)},
         {
