@@ -27,7 +27,7 @@ class KubeletCsrApprover(pulumi.ComponentResource):
                  linux_ready: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:KubeletCsrApprover", name, None, opts)
         self.release = helm_release(f"{name}-kubelet-csr-approver", compat.CHARTS["kubelet-csr-approver"],
-                                    resource_metrics.NAMESPACE, resource_metrics.csr_approver_values(plan.node_prefixes),
+                                    resource_metrics.NAMESPACE, resource_metrics.csr_approver_values(plan.nodes),
                                     provider=provider, parent=self, depends_on=list(linux_ready))
         self.register_outputs({"version": compat.CHARTS["kubelet-csr-approver"].version})
 

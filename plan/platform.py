@@ -230,7 +230,7 @@ def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:
 
 @dataclass(frozen=True)
 class ResourceMetricsPlan:
-    node_prefixes: tuple[str, ...]                    # where kubelet serving certificates' addresses may be
+    nodes: tuple[tuple[str, str], ...]                # (name, node address): what a serving certificate may name
     linux_workers: int                                # where metrics-server can run
 
 
@@ -239,7 +239,8 @@ def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
     if not spec.resource_metrics.enabled:
         return None
     # The kubelet registers the node's --node-ip, on the node network (render/kubeadm.py), as its InternalIP.
-    return ResourceMetricsPlan(node_prefixes=(str(spec.network.nodes.cidr),),
+    return ResourceMetricsPlan(nodes=tuple((n.name, str(n.ip)) for n in (*spec.linux_nodes, *spec.nodes.windows)
+                                           if not n.lost),
                                linux_workers=len([n for n in spec.nodes.linux if not n.lost]))
 
 

@@ -4,6 +4,8 @@ from its init, an existing one gets them on its next `up` in waves without any n
 them off takes every kubelet back first. The kubelet steps' scripts are tests/test_kubelet_config.py's."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from config.loader import load
@@ -35,19 +37,34 @@ def test_metrics_server_verifies_kubelets_and_runs_on_linux():
     assert single["replicas"] == 1 and "podDisruptionBudget" not in single
 
 
-def test_the_approver_checks_names_and_node_network_addresses(hk_values):
+def test_the_approver_approves_only_the_nodes_own_names_and_addresses(hk_values):
+    """Exactly the stack's node names, and each node's own address: never the API VIP, the load-balancer pool or any
+    other address of the node network (what it cannot tell apart is one node's address from another's)."""
     from plan.platform import resource_metrics_plan
-    plan = resource_metrics_plan(load(raw_config(hk_values)).spec)
-    assert plan is not None and plan.node_prefixes == ("10.30.30.0/24",)
-    values = resource_metrics.csr_approver_values(plan.node_prefixes)
-    assert values["providerIpPrefixes"] == ["10.30.30.0/24"]
+    spec = load(raw_config(hk_values)).spec
+    plan = resource_metrics_plan(spec)
+    assert plan is not None
+    values = resource_metrics.csr_approver_values(plan.nodes)
+    nodes = [*spec.linux_nodes, *spec.nodes.windows]
+    assert values["providerIpPrefixes"] == sorted((f"{n.ip}/32" for n in nodes), key=lambda p: tuple(
+        int(x) for x in p.split("/")[0].split(".")))
+    assert f"{spec.cluster.api_vip}/32" not in values["providerIpPrefixes"]
     assert values["allowedDnsNames"] == 1 and values["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert values["skipDenyStep"] is True and values["bypassDnsResolution"] is True
     import re
     regex = re.compile(values["providerRegex"])
-    assert regex.match("hk-lnx-1") and regex.match("hk-win-3")
-    assert not regex.match("hk-lnx-1.evil.example") and not regex.match("*")
+    assert all(regex.match(n.name) for n in nodes)
+    for other in ("hk-lnx-9", "hk-lnx-1.evil.example", "hk-lnx-10", "kubernetes", "*", "hk-lnx-"):
+        assert not regex.match(other), other
     with pytest.raises(ValueError):
         resource_metrics.csr_approver_values(())
+    with pytest.raises(ValueError):
+        resource_metrics.csr_approver_values((("Bad_Name", "10.30.30.21"),))
+    # A lost node is left out: its machine is gone.
+    lost = copy.deepcopy(hk_values)
+    next(n for n in lost["nodes"]["linux"] if n["name"] == "hk-lnx-4")["lost"] = True
+    lost_plan = resource_metrics_plan(load(raw_config(lost)).spec)
+    assert lost_plan is not None and "hk-lnx-4" not in dict(lost_plan.nodes)
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
