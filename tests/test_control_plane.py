@@ -767,8 +767,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     kubernetes = {r.name for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")}
     policies = {n for n in kubernetes if n.startswith("hk-prod-network-policy-")}
     assert policies and policies <= created
-    # Fluent Bit's configuration takes the audit log's input (observability.logs is on).
-    assert kubernetes - policies == {"hk-prod-observability-fluent-bit"}
+    # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
+    # approver's values name the nodes and their addresses instead of the node network.
+    assert kubernetes - policies == {"hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
     assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
 
 

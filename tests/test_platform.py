@@ -213,9 +213,10 @@ def test_adding_a_windows_build_adds_only_what_a_build_needs():
     changed = changed_resources(hk, run_program(raw_config(values)))
     new_node = {n for n in changed if "hk-win-4" in n}
     # A new build needs its RuntimeClass and its own Fluent Bit (a process-isolated image per build); the
-    # machines guard records the new node.
+    # machines guard records the new node, and the serving certificate approver's list takes it.
     assert new_node and changed - new_node == {"hk-prod-machines", "hk-prod-scheduling-runtimeclass-win2019",
-                                               "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2019"}
+                                               "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2019",
+                                               "hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
 
 
 def test_samples_can_be_switched_off(hk):

@@ -190,8 +190,10 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     # hk-2's Linux workers go from two waves to three (20% each): the new wave brings its gate in each rolling chain
     # (components/waves.py), a resource that runs nothing.
     gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-config")}
+    # The approver's list of node names and addresses takes the new node (render/resource_metrics.py).
+    approver = {"hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
     assert changed_resources(hk, record(hk_values)) == (machine | membership | labels | upgrade | restarts | serving
-                                                        | gates | {"hk-prod-machines"})
+                                                        | gates | approver | {"hk-prod-machines"})
 
 
 def test_a_secret_change_is_seen_without_being_shown():

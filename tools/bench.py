@@ -208,6 +208,8 @@ def upgrade_model(recording: Recording) -> dict:
 # The machines guard (components/guards.py) records every node's identity and size: any node change
 # updates it, and it runs nothing.
 GUARD = f"{CLUSTER}-machines"
+# kubelet-csr-approver's values list every node (render/resource_metrics.py): a node added or removed rolls it.
+APPROVER = f"{CLUSTER}-kubelet-csr-approver-kubelet-csr-approver"
 
 # The patch upgrade the blast-radius scenario makes: from the patch before the reference stack's to it.
 PATCH_UPGRADE = ("1.36.3", "1.36.4")
@@ -480,9 +482,11 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
                                           *(f"{CLUSTER}-restarts-{first_linux}-{step}" for step in restarts)}, memory),
         Scenario("the Calico MTU", {f"{CLUSTER}-network-installation"}, mtu),
         Scenario("add a Windows worker",
-                 lambda after, v: _node_resources(after, "win-new") | {GUARD} | gates_moved(after, v), add_windows),
+                 lambda after, v: _node_resources(after, "win-new") | {GUARD, APPROVER} | gates_moved(after, v),
+                 add_windows),
         Scenario("remove a Linux worker",
-                 lambda after, v: _node_resources(base, last_linux) | {GUARD} | gates_moved(after, v), remove_linux),
+                 lambda after, v: _node_resources(base, last_linux) | {GUARD, APPROVER} | gates_moved(after, v),
+                 remove_linux),
         Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
         Scenario("a Kubernetes patch version", version_dependent, patch_version),
         # Waves and lanes are the order of the graph, not anything a step runs: nothing runs, and only the gates
