@@ -4,6 +4,7 @@ from collections.abc import Sequence
 import pulumi
 
 from components import cycle_check, gc_thresholds
+from components.admission import AdmissionPolicies
 from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.control_plane import ControlPlaneSettings
@@ -113,6 +114,8 @@ metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
     metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,
                                     kubelets.done).release]
+# What pods may mount (security.podSecurity.inlineNfsNamespaces): no inline NFS volume elsewhere.
+AdmissionPolicies(f"{spec.cluster.name}-admission", spec, cluster.provider)
 # What pods may reach (security.networkPolicy): the infrastructure tier, and the application namespaces' ingress.
 if (network_policies := network_policy_plan(spec)) is not None:
     NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider,

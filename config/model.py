@@ -877,6 +877,9 @@ class PodSecuritySpec(Spec):
     """Level whose violations are returned to the client as warnings."""
     exempt_namespaces: list[Label] = []
     """Further namespaces exempt from Pod Security altogether (a relaxation: synth warns for each)."""
+    inline_nfs_namespaces: list[Label] = []
+    """Namespaces whose pods may mount NFS exports inline (`volumes[].nfs`), which the kubelet mounts from the node's
+    address, past network policy; everywhere else only through a PersistentVolumeClaim (a relaxation: synth warns)."""
 
 
 class NetworkPolicySpec(Spec):

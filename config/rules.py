@@ -748,6 +748,10 @@ def security_relaxations(spec: StackSpec) -> Iterator[Problem]:
         yield Problem(f"security.podSecurity.exemptNamespaces[{index}]", f"{name} is exempt from Pod Security: its pods "
                                                                           "may use the host's network, processes and "
                                                                           "files", "warning")
+    for index, name in enumerate(psa.inline_nfs_namespaces):
+        yield Problem(f"security.podSecurity.inlineNfsNamespaces[{index}]", f"the pods of {name} may mount any NFS "
+                                                                            "export their node reaches, past network "
+                                                                            "policy", "warning")
     for index, namespace in enumerate(spec.namespaces):
         if namespace.pod_security == "privileged":
             yield Problem(f"namespaces[{index}].podSecurity", f"privileged: the pods of {namespace.name} may use the "

@@ -39,6 +39,15 @@ class NamespaceReason:
     reason: str
 
 
+def inline_nfs_namespaces(spec: StackSpec) -> tuple[str, ...]:
+    """Where pods may mount NFS inline: the off-site copy of the etcd snapshots (render/backup.py, in the velero
+    namespace) when it runs, and the namespaces the stack names."""
+    allowed = list(spec.security.pod_security.inline_nfs_namespaces)
+    if spec.backup is not None and spec.backup.offsite is not None and spec.etcd_backup is not None:
+        allowed.append(backup.NAMESPACE)
+    return tuple(sorted(set(allowed)))
+
+
 def windows_system_namespace(spec: StackSpec) -> bool:
     """Whether the privileged windows-system namespace exists: only for what runs there, windows_exporter (Windows
     nodes and observability.metrics); an idle privileged namespace is only a place to run what Pod Security refuses."""

@@ -301,6 +301,44 @@ def kubelet_settings(kubelet: KubeletHardening) -> dict[str, Any]:
     return settings
 
 
+# A pod's inline NFS volume is mounted by the kubelet from the node's own address (the API's NFSVolumeSource: "NFS
+# represents an NFS mount on the host"), past every pod network policy, and Pod Security's baseline level allows it
+# (pod-security-admission policy/check_restrictedVolumes.go limits volume types at restricted only): so a pod in an
+# ordinary namespace could mount the etcd snapshot export, or any export its node may reach. A built-in
+# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in 1.30) refuses it outside the namespaces that need
+# it; CSI volumes (the nfs-files StorageClass) are not inline NFS and stay allowed.
+INLINE_NFS_POLICY = "hybrid-cluster-no-inline-nfs"
+INLINE_NFS_EXPRESSION = "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.nfs))"
+
+
+def inline_nfs_policy(allowed_namespaces: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The ValidatingAdmissionPolicy and its binding (Deny) for every namespace but ``allowed_namespaces``."""
+    for name in allowed_namespaces:
+        require(bool(DNS_LABEL.match(name)), f"{name!r} is not a namespace name")
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": INLINE_NFS_POLICY},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                    "operations": ["CREATE", "UPDATE"], "resources": ["pods"]}]},
+            "validations": [{"expression": INLINE_NFS_EXPRESSION,
+                             "message": "inline NFS volumes are mounted from the node, past network policy: use a "
+                                        "PersistentVolumeClaim (docs/security.md)",
+                             "reason": "Forbidden"}],
+        },
+    }
+    binding: dict[str, Any] = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": INLINE_NFS_POLICY},
+        "spec": {"policyName": INLINE_NFS_POLICY, "validationActions": ["Deny"]},
+    }
+    if allowed_namespaces:
+        binding["spec"]["matchResources"] = {"namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": sorted(set(allowed_namespaces))}]}}
+    return [policy, binding]
+
+
 # The nftables table every Linux node loads to keep pods off its administrative ports whatever address they aim at
 # (render/scripts/prepare-k8s-node.sh configure_pod_guard says why the Calico tier alone does not).
 POD_GUARD_TABLE = "hybrid_cluster_pod_guard"

@@ -760,12 +760,12 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert all(run.plan.of(f"hk-prod-kubelet-config-{n}") == ["update"]
                for n in ("hk-cp-1", "hk-lnx-1", "hk-win-1"))
     assert run.plan.of("hk-prod-kubeadm-kubelet-config") == ["update"]
-    # No machine and no upgrade or restart step changes; of the Kubernetes objects only the network policies are new,
-    # and none that was there changes.
+    # No machine and no upgrade or restart step changes; of the Kubernetes objects only the network and admission
+    # policies are new, and none that was there changes.
     changed = run.plan.changed
     assert not [n for n in changed if n.endswith("-vm") or "-upgrade-" in n or "-restarts-" in n], sorted(changed)
     kubernetes = {r.name for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")}
-    policies = {n for n in kubernetes if n.startswith("hk-prod-network-policy-")}
+    policies = {n for n in kubernetes if n.startswith(("hk-prod-network-policy-", "hk-prod-admission-"))}
     assert policies and policies <= created
     # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
     # approver's values name the nodes and their addresses instead of the node network.

@@ -171,3 +171,45 @@ def test_the_namespace_table_of_docs_security_is_plan_securitys():
     spec = load(from_stack_file(ROOT / "Pulumi.hk-prod.yaml")).spec
     assert generated.group(1) == cis.namespace_markdown(spec), "stale: run python -m tools.cis --write"
     assert "| windows-system | labelled privileged (Windows nodes and `observability.metrics`) | windows_exporter" in generated.group(1)
+
+
+# --- inline NFS volumes ---------------------------------------------------------------------------------------
+
+def test_pods_may_not_mount_nfs_inline_outside_the_namespaces_that_need_it():
+    """A ValidatingAdmissionPolicy (strictly valid for 1.36) whose CEL expression, evaluated by a CEL implementation,
+    refuses a pod with an inline nfs volume and admits one without; bound everywhere but where the etcd snapshots'
+    off-site copy runs and the namespaces the stack names (warned)."""
+    import celpy
+    import kubernetes_validate
+
+    from plan.security import inline_nfs_namespaces
+    from render import security
+
+    values = hk_prod_values()
+    spec = load(raw_config(values)).spec
+    assert inline_nfs_namespaces(spec) == ("velero",)       # hk-prod copies its etcd snapshots off-site
+    policy, binding = security.inline_nfs_policy(inline_nfs_namespaces(spec))
+    for obj in (policy, binding):
+        kubernetes_validate.validate(obj, "1.36.0", strict=True)
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"] and binding["spec"]["validationActions"] == ["Deny"]
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["velero"]}]
+    assert policy["spec"]["failurePolicy"] == "Fail"
+    env = celpy.Environment()
+    (validation,) = policy["spec"]["validations"]
+    program = env.program(env.compile(validation["expression"]))
+
+    def admitted(pod_spec: dict) -> bool:
+        return bool(program.evaluate({"object": celpy.json_to_cel({"spec": pod_spec})}))
+
+    assert admitted({"containers": [{"name": "a"}]})
+    assert admitted({"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "x"}},
+                                 {"name": "tmp", "emptyDir": {}}]})
+    assert not admitted({"volumes": [{"name": "tmp", "emptyDir": {}},
+                                     {"name": "snapshots", "nfs": {"server": "10.20.20.21", "path": "/export"}}]})
+    # Without the off-site copy, nowhere; a stack's own namespace is let through, and said back.
+    values.pop("backup")
+    values["security"] = {"podSecurity": {"inlineNfsNamespaces": ["legacy-files"]}}
+    assert inline_nfs_namespaces(load(raw_config(values)).spec) == ("legacy-files",)
+    assert "past network policy" in _warnings(values)["security.podSecurity.inlineNfsNamespaces[0]"]
+    assert "matchResources" not in security.inline_nfs_policy(())[1]["spec"]
