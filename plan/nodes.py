@@ -15,7 +15,7 @@ from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 
 from .release import kubernetes_release, windows_release
-from .security import cluster_hardening_fields, pod_guard, pod_guard_firewall
+from .security import cluster_hardening_fields, pod_guard, pod_guard_targets
 
 Role = Literal["control-plane", "worker"]
 
@@ -67,6 +67,7 @@ def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_
 
 def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.WindowsNodeParams:
     release = kubernetes_release(spec)
+    guard_sources, guard_ports = pod_guard_targets(spec)
     return windows_bootstrap.WindowsNodeParams(
         vm_name=node.name,
         computer_name=node.netbios_name,
@@ -79,8 +80,8 @@ def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.
         registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
         cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
         cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
-        pod_guard_sources=pod_guard_firewall(spec)[0],
-        pod_guard_ports=pod_guard_firewall(spec)[1],
+        pod_guard_sources=guard_sources,
+        pod_guard_ports=guard_ports,
     )
 
 

@@ -44,7 +44,7 @@ def log_output(spec: StackSpec) -> logging.LogOutput | None:
         return None
     return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
                              index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain,
-                             ca_certificate=out.ca_certificate if out.tls else None)
+                             ca_certificate=out.ca_certificate)
 
 
 def storage_params(spec: StackSpec) -> storage.StorageParams | None:

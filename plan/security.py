@@ -10,7 +10,6 @@ from urllib.parse import urlsplit
 from config.model import StackSpec
 from render import (
     backup,
-    kubeadm,
     kubelet_config,
     load_balancer,
     logging,
@@ -142,10 +141,7 @@ def cluster_hardening_fields(spec: StackSpec) -> dict[str, object]:
     hardening = control_plane_hardening(spec)
     return {
         "hardening_args": tuple(security.api_server_args(hardening).items()),
-        "api_server_volumes": tuple(
-            kubeadm.HostPathMount(name=v["name"], host_path=v["hostPath"], mount_path=v["mountPath"],
-                                  read_only=v["readOnly"], path_type=v["pathType"])
-            for v in security.api_server_volumes(hardening)),
+        "api_server_volumes": security.api_server_volumes(hardening),
         "controller_manager_args": tuple(security.controller_manager_args().items()),
         "scheduler_args": tuple(security.scheduler_args().items()),
         "kubelet_settings": tuple((key, tuple(value) if isinstance(value, list) else value)
@@ -202,19 +198,19 @@ class NetworkPolicyPlan:
 NODE_ADMIN_PORTS = (22, 2379, 2380, 3389, 5985, 5986)
 
 
-def pod_guard(spec: StackSpec) -> str:
-    """Every Linux node's nftables rules that drop the pod network's TCP to its administrative ports (its VXLAN tunnel
-    address included, which the Calico tier cannot name); "" with networkPolicy off."""
-    if not spec.security.network_policy.enabled:
-        return ""
-    return security.pod_guard_rules((str(spec.cluster.pod_cidr),), NODE_ADMIN_PORTS)
-
-
-def pod_guard_firewall(spec: StackSpec) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """The same for a Windows node's firewall: the sources and the ports it blocks (none with networkPolicy off)."""
+def pod_guard_targets(spec: StackSpec) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """What every node's own guard drops (Linux: nftables; Windows: a firewall Block rule): TCP from the pod network to
+    the administrative ports, through any of the node's addresses (its VXLAN tunnel address included, which the Calico
+    tier cannot name); nothing with networkPolicy off."""
     if not spec.security.network_policy.enabled:
         return (), ()
     return (str(spec.cluster.pod_cidr),), NODE_ADMIN_PORTS
+
+
+def pod_guard(spec: StackSpec) -> str:
+    """A Linux node's nftables rules for pod_guard_targets; "" with networkPolicy off."""
+    sources, ports = pod_guard_targets(spec)
+    return security.pod_guard_rules(sources, ports) if sources else ""
 
 
 def _literal_address(host: str) -> str | None:

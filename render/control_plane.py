@@ -11,8 +11,8 @@ import hashlib
 import json
 from typing import Any
 
-from render.linux_bootstrap import API_READY_TIMEOUT_SECONDS, STATIC_POD_RESCAN_SECONDS
-from render.node_steps import POLL_SECONDS, poll_attempts
+from render.linux_bootstrap import static_pod_restart_inputs
+from render.node_steps import POLL_SECONDS
 from render.script_files import render_script
 from render.security import check_hardening_files, check_key_name, files_digest
 from vocab.checks import check_node_name, require
@@ -22,11 +22,6 @@ FIELD_MANAGER = "hybrid-cluster"
 # How often a namespace's Secrets are rewritten again after a conflicting write (encryption-rewrite.sh).
 REWRITE_ATTEMPTS = 5
 _COMPONENT_SECTIONS = ("apiServer", "controllerManager", "scheduler")
-
-
-def _restart_inputs() -> dict[str, int]:
-    return {"RESCAN_SECONDS": STATIC_POD_RESCAN_SECONDS, "API_READY_TIMEOUT": API_READY_TIMEOUT_SECONDS,
-            "ATTEMPTS": poll_attempts(API_READY_TIMEOUT_SECONDS), "POLL_SECONDS": POLL_SECONDS}
 
 
 def components_digest(components: dict[str, Any]) -> str:
@@ -62,13 +57,13 @@ def render_control_plane_node(node_name: str, components: dict[str, Any], files:
     for changed files."""
     check_node_name(node_name)
     return render_script("control-plane-node.sh", NODE=node_name, COMPONENTS_DIGEST=components_digest(components),
-                         FILES_DIGEST=files_digest(files), **_restart_inputs())
+                         FILES_DIGEST=files_digest(files), **static_pod_restart_inputs())
 
 
 def render_encryption_writer(node_name: str) -> str:
     """On one control-plane node: the `write` phase of its encryption configuration (stdin: the key ring)."""
     check_node_name(node_name)
-    return render_script("encryption-writer.sh", NODE=node_name, **_restart_inputs())
+    return render_script("encryption-writer.sh", NODE=node_name, **static_pod_restart_inputs())
 
 
 def render_encryption_rewrite(target: str) -> str:

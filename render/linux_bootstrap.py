@@ -327,9 +327,13 @@ def render_renew_certificates(node_name: str, label: str, etcd_pod: str | None, 
 
     components = [*_STATIC_POD_MANIFESTS, *([KUBE_VIP] if kube_vip else [])]
     return render_script("certificate-renew.sh", NODE=node_name, LABEL=label, ETCD_POD=etcd_pod or "",
-                         COMPONENTS=components, RESCAN_SECONDS=STATIC_POD_RESCAN_SECONDS,
-                         API_READY_TIMEOUT=API_READY_TIMEOUT_SECONDS, ATTEMPTS=poll_attempts(API_READY_TIMEOUT_SECONDS),
-                         POLL_SECONDS=POLL_SECONDS)
+                         COMPONENTS=components, **static_pod_restart_inputs())
+
+
+def static_pod_restart_inputs() -> dict[str, int]:
+    """The inputs of render/scripts/lib/static-pod-restart.sh, for every script that includes it."""
+    return {"RESCAN_SECONDS": STATIC_POD_RESCAN_SECONDS, "API_READY_TIMEOUT": API_READY_TIMEOUT_SECONDS,
+            "ATTEMPTS": poll_attempts(API_READY_TIMEOUT_SECONDS), "POLL_SECONDS": POLL_SECONDS}
 
 
 def render_read_kubeconfig() -> str:

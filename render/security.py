@@ -48,6 +48,7 @@ from typing import Any
 
 import yaml
 
+from render.kubeadm import HostPathMount
 from vocab.checks import DNS_LABEL, require
 
 HARDENING_DIR = "/etc/kubernetes/hardening"
@@ -260,19 +261,18 @@ def api_server_args(hardening: ControlPlaneHardening) -> dict[str, str]:
     return args
 
 
-def api_server_volumes(hardening: ControlPlaneHardening) -> list[dict[str, Any]]:
-    """The hostPath mounts kube-apiserver needs for those files (kubeadm mounts only its own: apiServer.extraVolumes,
-    HostPathMount name/hostPath/mountPath/readOnly/pathType)."""
+def api_server_volumes(hardening: ControlPlaneHardening) -> tuple[HostPathMount, ...]:
+    """The hostPath mounts kube-apiserver needs for those files (kubeadm mounts only its own: apiServer.extraVolumes)."""
     volumes = [
-        {"name": "hardening", "hostPath": HARDENING_DIR, "mountPath": HARDENING_DIR, "readOnly": True,
-         "pathType": "Directory"},
-        {"name": "encryption", "hostPath": ENCRYPTION_DIR, "mountPath": ENCRYPTION_DIR, "readOnly": True,
-         "pathType": "Directory"},
+        HostPathMount(name="hardening", host_path=HARDENING_DIR, mount_path=HARDENING_DIR, read_only=True,
+                      path_type="Directory"),
+        HostPathMount(name="encryption", host_path=ENCRYPTION_DIR, mount_path=ENCRYPTION_DIR, read_only=True,
+                      path_type="Directory"),
     ]
     if hardening.audit_log is not None:
-        volumes.append({"name": "audit-log", "hostPath": AUDIT_LOG_DIR, "mountPath": AUDIT_LOG_DIR, "readOnly": False,
-                        "pathType": "DirectoryOrCreate"})
-    return volumes
+        volumes.append(HostPathMount(name="audit-log", host_path=AUDIT_LOG_DIR, mount_path=AUDIT_LOG_DIR,
+                                     read_only=False, path_type="DirectoryOrCreate"))
+    return tuple(volumes)
 
 
 def controller_manager_args() -> dict[str, str]:

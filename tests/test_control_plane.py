@@ -24,7 +24,7 @@ from tests import apiserver_api as api
 from tests.conftest import hk_prod_values, raw_config
 from tests.kubeadm_api import validate_documents
 from tests.test_render_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
-from tests.validators import TEST_ROOT_VARIABLE
+from tests.validators import TEST_ROOT_VARIABLE, configmap_document_stub
 from tools.engine import from_export
 from tools.mockrun import Recording, run_program
 
@@ -181,11 +181,7 @@ case "$*" in
     while read -r s; do
       [[ -n $s ]] && echo "secret/$s" && echo "$ns/$s $(cat "$CLUSTER/writer")" >>"$CLUSTER/rewritten"
     done <"$CLUSTER/secrets/$ns" ;;
-  *"get configmap kubeadm-config"*) cat "$CLUSTER/ClusterConfiguration" ;;
-  *"create configmap kubeadm-config --from-file=ClusterConfiguration="*)
-    args="$*"; file="${args#*--from-file=ClusterConfiguration=}"; file="${file%% *}"; echo "from-file: $file" ;;
-  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)
-    file="$(sed -n 's/^from-file: //p')"; cp "$file" "$CLUSTER/ClusterConfiguration" ;;
+""" + configmap_document_stub("kubeadm-config", "ClusterConfiguration", "$CLUSTER/ClusterConfiguration") + r"""
   *) echo "unexpected kubectl $*" >&2; exit 2 ;;
 esac
 """

@@ -15,7 +15,7 @@ from plan.nodes import cluster_params, windows_params
 from plan.security import kubelet_config_settings
 from render import kubeadm, kubelet_config, security, windows_bootstrap
 from tests.conftest import hk_prod_values, raw_config
-from tests.validators import TEST_ROOT_VARIABLE, powershell_errors
+from tests.validators import TEST_ROOT_VARIABLE, configmap_document_stub, powershell_errors
 
 KUBELET_DOCUMENT = """apiVersion: kubelet.config.k8s.io/v1beta1
 authentication:
@@ -83,11 +83,7 @@ SYNC_KUBECTL = r"""#!/usr/bin/env bash
 set -euo pipefail
 printf 'kubectl %s\n' "$*" >>"$STUBS/calls"
 case "$*" in
-  *"get configmap kubelet-config"*) cat "$STUBS/kubelet" ;;
-  *"create configmap kubelet-config --from-file=kubelet="*)
-    args="$*"; file="${args#*--from-file=kubelet=}"; file="${file%% *}"; echo "from-file: $file" ;;
-  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)
-    file="$(sed -n 's/^from-file: //p')"; cp "$file" "$STUBS/kubelet" ;;
+""" + configmap_document_stub("kubelet-config", "kubelet", "$STUBS/kubelet") + r"""
   *) echo "unexpected kubectl $*" >&2; exit 2 ;;
 esac
 """

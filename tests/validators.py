@@ -88,3 +88,14 @@ JOIN_LOG = "/var/log/kubeadm-join.log"
 JOIN_CREDENTIALS_LOG = "/var/log/kubeadm-join-credentials.log"
 RESET_LOG = "/var/log/kubeadm-reset.log"
 RENEWAL_MARKER = "/etc/kubernetes/pki/.hybrid-cluster-certificate-renewal"
+
+
+def configmap_document_stub(configmap: str, key: str, store: str) -> str:
+    """The case arms of a stub kubectl holding one key of a kube-system ConfigMap in the file ``store`` (a shell word),
+    as render/scripts/lib/kubeadm-configmap.sh reads it and writes it back (create --dry-run, then a server-side apply
+    of the printed object, which this stub passes through as a `from-file:` line)."""
+    return (f'  *"get configmap {configmap}"*) cat "{store}" ;;\n'
+            f'  *"create configmap {configmap} --from-file={key}="*)\n'
+            f'    args="$*"; file="${{args#*--from-file={key}=}}"; file="${{file%% *}}"; echo "from-file: $file" ;;\n'
+            '  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)\n'
+            f'    file="$(sed -n \'s/^from-file: //p\')"; cp "$file" "{store}" ;;\n')

@@ -252,10 +252,10 @@ def _key_ring(entry: Entry, old: Entry | None) -> str:
     return f"{line('writer', writer)}\n{line('target', target)}\n"
 
 
-def _stdout_of(name: str, entry: Entry | None = None, old: Entry | None = None) -> str:
-    if name.endswith(KEY_RING_SUFFIX) and entry is not None:
+def _stdout_of(entry: Entry, old: Entry | None) -> str:
+    if entry.name.endswith(KEY_RING_SUFFIX):
         return _key_ring(entry, old)
-    return next((text for suffix, text in STAND_IN_STDOUT.items() if name.endswith(suffix)), "")
+    return next((text for suffix, text in STAND_IN_STDOUT.items() if entry.name.endswith(suffix)), "")
 
 
 def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str) -> dict[str, Any]:
@@ -264,10 +264,10 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
     outputs = copy.deepcopy(entry.inputs)
     if entry.type == providers.COMMAND:
         if op == "update" and not preview:
-            outputs.update(stdout=_stdout_of(entry.name, entry, old), stderr="")
+            outputs.update(stdout=_stdout_of(entry, old), stderr="")
         elif op in ("create", "replace") and not preview:
             ran = bool(entry.inputs.get("create"))
-            outputs.update(stdout=_stdout_of(entry.name, entry, old) if ran else "", stderr="")
+            outputs.update(stdout=_stdout_of(entry, old) if ran else "", stderr="")
         elif op in ("create", "replace", "update"):
             outputs.update(stdout=Unknown(), stderr=Unknown())
     elif entry.type == providers.VM:
