@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: venv test test-slow test-all check lint synth tools clean lint-scripts
+.PHONY: known-hosts venv test test-slow test-all check lint synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,12 @@ lint-scripts: $(VENV)/.installed
 # STACK=<name>: Pulumi.<name>.yaml at the root, or examples/<name>/Pulumi.<name>.yaml.
 synth: $(VENV)/.installed
 	$(PY) -m tools.synth --stack $(STACK) --out build/$(STACK)
+
+# The Proxmox nodes' pinned host keys in ~/.ssh/known_hosts, where the Proxmox provider's own SSH client looks
+# (tools/known_hosts.py): checked, and the lines to add printed when they are missing.
+known-hosts: $(VENV)/.installed
+	$(PY) -m tools.known_hosts --stack $(STACK) --check ~/.ssh/known_hosts || { \
+	  echo "add them with: $(PY) -m tools.known_hosts --stack $(STACK) >> ~/.ssh/known_hosts" >&2; exit 1; }
 
 clean:
 	rm -rf build $(VENV)

@@ -309,8 +309,8 @@ class KubeadmCluster(pulumi.ComponentResource):
         # has no delete: a replacement (`--replace`, create before delete) would otherwise end in
         # `kubeadm reset` on the node that holds the cluster, and a new instance of that node is a new
         # cluster, which the program never starts by itself (docs/lifecycle.md: The first control-plane node).
-        # Destroying the stack deletes the VM, which needs no reset. A re-run (new connection) finds
-        # admin.conf and stops.
+        # Destroying the stack deletes the VM, which needs no reset. Its connection is ignored too: a new
+        # instance of the node presents a new host key (components/machines.py), and a run there would be init.
         self.init = command.remote.Command(
             f"{name}-init",
             connection=first.connection,
@@ -319,7 +319,8 @@ class KubeadmCluster(pulumi.ComponentResource):
                 hardening_files=security.control_plane_files(control_plane_hardening(spec)),
                 encryption_key=encryption_key(spec))),
             logging=command.remote.Logging.STDERR,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin], ignore_changes=["create"]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin],
+                                        ignore_changes=["create", "connection"]),
         )
         # The kubelet-config ConfigMap follows the stack (serverTLSBootstrap for `resourceMetrics`, the hardening) before any
         # node joins, so a node always joins with the stack's settings; nodes that joined before are moved in waves by

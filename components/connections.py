@@ -15,14 +15,15 @@ def ssh_connection(
     user: str,
     *,
     port: int = 22,
-    host_key: str | None = None,
+    host_key: pulumi.Input[str] | None = None,
     private_key: pulumi.Output[str] | None = None,
     password: pulumi.Output[str] | None = None,
     bastion: BastionSpec | None = None,
     bastion_private_key: pulumi.Output[str] | None = None,
 ) -> command.remote.ConnectionArgs:
     """Connection arguments; the bastion, when configured, authenticates with its own key. With a host key
-    given, the connection is refused unless the server presents it (new VMs have no known key yet)."""
+    given, the connection is refused unless the server presents it (pulumi-command v1.2.1 remote/connection.go:
+    ssh.FixedHostKey; without one, ssh.InsecureIgnoreHostKey)."""
     proxy = None
     if bastion is not None:
         proxy = command.remote.ProxyConnectionArgs(

@@ -5,6 +5,7 @@ Every node is declared independently of every other, so all machines are created
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypedDict
@@ -19,6 +20,7 @@ from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_
 from plan.rollout import lanes
 from render import hyperv, windows_activation
 from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
+from render.host_keys import render_guest_host_key
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -40,6 +42,11 @@ class BastionArgs(TypedDict):
     bastion_private_key: pulumi.Output[str] | None
 
 
+def _pinned_connection(host: str, user: str, private_key: pulumi.Output[str] | None, bastion: BastionArgs,
+                       host_key: pulumi.Input[str]) -> command.remote.ConnectionArgs:
+    return ssh_connection(host, user, host_key=host_key, private_key=private_key, **bastion)
+
+
 def windows_admin_password(secrets: Secrets) -> pulumi.Output[str]:
     """windowsAdminPassword, which config.secrets reads for every stack with Windows nodes."""
     if secrets.windows_admin_password is None:
@@ -53,7 +60,10 @@ class LinuxNodeArgs:
     node: LinuxNodeSpec
     role: Role
     template: TemplateSpec
-    connection: command.remote.ConnectionArgs
+    # The node's SSH connection, given the host key it is pinned to.
+    connect: Callable[[pulumi.Input[str]], command.remote.ConnectionArgs]
+    # The Proxmox node's, which reads the guest's host key through the QEMU guest agent.
+    proxmox_connection: command.remote.ConnectionArgs
     provider: proxmoxve.Provider
     # Resources that must accept the change before any machine is touched (the Kubernetes version pin).
     guards: tuple[pulumi.Resource, ...] = ()
@@ -62,13 +72,14 @@ class LinuxNodeArgs:
 
 
 class ProxmoxLinuxNode(pulumi.ComponentResource):
-    """One Linux node: its cloud-init snippet, the VM cloned from its distro's template, and the wait
-    until cloud-init has prepared it for kubeadm."""
+    """One Linux node: its cloud-init snippet, the VM cloned from its distro's template, its SSH host key (read on
+    its Proxmox node, and pinned by every connection to it), and the wait until cloud-init has prepared it for
+    kubeadm."""
 
     def __init__(self, name: str, args: LinuxNodeArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:ProxmoxLinuxNode", name, None, opts)
         spec, node = args.spec, args.node
-        self.node, self.role, self.connection = node, args.role, args.connection
+        self.node, self.role = node, args.role
         init = linux_node_init(spec, node)
         datastores = spec.proxmox.datastores
 
@@ -173,9 +184,24 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
         # (vm/network/network.go ReadNetworkValues). tools/providers.py has the provider facts.
         self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
+        # The key this instance generated at its first boot, read on its Proxmox node through the guest agent
+        # (render/host_keys.py): every SSH connection to the node pins it, so none runs unpinned, and a rebuilt
+        # VM (a new instance) is read again. Public, so not kept secret. Nothing else reads it again: a change of
+        # the Proxmox credential, the bastion or the script's text leaves the node's key as it is, and an update
+        # would leave every connection to the node unknown in that preview.
+        self.host_key_read = command.remote.Command(
+            f"{name}-host-key",
+            connection=args.proxmox_connection,
+            create=bash_command(render_guest_host_key(node.vm_id)),
+            triggers=[self.instance],
+            opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True,
+                                 ignore_changes=["connection", "create"]),
+        )
+        self.host_key: pulumi.Output[str] = pulumi.Output.unsecret(self.host_key_read.stdout.apply(str.strip))
+        self.connection = args.connect(self.host_key)
         first_boot = command.remote.Command(
             f"{name}-cloud-init",
-            connection=args.connection,
+            connection=self.connection,
             create=bash_command(render_wait_for_cloud_init()),
             triggers=[self.instance],
             opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True),
@@ -189,7 +215,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # tools/engine.py).
         self.ready = command.remote.Command(
             f"{name}-prepare",
-            connection=args.connection,
+            connection=self.connection,
             create=bash_command(render_prepare_script(init)),
             update=bash_command(render_prepare_script(init, install_kubernetes=False)),
             triggers=[self.instance],
@@ -202,7 +228,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         keys = bash_command(render_authorized_keys(init))
         self.authorized_keys = command.remote.Command(
             f"{name}-authorized-keys",
-            connection=args.connection,
+            connection=self.connection,
             create=keys,
             update=keys,
             triggers=[self.instance],
@@ -322,10 +348,11 @@ class Machines(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         bastion = BastionArgs(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
-        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
+        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them, and the
+        # guests' host keys are read through them.
         self.proxmox_connections = {
-            n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, private_key=secrets.proxmox_ssh_private_key,
-                                   **bastion)
+            n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, host_key=n.host_key,
+                                   private_key=secrets.proxmox_ssh_private_key, **bastion)
             for n in spec.proxmox.nodes
         }
 
@@ -346,8 +373,9 @@ class Machines(pulumi.ComponentResource):
                 f"{name}-{node.name}",
                 LinuxNodeArgs(
                     spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
-                    connection=ssh_connection(str(node.ip), spec.access.admin_user,
-                                              private_key=secrets.node_ssh_private_key, **bastion),
+                    connect=functools.partial(_pinned_connection, str(node.ip), spec.access.admin_user,
+                                              secrets.node_ssh_private_key, bastion),
+                    proxmox_connection=self.proxmox_connections[node.proxmox_node],
                     provider=self.provider, guards=guards,
                     after=(created[before].vm,) if before is not None else (),
                 ),

@@ -214,6 +214,16 @@ class NetworkSpec(Spec):
     """DNS search domain for the nodes."""
 
 
+# An SSH host key line to pin a connection to (vocab.checks.is_pinnable_host_key says why not RSA). The pattern is
+# for editors (the JSON Schema); the check also decodes the key.
+_HOST_KEY_HELP = ("the host's ed25519 (or ECDSA) public host key without comment, e.g. ssh-ed25519 AAAAC3Nza...: on a "
+                  "Linux host `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub`, on Windows `Get-Content "
+                  "$env:ProgramData\\ssh\\ssh_host_ed25519_key.pub` (an RSA key cannot be pinned: the connection "
+                  "would offer only ssh-rsa, which OpenSSH 8.8 and later refuse)")
+HostKey = Annotated[str, matching(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}$", _HOST_KEY_HELP),
+                    AfterValidator(_must_be(checks.is_pinnable_host_key, _HOST_KEY_HELP))]
+
+
 class ProxmoxNodeSpec(Spec):
     """One Proxmox VE node."""
     name: DnsSubdomain
@@ -222,6 +232,10 @@ class ProxmoxNodeSpec(Spec):
     """The zone (rack, room or site) it is in: one of `zones`."""
     address: IPv4Addr  # where the provider's SSH session uploads snippets
     """Its address: SSH for snippet uploads goes there."""
+    host_key: HostKey | None = None
+    """Its SSH public host key: every command run on it refuses any other, and the guests' own host keys are read
+    through it (required unless security.pinHostKeys is false; the provider's snippet uploads check it only
+    through ~/.ssh/known_hosts: docs/security.md)."""
 
 
 class TemplateSpec(Spec):
@@ -269,11 +283,6 @@ class NicOffloadSpec(Spec):
     """Host network adapter names to apply it to."""
 
 
-HostKey = Annotated[str, matching(r"^(ssh-(ed25519|rsa)|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/=]+$",
-                                      "a host public key line without comment, e.g. ssh-ed25519 AAAAC3Nza... "
-                                      "(ssh-keyscan HOST prints it)")]
-
-
 class HypervHostSpec(Spec):
     """One Hyper-V host, reached over OpenSSH."""
     name: Label
@@ -288,7 +297,8 @@ class HypervHostSpec(Spec):
     """Windows user Pulumi signs in as (an administrator)."""
     # So the guest password and join tokens sent to this host cannot be intercepted.
     host_key: HostKey | None = None
-    """The host's SSH public host key (ssh-keyscan prints it): when set, any other host is refused."""
+    """The host's SSH public host key: every connection to it refuses any other (required unless
+    security.pinHostKeys is false)."""
     switch_name: HypervName
     """The Hyper-V virtual switch the VMs attach to."""
     vm_folder: WindowsPath
@@ -316,7 +326,8 @@ class BastionSpec(Spec):
     user: PosixUser
     """The user to sign in as (key: secret bastionSshPrivateKey)."""
     host_key: HostKey | None = None
-    """Its SSH public host key; when set, any other host is refused."""
+    """Its SSH public host key: every connection through it refuses any other (required unless
+    security.pinHostKeys is false)."""
 
 
 def _not_root(user: str) -> str:
@@ -925,6 +936,10 @@ class SecuritySpec(Spec):
     many Longhorn volumes needs more (longhorn/longhorn#3178, #11453: `pthread_create failed`)."""
     selinux: Literal["enforcing", "permissive"] = "enforcing"
     """SELinux on the RHEL-family nodes (Rocky, CentOS); permissive is a relaxation (synth warns)."""
+    pin_host_keys: bool = True
+    """Every SSH connection refuses a server other than the one pinned: the Proxmox nodes, Hyper-V hosts and bastion by
+    their `hostKey`, the Linux nodes by the key each generated at first boot, read through the QEMU guest agent.
+    false lets the hosts go without `hostKey` and accepts whatever key they present (a relaxation: synth warns)."""
 
 
 class StackSpec(Spec):

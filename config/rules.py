@@ -725,6 +725,45 @@ def _quantity_text(value: Decimal) -> str:
     return f"{value.normalize():f}"
 
 
+# How an operator reads a host key over a channel they already trust (the console, or a session whose key they
+# checked), and checks the one the network shows against it.
+_READ_HOST_KEY = {
+    "linux": "on the host's console run `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub`",
+    "windows": "on the host's console run `(Get-Content $env:ProgramData\\ssh\\ssh_host_ed25519_key.pub).Split(' ')[0..1] "
+               "-join ' '`",
+}
+
+
+def _host_key_missing(what: str, address: str, system: str) -> str:
+    return (f"required: every SSH connection to {what} is pinned to its host key; {_READ_HOST_KEY[system]}, compare "
+            f"its fingerprint with `ssh-keyscan -t ed25519 {address} | ssh-keygen -lf -` from where Pulumi runs, and set "
+            "hostKey to the `ssh-ed25519 AAAA...` line; or, for a lab only, set security.pinHostKeys: false (synth warns)")
+
+
+@rule("security", "proxmox", "hyperv", "access", "nodes")
+def host_keys_pinned(spec: StackSpec) -> Iterator[Problem]:
+    """Every host a connection dials has its host key in the stack, unless the stack says security.pinHostKeys:
+    false (warned). The Linux nodes need none here: each one's own key is read through the QEMU guest agent."""
+    if not spec.security.pin_host_keys:
+        yield Problem("security.pinHostKeys", "false: the Proxmox nodes, Hyper-V hosts and bastion without hostKey are "
+                                              "accepted whatever key they present, so a machine in the middle receives "
+                                              "join credentials and the Windows password; the Linux nodes' keys are "
+                                              "read through those connections", "warning")
+        return
+    for index, node in enumerate(spec.proxmox.nodes):
+        if node.host_key is None:
+            yield Problem(f"proxmox.nodes[{index}].hostKey", _host_key_missing(f"Proxmox node {node.name}",
+                                                                              str(node.address), "linux"))
+    in_use = {node.hyperv_host for node in spec.nodes.windows}
+    for index, host in enumerate(spec.hyperv.hosts):
+        if host.name in in_use and host.host_key is None:
+            yield Problem(f"hyperv.hosts[{index}].hostKey", _host_key_missing(f"Hyper-V host {host.name}",
+                                                                             str(host.address), "windows"))
+    bastion = spec.access.bastion
+    if bastion is not None and bastion.host_key is None:
+        yield Problem("access.bastion.hostKey", _host_key_missing("the bastion", bastion.host, "linux"))
+
+
 @rule("security", "resourceMetrics", "namespaces", "nodes")
 def security_relaxations(spec: StackSpec) -> Iterator[Problem]:
     """Every protection the stack turns down is said back as a warning at its key (docs/security.md says what each one

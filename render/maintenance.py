@@ -26,7 +26,7 @@ import re
 
 from render.node_steps import POLL_SECONDS, annotation_jsonpath, poll_attempts
 from render.script_files import render_script, revision
-from vocab.checks import check_node_name, check_timeout
+from vocab.checks import check_node_name, check_timeout, check_vm_id
 
 # The annotation the chain leaves on a Node it cordoned: "<settings> boot=<bootID before the restart>".
 # The uncordon lifts only a cordon the chain set, never one an operator set for reasons of their own.
@@ -83,8 +83,7 @@ def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int =
     configuration, if the drain step's output (on standard input) says so. The guest is shut down cleanly
     (ACPI, as `qm shutdown`) within the timeout; a guest that does not stop in time fails the step and
     stays as it is, drained."""
-    if isinstance(vm_id, bool) or not isinstance(vm_id, int) or not 100 <= vm_id <= 999_999_999:
-        raise ValueError(f"vm id {vm_id!r} must be 100-999999999 (Proxmox VMIDs)")
+    check_vm_id(vm_id)
     _check_settings(settings)
     check_timeout(shutdown_timeout_seconds)
     return render_script("vm-restart.sh", VMID=vm_id, SETTINGS=settings, SHUTDOWN_TIMEOUT=shutdown_timeout_seconds)

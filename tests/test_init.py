@@ -12,18 +12,28 @@ from config import compat
 from config.loader import PROJECT, LoadedStack, from_stack_file, load
 from config.secret_keys import required_secrets
 from tools import init, synth
+from tools.providers import new_host_key
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP ops@example"
 SITE = ["--network", "192.168.1.0/24", "--proxmox", "pve=192.168.1.10"]
 
 
-def run(tmp_path: Path, *flags: str, stack: str = "mylab", key: str | None = KEY) -> tuple[int, Path]:
-    """tools.init with a key file of its own (never ~/.ssh), writing into tmp_path; its status and output path."""
+def host_key_flags(flags: tuple[str, ...] | list[str]) -> list[str]:
+    """A --host-key for every --proxmox and --hyperv host among `flags` (a stand-in key of its own each)."""
+    names = [flags[i + 1].split("=")[0] for i, flag in enumerate(flags) if flag in ("--proxmox", "--hyperv")]
+    return [f"--host-key={name}={new_host_key(name, 1)}" for name in names]
+
+
+def run(tmp_path: Path, *flags: str, stack: str = "mylab", key: str | None = KEY,
+        host_keys: bool = True) -> tuple[int, Path]:
+    """tools.init with a key file of its own (never ~/.ssh), writing into tmp_path, with a host key for every host
+    unless `host_keys` is false; its status and output path."""
     key_file = tmp_path / "id.pub"
     if key is not None:
         key_file.write_text(key + "\n")
     output = tmp_path / f"Pulumi.{stack}.yaml"
-    status = init.main(["--stack", stack, "--ssh-public-key", str(key_file), "--output", str(output), *flags])
+    keys = host_key_flags(flags) if host_keys else []
+    status = init.main(["--stack", stack, "--ssh-public-key", str(key_file), "--output", str(output), *flags, *keys])
     return status, output
 
 
@@ -202,8 +212,41 @@ def test_the_defaults_write_next_to_pulumi_yaml_with_the_users_key(tmp_path, mon
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".ssh").mkdir()
     (tmp_path / ".ssh" / "id_ed25519.pub").write_text(KEY + "\n")
-    assert init.main(["--stack", "mylab", *SITE, "--windows-workers", "0"]) == 0
+    assert init.main(["--stack", "mylab", *SITE, "--windows-workers", "0", *host_key_flags(SITE)]) == 0
     path = tmp_path / "Pulumi.mylab.yaml"
     assert loaded(path).spec.access.ssh_public_keys == [KEY]
     out = capsys.readouterr().out
     assert f"wrote {path}" in out and "make synth STACK=mylab" in out
+
+
+def test_every_host_is_written_with_its_host_key_and_one_without_is_refused_with_how_to_read_it(tmp_path, capsys):
+    status, path = run(tmp_path, *SITE, "--hyperv", "hv=192.168.1.20")
+    assert status == 0
+    assert section(path, "proxmox")["nodes"][0]["hostKey"] == new_host_key("pve", 1)
+    assert section(path, "hyperv")["hosts"][0]["hostKey"] == new_host_key("hv", 1)
+    assert "security" not in yaml.safe_load(path.read_text())["config"].get(f"{PROJECT}:security", {})
+    # A .pub file's line is taken with its comment dropped.
+    status, path = run(tmp_path, *SITE, "--windows-workers", "0", f"--host-key=pve={new_host_key('pve', 1)} root@pve",
+                       "--force", host_keys=False)
+    assert status == 0 and section(path, "proxmox")["nodes"][0]["hostKey"] == new_host_key("pve", 1)
+    capsys.readouterr()
+    status, path = run(tmp_path, *SITE, "--windows-workers", "0", "--force", stack="other", host_keys=False)
+    assert status == 2 and not path.exists()
+    error = capsys.readouterr().err
+    assert "--host-key: none for pve (192.168.1.10)" in error and "ssh-keyscan -t ed25519 192.168.1.10" in error
+    assert "--unpinned-host-keys" in error
+
+
+def test_an_rsa_or_unknown_host_key_is_refused(tmp_path, capsys):
+    status, _ = run(tmp_path, *SITE, "--windows-workers", "0", "--host-key=pve=ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ",
+                    host_keys=False)
+    assert status == 2 and "--host-key" in capsys.readouterr().err
+    status, _ = run(tmp_path, *SITE, "--windows-workers", "0", f"--host-key=other={new_host_key('x', 1)}")
+    assert status == 2 and "--host-key: other is not a --proxmox or --hyperv host" in capsys.readouterr().err
+
+
+def test_a_lab_may_go_unpinned_only_by_saying_so_and_is_warned(tmp_path, capsys):
+    status, path = run(tmp_path, *SITE, "--windows-workers", "0", "--unpinned-host-keys", host_keys=False)
+    assert status == 0
+    assert section(path, "security") == {"pinHostKeys": False} and "hostKey" not in section(path, "proxmox")["nodes"][0]
+    assert "warning: security.pinHostKeys: false" in capsys.readouterr().err

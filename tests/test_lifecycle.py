@@ -13,8 +13,9 @@ from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
 from tools.engine import without
 from tools.mockrun import Recording, run_program
+from tools.providers import new_host_key
 
-NODE_STEPS_LINUX = ["cloud-init", "prepare", "authorized-keys"]
+NODE_STEPS_LINUX = ["host-key", "cloud-init", "prepare", "authorized-keys"]
 JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
 UPGRADE_STEPS = ["drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"]
 
@@ -88,6 +89,12 @@ def test_replacing_a_linux_vm_reruns_that_node_and_nothing_else(built, preview):
         assert new.outputs["macAddresses"][0] == old.outputs["macAddresses"][0] == "00:00:00:00:00:00"
         join = run.named("hk-prod-kubeadm-hk-lnx-2-join")
         assert join.id != built.named("hk-prod-kubeadm-hk-lnx-2-join").id   # a command's id is new per create
+        # The new instance generated its own host key, read again through the guest agent; every connection to the
+        # node follows it, and no other node's changes.
+        def key(r: Recording, node: str) -> str:
+            return r.state[r.named(f"hk-prod-{node}-host-key").urn].outputs["stdout"].strip()
+        assert key(run, "hk-lnx-2") != key(built, "hk-lnx-2") and key(run, "hk-lnx-1") == key(built, "hk-lnx-1")
+        assert join.inputs["connection"].value["hostKey"] == key(run, "hk-lnx-2")
 
 
 def test_a_lost_linux_vm_recreated_after_a_refresh_reruns_that_node(built):
@@ -417,7 +424,7 @@ def test_rotating_the_node_ssh_key_updates_only_what_dials_with_it_and_leaves_th
 
 def test_adding_a_bastion_updates_every_command_and_replaces_nothing(built):
     values = hk_prod_values()
-    values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump"}
+    values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump", "hostKey": new_host_key("bastion", 1)}
     run = up(values, built.state, preview=True)
     # Every command that connects: the gates between waves never do (components/waves.py), so theirs has no bastion.
     commands = {r.name for r in built.resources if r.type == "command:remote:Command"

@@ -303,6 +303,39 @@ def test_secret_pasted_into_a_script_breaks_only_the_secret_rule(hk_prod):
     assert password not in finding.message
 
 
+def _dialling_commands(resources: list[rules.Declared]) -> list[rules.Declared]:
+    return [r for r in resources if r.type == rules.COMMAND_TYPE and any(r.props.get(k) for k in rules.DIALLING_INPUTS)]
+
+
+def test_every_command_that_dials_is_pinned_and_one_without_a_host_key_is_refused(hk_prod):
+    dialling = _dialling_commands(hk_prod)
+    # Linux nodes (pinned to the key read through the guest agent), Proxmox nodes and Hyper-V hosts all dial.
+    hosts = {r.props["connection"]["host"] for r in dialling}
+    assert {"10.10.10.11", "10.10.10.12", "10.10.10.31", "10.10.10.32", "10.30.30.11", "10.30.30.21"} <= hosts
+    assert all(r.props["connection"].get("hostKey") for r in dialling)
+    prepare = "hk-prod-hk-cp-1-prepare"
+    unpinned = replaced(hk_prod, prepare)
+    del named(unpinned, prepare).props["connection"]["hostKey"]
+    [finding] = violated(unpinned)[rules.HOST_KEY_RULE]
+    assert finding.urn == named(hk_prod, prepare).urn and "10.30.30.11 without connection.hostKey" in finding.message
+    # A bastion without its key is refused the same way; a stack that relaxes pinning is not.
+    via_bastion = replaced(hk_prod, prepare)
+    named(via_bastion, prepare).props["connection"]["proxy"] = {"host": "10.10.10.2", "user": "jump"}
+    [finding] = violated(via_bastion)[rules.HOST_KEY_RULE]
+    assert "10.10.10.2 without connection.proxy.hostKey" in finding.message
+    assert rules.evaluate(unpinned, SECRET_VALUES, host_keys=False)[rules.HOST_KEY_RULE] == []
+    # A command that never dials (a wave gate: no create, update or delete) needs no key.
+    gates = [r for r in hk_prod if r.type == rules.COMMAND_TYPE and r not in dialling]
+    assert gates and all(not r.props["connection"].get("hostKey") for r in gates)
+
+
+def test_the_pack_reads_the_relaxation_from_the_stack_config():
+    assert rules.host_keys_required({})
+    assert rules.host_keys_required({f"{rules.PROJECT}:security": json.dumps({"selinux": "enforcing"})})
+    assert not rules.host_keys_required({f"{rules.PROJECT}:security": json.dumps({"pinHostKeys": False})})
+    assert not rules.host_keys_required({f"{rules.PROJECT}:security": {"pinHostKeys": False}})
+
+
 def test_unknown_pod_template_is_left_for_the_update(hk_prod):
     resources = replaced(hk_prod, API_LINUX)
     pod_spec(named(resources, API_LINUX))["nodeSelector"] = rules.UNKNOWN
@@ -400,12 +433,13 @@ def test_pack_declares_every_rule_as_a_mandatory_policy():
 
     pack = load_pack()
     policies = {p.name: p for p in pack["POLICIES"]}
-    assert set(policies) == {rules.GATEKEEPER_RULE, rules.PROTECTION_RULE, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE}
+    assert set(policies) == {rules.GATEKEEPER_RULE, rules.PROTECTION_RULE, *rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE,
+                             rules.HOST_KEY_RULE}
     assert all(p.enforcement_level == pulumi_policy.EnforcementLevel.MANDATORY for p in policies.values())
     assert isinstance(policies[rules.GATEKEEPER_RULE], pulumi_policy.StackValidationPolicy)
     assert isinstance(policies[rules.PROTECTION_RULE], pulumi_policy.StackValidationPolicy)
     assert all(isinstance(policies[n], pulumi_policy.ResourceValidationPolicy)
-               for n in [*rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE])
+               for n in [*rules.RESOURCE_RULES, rules.SECRET_CONFIG_RULE, rules.HOST_KEY_RULE])
     # Every file the CLI needs is there.
     assert (PACK / "PulumiPolicy.yaml").is_file() and (PACK / "requirements.txt").is_file()
     # The Rego engine the pack evaluates with is in its own requirements, at the tests' pin.
@@ -468,6 +502,11 @@ def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
             answers["each"] = [analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
                 type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs), options=_options(r)))
                 for r in recording.resources]
+            unpinned = copy.deepcopy(recording.named("hk-prod-hk-cp-1-prepare"))
+            del unpinned.inputs["connection"].value["hostKey"]
+            answers["unpinned"] = analyzer.Analyze(analyzer_pb2.AnalyzeRequest(
+                type=unpinned.type, name=unpinned.name, urn=unpinned.urn, properties=_struct(unpinned.inputs),
+                options=_options(unpinned)))
             vm = recording.named(CONTROL_PLANE_VM)
             answers["vm_bad"] = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=[
                 analyzer_pb2.AnalyzerResource(type=r.type, name=r.name, urn=r.urn, properties=_struct(r.inputs),
@@ -489,5 +528,7 @@ def test_pack_serves_over_grpc_and_judges_the_program(recording, monkeypatch):
     assert bad.policyName == rules.GATEKEEPER_RULE and bad.urn == recording.named(API_WIN).urn
     assert "pinned to node.kubernetes.io/windows-build=10.0.17763" in bad.message
     assert bad.enforcementLevel == analyzer_pb2.MANDATORY
+    [unpinned] = answers["unpinned"].diagnostics
+    assert unpinned.policyName == rules.HOST_KEY_RULE and "without connection.hostKey" in unpinned.message
     [vm_bad] = answers["vm_bad"].diagnostics
     assert vm_bad.policyName == "control-plane-vm-protected"

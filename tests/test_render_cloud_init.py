@@ -348,6 +348,22 @@ def test_the_pod_guard_is_loaded_by_a_unit_of_its_own_and_removed_when_network_p
     assert not (tmp_path / "unit" / "hybrid-cluster-pod-guard.service").exists()
 
 
+def test_the_node_keeps_the_host_keys_its_connections_pin_through_a_later_new_instance(tmp_path):
+    """A later change of the VM's cloud-init settings makes a new instance; with ssh_deletekeys false in the node's
+    own cloud.cfg.d, cloud-init's ssh module keeps the keys present. The file is cloud-config, as `cloud-init schema`
+    reads it, and it is written in the first boot's preparation and by every converge."""
+    script = render_prepare_script(make_node("ubuntu22", ()))
+    run_sourced(script, tmp_path, GUARD_STUBS + "keep_host_keys")
+    written = tmp_path / "90-hybrid-cluster-host-keys.cfg"
+    assert yaml.safe_load(written.read_text()) == {"ssh_deletekeys": False}
+    config = tmp_path / "user-data"
+    config.write_text("#cloud-config\n" + written.read_text())
+    cloud_init_schema(config)
+    main = script[script.index("\nmain() {"):]
+    assert main.index("keep_host_keys") < main.index("install_containerd")
+    assert "keep_host_keys" in render_prepare_script(make_node("ubuntu22", ()), install_kubernetes=False)
+
+
 def test_the_iscsid_selinux_module_is_installed_once_on_the_rhel_family(tmp_path):
     stubs = GUARD_STUBS + r"""
 getenforce() { echo Enforcing; }

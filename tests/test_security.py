@@ -53,12 +53,59 @@ def test_logs_and_traces_in_plain_text_are_said_back_at_their_keys():
     ({"auditLog": {"maxAgeDays": 7}}, "security.auditLog.maxAgeDays", "below the CIS benchmark's 30"),
     ({"seccompDefault": False}, "security.seccompDefault", "unconfined"),
     ({"selinux": "permissive"}, "security.selinux", "denies nothing"),
+    ({"pinHostKeys": False}, "security.pinHostKeys", "machine in the middle"),
 ])
 def test_every_relaxation_is_said_back_at_its_key(security, path, fragment):
     values = hk_prod_values()
     values["security"] = security
     warnings = _warnings(values)
     assert path in warnings and fragment in warnings[path], warnings
+
+
+# --- host keys -----------------------------------------------------------------------------------------------
+
+def _problems(values: dict) -> dict[str, str]:
+    from config.loader import SpecError
+    with pytest.raises(SpecError) as refused:
+        load(raw_config(values))
+    return {p.path: p.message for p in refused.value.problems}
+
+
+def test_a_host_without_its_key_is_refused_at_its_key_with_how_to_read_it():
+    values = hk_prod_values()
+    del values["proxmox"]["nodes"][1]["hostKey"]
+    del values["hyperv"]["hosts"][0]["hostKey"]
+    values["access"]["bastion"] = {"host": "bastion.hk-prod.internal", "user": "jump"}
+    problems = _problems(values)
+    assert set(problems) == {"proxmox.nodes[1].hostKey", "hyperv.hosts[0].hostKey", "access.bastion.hostKey"}
+    assert "/etc/ssh/ssh_host_ed25519_key.pub" in problems["proxmox.nodes[1].hostKey"]
+    assert "ssh-keyscan -t ed25519 10.10.10.12 | ssh-keygen -lf -" in problems["proxmox.nodes[1].hostKey"]
+    assert "$env:ProgramData\\ssh\\ssh_host_ed25519_key.pub" in problems["hyperv.hosts[0].hostKey"]
+    assert all("security.pinHostKeys: false" in m for m in problems.values())
+    # Relaxed, the same stack loads, said back once at the relaxation.
+    values["security"] = {"pinHostKeys": False}
+    assert "machine in the middle" in _warnings(values)["security.pinHostKeys"]
+
+
+def test_a_hyperv_host_no_windows_node_uses_needs_no_key():
+    values = hk_prod_values()
+    values["nodes"]["windows"] = [n for n in values["nodes"]["windows"] if n["hypervHost"] != "hv-hk2-a"]
+    del values["hyperv"]["hosts"][1]["hostKey"]
+    load(raw_config(values))
+
+
+@pytest.mark.parametrize("key, why", [
+    ("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQC7", "RSA"),
+    ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP root@pve", "comment"),
+    ("ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQABAAABAQC7", "a blob of another type"),
+    ("ecdsa-sha2-nistp256 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP", "type and blob differ"),
+])
+def test_a_key_that_cannot_be_pinned_is_refused(key, why):
+    values = hk_prod_values()
+    values["proxmox"]["nodes"][0]["hostKey"] = key
+    problems = _problems(values)
+    assert "ed25519 (or ECDSA) public host key" in problems["proxmox.nodes[0].hostKey"], why
+    assert key.split()[1] not in problems["proxmox.nodes[0].hostKey"]
 
 
 def test_selinux_permissive_warns_only_where_there_is_a_rhel_node():

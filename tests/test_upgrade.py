@@ -145,7 +145,8 @@ def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_the
     first = script_from_bash_command(prepare.inputs["create"])
     assert bash_input(first, "K8S_VERSION") == "1.36.4" and bash_input(first, "INSTALL_KUBERNETES") == "1"
     assert prepare.ignore_changes == ["create"]
-    assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create"]
+    # init also ignores its connection: a new instance of the node (a new host key) must never run it again.
+    assert hk.named("hk-prod-kubeadm-init").ignore_changes == ["create", "connection"]
     binaries = hk.named("hk-prod-kubeadm-windows-hk-win-1-prepare-kubernetes")
     assert binaries.ignore_changes == ["create"]
     # Its update installs nothing: a rotated credential must not move a running kubelet (back).

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from components.waves import GATE_MARK, gate_name
 from tools.mockrun import Recording, Resource, changed_resources, placeholder_secrets, run_program
+from tools.providers import new_host_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"
@@ -48,7 +49,10 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-vm-restart", 0, "reboot chain: nothing on create (qm reboot when VM settings change)"),
     ("command:remote:Command", "-uncordon-after-restart", 0, "reboot chain: nothing on create (uncordons after the restart)"),
     ("proxmoxve:index/fileLegacy:FileLegacy", "", 3, "snippet upload over SSH"),
-    ("command:remote:Command", "-cloud-init", 420, "cloud-init: packages, containerd, kubeadm"),
+    # The host key is read once cloud-init has finished (render/scripts/guest-host-key.sh), so the first boot's
+    # work is counted there and the SSH wait after it finds cloud-init done.
+    ("command:remote:Command", "-host-key", 420, "cloud-init: packages, containerd, kubeadm; then the host key read"),
+    ("command:remote:Command", "-cloud-init", 2, "cloud-init done, checked over the pinned SSH connection"),
     ("command:remote:Command", "-prepare", 20, "node preparation re-run (a no-op after first boot)"),
     ("command:remote:Command", "-nic-offload", 20, "Hyper-V host NIC settings"),
     ("command:remote:Command", "-vm", 600, "Windows VM: copy golden VHDX, create, boot, name, address"),
@@ -253,13 +257,16 @@ def generate_stack(nodes: int, windows_share: float = 0.3) -> dict:
     management = IPv4Network("10.10.10.0/24")
     proxmox_list = [name for zone in zones for name in proxmox_nodes[zone]]
     hyperv_list = [name for zone in zones for name in hyperv_hosts[zone]]
+    # Each host its own (stand-in) host key, as a site pins them.
     values["proxmox"]["nodes"] = [{"name": name, "zone": name.split("-")[1] + "-" + name.split("-")[2],
-                                   "address": str(management.network_address + 11 + k)} for k, name in enumerate(proxmox_list)]
+                                   "address": str(management.network_address + 11 + k), "hostKey": new_host_key(name, 1)}
+                                  for k, name in enumerate(proxmox_list)]
     values["proxmox"]["templates"] = [{"distro": distro, "vmId": 9000 + 2 * k + d, "node": name}
                                       for k, name in enumerate(proxmox_list) for d, distro in enumerate(("ubuntu22", "rocky9"))]
     reference_host = values["hyperv"]["hosts"][0]
     values["hyperv"]["hosts"] = [{**reference_host, "name": name, "zone": name.split("-")[1] + "-" + name.split("-")[2],
-                                  "address": str(management.network_address + 101 + k)} for k, name in enumerate(hyperv_list)]
+                                  "address": str(management.network_address + 101 + k), "hostKey": new_host_key(name, 1)}
+                                 for k, name in enumerate(hyperv_list)]
     size = {"cpu": 4, "memoryMb": 8192, "diskGb": 80}
     values["nodes"] = {"controlPlane": [], "linux": [], "windows": []}
     placed = {zone: 0 for zone in zones}
@@ -385,6 +392,7 @@ def _carrying(recording: Recording, key: str, text: str) -> set[str]:
 
 
 BASTION = "10.30.0.5"
+REKEYED = new_host_key("reinstalled-host", 1)
 
 
 def _policies_naming(recording: Recording, address: str) -> set[str]:
@@ -438,7 +446,12 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         v["cluster"]["kubernetesVersion"] = PATCH_UPGRADE[1]
 
     def bastion(v: dict) -> None:
-        v["access"]["bastion"] = {"host": BASTION, "user": "jump"}
+        v["access"]["bastion"] = {"host": BASTION, "user": "jump", "hostKey": new_host_key("bastion", 1)}
+
+    def rekey(section: str, hosts: str) -> Callable[[dict], None]:
+        def change(v: dict) -> None:
+            v[section][hosts][0]["hostKey"] = REKEYED
+        return change
 
     def version_dependent(after: Recording, _: dict) -> set[str]:
         # What legitimately follows the version: the pin and the record it moves to after the chain, the
@@ -517,6 +530,14 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # The bastion is infrastructure too: the network policies that keep pods off it name its address.
         Scenario("add a bastion", lambda after, _: _carrying(after, "connection", "'proxy'") | _policies_naming(after, BASTION),
                  bastion),
+        # A reinstalled host presents a new host key: the commands that dial it run their update. The reads of the
+        # guests' keys ignore the connection (the keys are the guests'), a restart's drain carries its restart's
+        # connection digest.
+        Scenario("re-key a Proxmox node", lambda after, _: _carrying(after, "connection", REKEYED)
+                 | {f"{CLUSTER}-restarts-{n['name']}-drain-for-restart" for pool in ("controlPlane", "linux")
+                    for n in values["nodes"][pool] if n["proxmoxNode"] == values["proxmox"]["nodes"][0]["name"]},
+                 rekey("proxmox", "nodes")),
+        Scenario("re-key a Hyper-V host", lambda after, _: _carrying(after, "connection", REKEYED), rekey("hyperv", "hosts")),
         Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),

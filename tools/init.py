@@ -2,7 +2,10 @@
 cluster` or `k0sctl init` do), in the minimal working shape of examples/lab/Pulumi.lab.yaml, and checks it with
 the program's own validator (config.loader) before writing anything.
 
-    python -m tools.init --stack mylab --network 192.168.1.0/24 --proxmox pve=192.168.1.10 --hyperv hv=192.168.1.20
+    python -m tools.init --stack mylab --network 192.168.1.0/24 --proxmox pve=192.168.1.10 --hyperv hv=192.168.1.20 \\
+        --host-key pve='ssh-ed25519 AAAA...' --host-key hv='ssh-ed25519 AAAA...'
+
+Each host key is read on the host's own console (docs/security.md, "Host keys"), not over the network.
 
 It owns only the first version of the file; after that the file is yours to edit. An invalid flag, or a stack
 the validator refuses, exits with status 2 and writes nothing; an existing file is kept unless --force.
@@ -25,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from config import compat
 from config.loader import PROJECT, LoadedStack, SpecError, from_stack_file, load
-from config.model import DnsSubdomain, Label, PublicKey, StackSpec
+from config.model import DnsSubdomain, HostKey, Label, PublicKey, StackSpec
 from config.secret_keys import required_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,6 +108,14 @@ def _host(name_type: Any) -> Callable[[str], tuple[str, IPv4Address]]:
     return parse
 
 
+def _host_key(text: str) -> tuple[str, str]:
+    name, sep, key = text.partition("=")
+    key = " ".join(key.split()[:2])   # a .pub file's line: its comment dropped
+    if not sep or not name or not _valid(HostKey, key):
+        raise ValueError(text)
+    return name, key
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m tools.init", description="Write a starting Pulumi.<stack>.yaml for your own "
                                 "site, checked by the program's validator before it is written.")
@@ -126,6 +137,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--hyperv", action="append", default=[], metavar="NAME=ADDRESS",
                    type=_arg(_host(Label), "NAME=ADDRESS with a DNS-1123 label as NAME, e.g. hv=192.168.1.20"),
                    help="a Hyper-V host, repeatable; needed only with Windows workers")
+    p.add_argument("--host-key", action="append", default=[], metavar="NAME=KEY",
+                   type=_arg(_host_key, "NAME='ssh-ed25519 AAAA...' (the host's ed25519 or ECDSA key, without comment)"),
+                   help="the SSH host key of a Proxmox node or Hyper-V host, repeatable, read on its console with "
+                        "`cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub` (Windows: "
+                        "$env:ProgramData\\ssh\\ssh_host_ed25519_key.pub); every connection to it is pinned to it")
+    p.add_argument("--unpinned-host-keys", action="store_true",
+                   help="a lab only: hosts without --host-key are accepted whatever key they present "
+                        "(security.pinHostKeys: false; synth warns)")
     p.add_argument("--switch", default="External", metavar="NAME", help="the Hyper-V external switch name (default External)")
     p.add_argument("--vm-folder", metavar="PATH", help="where the Hyper-V hosts keep the VMs (default D:\\Hyper-V\\<stack>)")
     p.add_argument("--golden-image", default="D:\\golden\\ws2022-sysprep.vhdx", metavar="PATH",
@@ -221,23 +240,42 @@ def document(args: argparse.Namespace, key: str) -> dict[str, Any]:
                                "podCidr": "10.244.0.0/16", "serviceCidr": "10.96.0.0/12"}
     if vip is not None:
         cluster["apiVip"] = str(vip)
+    host_keys = dict(args.host_key)
+    hosts = [*args.proxmox, *args.hyperv]
+    unknown = sorted(set(host_keys) - {name for name, _ in hosts})
+    if unknown:
+        raise FlagError(f"--host-key: {', '.join(unknown)} is not a --proxmox or --hyperv host")
+    if not args.unpinned_host_keys:
+        for name, address in hosts:
+            if name not in host_keys:
+                raise FlagError(f"--host-key: none for {name} ({address}); every SSH connection to it is pinned to its host "
+                                f"key: on its console run `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub` (Windows: "
+                                f"Get-Content $env:ProgramData\\ssh\\ssh_host_ed25519_key.pub), compare the fingerprint "
+                                f"with `ssh-keyscan -t ed25519 {address} | ssh-keygen -lf -`, then add "
+                                f"--host-key {name}='ssh-ed25519 AAAA...'; or, for a lab, --unpinned-host-keys")
+
+    def keyed(name: str) -> dict[str, str]:
+        return {"hostKey": host_keys[name]} if name in host_keys else {}
+
     sections: dict[str, Any] = {
         "cluster": cluster,
         "network": {"nodes": nodes_network, "dnsServers": [str(a) for a in dns]},
         "zones": [zone],
         "proxmox": {"endpoint": f"https://{args.proxmox[0][1]}:8006/",
-                    "nodes": [{"name": name, "zone": zone, "address": str(a)} for name, a in args.proxmox],
+                    "nodes": [{"name": name, "zone": zone, "address": str(a), **keyed(name)} for name, a in args.proxmox],
                     "templates": templates,
                     "datastores": {"vmDisks": "local-lvm", "cloudInit": "local-lvm", "snippets": "local"}},
     }
     if args.hyperv:
         folder = args.vm_folder or f"D:\\Hyper-V\\{stack}"
-        sections["hyperv"] = {"hosts": [{"name": name, "zone": zone, "address": str(a), "switchName": args.switch,
+        sections["hyperv"] = {"hosts": [{"name": name, "zone": zone, "address": str(a), **keyed(name), "switchName": args.switch,
                                          "vmFolder": folder, "goldenImages": {"win2022": args.golden_image}}
                                         for name, a in args.hyperv]}
     sections["access"] = {"sshPublicKeys": [key]}
     sections["nodes"] = {"controlPlane": control_plane, "linux": workers, **({"windows": windows} if windows else {})}
     sections["ntpServers"] = ["pool.ntp.org"]
+    if args.unpinned_host_keys:
+        sections["security"] = {"pinHostKeys": False}
     return {"config": {f"{PROJECT}:{name}": value for name, value in sections.items()}}
 
 

@@ -29,6 +29,7 @@ resource. tools/engine.py asks these questions; the answers come from the provid
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -80,6 +81,14 @@ def new_mac(urn: str, generation: int, nic: int, nonce: str = "") -> str:
     """A MAC in Proxmox's own prefix (BC:24:11, PVE 8.1 and later), new for every clone."""
     tail = _stable_hex(urn, generation, nic, nonce, length=6)
     return "BC:24:11:" + ":".join(tail[i:i + 2] for i in range(0, 6, 2)).upper()
+
+
+def new_host_key(urn: str, generation: int, nonce: str = "") -> str:
+    """An ed25519 public key line (RFC 8709 section 4: the type string, then the 32-byte key) new for every
+    instance: cloud-init's ssh module generates the node's keys on a new instance's first boot."""
+    key = bytes.fromhex(_stable_hex(urn, generation, "host-key", nonce, length=64))
+    blob = len(b"ssh-ed25519").to_bytes(4, "big") + b"ssh-ed25519" + len(key).to_bytes(4, "big") + key
+    return "ssh-ed25519 " + base64.b64encode(blob).decode()
 
 
 def replaces(type_: str, paths: Iterable[str]) -> list[str]:

@@ -5,6 +5,7 @@ accepts is a value every renderer accepts: one definition for both.
 """
 from __future__ import annotations
 
+import base64
 import ipaddress
 import re
 
@@ -52,6 +53,27 @@ def require(condition: bool, message: str) -> None:
         raise ValueError(message)
 
 
+# An SSH host key that pulumi-command can pin: `hostKey` goes through ssh.ParseAuthorizedKey and ssh.FixedHostKey, and
+# the client then offers the server only that key's algorithm (pulumi-command v1.2.1 provider/pkg/provider/remote/
+# connection.go, SSHConfig: `hostKeyAlgorithms = []string{publicKey.Type()}`). For an RSA key that is "ssh-rsa",
+# SHA-1 signatures, which OpenSSH 8.8 and later refuse by default (OpenSSH 8.8 release notes), so RSA is not offered.
+PINNABLE_HOST_KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521")
+
+
+def is_pinnable_host_key(value: str) -> bool:
+    """`<type> <base64>` (no comment), of a type in PINNABLE_HOST_KEY_TYPES, whose base64 decodes to an SSH key blob
+    that starts with the same type name (RFC 4253 section 6.6: a length-prefixed string), as ParseAuthorizedKey needs."""
+    kind, _, blob = value.partition(" ")
+    if kind not in PINNABLE_HOST_KEY_TYPES or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", blob):
+        return False
+    try:
+        raw = base64.b64decode(blob, validate=True)
+    except ValueError:
+        return False
+    length = int.from_bytes(raw[:4], "big")
+    return len(raw) > 4 + length and raw[4:4 + length] == kind.encode()
+
+
 def is_host(value: str) -> bool:
     """An IPv4 address or a host name (HOST_NAME)."""
     try:
@@ -84,6 +106,11 @@ def check_image(value: str, what: str = "image") -> None:
 def check_node_name(value: str, what: str = "node name") -> None:
     """A Node's name (or a Pod's, such as etcd-<node>): a lower-case DNS subdomain."""
     require(len(value) <= 253 and bool(DNS_SUBDOMAIN.match(value)), f"{what} {value!r} is not a lowercase DNS subdomain")
+
+
+def check_vm_id(vm_id: int) -> None:
+    require(not isinstance(vm_id, bool) and isinstance(vm_id, int) and 100 <= vm_id <= 999_999_999,
+            f"vm id {vm_id!r} must be 100-999999999 (Proxmox VMIDs)")
 
 
 def check_timeout(seconds: int) -> None:

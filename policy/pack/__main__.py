@@ -1,6 +1,7 @@
-"""The hybrid-cluster policy pack: the Gatekeeper constraints the program declares, their templates' own
-Rego run on every workload this program declares, and the infrastructure rules (protected control-plane VMs, credentials
-kept out of logs and out of plain text), enforced at `pulumi preview --policy-pack policy/pack`.
+"""The hybrid-cluster policy pack: the Gatekeeper constraints the program declares, their templates' own Rego run
+on every workload this program declares, and the infrastructure rules (protected control-plane VMs,
+credentials kept out of logs and out of plain text, every SSH connection pinned to its host key), enforced at
+`pulumi preview --policy-pack policy/pack`.
 
 This module owns only the wiring: it turns what pulumi_policy hands a validation into rules.Declared and
 reports what the pure functions in rules.py find. Every policy is mandatory.
@@ -12,7 +13,7 @@ and importing the module (tests) only declares POLICIES.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pulumi.runtime
@@ -105,26 +106,28 @@ def resource_policy(name: str, rule: rules.ResourceRule) -> ResourceValidationPo
                                     validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
 
 
-def secret_config_policy() -> ResourceValidationPolicy:
+def configured_policy(name: str, rule: Callable[[rules.Declared, Any], list[str]], setting: Callable[[Mapping[str, Any]], Any],
+                      unset: str | None = None) -> ResourceValidationPolicy:
+    """A resource rule that also takes a setting read from the stack's config, as the engine passes it decrypted in
+    PULUMI_CONFIG (rules.py); `unset`: the reason to report the policy not applicable when the setting is empty."""
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-        # Decrypted stack config, as the engine passed it in PULUMI_CONFIG (see rules.py).
-        secret_values = rules.secret_values_from_config(pulumi.runtime.get_config_env())
-        if not secret_values:
-            args.not_applicable("no secret config values reached the policy pack")
-        for message in rules.secret_config_leaks(declared(args), secret_values):
+        value = setting(pulumi.runtime.get_config_env())
+        if unset is not None and not value:
+            args.not_applicable(unset)
+        for message in rule(declared(args), value):
             report_violation(message, None)
 
-    return ResourceValidationPolicy(
-        name=rules.SECRET_CONFIG_RULE,
-        description=_describe(rules.secret_config_leaks),
-        validate=validate, enforcement_level=EnforcementLevel.MANDATORY)
+    return ResourceValidationPolicy(name=name, description=_describe(rule), validate=validate,
+                                    enforcement_level=EnforcementLevel.MANDATORY)
 
 
 POLICIES = [
     gatekeeper_policy(),
     protection_policy(),
     *(resource_policy(name, rule) for name, rule in rules.RESOURCE_RULES.items()),
-    secret_config_policy(),
+    configured_policy(rules.SECRET_CONFIG_RULE, rules.secret_config_leaks, rules.secret_values_from_config,
+                      unset="no secret config values reached the policy pack"),
+    configured_policy(rules.HOST_KEY_RULE, rules.unpinned_connections, rules.host_keys_required),
 ]
 
 

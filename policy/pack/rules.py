@@ -36,6 +36,7 @@ What each rule can and cannot see is decided by the SDK, not by us (pulumi_polic
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -295,6 +296,41 @@ def _carrier_list(resource_type: str) -> str:
     return ", ".join(".".join(c) for c in carriers) if carriers else f"none on {resource_type}"
 
 
+# Inputs of a command that make it dial (pulumi-command v1.2.1: Delete does nothing, no dial, when `delete` is
+# unset; Create and Update run `create` and `update`).
+DIALLING_INPUTS = ("create", "update", "delete")
+HOST_KEY_RULE = "ssh-host-key-pinned"
+
+
+def host_keys_required(config: Mapping[str, Any]) -> bool:
+    """Whether the stack pins every SSH connection: unless its `security` section says `pinHostKeys: false`. The
+    engine hands an object-valued config key to the pack as its JSON text (PULUMI_CONFIG)."""
+    security = config.get(f"{PROJECT}:security")
+    if isinstance(security, str):
+        try:
+            security = json.loads(security)
+        except ValueError:
+            security = None
+    return not (isinstance(security, Mapping) and security.get("pinHostKeys") is False)
+
+
+def unpinned_connections(r: Declared, required: bool) -> list[str]:
+    """A command that dials must name the host key of the server it dials, and of the bastion it dials through:
+    without one, pulumi-command accepts any server (remote/connection.go: ssh.InsecureIgnoreHostKey)."""
+    if not required or r.type != COMMAND_TYPE or not any(r.props.get(k) for k in DIALLING_INPUTS):
+        return []
+    connection = r.props.get("connection")
+    if not isinstance(connection, Mapping):
+        return []
+    found = []
+    for where, hop in (("connection", connection), ("connection.proxy", connection.get("proxy"))):
+        if isinstance(hop, Mapping) and not hop.get("hostKey"):
+            found.append(f"command {r.name} dials {hop.get('host', 'a host')} without {where}.hostKey, so any "
+                         "machine answering there receives its credentials: pin the host key (docs/security.md, "
+                         "\"Host keys\"), or set security.pinHostKeys: false for a lab")
+    return found
+
+
 RESOURCE_RULES: dict[str, ResourceRule] = {
     "secret-stdout-not-logged": secret_stdout_violations,
 }
@@ -302,11 +338,13 @@ PROTECTION_RULE = "control-plane-vm-protected"
 SECRET_CONFIG_RULE = "secret-config-confined"
 
 
-def evaluate(resources: Sequence[Declared], secret_values: Mapping[str, str]) -> dict[str, list[Finding]]:
+def evaluate(resources: Sequence[Declared], secret_values: Mapping[str, str],
+             host_keys: bool = True) -> dict[str, list[Finding]]:
     """Every rule of the pack over a set of declared resources: rule name -> findings (empty when clean)."""
     results: dict[str, list[Finding]] = {GATEKEEPER_RULE: gatekeeper_findings(resources),
                                          PROTECTION_RULE: control_plane_protection_findings(resources)}
     for name, rule in RESOURCE_RULES.items():
         results[name] = [Finding(r.urn, m) for r in resources for m in rule(r)]
     results[SECRET_CONFIG_RULE] = [Finding(r.urn, m) for r in resources for m in secret_config_leaks(r, secret_values)]
+    results[HOST_KEY_RULE] = [Finding(r.urn, m) for r in resources for m in unpinned_connections(r, host_keys)]
     return results

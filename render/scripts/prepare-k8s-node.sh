@@ -60,6 +60,18 @@ start_guest_agent() {
   fi
 }
 
+# The node keeps its SSH host keys for good: every connection pins the key read at its first boot
+# (render/host_keys.py). Proxmox derives the cloud-init instance-id from the VM's cloud-init settings (qemu-server
+# src/PVE/QemuServer/Cloudinit.pm: a SHA-1 of the user and network data), so a later change to them makes the next
+# boot a new instance, whose ssh module would delete the keys and generate others (cc_ssh: `ssh_deletekeys` is true
+# by default; with it false, a key type already present is not generated again).
+keep_host_keys() {
+  put_file /etc/cloud/cloud.cfg.d/90-hybrid-cluster-host-keys.cfg 0644 <<EOF
+${MANAGED_MARK}
+ssh_deletekeys: false
+EOF
+}
+
 # fstab_without_swap FSTAB: prints FSTAB with every uncommented swap entry commented out.
 fstab_without_swap() {
   awk '!/^[[:space:]]*#/ && $3 == "swap" { print "#" $0; next } { print }' "$1"
@@ -468,6 +480,7 @@ main() {
   log "preparing ${NODE_HOSTNAME} (${NODE_DISTRO}) for Kubernetes with containerd ${CONTAINERD_VERSION:-as installed}"
   install_base_packages
   start_guest_agent
+  keep_host_keys
   disable_swap
   configure_kernel
   configure_selinux

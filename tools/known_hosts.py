@@ -1,0 +1,87 @@
+"""The known_hosts lines of a stack's Proxmox nodes, for the one SSH client the program cannot pin itself.
+
+The Proxmox provider uploads snippets over SSH with a client of its own that has no host-key setting: it checks the
+server against ~/.ssh/known_hosts of the account running Pulumi, refuses a key that changed, and silently adds a host it
+has never seen (bpg/terraform-provider-proxmox v0.111.1 proxmox/ssh/client.go; its `ssh` block has no host-key field,
+fwprovider/provider.go). Seeded with the stack's pinned keys for exactly the addresses it dials (`proxmox.nodes[].address`,
+port 22), it refuses any other server too.
+
+    python -m tools.known_hosts --stack hk-prod >> ~/.ssh/known_hosts        # once, on every machine that runs Pulumi
+    python -m tools.known_hosts --stack hk-prod --check ~/.ssh/known_hosts   # exit 1 unless the file pins them all
+
+--check also fails when the file holds another key for one of those addresses: the client accepts any line that
+matches the key the server presents (github.com/skeema/knownhosts), so a stale or trusted-on-first-use line defeats the pin.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from config.loader import SpecError, from_stack_file, load
+from config.model import StackSpec
+from tools.synth import find_stack_file
+
+
+def lines(spec: StackSpec) -> list[str]:
+    """`<address> <type> <base64>` for every Proxmox node with a pinned key, in the stack's order."""
+    return [f"{node.address} {node.host_key}" for node in spec.proxmox.nodes if node.host_key is not None]
+
+
+def unpinned(spec: StackSpec) -> list[str]:
+    return [node.name for node in spec.proxmox.nodes if node.host_key is None]
+
+
+def check(spec: StackSpec, text: str) -> list[str]:
+    """What keeps a known_hosts file (its text) from pinning every Proxmox node of the stack; empty when it does.
+    Hashed entries (|1|...) cannot be read back and count as missing."""
+    problems = []
+    entries: dict[str, set[str]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 3 or fields[0].startswith(("#", "@")):
+            continue
+        for host in fields[0].split(","):
+            entries.setdefault(host, set()).add(f"{fields[1]} {fields[2]}")
+    for node in spec.proxmox.nodes:
+        if node.host_key is None:
+            continue
+        found = entries.get(str(node.address), set())
+        if node.host_key not in found:
+            problems.append(f"{node.address} ({node.name}): its pinned key is missing; add `{node.address} {node.host_key}`")
+        if found - {node.host_key}:
+            problems.append(f"{node.address} ({node.name}): {len(found - {node.host_key})} other key(s) for it, which the "
+                            f"provider would accept as well; remove them: ssh-keygen -R {node.address}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.known_hosts", description=__doc__.split("\n\n")[0])
+    p.add_argument("--stack", metavar="NAME", help="the stack: Pulumi.<NAME>.yaml at the repository root, else the example")
+    p.add_argument("--stack-file", metavar="PATH", type=Path, help="a stack file elsewhere")
+    p.add_argument("--check", metavar="FILE", type=Path, help="check FILE (e.g. ~/.ssh/known_hosts) instead of printing")
+    args = p.parse_args(argv)
+    if (args.stack is None) == (args.stack_file is None):
+        p.error("give --stack or --stack-file")
+    path = args.stack_file or find_stack_file(args.stack)
+    try:
+        spec = load(from_stack_file(path)).spec
+    except SpecError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    for name in unpinned(spec):
+        print(f"warning: Proxmox node {name} has no hostKey (security.pinHostKeys: false): the provider trusts it on "
+              "first use", file=sys.stderr)
+    if args.check is None:
+        print("\n".join(lines(spec)))
+        return 0
+    text = args.check.expanduser().read_text() if args.check.expanduser().exists() else ""
+    missing = check(spec, text)
+    for line in missing:
+        print(f"{args.check}: {line}", file=sys.stderr)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
