@@ -71,7 +71,7 @@ version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", sp
 machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
 machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
-EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready)
+EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready, secrets.etcd_offsite)
 network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites, lanes=cluster.session_lane_of,

@@ -1,7 +1,7 @@
 """Backups and cross-site recovery (config `backup`): Velero on Linux nodes with its Linux and Windows node agents, a
-backup location in this site and one in another, a schedule writing to each, and the etcd snapshots copied off-site
-(render/backup.py says how and why). Secrets reach the cluster only as the credentials Secret, built from Pulumi
-secret Outputs.
+backup location in this site and one in another, and a schedule writing to each (render/backup.py says how and why;
+the etcd snapshots go off-site from the control-plane nodes themselves, render/etcd_backup.py). Secrets reach the
+cluster only as the credentials Secret, built from Pulumi secret Outputs.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ Pair = tuple[pulumi.Output[str], pulumi.Output[str]]
 
 def _credentials(primary: Pair, offsite: Pair | None, locations: Sequence[str]) -> pulumi.Output[dict[str, str]]:
     """The credentials Secret's data: one shared credentials file per location (the off-site key pair serves the
-    off-site and the recovery location), and the off-site pair for rclone."""
+    off-site and the recovery location)."""
     pairs = [*primary, *(offsite or ())]
 
     def data(values: list[str]) -> dict[str, str]:
@@ -30,7 +30,6 @@ def _credentials(primary: Pair, offsite: Pair | None, locations: Sequence[str]) 
             for location in locations:
                 if location != backup.PRIMARY:
                     result[backup.credential_key(location)] = backup.credentials_file(values[2], values[3])
-            result[backup.ETCD_COPY_ACCESS_KEY], result[backup.ETCD_COPY_SECRET_KEY] = values[2], values[3]
         return result
     return pulumi.Output.secret(pulumi.Output.all(*pairs).apply(data))
 
@@ -74,8 +73,4 @@ class Backups(pulumi.ComponentResource):
             declare(backup.schedule(location, plan.schedule, plan.retention_days, plan.file_system_backup), locations)
         for build in plan.windows_agent_builds:
             declare(backup.node_agent_windows(compat.VELERO_IMAGE, build), [velero, *windows_ready])
-        if plan.etcd_copy is not None and plan.offsite is not None:
-            for obj in backup.etcd_offsite_copy(compat.RCLONE_IMAGE, plan.offsite, plan.etcd_copy.nfs_server,
-                                                 plan.etcd_copy.nfs_path, plan.etcd_copy.schedule, plan.retention_days):
-                declare(obj, [namespace, credentials, *linux_ready])
         self.register_outputs({"locations": sorted(stores), "velero": compat.VELERO_VERSION})

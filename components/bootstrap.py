@@ -250,18 +250,27 @@ class EtcdBackups(pulumi.ComponentResource):
     Ready, removed with the node or the setting; the stored snapshots outlive both."""
 
     def __init__(self, name: str, spec: StackSpec, machines: Machines, node_ready: dict[str, pulumi.Resource],
+                 offsite_credentials: tuple[pulumi.Output[str], pulumi.Output[str]] | None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:EtcdBackups", name, None, opts)
         self.schedules: list[command.remote.Command] = []
         if spec.etcd_backup is not None:
+            # The off-site credentials reach the nodes on standard input only (render/etcd_backup.py render_install).
+            pair = offsite_credentials
+            if (spec.backup is not None and spec.backup.offsite is not None) != (pair is not None):
+                raise ValueError("etcdBackup with backup.offsite needs etcdOffsiteAccessKeyId and etcdOffsiteSecretAccessKey")
+            stdin: pulumi.Output[str] | None = None
+            if pair is not None:
+                stdin = pulumi.Output.secret(pulumi.Output.format("{0}\n{1}\n", pair[0], pair[1]))
             for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
-                params = etcd_backup_params(spec.etcd_backup, machine.node.name)
+                params = etcd_backup_params(spec, machine.node.name)
                 install = bash_command(etcd_backup.render_install(params))
                 self.schedules.append(command.remote.Command(
                     f"{name}-{machine.node.name}",
                     connection=machine.connection,
                     create=install,
                     update=install,
+                    stdin=stdin,
                     delete=bash_command(etcd_backup.render_remove()),
                     logging=command.remote.Logging.STDOUT_AND_STDERR,
                     # A new instance of the machine gets its schedule again.

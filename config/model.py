@@ -214,6 +214,10 @@ class NetworkSpec(Spec):
     """DNS search domain for the nodes."""
 
 
+# An OpenPGP public key, ASCII-armored, holding exactly one (version 4) key (vocab.checks.openpgp_public_key).
+OpenPgpPublicKey = Annotated[str, AfterValidator(_must_be(
+    checks.is_openpgp_public_key, "one ASCII-armored OpenPGP public key (-----BEGIN PGP PUBLIC KEY BLOCK----- ...), "
+    "as `gpg --armor --export FINGERPRINT` prints it: exactly one version 4 key"))]
 # An SSH host key line to pin a connection to (vocab.checks.is_pinnable_host_key says why not RSA). The pattern is
 # for editors (the JSON Schema); the check also decodes the key.
 _HOST_KEY_HELP = ("the host's ed25519 (or ECDSA) public host key without comment, e.g. ssh-ed25519 AAAAC3Nza...: on a "
@@ -831,16 +835,17 @@ class BackupSpec(Spec):
     primary: ObjectStoreSpec
     """The store in this site: the default backup location."""
     offsite: ObjectStoreSpec | None = None
-    """A store in another site (another city): every backup is also made there, and with etcdBackup the etcd
-    snapshots are copied there."""
+    """A store in another site (another city): every backup is also made there, and with etcdBackup each control-plane
+    node uploads its encrypted snapshots there (secrets etcdOffsiteAccessKeyId and etcdOffsiteSecretAccessKey)."""
     schedule: Annotated[str, matching(r"^(\S+ ){4}\S+$", 'a five-field cron expression, e.g. "0 2 * * *"')] = "0 2 * * *"
     """When the backups run (cron, the cluster's time zone: UTC)."""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     """How long a backup is kept (and an etcd snapshot off-site)."""
     file_system_backup: bool = True
     """Back up the files of every pod volume too (Velero's node agent on Linux and Windows nodes); false: objects only."""
-    offsite_etcd_schedule: Annotated[str, matching(r"^(\S+ ){4}\S+$", 'a five-field cron expression, e.g. "30 * * * *"')] = "30 * * * *"
-    """When etcd snapshots are copied off-site (with offsite and etcdBackup)."""
+    offsite_etcd_schedule: str | None = None
+    """No longer used: each control-plane node uploads its snapshot off-site as soon as it is stored (synth warns;
+    remove the key)."""
     recover_from: ObjectStoreSpec | None = None
     """Disaster recovery into this cluster: the off-site store of the cluster it replaces, as the read-only location
     `recovery` to restore from (its prefix is that cluster's; the secrets offsiteAccessKeyId/offsiteSecretAccessKey)."""
@@ -861,6 +866,10 @@ class EtcdBackupSpec(Spec):
     alert_after_hours: Annotated[int, Field(ge=1, le=24 * 90)] = 12
     """Alert (with observability.metrics) when a node's newest snapshot is older than this; twice the schedule's
     period."""
+    recipient_keys: Annotated[list[OpenPgpPublicKey], Field(min_length=1)]
+    """The OpenPGP public keys every snapshot is encrypted to on its node before it leaves it (`gpg --armor --export
+    FINGERPRINT`, one key each): their private keys, kept offline, are what a restore needs (docs/backup.md). Two
+    keys: two custodians, or a rotation."""
 
 
 PsaLevel = Literal["restricted", "baseline", "privileged"]

@@ -14,7 +14,7 @@ from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from vocab import samples, windows_pods
-from vocab.checks import NETBIOS_NAME
+from vocab.checks import NETBIOS_NAME, openpgp_fingerprint
 from vocab.namespaces import check_namespace, parse_quantity, quota
 
 from . import compat
@@ -723,6 +723,29 @@ def _quantity_text(value: Decimal) -> str:
     if value >= 2**30 and value % 2**20 == 0:
         return f"{value / 2**30:g}Gi"
     return f"{value.normalize():f}"
+
+
+@rule("etcdBackup", "nodes", "backup")
+def etcd_snapshots_encrypted(spec: StackSpec) -> Iterator[Problem]:
+    """Every control-plane node can encrypt its snapshots to the recipients' files: gpg's --recipient-file came with
+    GnuPG 2.1.14 (its NEWS, 2016-07-14), which CentOS 7's gnupg2 2.0.22 predates."""
+    if spec.etcd_backup is None:
+        return
+    for index, node in enumerate(spec.nodes.control_plane):
+        if node.distro == "centos7":
+            yield Problem(f"nodes.controlPlane[{index}].distro",
+                          "centos7 cannot take etcdBackup: its GnuPG 2.0 cannot encrypt to a key file (--recipient-file "
+                          "needs 2.1.14); give the control-plane nodes rocky9 or ubuntu22")
+    seen: dict[str, int] = {}
+    for index, key in enumerate(spec.etcd_backup.recipient_keys):
+        fingerprint = openpgp_fingerprint(key)
+        if fingerprint in seen:
+            yield Problem(f"etcdBackup.recipientKeys[{index}]", f"is the key of recipientKeys[{seen[fingerprint]}] "
+                                                                f"(fingerprint {fingerprint}) again; list each key once")
+        seen.setdefault(fingerprint, index)
+    if spec.backup is not None and spec.backup.offsite_etcd_schedule is not None:
+        yield Problem("backup.offsiteEtcdSchedule", "no longer used: each control-plane node uploads its encrypted "
+                                                    "snapshot off-site as soon as it is stored; remove the key", "warning")
 
 
 # How an operator reads a host key over a channel they already trust (the console, or a session whose key they

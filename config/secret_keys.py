@@ -24,6 +24,10 @@ def _offsite(spec: StackSpec) -> bool:
     return spec.backup is not None and (spec.backup.offsite is not None or spec.backup.recover_from is not None)
 
 
+def _etcd_offsite(spec: StackSpec) -> bool:
+    return spec.etcd_backup is not None and spec.backup is not None and spec.backup.offsite is not None
+
+
 SECRETS: dict[str, SecretKey] = {
     "proxmoxApiToken": SecretKey("Proxmox VE API token, USER@REALM!TOKENID=UUID", "always", lambda _: True),
     "proxmoxSshPrivateKey": SecretKey(
@@ -60,6 +64,12 @@ SECRETS: dict[str, SecretKey] = {
                                     "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
     "offsiteSecretAccessKey": SecretKey("secret key of backup.offsite's bucket (and of backup.recoverFrom's)",
                                         "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
+    "etcdOffsiteAccessKeyId": SecretKey(
+        "access key the control-plane nodes upload their encrypted etcd snapshots to backup.offsite's bucket with: "
+        "allowed only s3:PutObject and s3:GetObject on <bucket>/<prefix>-etcd/* (docs/backup.md)",
+        "etcdBackup with backup.offsite", lambda s: _etcd_offsite(s)),
+    "etcdOffsiteSecretAccessKey": SecretKey("secret key of etcdOffsiteAccessKeyId", "etcdBackup with backup.offsite",
+                                            lambda s: _etcd_offsite(s)),
 }
 SECRET_KEYS: dict[str, str] = {key: secret.description for key, secret in SECRETS.items()}
 # Set only for an operation (a rotation), never required.

@@ -30,6 +30,8 @@ class Secrets:
     # backup: the access key pair of backup.primary's bucket, and of backup.offsite's.
     backup_primary: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
     backup_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
+    # etcdBackup with backup.offsite: the key pair the control-plane nodes upload their encrypted snapshots with.
+    etcd_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
 
 
 def read_secrets(spec: StackSpec) -> Secrets:
@@ -65,4 +67,5 @@ def read_secrets(spec: StackSpec) -> Secrets:
         windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if spec.nodes.windows else None,
         backup_primary=pair("backupAccessKeyId", "backupSecretAccessKey"),
         backup_offsite=pair("offsiteAccessKeyId", "offsiteSecretAccessKey"),
+        etcd_offsite=pair("etcdOffsiteAccessKeyId", "etcdOffsiteSecretAccessKey"),
     )

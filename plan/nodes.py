@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from config import compat
-from config.model import EtcdBackupSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
+from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, windows_activation, windows_bootstrap
 from render.cloud_init import LinuxNodeInit
 from render.containerd import RegistryMirror
@@ -14,6 +14,7 @@ from vocab import windows_pods
 from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 
+from .platform import object_store
 from .release import kubernetes_release, windows_release
 from .security import cluster_hardening_fields, pod_guard, pod_guard_targets
 
@@ -160,7 +161,14 @@ def guest_activation(spec: StackSpec, node: WindowsNodeSpec) -> windows_activati
     )
 
 
-def etcd_backup_params(backup: EtcdBackupSpec, node_name: str) -> etcd_backup.EtcdBackupParams:
-    """The snapshot schedule (`etcdBackup`) of one control-plane node."""
-    return etcd_backup.EtcdBackupParams(node_name=node_name, nfs_server=str(backup.nfs_server),
-                                        nfs_path=backup.nfs_path, schedule=backup.schedule, keep=backup.keep)
+def etcd_backup_params(spec: StackSpec, node_name: str) -> etcd_backup.EtcdBackupParams:
+    """The snapshot schedule (`etcdBackup`) of one control-plane node, uploading off-site with `backup.offsite`."""
+    backup = spec.etcd_backup
+    if backup is None:
+        raise ValueError("etcd_backup_params needs a stack with etcdBackup")
+    offsite = spec.backup.offsite if spec.backup is not None else None
+    return etcd_backup.EtcdBackupParams(
+        node_name=node_name, nfs_server=str(backup.nfs_server), nfs_path=backup.nfs_path, schedule=backup.schedule,
+        keep=backup.keep, recipient_keys=tuple(backup.recipient_keys),
+        offsite=etcd_backup.EtcdOffsite(store=object_store(spec, offsite), image=compat.RCLONE_IMAGE)
+        if offsite is not None else None)

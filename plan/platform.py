@@ -273,13 +273,6 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
 
 
 @dataclass(frozen=True)
-class EtcdCopy:
-    nfs_server: str
-    nfs_path: str
-    schedule: str
-
-
-@dataclass(frozen=True)
 class BackupPlan:
     primary: backup.ObjectStore
     offsite: backup.ObjectStore | None
@@ -287,31 +280,28 @@ class BackupPlan:
     retention_days: int
     file_system_backup: bool
     windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
-    etcd_copy: EtcdCopy | None                        # etcd snapshots off-site: with offsite and etcdBackup
     recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
 
 
-def _store(spec: StackSpec, store: ObjectStoreSpec) -> backup.ObjectStore:
+def object_store(spec: StackSpec, store: ObjectStoreSpec) -> backup.ObjectStore:
+    """An S3 store of the stack (backup.primary, offsite, recoverFrom), its prefix defaulting to the cluster's name."""
     return backup.ObjectStore(endpoint=store.endpoint, bucket=store.bucket, region=store.region,
                               prefix=store.prefix or spec.cluster.name, provider=store.provider,
                               ca_certificate=store.ca_certificate)
 
 
 def backup_plan(spec: StackSpec) -> BackupPlan | None:
-    """Velero, its locations and schedules, and the etcd snapshots' off-site copy; None without a `backup` section."""
+    """Velero, its locations and schedules; None without a `backup` section."""
     b = spec.backup
     if b is None:
         return None
     builds = tuple(sorted({windows_release(n.version).build for n in spec.nodes.windows
                            if n.version in compat.VELERO_WINDOWS_BUILDS})) if b.file_system_backup else ()
-    etcd = spec.etcd_backup
     return BackupPlan(
-        primary=_store(spec, b.primary), offsite=_store(spec, b.offsite) if b.offsite is not None else None,
+        primary=object_store(spec, b.primary), offsite=object_store(spec, b.offsite) if b.offsite is not None else None,
         schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
         windows_agent_builds=builds,
-        etcd_copy=EtcdCopy(nfs_server=str(etcd.nfs_server), nfs_path=etcd.nfs_path, schedule=b.offsite_etcd_schedule)
-        if b.offsite is not None and etcd is not None else None,
-        recovery=_store(spec, b.recover_from) if b.recover_from is not None else None)
+        recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None)
 
 
 @dataclass(frozen=True)

@@ -39,12 +39,9 @@ class NamespaceReason:
 
 
 def inline_nfs_namespaces(spec: StackSpec) -> tuple[str, ...]:
-    """Where pods may mount NFS inline: the off-site copy of the etcd snapshots (render/backup.py, in the velero
-    namespace) when it runs, and the namespaces the stack names."""
-    allowed = list(spec.security.pod_security.inline_nfs_namespaces)
-    if spec.backup is not None and spec.backup.offsite is not None and spec.etcd_backup is not None:
-        allowed.append(backup.NAMESPACE)
-    return tuple(sorted(set(allowed)))
+    """Where pods may mount NFS inline: only the namespaces the stack names (nothing of the program's own needs it:
+    the etcd snapshots go off-site from the control-plane nodes, render/etcd_backup.py)."""
+    return tuple(sorted(set(spec.security.pod_security.inline_nfs_namespaces)))
 
 
 def windows_system_namespace(spec: StackSpec) -> bool:
@@ -321,7 +318,7 @@ def _allowed_flows(spec: StackSpec, protected: list[str]) -> list[AllowedFlow]:
             if store is not None:
                 host, port = _endpoint_port(store.endpoint)
                 flows += _flow(name, backup.NAMESPACE, None, host, "TCP", (port,),
-                               "Velero and the etcd snapshots' off-site copy write to the S3 store", protected)
+                               "Velero writes to the S3 store", protected)
     if spec.tracing is not None:
         host, _, trace_port = spec.tracing.endpoint.rpartition(":")
         flows += _flow("trace-export", tracing.NAMESPACE, None, host, "TCP", (int(trace_port),),

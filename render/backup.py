@@ -71,7 +71,7 @@ class ObjectStore:
 
 def namespace() -> dict[str, Any]:
     """The velero namespace at Pod Security level privileged: the node agents mount the kubelet's pods directory from
-    the host, and the etcd copy mounts NFS as root."""
+    the host."""
     return system_namespace(NAMESPACE)
 
 
@@ -208,75 +208,3 @@ def node_agent_windows(image: str, build: str) -> dict[str, Any]:
             },
         },
     }
-
-
-# The rclone remote's name in its environment variables (RCLONE_CONFIG_OFFSITE_*).
-_REMOTE = "OFFSITE"
-_RCLONE_PROVIDERS = {"minio": "Minio", "ceph": "Ceph", "other": "Other"}   # docs/content/s3.md provider values
-ETCD_COPY_NAME = "etcd-snapshots-offsite"
-# The off-site key pair as plain keys of the credentials Secret, for rclone's environment.
-ETCD_COPY_ACCESS_KEY = "offsite-access-key-id"
-ETCD_COPY_SECRET_KEY = "offsite-secret-access-key"
-
-
-def etcd_offsite_copy(image: str, store: ObjectStore, nfs_server: str, nfs_path: str, cron: str,
-                      retention_days: int) -> list[dict[str, Any]]:
-    """The CronJob that copies the etcd snapshots on the NFS export to the off-site bucket, under <prefix>-etcd/, and
-    removes copies older than the retention there; with the store's CA, the ConfigMap that carries it."""
-    require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
-    require(nfs_path.startswith("/"), f"{nfs_path!r} is not an absolute export path")
-    # Beside the Velero location's prefix, never inside it: Velero refuses a location whose prefix holds any top-level
-    # directory but its own ("Backup store contains invalid top-level directories", pkg/persistence/object_store.go
-    # at v1.18.1), which would take the off-site location, and a recovery location on it, out of service.
-    destination = f"offsite:{store.bucket}/{store.prefix}-etcd"
-    secret = {"name": CREDENTIALS_SECRET}
-    env = [
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_TYPE", "value": "s3"},
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_PROVIDER", "value": _RCLONE_PROVIDERS[store.provider]},
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_ENDPOINT", "value": store.endpoint},
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_REGION", "value": store.region},
-        # The bucket exists (Velero writes to it); the access key need not be allowed to create buckets.
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_NO_CHECK_BUCKET", "value": "true"},
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_ACCESS_KEY_ID",
-         "valueFrom": {"secretKeyRef": {**secret, "key": ETCD_COPY_ACCESS_KEY}}},
-        {"name": f"RCLONE_CONFIG_{_REMOTE}_SECRET_ACCESS_KEY",
-         "valueFrom": {"secretKeyRef": {**secret, "key": ETCD_COPY_SECRET_KEY}}},
-    ]
-    volumes: list[dict[str, Any]] = [{"name": "snapshots", "nfs": {"server": nfs_server, "path": nfs_path,
-                                                                    "readOnly": True}}]
-    mounts: list[dict[str, Any]] = [{"name": "snapshots", "mountPath": "/snapshots", "readOnly": True}]
-    objects: list[dict[str, Any]] = []
-    if store.ca_certificate is not None:
-        env.append({"name": "RCLONE_CA_CERT", "value": "/etc/offsite-ca/ca.crt"})
-        volumes.append({"name": "offsite-ca", "configMap": {"name": f"{ETCD_COPY_NAME}-ca"}})
-        mounts.append({"name": "offsite-ca", "mountPath": "/etc/offsite-ca", "readOnly": True})
-        objects.append({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": f"{ETCD_COPY_NAME}-ca", "namespace": NAMESPACE},
-                        "data": {"ca.crt": store.ca_certificate}})
-    # Only the snapshot files (etcd-<node>-<time>.db, render/scripts/etcd-snapshot.sh), never a half-written one.
-    # Copies younger than the retention only, so that a snapshot the export still keeps is not copied again after its
-    # off-site copy was deleted.
-    script = (f"set -e; rclone copy /snapshots {destination} --include '/*/etcd-*.db' --immutable "
-              f"--max-age {retention_days}d; rclone delete {destination} --min-age {retention_days}d")
-    objects.append({
-        "apiVersion": "batch/v1", "kind": "CronJob",
-        "metadata": {"name": ETCD_COPY_NAME, "namespace": NAMESPACE},
-        "spec": {
-            "schedule": cron,
-            "concurrencyPolicy": "Forbid",
-            "successfulJobsHistoryLimit": 3,
-            "failedJobsHistoryLimit": 3,
-            "jobTemplate": {"spec": {"backoffLimit": 2, "template": {"spec": {
-                "os": {"name": "linux"},
-                "nodeSelector": {OS_LABEL: "linux"},
-                "restartPolicy": "Never",
-                "securityContext": {"runAsUser": 0},
-                "volumes": volumes,
-                "containers": [{"name": "rclone", "image": image, "command": ["/bin/sh", "-c", script],
-                                "env": env, "volumeMounts": mounts,
-                                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}],
-            }}}},
-        },
-    })
-    return objects
-

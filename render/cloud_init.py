@@ -115,8 +115,10 @@ _DISTROS: dict[str, _DistroFacts] = {
         family="rhel", package_manager="dnf",
         chrony_conf="/etc/chrony.conf", chrony_service="chronyd",
         chrony_driftfile="/var/lib/chrony/drift",
+        # gnupg2: the etcd snapshots are encrypted with gpg (render/etcd_backup.py); BaseOS ships it, usually
+        # installed already (dnf's signature checks use it).
         packages=("ca-certificates", "tar", "chrony", "iscsi-initiator-utils", "nfs-utils",
-                  "qemu-guest-agent"),
+                  "qemu-guest-agent", "gnupg2"),
     ),
     "centos7": _DistroFacts(
         family="rhel", package_manager="yum",

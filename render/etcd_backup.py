@@ -10,11 +10,21 @@ How a snapshot is taken, with its sources:
     also works while the API is down. crictl comes with kubeadm (cri-tools). The container's
     /var/lib/etcd is the host's (kubeadm's etcd static Pod mounts it as ``etcd-data``), so the file
     written there appears on the host and is moved off at once.
+  * The snapshot, checked with ``etcdutl snapshot status`` first, is encrypted on the node before anything else
+    sees it, with GnuPG to every key of ``etcdBackup.recipientKeys`` (``--recipient-file``: "a file containing
+    exactly one key ... gpg assumes that the key in this file is fully valid", gpg(1); GnuPG 2.1.14 and later),
+    AES-256, no compression, in a throw-away home directory (no keyring, no agent). The node holds no key that
+    decrypts it, not even its own past snapshots; the plaintext is removed at once. The ciphertext's recipients are
+    counted (``--list-only``) before it is kept.
   * The target is an NFS export, mounted only for the copy; each node writes under its own name, files
-    are ``etcd-<node>-<UTC timestamp>.db`` (sortable), checked with ``etcdutl snapshot status`` first,
-    copied under a temporary name, compared with the snapshot (SHA-256) and renamed, and only the newest
-    ``keep`` are left. Each success is recorded for node-exporter's textfile collector (SNAPSHOT_METRIC),
-    and an alert fires when a node's last one is older than ``etcdBackup.alertAfterHours``.
+    are ``etcd-<node>-<UTC timestamp>.db.gpg`` (sortable), copied under a temporary name, compared with the
+    local ciphertext (SHA-256) and renamed, and only the newest ``keep`` are left; a plaintext ``.db`` an
+    earlier release stored is removed. Each success is recorded for node-exporter's textfile collector
+    (SNAPSHOT_METRIC), and an alert fires when a node's last one is older than ``etcdBackup.alertAfterHours``.
+  * With ``backup.offsite``, the node uploads the same ciphertext to ``<bucket>/<prefix>-etcd/<node>/`` at once,
+    with rclone from the pinned image run by containerd outside Kubernetes (``ctr run --rm --net-host``; ctr's
+    flags: containerd cmd/ctr/commands/commands.go at v2.3.4), the credentials in a root-only environment file.
+    No pod mounts the export, and nothing but ciphertext leaves the node.
   * A systemd timer (``OnCalendar=`` from the stack, ``Persistent=true`` so a missed run happens at the
     next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
     target fails the deployment instead of the first night.
@@ -26,8 +36,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from render.backup import ObjectStore
 from render.script_files import render_script
-from vocab.checks import DNS_LABEL, is_host
+from vocab.checks import DNS_LABEL, is_host, is_openpgp_public_key
 
 SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
 SERVICE = "hybrid-cluster-etcd-snapshot.service"
@@ -39,9 +50,27 @@ CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
 # --collector.textfile.directory under the chart's /host/root mount of the node's root file system).
 TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
 SNAPSHOT_METRIC = "hybrid_cluster_etcd_snapshot_last_success_timestamp_seconds"
+# The recipients' keys, the off-site settings and credentials (root only), and where the ciphertext waits for its copies.
+CONFIG_DIR = "/etc/hybrid-cluster/etcd-snapshot"
+STAGE_DIR = "/var/lib/hybrid-cluster/etcd-snapshot"
+OFFSITE_ENV = "offsite.env"
+OFFSITE_CA = "offsite-ca.crt"
+# Where the rclone container finds the staged ciphertext and the store's CA.
+_CONTAINER_SNAPSHOTS = "/snapshots"
+_CONTAINER_CA = "/etc/offsite-ca.crt"
+# The rclone remote's name in its environment variables (RCLONE_CONFIG_OFFSITE_*), and rclone's S3 provider values
+# (docs/content/s3.md).
+_REMOTE = "OFFSITE"
+_RCLONE_PROVIDERS = {"minio": "Minio", "ceph": "Ceph", "other": "Other"}
 
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
 _SCHEDULE = re.compile(r"^[A-Za-z0-9*:/,.~ -]{1,64}$")
+
+
+@dataclass(frozen=True)
+class EtcdOffsite:
+    store: ObjectStore     # backup.offsite: the snapshots go to <bucket>/<prefix>-etcd/<node>/
+    image: str             # rclone's image (config/compat.py)
 
 
 @dataclass(frozen=True)
@@ -51,6 +80,8 @@ class EtcdBackupParams:
     nfs_path: str          # export path
     schedule: str          # systemd OnCalendar expression
     keep: int              # snapshots kept for this node
+    recipient_keys: tuple[str, ...]    # ASCII-armored OpenPGP public keys, one key each
+    offsite: EtcdOffsite | None = None
 
 
 def _validate(p: EtcdBackupParams) -> None:
@@ -64,14 +95,46 @@ def _validate(p: EtcdBackupParams) -> None:
         raise ValueError(f"schedule {p.schedule!r} is not a systemd OnCalendar expression")
     if type(p.keep) is not int or p.keep < 1:
         raise ValueError("keep must be a positive integer")
+    if not p.recipient_keys or not all(is_openpgp_public_key(key) for key in p.recipient_keys):
+        raise ValueError("recipient keys must be one or more ASCII-armored OpenPGP public keys, one key each")
+
+
+def offsite_path(store: ObjectStore) -> str:
+    """Beside the Velero location's prefix, never inside it: Velero refuses a location whose prefix holds any top-level
+    directory but its own ("Backup store contains invalid top-level directories", pkg/persistence/object_store.go at
+    v1.18.1), which would take the off-site location, and a recovery location on it, out of service."""
+    return f"{store.bucket}/{store.prefix}-etcd"
+
+
+def offsite_settings(store: ObjectStore) -> str:
+    """rclone's remote `offsite` as environment variables (rclone docs/content/docs.md, "Config file": RCLONE_CONFIG_
+    <REMOTE>_<OPTION>), without its credentials, which the install step adds from standard input."""
+    settings = {"TYPE": "s3", "PROVIDER": _RCLONE_PROVIDERS[store.provider], "ENDPOINT": store.endpoint,
+                "REGION": store.region,
+                # The bucket exists (Velero writes to it); the key may only write under <prefix>-etcd/.
+                "NO_CHECK_BUCKET": "true"}
+    lines = [f"RCLONE_CONFIG_{_REMOTE}_{key}={value}" for key, value in settings.items()]
+    if store.ca_certificate is not None:
+        lines.append(f"RCLONE_CA_CERT={_CONTAINER_CA}")
+    for line in lines:
+        if "\n" in line or not line.isprintable():
+            raise ValueError("an off-site setting must be one printable line")
+    return "\n".join(lines)
 
 
 def snapshot_program(p: EtcdBackupParams) -> str:
-    """The program the timer runs: one snapshot, stored on the NFS target, older ones pruned."""
+    """The program the timer runs: one snapshot, encrypted, stored on the NFS target (older ones pruned) and, with
+    an off-site store, uploaded there."""
     _validate(p)
+    offsite = p.offsite
     return render_script("etcd-snapshot.sh", NODE=p.node_name, TARGET=f"{p.nfs_server}:{p.nfs_path}",
                          KEEP=p.keep, MOUNT=MOUNT_POINT, CONTAINERD_SOCKET=CONTAINERD_SOCKET,
-                         TEXTFILE_DIR=TEXTFILE_DIR, METRIC=SNAPSHOT_METRIC)
+                         TEXTFILE_DIR=TEXTFILE_DIR, METRIC=SNAPSHOT_METRIC, CONFIG_DIR=CONFIG_DIR, STAGE_DIR=STAGE_DIR,
+                         OFFSITE=int(offsite is not None), OFFSITE_ENV=f"{CONFIG_DIR}/{OFFSITE_ENV}",
+                         OFFSITE_PATH=offsite_path(offsite.store) if offsite else "",
+                         OFFSITE_CA=f"{CONFIG_DIR}/{OFFSITE_CA}" if offsite and offsite.store.ca_certificate else "",
+                         CONTAINER_SNAPSHOTS=_CONTAINER_SNAPSHOTS, CONTAINER_CA=_CONTAINER_CA,
+                         RCLONE_IMAGE=offsite.image if offsite else "")
 
 
 def service_unit(p: EtcdBackupParams) -> str:
@@ -105,20 +168,29 @@ WantedBy=timers.target
 
 
 def render_install(p: EtcdBackupParams) -> str:
-    """As root on the control-plane node: the program and units in place (rewritten only when they
-    differ), the timer enabled, and one snapshot taken now to prove the target. Idempotent."""
+    """As root on the control-plane node: the recipients' keys, the off-site settings (with the credentials read
+    from standard input: the access key's line, then the secret key's) and the program and units in place
+    (rewritten only when they differ), the timer enabled, and one snapshot taken now to prove the target and the
+    keys. Idempotent."""
     _validate(p)
+    offsite = p.offsite
+    where = f"{p.nfs_server}:{p.nfs_path}" + (f" and {offsite.store.endpoint}/{offsite_path(offsite.store)}" if offsite else "")
     return render_script(
         "etcd-snapshot-install.sh", PROGRAM_TEXT=snapshot_program(p).rstrip("\n"),
         SERVICE_TEXT=service_unit(p).rstrip("\n"), TIMER_TEXT=timer_unit(p).rstrip("\n"),
-        DESCRIPTION=f"{p.node_name}, {p.schedule} to {p.nfs_server}:{p.nfs_path}, {p.keep} kept", **_unit_paths())
+        RECIPIENT_TEXTS=[key.strip() for key in p.recipient_keys], OFFSITE=int(offsite is not None),
+        OFFSITE_SETTINGS=offsite_settings(offsite.store) if offsite else "",
+        OFFSITE_CA_TEXT=(offsite.store.ca_certificate or "").strip() if offsite else "",
+        DESCRIPTION=f"{p.node_name}, {p.schedule} to {where}, {p.keep} kept, encrypted to {len(p.recipient_keys)} "
+                    f"key(s)", OFFSITE_ENV=OFFSITE_ENV, OFFSITE_CA=OFFSITE_CA, **_unit_paths())
 
 
 def _unit_paths() -> dict[str, str]:
-    return {"PROGRAM": SNAPSHOT_PROGRAM, "SYSTEMD_DIR": SYSTEMD_DIR, "SERVICE": SERVICE, "TIMER": TIMER}
+    return {"PROGRAM": SNAPSHOT_PROGRAM, "SYSTEMD_DIR": SYSTEMD_DIR, "SERVICE": SERVICE, "TIMER": TIMER,
+            "CONFIG_DIR": CONFIG_DIR, "STAGE_DIR": STAGE_DIR}
 
 
 def render_remove() -> str:
-    """As root on the control-plane node: timer stopped and disabled, program and units removed. The
-    snapshots already stored stay on the target: they are the data this exists for."""
+    """As root on the control-plane node: timer stopped and disabled, program, units, keys and credentials
+    removed. The snapshots already stored stay on the target: they are the data this exists for."""
     return render_script("etcd-snapshot-remove.sh", **_unit_paths())

@@ -82,35 +82,6 @@ def test_the_windows_node_agent_is_velero_installs_on_its_own_build():
         pod["containers"][0]["volumeMounts"]
 
 
-def test_etcd_snapshots_are_copied_off_site_read_only_and_expired_there():
-    ceph = backup.ObjectStore(endpoint="https://s3.sg-dr.internal", bucket="velero-hk-prod", region="sg",
-                              prefix="hk-prod", provider="ceph", ca_certificate="-----BEGIN CERTIFICATE-----\n")
-    objects = backup.etcd_offsite_copy(compat.RCLONE_IMAGE, ceph, "10.10.10.21", "/export/etcd-snapshots",
-                                       "30 * * * *", 30)
-    for obj in objects:
-        kubernetes_validate.validate(obj, K8S, strict=True)
-    [config_map] = [o for o in objects if o["kind"] == "ConfigMap"]
-    [cronjob] = [o for o in objects if o["kind"] == "CronJob"]
-    assert config_map["data"] == {"ca.crt": "-----BEGIN CERTIFICATE-----\n"}
-    pod = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"} and cronjob["spec"]["concurrencyPolicy"] == "Forbid"
-    assert pod["volumes"][0]["nfs"] == {"server": "10.10.10.21", "path": "/export/etcd-snapshots", "readOnly": True}
-    [container] = pod["containers"]
-    env = {e["name"]: e for e in container["env"]}
-    assert env["RCLONE_CONFIG_OFFSITE_PROVIDER"]["value"] == "Ceph"
-    assert env["RCLONE_CA_CERT"]["value"] == "/etc/offsite-ca/ca.crt"
-    # The keys come from the Secret, never as values.
-    for key in ("RCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID", "RCLONE_CONFIG_OFFSITE_SECRET_ACCESS_KEY"):
-        assert "value" not in env[key] and env[key]["valueFrom"]["secretKeyRef"]["name"] == backup.CREDENTIALS_SECRET
-    script = container["command"][2]
-    # Beside Velero's prefix (hk-prod/), not in it: Velero refuses a prefix with a directory it does not know.
-    assert "rclone copy /snapshots offsite:velero-hk-prod/hk-prod-etcd --include '/*/etcd-*.db' --immutable" in script
-    assert "rclone delete offsite:velero-hk-prod/hk-prod-etcd --min-age 30d" in script
-    location = backup.storage_location(backup.OFFSITE, ceph, default=False)
-    prefix = f"{location['spec']['objectStorage']['bucket']}/{location['spec']['objectStorage']['prefix']}/"
-    assert not script.split("offsite:")[1].split()[0].startswith(prefix)
-
-
 def test_velero_runs_on_linux_with_the_s3_plugin_and_no_chart_locations():
     values = backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, file_system_backup=True)
     assert values["nodeSelector"] == values["nodeAgent"]["nodeSelector"] == {"kubernetes.io/os": "linux"}
@@ -148,13 +119,17 @@ def test_backup_secrets_follow_the_sections(hk_values):
     assert not any(k.startswith(("backup", "offsite")) for k in required_secrets(load(raw_config(hk_values)).spec))
 
 
-def test_hk_prod_backs_up_to_both_sites_and_copies_etcd_off_site(hk_recording):
+def test_hk_prod_backs_up_to_both_sites_and_no_pod_copies_etcd(hk_recording):
     names = {r.name for r in hk_recording.resources}
     for expected in ("hk-prod-backup-velero", "hk-prod-backup-backupstoragelocation-velero-primary",
                      "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-backup-schedule-velero-daily-primary",
-                     "hk-prod-backup-schedule-velero-daily-offsite", "hk-prod-backup-daemonset-velero-node-agent-windows",
-                     "hk-prod-backup-cronjob-velero-etcd-snapshots-offsite"):
+                     "hk-prod-backup-schedule-velero-daily-offsite", "hk-prod-backup-daemonset-velero-node-agent-windows"):
         assert expected in names, expected
+    # The etcd snapshots go off-site from the control-plane nodes (tests/test_etcd_backup.py): no CronJob, no pod
+    # mounts the export, and no pod may mount NFS inline.
+    assert not hk_recording.by_type("kubernetes:batch/v1:CronJob")
+    policy = hk_recording.named("hk-prod-admission-validatingadmissionpolicybinding-hybrid-cluster-no-inline-nfs")
+    assert "matchResources" not in policy.inputs["spec"], "no namespace is exempt from the inline NFS refusal"
     secret = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials")
     assert isinstance(secret.inputs["stringData"], Secret)
     # The locations and schedules wait for the chart that brings their CRDs.
@@ -179,7 +154,7 @@ def test_a_new_site_reads_the_old_clusters_backups_read_only_and_writes_only_its
     values = _new_site()
     plan = backup_plan(load(raw_config(values)).spec)
     assert plan is not None and plan.recovery is not None and plan.recovery.prefix == "hk-prod"
-    assert plan.primary.prefix == "sg-dr" and plan.etcd_copy is None
+    assert plan.primary.prefix == "sg-dr"
     recording = run_program(raw_config(values), stack="sg-dr")
     assert not recording.plan.errors
     locations = {r.inputs["metadata"]["name"]: r.inputs["spec"]

@@ -749,7 +749,13 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
     run = run_program(raw_config(values), stack="hk-prod", state=state)
     assert not run.plan.errors
-    assert not run.plan.ops("replace") and not run.plan.ops("delete")
+    # Nothing is replaced; the one delete is the pod that copied the etcd snapshots off-site, which the control-plane
+    # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials).
+    assert not run.plan.ops("replace")
+    assert run.plan.ops("delete") == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite"]
+    for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3"):
+        [step] = [s for s in run.plan.steps if s.name == f"hk-prod-etcd-backup-{node}"]
+        assert step.op == "update" and {"create", "update", "stdin"} <= set(step.why)
     created = set(run.plan.ops("create"))
     assert {f"hk-prod-control-plane-{s}" for s in ("encryption-keys", "kubeadm-config", "encryption-rewrite")} <= created
     # The kubelet steps keep their place (aliases of their former names) and run again with the new settings.
@@ -774,7 +780,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert policies and policies <= created
     # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
     # approver's values name the nodes and their addresses instead of the node network.
-    assert kubernetes - policies == {"hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
+    # Velero's credentials no longer carry the off-site keys for a pod that copied the etcd snapshots.
+    assert kubernetes - policies == {"hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
+                                     "hk-prod-backup-secret-velero-velero-credentials"}
     assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
 
 

@@ -126,7 +126,8 @@ def test_secret_table_covers_every_key():
                                 "hypervSshPassword", "windowsAdminPassword", "windowsAdminPasswordPrevious",
                                 "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword",
                                 "tlsCaCertificate", "tlsCaKey", "backupAccessKeyId", "backupSecretAccessKey",
-                                "offsiteAccessKeyId", "offsiteSecretAccessKey"}
+                                "offsiteAccessKeyId", "offsiteSecretAccessKey", "etcdOffsiteAccessKeyId",
+                                "etcdOffsiteSecretAccessKey"}
 
 
 # --- one control-plane node is a first-class shape: day-2 operations run on the lab as on hk-prod -----------

@@ -224,8 +224,8 @@ def test_the_namespace_table_of_docs_security_is_plan_securitys():
 
 def test_pods_may_not_mount_nfs_inline_outside_the_namespaces_that_need_it():
     """A ValidatingAdmissionPolicy (strictly valid for 1.36) whose CEL expression, evaluated by a CEL implementation,
-    refuses a pod with an inline nfs volume and admits one without; bound everywhere but where the etcd snapshots'
-    off-site copy runs and the namespaces the stack names (warned)."""
+    refuses a pod with an inline nfs volume and admits one without; bound everywhere but the namespaces the stack
+    names (warned): nothing of the program's own mounts NFS inline, the etcd snapshots go off-site from the nodes."""
     import celpy
     import kubernetes_validate
 
@@ -234,13 +234,16 @@ def test_pods_may_not_mount_nfs_inline_outside_the_namespaces_that_need_it():
 
     values = hk_prod_values()
     spec = load(raw_config(values)).spec
-    assert inline_nfs_namespaces(spec) == ("velero",)       # hk-prod copies its etcd snapshots off-site
+    assert spec.backup is not None and spec.backup.offsite is not None and spec.etcd_backup is not None
+    assert inline_nfs_namespaces(spec) == ()
     policy, binding = security.inline_nfs_policy(inline_nfs_namespaces(spec))
     for obj in (policy, binding):
         kubernetes_validate.validate(obj, "1.36.0", strict=True)
     assert binding["spec"]["policyName"] == policy["metadata"]["name"] and binding["spec"]["validationActions"] == ["Deny"]
-    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
-        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["velero"]}]
+    assert "matchResources" not in binding["spec"]
+    excepted = security.inline_nfs_policy(("legacy-files",))[1]
+    assert excepted["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["legacy-files"]}]
     assert policy["spec"]["failurePolicy"] == "Fail"
     env = celpy.Environment()
     (validation,) = policy["spec"]["validations"]
@@ -254,8 +257,7 @@ def test_pods_may_not_mount_nfs_inline_outside_the_namespaces_that_need_it():
                                  {"name": "tmp", "emptyDir": {}}]})
     assert not admitted({"volumes": [{"name": "tmp", "emptyDir": {}},
                                      {"name": "snapshots", "nfs": {"server": "10.20.20.21", "path": "/export"}}]})
-    # Without the off-site copy, nowhere; a stack's own namespace is let through, and said back.
-    values.pop("backup")
+    # A stack's own namespace is let through, and said back.
     values["security"] = {"podSecurity": {"inlineNfsNamespaces": ["legacy-files"]}}
     assert inline_nfs_namespaces(load(raw_config(values)).spec) == ("legacy-files",)
     assert "past network policy" in _warnings(values)["security.podSecurity.inlineNfsNamespaces[0]"]

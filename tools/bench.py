@@ -538,6 +538,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
                     for n in values["nodes"][pool] if n["proxmoxNode"] == values["proxmox"]["nodes"][0]["name"]},
                  rekey("proxmox", "nodes")),
         Scenario("re-key a Hyper-V host", lambda after, _: _carrying(after, "connection", REKEYED), rekey("hyperv", "hosts")),
+        # The key pair the control-plane nodes upload their encrypted etcd snapshots with: their schedule steps only.
+        Scenario("rotate the etcd snapshots' off-site key", _carrying(base, "stdin", placeholders["etcdOffsiteSecretAccessKey"]),
+                 secrets={"etcdOffsiteSecretAccessKey": "rotated"}),
         Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),

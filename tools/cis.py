@@ -317,8 +317,8 @@ POSITIONS: dict[str, Position] = {
     "5.3.2": ("manual", "the application namespaces default-deny ingress and every pod is kept off the infrastructure by "
                         "a cluster-wide tier; namespaces made later get the tier but not an ingress policy of their "
                         "own"),
-    "5.4.1": ("manual", "the samples take no Secret; the etcd snapshots' off-site copy gives rclone its S3 keys as "
-                        "environment variables from a Secret, as rclone reads them; the charts' choices are theirs"),
+    "5.4.1": ("manual", "the samples take no Secret; the etcd snapshots' off-site credentials stay on the "
+                        "control-plane nodes (root only), in no pod; the charts' choices are theirs"),
     "5.4.2": ("manual", "Secrets are encrypted at rest in etcd under a key only the control-plane nodes hold; no "
                         "external secret store is installed"),
     "5.5.1": ("manual", "no ImagePolicyWebhook: images are named by tag through the site's registry mirror"),

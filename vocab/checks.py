@@ -6,6 +6,7 @@ accepts is a value every renderer accepts: one definition for both.
 from __future__ import annotations
 
 import base64
+import hashlib
 import ipaddress
 import re
 
@@ -72,6 +73,75 @@ def is_pinnable_host_key(value: str) -> bool:
         return False
     length = int.from_bytes(raw[:4], "big")
     return len(raw) > 4 + length and raw[4:4 + length] == kind.encode()
+
+
+_ARMOR = re.compile(r"\A\s*-----BEGIN PGP PUBLIC KEY BLOCK-----\r?\n(?:[A-Za-z][A-Za-z-]*: [^\r\n]*\r?\n)*\r?\n"
+                    r"(?P<body>[A-Za-z0-9+/=\r\n]+?)(?:\r?\n=[A-Za-z0-9+/]{4})?\r?\n"
+                    r"-----END PGP PUBLIC KEY BLOCK-----\s*\Z")
+PUBLIC_KEY_PACKET, PUBLIC_SUBKEY_PACKET = 6, 14
+
+
+def openpgp_packets(data: bytes) -> list[tuple[int, bytes]]:
+    """The (tag, body) of each packet of a transferable key (RFC 9580 section 4.2: old and new packet headers); raises
+    ValueError on a truncated or indeterminate-length packet."""
+    packets, at = [], 0
+    while at < len(data):
+        header = data[at]
+        if not header & 0x80:
+            raise ValueError("not an OpenPGP packet")
+        if header & 0x40:                       # new format: the tag in 6 bits, the length in 1, 2 or 5 octets
+            tag, at = header & 0x3F, at + 1
+            first = data[at]
+            if first < 192:
+                length, at = first, at + 1
+            elif first < 224:
+                length, at = ((first - 192) << 8) + data[at + 1] + 192, at + 2
+            elif first == 255:
+                length, at = int.from_bytes(data[at + 1:at + 5], "big"), at + 5
+            else:
+                raise ValueError("partial body lengths do not occur in a key")
+        else:                                   # old format: the tag in 4 bits, the length type in 2
+            tag, kind, at = (header >> 2) & 0x0F, header & 0x03, at + 1
+            if kind == 3:
+                raise ValueError("indeterminate lengths do not occur in a key")
+            size = (1, 2, 4)[kind]
+            length, at = int.from_bytes(data[at:at + size], "big"), at + size
+        if at + length > len(data):
+            raise ValueError("truncated packet")
+        packets.append((tag, data[at:at + length]))
+        at += length
+    return packets
+
+
+def openpgp_public_key(value: str) -> list[tuple[int, bytes]]:
+    """The packets of an ASCII-armored OpenPGP public key (gpg --armor --export) that holds exactly one key, as gpg's
+    --recipient-file needs ("a file containing exactly one key", gpg(1)); raises ValueError otherwise."""
+    found = _ARMOR.match(value)
+    if not found:
+        raise ValueError("not an ASCII-armored OpenPGP public key block")
+    try:
+        packets = openpgp_packets(base64.b64decode("".join(found.group("body").split()), validate=True))
+    except (ValueError, IndexError) as error:
+        raise ValueError(f"not an OpenPGP public key: {error}") from None
+    if [tag for tag, _ in packets].count(PUBLIC_KEY_PACKET) != 1 or packets[0][0] != PUBLIC_KEY_PACKET:
+        raise ValueError("must hold exactly one public key")
+    return packets
+
+
+def openpgp_fingerprint(value: str) -> str:
+    """The fingerprint of the (version 4) key, as gpg prints it: SHA-1 over 0x99, the two-octet length and the public
+    key packet's body (RFC 4880 section 12.2)."""
+    body = openpgp_public_key(value)[0][1]
+    require(body[:1] == b"\x04", "only version 4 OpenPGP keys (what gpg makes by default) are accepted")
+    return hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body, usedforsecurity=False).hexdigest().upper()
+
+
+def is_openpgp_public_key(value: str) -> bool:
+    try:
+        openpgp_fingerprint(value)
+    except ValueError:
+        return False
+    return True
 
 
 def is_host(value: str) -> bool:

@@ -1,13 +1,14 @@
 # As root on a control-plane node (render/etcd_backup.py render_remove): timer stopped and disabled,
-# program and units removed. The snapshots already stored stay on the target: they are the data this
-# exists for.
+# program, units, recipients' keys and off-site credentials removed. The snapshots already stored stay on
+# the target: they are the data this exists for.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs PROGRAM SYSTEMD_DIR SERVICE TIMER
+#@ inputs PROGRAM SYSTEMD_DIR SERVICE TIMER CONFIG_DIR STAGE_DIR
 
 if systemctl cat "$TIMER" >/dev/null 2>&1; then
   systemctl disable --now "$TIMER"
 fi
 rm -f "$ROOT$SYSTEMD_DIR/$TIMER" "$ROOT$SYSTEMD_DIR/$SERVICE" "$ROOT$PROGRAM"
+rm -rf "$ROOT$CONFIG_DIR" "$ROOT$STAGE_DIR"
 systemctl daemon-reload
 echo "etcd snapshot schedule removed; stored snapshots are kept"
