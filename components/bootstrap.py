@@ -183,8 +183,11 @@ def join_credentials(name: str, access: ControlPlaneAccess, control_plane: bool,
         # pulumi-command sends the previous stdout (a join line) as PULUMI_COMMAND_STDOUT on an update (a
         # rotated key, a new script) unless told not to (remote/commandOutputs.go).
         add_previous_output_in_env=False,
+        # Not on a new connection (a rotated credential, a bastion, pinned host keys): a join line already used needs
+        # no successor, and for a control-plane join it would upload the cluster CA's keys to kubeadm-certs again.
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[access.init, access.kubelet_config, *after],
-                                    additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True),
+                                    additional_secret_outputs=SECRET_STDOUT, delete_before_replace=True,
+                                    ignore_changes=["connection"]),
     )
 
 

@@ -15,7 +15,7 @@ def ssh_connection(
     user: str,
     *,
     port: int = 22,
-    host_key: pulumi.Input[str] | None = None,
+    host_key: pulumi.Input[str | None] | None = None,
     private_key: pulumi.Output[str] | None = None,
     password: pulumi.Output[str] | None = None,
     bastion: BastionSpec | None = None,
@@ -36,7 +36,7 @@ def ssh_connection(
         user=user,
         private_key=private_key,
         password=password,
-        host_key=host_key,
+        host_key=host_key,  # type: ignore[arg-type]  # an Output that may resolve to None: no pin, as unset
         proxy=proxy,
         # A node still booting (or rebooting) refuses connections for minutes: keep dialling, but not
         # forever (pulumi-command's default is 10 attempts).

@@ -13,6 +13,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
+import pulumi_tls as tls
 
 from config.model import BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
@@ -20,7 +21,7 @@ from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_
 from plan.rollout import lanes
 from render import hyperv, windows_activation
 from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
-from render.host_keys import render_guest_host_key
+from render.host_keys import HostKeyPair, pinned_key_of_user_data, public_line, render_install_host_key
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -43,7 +44,7 @@ class BastionArgs(TypedDict):
 
 
 def _pinned_connection(host: str, user: str, private_key: pulumi.Output[str] | None, bastion: BastionArgs,
-                       host_key: pulumi.Input[str]) -> command.remote.ConnectionArgs:
+                       host_key: pulumi.Input[str | None]) -> command.remote.ConnectionArgs:
     return ssh_connection(host, user, host_key=host_key, private_key=private_key, **bastion)
 
 
@@ -60,10 +61,8 @@ class LinuxNodeArgs:
     node: LinuxNodeSpec
     role: Role
     template: TemplateSpec
-    # The node's SSH connection, given the host key it is pinned to.
-    connect: Callable[[pulumi.Input[str]], command.remote.ConnectionArgs]
-    # The Proxmox node's, which reads the guest's host key through the QEMU guest agent.
-    proxmox_connection: command.remote.ConnectionArgs
+    # The node's SSH connection, given the host key it is pinned to (None: trusting the node once).
+    connect: Callable[[pulumi.Input[str | None]], command.remote.ConnectionArgs]
     provider: proxmoxve.Provider
     # Resources that must accept the change before any machine is touched (the Kubernetes version pin).
     guards: tuple[pulumi.Resource, ...] = ()
@@ -72,8 +71,8 @@ class LinuxNodeArgs:
 
 
 class ProxmoxLinuxNode(pulumi.ComponentResource):
-    """One Linux node: its cloud-init snippet, the VM cloned from its distro's template, its SSH host key (read on
-    its Proxmox node, and pinned by every connection to it), and the wait until cloud-init has prepared it for
+    """One Linux node: its SSH host key (made here, given at first boot, pinned by every connection to it), its
+    cloud-init snippet, the VM cloned from its distro's template, and the wait until cloud-init has prepared it for
     kubeadm."""
 
     def __init__(self, name: str, args: LinuxNodeArgs, opts: pulumi.ResourceOptions | None = None):
@@ -82,6 +81,15 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         self.node, self.role = node, args.role
         init = linux_node_init(spec, node)
         datastores = spec.proxmox.datastores
+
+        # The node's SSH host key, made by the program (ed25519; the private half a secret in the state) and given to
+        # the node in its first boot's cloud-init `ssh_keys`, so that even the first connection to a new VM is pinned.
+        self.host_key_pair = tls.PrivateKey(f"{name}-host-key", algorithm="ED25519",
+                                            opts=pulumi.ResourceOptions(parent=self))
+        public = pulumi.Output.unsecret(self.host_key_pair.public_key_openssh.apply(public_line))
+        private = self.host_key_pair.private_key_openssh
+        render_user_data(init)   # the rendering's checks, now: the key's rendering below waits for the key
+        user_data = pulumi.Output.all(private, public).apply(lambda keys: render_user_data(init, HostKeyPair(*keys)))
 
         # First boot only: cloud-init runs once per instance, and both the snippet's content and the VM's
         # reference to it force replacement in the provider, so a later change to what the snippet holds
@@ -93,7 +101,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             datastore_id=datastores.snippets,
             node_name=node.proxmox_node,
             source_raw=proxmoxve.FileLegacySourceRawArgs(
-                data=render_user_data(init),
+                data=user_data,
                 file_name=f"{spec.cluster.name}-{node.name}-user-data.yaml",
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True,
@@ -184,20 +192,31 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
         # (vm/network/network.go ReadNetworkValues). tools/providers.py has the provider facts.
         self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
-        # The key this instance generated at its first boot, read on its Proxmox node through the guest agent
-        # (render/host_keys.py): every SSH connection to the node pins it, so none runs unpinned, and a rebuilt
-        # VM (a new instance) is read again. Public, so not kept secret. Nothing else reads it again: a change of
-        # the Proxmox credential, the bastion or the script's text leaves the node's key as it is, and an update
-        # would leave every connection to the node unknown in that preview.
-        self.host_key_read = command.remote.Command(
-            f"{name}-host-key",
-            connection=args.proxmox_connection,
-            create=bash_command(render_guest_host_key(node.vm_id)),
-            triggers=[self.instance],
-            opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True,
-                                 ignore_changes=["connection", "create"]),
-        )
-        self.host_key: pulumi.Output[str] = pulumi.Output.unsecret(self.host_key_read.stdout.apply(str.strip))
+        # The key the node presents: the one its snippet gave it, or, for a node whose snippet predates the key (made
+        # by an earlier release: cloud-init generated keys of its own), the program's key written in place over a
+        # connection that trusts the node once (render/scripts/node-host-key.sh; docs/security.md, "Host keys"). Again
+        # for each new instance and each new key; nothing else runs it again (a credential change would otherwise dial
+        # an adopted node unpinned once more). Every other connection to the node pins the key, after this step.
+        self.host_key: pulumi.Output[str]
+        if node.lost:
+            self.host_key = public
+        else:
+            # The snippet's content as the state holds it (ignore_changes keeps what it was created with; the provider's
+            # read never sets it: bpg proxmoxtf/resource/file.go fileRead, v0.111.1).
+            booted_with = pulumi.Output.unsecret(self.user_data.source_raw.apply(
+                lambda raw: pinned_key_of_user_data(raw.data) if raw is not None and raw.data else None))
+            key_material: pulumi.Output[str] = pulumi.Output.secret(
+                pulumi.Output.all(private, public).apply(lambda keys: f"{keys[0]}{keys[1]}\n"))
+            install = command.remote.Command(
+                f"{name}-host-key-install",
+                connection=args.connect(booted_with),
+                create=bash_command(render_install_host_key()),
+                stdin=key_material,
+                triggers=[self.instance, public],
+                opts=command_options(node, parent=self, depends_on=[self.vm], delete_before_replace=True,
+                                     ignore_changes=["connection", "create"]),
+            )
+            self.host_key = pulumi.Output.all(public, install.id).apply(lambda values: values[0])
         self.connection = args.connect(self.host_key)
         first_boot = command.remote.Command(
             f"{name}-cloud-init",
@@ -348,8 +367,7 @@ class Machines(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         bastion = BastionArgs(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
-        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them, and the
-        # guests' host keys are read through them.
+        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
         self.proxmox_connections = {
             n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, host_key=n.host_key,
                                    private_key=secrets.proxmox_ssh_private_key, **bastion)
@@ -375,7 +393,6 @@ class Machines(pulumi.ComponentResource):
                     spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
                     connect=functools.partial(_pinned_connection, str(node.ip), spec.access.admin_user,
                                               secrets.node_ssh_private_key, bastion),
-                    proxmox_connection=self.proxmox_connections[node.proxmox_node],
                     provider=self.provider, guards=guards,
                     after=(created[before].vm,) if before is not None else (),
                 ),

@@ -947,7 +947,7 @@ class SecuritySpec(Spec):
     """SELinux on the RHEL-family nodes (Rocky, CentOS); permissive is a relaxation (synth warns)."""
     pin_host_keys: bool = True
     """Every SSH connection refuses a server other than the one pinned: the Proxmox nodes, Hyper-V hosts and bastion by
-    their `hostKey`, the Linux nodes by the key each generated at first boot, read through the QEMU guest agent.
+    their `hostKey`, the Linux nodes by the key the program makes for each and gives it at first boot (cloud-init).
     false lets the hosts go without `hostKey` and accepts whatever key they present (a relaxation: synth warns)."""
 
 

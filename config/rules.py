@@ -766,7 +766,7 @@ def _host_key_missing(what: str, address: str, system: str) -> str:
 @rule("security", "proxmox", "hyperv", "access", "nodes")
 def host_keys_pinned(spec: StackSpec) -> Iterator[Problem]:
     """Every host a connection dials has its host key in the stack, unless the stack says security.pinHostKeys:
-    false (warned). The Linux nodes need none here: each one's own key is read through the QEMU guest agent."""
+    false (warned). The Linux nodes need none here: the program makes each one's key (components/machines.py)."""
     if not spec.security.pin_host_keys:
         yield Problem("security.pinHostKeys", "false: the Proxmox nodes, Hyper-V hosts and bastion without hostKey are "
                                               "accepted whatever key they present, so a machine in the middle receives "

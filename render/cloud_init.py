@@ -55,6 +55,7 @@ from render.containerd import (
     linux_config_toml,
     registry_hosts_files,
 )
+from render.host_keys import HostKeyPair, cloud_init_ssh_keys
 from render.script_files import render_script
 from render.security import POD_GUARD_TABLE, sysctl_lines
 from vocab.checks import DNS_LABEL, HTTP_ENDPOINT, POSIX_USER, REGISTRY_HOST, check_image, check_machine, check_version, is_host
@@ -321,7 +322,7 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.nodes.ScalarNode
 _LiteralDumper.add_representer(str, _represent_str)
 
 
-def render_user_data(node: LinuxNodeInit) -> str:
+def render_user_data(node: LinuxNodeInit, host_key: HostKeyPair | None = None) -> str:
     """The ``#cloud-config`` user-data for a Proxmox ``cicustom`` user snippet.
 
     Proxmox ignores its own ciuser/sshkeys when a user snippet is given, so the admin user is
@@ -329,7 +330,8 @@ def render_user_data(node: LinuxNodeInit) -> str:
     (Users and Groups: ``users`` with ``sudo``/``lock_passwd``/``ssh_authorized_keys``; Set
     Hostname: ``hostname``/``fqdn``/``prefer_fqdn_over_hostname``; Update Etc Hosts:
     ``manage_etc_hosts``; Timezone; Set Passwords: ``ssh_pwauth``; SSH: ``disable_root``;
-    Write Files; Runcmd). The result is checked with ``cloud-init schema`` in the tests.
+    Write Files; Runcmd; SSH: ``ssh_keys``, the node's own host key, render/host_keys.py). The result is checked
+    with ``cloud-init schema`` in the tests.
     """
     _validate(node)
     script = render_prepare_script(node)
@@ -343,6 +345,7 @@ def render_user_data(node: LinuxNodeInit) -> str:
         "timezone": node.timezone,
         "ssh_pwauth": False,
         "disable_root": True,
+        **({"ssh_keys": cloud_init_ssh_keys(host_key)} if host_key is not None else {}),
         "users": [{
             "name": node.admin_user,
             "shell": "/bin/bash",

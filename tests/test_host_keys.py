@@ -1,7 +1,6 @@
-"""A Linux node's host key read through the QEMU guest agent on its Proxmox node (render/host_keys.py,
-render/scripts/guest-host-key.sh): shellchecked, and run against a stub `qm` that answers as qemu-server's
-`qm guest cmd` and `qm guest exec` do (src/PVE/CLI/qm.pm: exec prints the agent's exec-status as JSON with
-out-data decoded, only {"pid": N} once its --timeout passed)."""
+"""A Linux node's SSH host key (render/host_keys.py): made by the program, given in the first boot's cloud-init
+`ssh_keys` (checked with `cloud-init schema`), and written in place on a node that booted without it
+(render/scripts/node-host-key.sh, shellchecked and run against a scratch root with a stub systemctl)."""
 from __future__ import annotations
 
 import shutil
@@ -10,112 +9,97 @@ from pathlib import Path
 
 import pytest
 
-from render.host_keys import render_guest_host_key
-from tests.validators import shellcheck
+from render.host_keys import HostKeyPair, pinned_key_of_user_data, public_line, render_install_host_key
+from tests.validators import TEST_ROOT_VARIABLE, cloud_init_schema, shellcheck
 from tools.providers import new_host_key
 
-ED25519 = new_host_key("hk-lnx-1", 1)
-# A real P-256 key's public half (ssh-keygen -t ecdsa), as a FIPS-mode node would present it.
-ECDSA = ("ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPWG1Q99viFGwFVC/2vyY5WY0OA1sljBz96"
-         "IqTx0Spsnn4F3MGdJhqNNygUhzMK1LB10IFk0NoJFL0aB6L/n52w=")
 
-# `qm guest cmd VMID ping` succeeds once the agent is up ($STUBS/agent-after pings in); `qm guest exec` answers
-# from the guest files under $STUBS/guest, or never finishes cloud-init when $STUBS/cloud-init-hangs exists.
-QM = r"""#!/usr/bin/env bash
-set -euo pipefail
-printf 'qm %s\n' "$*" >>"$STUBS/calls"
-json_text() { python3 -c 'import json, sys; print(json.dumps(sys.stdin.read()))'; }
-case "$1 $2" in
-  "guest cmd")
-    count=$(( $(cat "$STUBS/pings" 2>/dev/null || echo 0) + 1 ))
-    echo "$count" >"$STUBS/pings"
-    (( count > $(cat "$STUBS/agent-after") )) || { echo "QEMU guest agent is not running" >&2; exit 255; }
-    echo '{}' ;;
-  "guest exec")
-    shift 5   # guest exec VMID --timeout T
-    [[ $1 == -- ]] && shift
-    case "$*" in
-      "cloud-init status --wait")
-        if [[ -e $STUBS/cloud-init-hangs ]]; then printf '{\n   "pid" : 4711\n}\n'; exit 0; fi
-        printf '{\n   "exitcode" : 0,\n   "exited" : 1,\n   "out-data" : "\\nstatus: done\\n"\n}\n' ;;
-      "cat "*)
-        file="$STUBS/guest$2"
-        if [[ -f $file ]]; then
-          printf '{\n   "exitcode" : 0,\n   "exited" : 1,\n   "out-data" : %s\n}\n' "$(json_text <"$file")"
-        else
-          printf '{\n   "err-data" : "cat: %s: No such file or directory\\n",\n   "exitcode" : 1,\n   "exited" : 1\n}\n' "$2"
-        fi ;;
-      *) echo "unexpected guest command: $*" >&2; exit 2 ;;
-    esac ;;
-  *) echo "unexpected: $*" >&2; exit 2 ;;
-esac
-"""
+@pytest.fixture(scope="module")
+def key_pair(tmp_path_factory) -> HostKeyPair:
+    """A real ed25519 key, as ssh-keygen (and the TLS provider) write it."""
+    directory = tmp_path_factory.mktemp("host-key")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", str(directory / "key")], check=True)
+    return HostKeyPair((directory / "key").read_text(), public_line((directory / "key.pub").read_text()))
 
 
-def _stubbed(tmp_path: Path, agent_after: int = 0, keys: dict[str, str] | None = None) -> tuple[dict[str, str], Path]:
-    stubs = tmp_path / "stubs"
-    (stubs / "guest" / "etc" / "ssh").mkdir(parents=True)
-    (stubs / "qm").write_text(QM)
-    (stubs / "sleep").write_text("#!/usr/bin/env bash\nexit 0\n")
-    for stub in ("qm", "sleep"):
-        (stubs / stub).chmod(0o755)
-    (stubs / "agent-after").write_text(str(agent_after))
-    for name, line in (keys if keys is not None else {"ed25519": ED25519}).items():
-        (stubs / "guest" / "etc" / "ssh" / f"ssh_host_{name}_key.pub").write_text(f"{line} root@hk-lnx-1\n")
-    return {"PATH": f"{stubs}:/usr/bin:/bin", "STUBS": str(stubs)}, stubs
+def test_the_first_boot_gives_the_node_the_programs_key_and_the_program_reads_it_back(key_pair, tmp_path):
+    from render.cloud_init import render_user_data
+    from tests.test_render_cloud_init import make_node
+
+    user_data = render_user_data(make_node("rocky9", ()), key_pair)
+    path = tmp_path / "user-data"
+    path.write_text(user_data)
+    cloud_init_schema(path)
+    import yaml
+    document = yaml.safe_load(user_data)
+    assert document["ssh_keys"] == {"ed25519_private": key_pair.private_openssh, "ed25519_public": key_pair.public}
+    assert "ssh_genkeytypes" not in document and "ssh_deletekeys" not in document   # defaults: the image's keys go
+    assert pinned_key_of_user_data(user_data) == key_pair.public
+    # A snippet of an earlier release carries no key of the program's.
+    assert pinned_key_of_user_data(render_user_data(make_node("rocky9", ()))) is None
 
 
-def _run(script: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([shutil.which("bash"), "-c", script], env=env, capture_output=True, text=True, timeout=60)
+def test_key_material_that_would_break_the_node_is_refused(key_pair):
+    with pytest.raises(ValueError):
+        HostKeyPair("not a key", key_pair.public)
+    with pytest.raises(ValueError):
+        HostKeyPair(key_pair.private_openssh, "ssh-rsa AAAAB3NzaC1yc2E")
+    with pytest.raises(ValueError):
+        public_line("ecdsa-sha2-nistp256 AAAA")
 
 
-def test_the_script_passes_shellcheck(tmp_path):
-    path = tmp_path / "host-key.sh"
-    path.write_text(render_guest_host_key(321))
+def test_the_install_script_passes_shellcheck(tmp_path):
+    path = tmp_path / "install.sh"
+    path.write_text(render_install_host_key())
     shellcheck(path)
 
 
-def test_it_waits_for_the_agent_and_cloud_init_then_prints_only_the_key(tmp_path):
-    env, stubs = _stubbed(tmp_path, agent_after=3)
-    result = _run(render_guest_host_key(321), env)
+def _install(tmp_path: Path, stdin: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    root, stubs = tmp_path / "root", tmp_path / "stubs"
+    (root / "etc" / "ssh").mkdir(parents=True, exist_ok=True)
+    stubs.mkdir(exist_ok=True)
+    (stubs / "systemctl").write_text('#!/usr/bin/env bash\necho "systemctl $*" >>"$T/calls"\n'
+                                     '[[ $1 != cat || $2 == "${UNIT:-ssh.service}" ]]\n')
+    (stubs / "systemctl").chmod(0o755)
+    result = subprocess.run([shutil.which("bash"), "-c", render_install_host_key()], input=stdin, capture_output=True,
+                            text=True, env={"PATH": f"{stubs}:/usr/bin:/bin", "T": str(tmp_path),
+                                            TEST_ROOT_VARIABLE: str(root)})
+    return result, root / "etc" / "ssh"
+
+
+def test_a_node_that_booted_with_keys_of_its_own_gets_the_programs_written_in_place(key_pair, tmp_path):
+    ssh = tmp_path / "root" / "etc" / "ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "ssh_host_ed25519_key.pub").write_text(new_host_key("image", 1) + " root@template\n")
+    (ssh / "ssh_host_ed25519_key").write_text("old private key\n")
+    result, ssh = _install(tmp_path, f"{key_pair.private_openssh}{key_pair.public}\n")
     assert result.returncode == 0, result.stderr
-    # Standard output is the key line alone, without the file's comment: what the connections pin.
-    assert result.stdout == ED25519 + "\n"
-    calls = (stubs / "calls").read_text().splitlines()
-    assert calls[:4] == ["qm guest cmd 321 ping"] * 4
-    assert calls[4] == "qm guest exec 321 --timeout 1800 -- cloud-init status --wait"
-    assert calls[5] == "qm guest exec 321 --timeout 60 -- cat /etc/ssh/ssh_host_ed25519_key.pub"
-    assert "waiting for the QEMU guest agent of VM 321" in result.stderr
+    assert (ssh / "ssh_host_ed25519_key").read_text() == key_pair.private_openssh
+    assert (ssh / "ssh_host_ed25519_key.pub").read_text() == key_pair.public + "\n"
+    assert oct((ssh / "ssh_host_ed25519_key").stat().st_mode & 0o777) == "0o600"
+    assert oct((ssh / "ssh_host_ed25519_key.pub").stat().st_mode & 0o777) == "0o644"
+    assert (tmp_path / "calls").read_text().splitlines() == ["systemctl cat ssh.service", "systemctl reload ssh.service"]
+    # Again: the node presents the key, nothing is written or reloaded.
+    (tmp_path / "calls").unlink()
+    again, _ = _install(tmp_path, f"{key_pair.private_openssh}{key_pair.public}\n")
+    assert again.returncode == 0 and "presents its pinned host key already" in again.stdout
+    assert not (tmp_path / "calls").exists()
+    assert not list(ssh.glob("*.partial"))
 
 
-def test_a_node_without_ed25519_is_pinned_to_its_ecdsa_key(tmp_path):
-    env, _ = _stubbed(tmp_path, keys={"ecdsa": ECDSA})
-    result = _run(render_guest_host_key(321), env)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == ECDSA + "\n"
-
-
-@pytest.mark.parametrize("setup, message", [
-    (lambda stubs: (stubs / "agent-after").write_text("1000000"), "did not answer within 1s"),
-    (lambda stubs: (stubs / "cloud-init-hangs").write_text(""), "cloud-init in VM 321 did not finish within 1s"),
-    (lambda stubs: [p.unlink() for p in (stubs / "guest" / "etc" / "ssh").iterdir()], "has no ed25519 or ECDSA host key"),
-    (lambda stubs: (stubs / "guest" / "etc" / "ssh" / "ssh_host_ed25519_key.pub").write_text("garbage\n"),
-     "has no ed25519 or ECDSA host key"),
-], ids=["no-agent", "cloud-init-hangs", "no-key", "not-a-key"])
-def test_it_fails_loudly_and_prints_nothing_to_pin(tmp_path, setup, message):
-    env, stubs = _stubbed(tmp_path)
-    setup(stubs)
-    result = _run(render_guest_host_key(321, wait_timeout_seconds=1), env)
-    assert result.returncode != 0 and message in result.stderr, result.stderr
-    assert result.stdout == ""
-
-
-def test_inputs_that_would_break_the_script_are_refused():
-    for vm_id in (42, True, "321"):
-        with pytest.raises(ValueError):
-            render_guest_host_key(vm_id)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        render_guest_host_key(321, wait_timeout_seconds=0)
+@pytest.mark.parametrize("stdin, message", [
+    ("", "no OpenSSH private key"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n", "no OpenSSH private key"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\nssh-rsa AAAA\n", "no ssh-ed25519"),
+], ids=["empty", "truncated", "rsa"])
+def test_it_refuses_what_is_not_a_key_and_leaves_the_node_as_it_was(tmp_path, stdin, message):
+    ssh = tmp_path / "root" / "etc" / "ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "ssh_host_ed25519_key.pub").write_text("ssh-ed25519 AAAA root@node\n")
+    result, _ = _install(tmp_path, stdin)
+    assert result.returncode != 0 and message in result.stderr
+    assert (ssh / "ssh_host_ed25519_key.pub").read_text() == "ssh-ed25519 AAAA root@node\n"
+    assert not (tmp_path / "calls").exists()
 
 
 # --- the Proxmox provider's own SSH client: known_hosts --------------------------------------------------------
@@ -135,6 +119,15 @@ def test_known_hosts_lines_pin_every_proxmox_node_and_the_check_finds_missing_an
         "10.10.10.11 (pve-hk1-a): 1 other key(s) for it, which the provider would accept as well; remove them: "
         "ssh-keygen -R 10.10.10.11",
         f"10.10.10.12 (pve-hk2-a): its pinned key is missing; add `{written[1]}`"]
+    # A line hashed by ssh-keygen -H (as ssh's HashKnownHosts writes them) for the address counts too.
+    hashed_file = tmp_path / "hashed"
+    hashed_file.write_text(f"10.10.10.12 {other}\n")
+    subprocess.run(["ssh-keygen", "-q", "-H", "-f", str(hashed_file)], check=True, capture_output=True)
+    hashed_lines = hashed_file.read_text().splitlines()
+    assert hashed_lines[0].startswith("|1|") and "10.10.10.12" not in hashed_lines[0]
+    assert known_hosts.check(spec, "\n".join([*written, *hashed_lines])) == [
+        "10.10.10.12 (pve-hk2-a): 1 other key(s) for it, which the provider would accept as well; remove them: "
+        "ssh-keygen -R 10.10.10.12"]
     file = tmp_path / "known_hosts"
     file.write_text("\n".join(written) + "\n")
     assert known_hosts.main(["--stack", "hk-prod", "--check", str(file)]) == 0

@@ -15,7 +15,7 @@ from tools.engine import without
 from tools.mockrun import Recording, run_program
 from tools.providers import new_host_key
 
-NODE_STEPS_LINUX = ["host-key", "cloud-init", "prepare", "authorized-keys"]
+NODE_STEPS_LINUX = ["host-key-install", "cloud-init", "prepare", "authorized-keys"]
 JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
 UPGRADE_STEPS = ["drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"]
 
@@ -53,8 +53,8 @@ def node_resources(node: str, windows: bool = False) -> set[str]:
     return names
 
 
-def assert_node_rebuilt(run: Recording, node: str, windows: bool = False) -> None:
-    expected = node_resources(node, windows)
+def assert_node_rebuilt(run: Recording, node: str, windows: bool = False, extra: set[str] = frozenset()) -> None:
+    expected = node_resources(node, windows) | set(extra)
     assert run.plan.changed == expected - ({f"hk-prod-{node}-activation"} if windows else set()) or \
         run.plan.changed == expected, sorted(run.plan.changed ^ expected)
     join_prefix = "hk-prod-kubeadm-windows" if windows else "hk-prod-kubeadm"
@@ -89,12 +89,32 @@ def test_replacing_a_linux_vm_reruns_that_node_and_nothing_else(built, preview):
         assert new.outputs["macAddresses"][0] == old.outputs["macAddresses"][0] == "00:00:00:00:00:00"
         join = run.named("hk-prod-kubeadm-hk-lnx-2-join")
         assert join.id != built.named("hk-prod-kubeadm-hk-lnx-2-join").id   # a command's id is new per create
-        # The new instance generated its own host key, read again through the guest agent; every connection to the
-        # node follows it, and no other node's changes.
-        def key(r: Recording, node: str) -> str:
-            return r.state[r.named(f"hk-prod-{node}-host-key").urn].outputs["stdout"].strip()
-        assert key(run, "hk-lnx-2") != key(built, "hk-lnx-2") and key(run, "hk-lnx-1") == key(built, "hk-lnx-1")
-        assert join.inputs["connection"].value["hostKey"] == key(run, "hk-lnx-2")
+        # The new instance booted the node's snippet, with the node's key: its install step ran again, pinned to it,
+        # and found it; the connections keep their pin.
+        install = run.named("hk-prod-hk-lnx-2-host-key-install")
+        assert install.inputs["connection"].value["hostKey"] == key_of(run, "hk-lnx-2") == key_of(built, "hk-lnx-2")
+        assert join.inputs["connection"].value["hostKey"] == key_of(run, "hk-lnx-2")
+
+
+def key_of(recording: Recording, node: str) -> str:
+    """The public host key the program made for a node, as the state holds it."""
+    return recording.state[recording.named(f"hk-prod-{node}-host-key").urn].outputs["publicKeyOpenssh"].strip()
+
+
+def test_rebuilding_a_node_with_new_keys_replaces_its_key_snippet_and_vm(built):
+    """docs/lifecycle.md, "Rebuild or replace a node": --replace of the node's host key, snippet and VM. The new
+    instance boots the new key from the new snippet; every connection to the node follows it, and no other node's
+    changes."""
+    run = up(hk_prod_values(), built.state,
+             replace=("hk-prod-hk-lnx-2-host-key", "hk-prod-hk-lnx-2-user-data", "hk-prod-hk-lnx-2-vm"))
+    assert "replace" in run.plan.of("hk-prod-hk-lnx-2-vm")
+    assert_node_rebuilt(run, "hk-lnx-2", extra={"hk-prod-hk-lnx-2-host-key", "hk-prod-hk-lnx-2-user-data"})
+    assert key_of(run, "hk-lnx-2") != key_of(built, "hk-lnx-2") and key_of(run, "hk-lnx-1") == key_of(built, "hk-lnx-1")
+    for step in ("hk-prod-kubeadm-hk-lnx-2-join", "hk-prod-hk-lnx-2-prepare", "hk-prod-hk-lnx-2-host-key-install"):
+        assert run.named(step).inputs["connection"].value["hostKey"] == key_of(run, "hk-lnx-2"), step
+    # The new snippet gives the new instance the new key at its first boot.
+    snippet = run.state[run.named("hk-prod-hk-lnx-2-user-data").urn].inputs["sourceRaw"]["data"]
+    assert key_of(run, "hk-lnx-2") in str(snippet.value)
 
 
 def test_a_lost_linux_vm_recreated_after_a_refresh_reruns_that_node(built):
@@ -252,7 +272,13 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
         if not windows} | ({f"hk-prod-certificates-{node}-check"} if pool == "controlPlane" else set()) | {
         f"hk-prod-kubelet-config-{node}"} | ({
             f"hk-prod-control-plane-{node}{step}" for step in ("", "-files", "-encryption-writer")}
-            if pool == "controlPlane" else set())
+            if pool == "controlPlane" else set()) | (
+        # A lost Linux node's host key install step leaves the program (a new one would dial it): deleted, it runs
+        # nothing (no delete command).
+        {f"hk-prod-{node}-host-key-install"} if not windows else set())
+    if not windows:
+        assert marked.plan.of(f"hk-prod-{node}-host-key-install") == ["delete"]
+        assert not built.state[built.named(f"hk-prod-{node}-host-key-install").urn].inputs.get("delete")
     assert not built.state[built.named(f"hk-prod-kubelet-config-{node}").urn].inputs.get("delete")
     for step in upgrade_steps(windows):
         assert not built.state[built.named(f"hk-prod-upgrade-{node}-{step}").urn].inputs.get("delete")

@@ -48,7 +48,7 @@ def _as_policy_sees(value):
 def declared_resources(recording: mockrun.Recording) -> list[rules.Declared]:
     return [
         rules.Declared(type=r.type, name=r.name, urn=r.urn, props=_as_policy_sees(r.inputs), protect=r.protect,
-                       additional_secret_outputs=tuple(r.additional_secret_outputs))
+                       additional_secret_outputs=tuple(r.additional_secret_outputs), ignore_changes=tuple(r.ignore_changes))
         for r in recording.resources
     ]
 
@@ -309,7 +309,7 @@ def _dialling_commands(resources: list[rules.Declared]) -> list[rules.Declared]:
 
 def test_every_command_that_dials_is_pinned_and_one_without_a_host_key_is_refused(hk_prod):
     dialling = _dialling_commands(hk_prod)
-    # Linux nodes (pinned to the key read through the guest agent), Proxmox nodes and Hyper-V hosts all dial.
+    # Linux nodes (pinned to the key the program made for each), Proxmox nodes and Hyper-V hosts all dial.
     hosts = {r.props["connection"]["host"] for r in dialling}
     assert {"10.10.10.11", "10.10.10.12", "10.10.10.31", "10.10.10.32", "10.30.30.11", "10.30.30.21"} <= hosts
     assert all(r.props["connection"].get("hostKey") for r in dialling)
@@ -327,6 +327,31 @@ def test_every_command_that_dials_is_pinned_and_one_without_a_host_key_is_refuse
     # A command that never dials (a wave gate: no create, update or delete) needs no key.
     gates = [r for r in hk_prod if r.type == rules.COMMAND_TYPE and r not in dialling]
     assert gates and all(not r.props["connection"].get("hostKey") for r in gates)
+
+
+def test_a_cluster_the_previous_release_built_passes_on_its_first_pinned_run():
+    """The inputs the pack judges are the engine's after ignore_changes: the commands that keep the connection they
+    were created with (kubeadm init, the kubeconfig read, the key ring; the host key install on an older node, which
+    trusts it once) never dial it again, and pass; every command that dials is pinned."""
+    import json
+    import lzma
+
+    from tests.conftest import hk_prod_values
+    from tests.test_control_plane import PREVIOUS_STATE
+    from tools.engine import from_export
+    state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
+    values = hk_prod_values()
+    values["observability"]["logs"] = {"kind": "loki", "host": "logs.hk-prod.internal", "port": 3100, "tls": False}
+    values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
+    run = run_program(raw_config(values), stack="hk-prod", state=state)
+    judged = [dataclasses.replace(r, props=_as_policy_sees(run.state[r.urn].inputs)) for r in declared_resources(run)
+              if r.urn in run.state]
+    assert rules.evaluate(judged, SECRET_VALUES)[rules.HOST_KEY_RULE] == []
+    unpinned = [r.name for r in judged if r.type == rules.COMMAND_TYPE and not r.props["connection"].get("hostKey")
+                and any(r.props.get(k) for k in rules.DIALLING_INPUTS)]
+    assert {"hk-prod-kubeadm-init", "hk-prod-kubeadm-kubeconfig", "hk-prod-hk-cp-1-host-key-install"} <= set(unpinned)
+    assert all("connection" in named(judged, n).ignore_changes and not named(judged, n).props.get("delete")
+               for n in unpinned)
 
 
 def test_the_pack_reads_the_relaxation_from_the_stack_config():

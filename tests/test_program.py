@@ -180,8 +180,8 @@ def test_one_worker_change_touches_only_that_worker(hk, hk_values):
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
-    machine = {f"hk-prod-hk-lnx-5{suffix}"
-               for suffix in ("", "-user-data", "-vm", "-host-key", "-cloud-init", "-prepare", "-authorized-keys")}
+    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-host-key", "-host-key-install",
+                                                          "-cloud-init", "-prepare", "-authorized-keys")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-registration", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
     # Its place in the upgrade chain: steps with no create, so adding them runs nothing.
@@ -240,19 +240,22 @@ def test_a_node_setting_change_converges_each_node_and_nothing_else(hk, hk_value
 
 
 def test_every_connection_is_pinned_to_the_key_of_the_host_it_dials(hk_values):
-    """The Proxmox nodes, Hyper-V hosts and bastion to the keys in the stack; each Linux node to the key its own
-    host-key step read on its Proxmox node, distinct per node; nothing that dials goes unpinned."""
+    """The Proxmox nodes, Hyper-V hosts and bastion to the keys in the stack; each Linux node to the key the program made
+    for it and gave it in its snippet, distinct per node, from the first connection on; nothing that dials goes
+    unpinned."""
     bastion_key = new_host_key("bastion", 1)
     hk_values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump", "hostKey": bastion_key}
     recording = run_program(raw_config(hk_values), stack="hk-prod")
     stack_keys = {h["address"]: h["hostKey"] for h in [*hk_values["proxmox"]["nodes"], *hk_values["hyperv"]["hosts"]]}
     node_keys = {}
     for node in [*hk_values["nodes"]["controlPlane"], *hk_values["nodes"]["linux"]]:
-        read = recording.named(f"hk-prod-{node['name']}-host-key")
-        proxmox = next(p for p in hk_values["proxmox"]["nodes"] if p["name"] == node["proxmoxNode"])
-        assert read.inputs["connection"].value["host"] == proxmox["address"]
-        assert read.ignore_changes == ["connection", "create"] and read.replace_on_changes == ["triggers[*]"]
-        node_keys[node["ip"]] = recording.state[read.urn].outputs["stdout"].strip()
+        key = recording.named(f"hk-prod-{node['name']}-host-key")
+        assert key.type == "tls:index/privateKey:PrivateKey" and key.inputs == {"algorithm": "ED25519"}
+        node_keys[node["ip"]] = recording.state[key.urn].outputs["publicKeyOpenssh"].strip()
+        snippet = recording.named(f"hk-prod-{node['name']}-user-data").inputs["sourceRaw"]["data"]
+        assert isinstance(snippet, Secret) and f"ed25519_public: {node_keys[node['ip']]}" in snippet.value
+        install = recording.named(f"hk-prod-{node['name']}-host-key-install")
+        assert install.ignore_changes == ["connection", "create"] and isinstance(install.inputs["stdin"], Secret)
     assert len(set(node_keys.values())) == len(node_keys) and all(map(is_pinnable_host_key, node_keys.values()))
     dialling = [r for r in recording.by_type("command:remote:Command")
                 if any(r.inputs.get(k) for k in ("create", "update", "delete"))]
@@ -271,7 +274,7 @@ def test_a_lab_that_relaxes_pinning_dials_its_hosts_unpinned_and_still_pins_its_
     hk_values["security"] = {"pinHostKeys": False}
     recording = run_program(raw_config(hk_values), stack="hk-prod")
     assert "hostKey" not in recording.named("hk-prod-hk-win-1-vm").inputs["connection"].value
-    assert "hostKey" not in recording.named("hk-prod-hk-cp-1-host-key").inputs["connection"].value
+    assert "hostKey" not in recording.named("hk-prod-restarts-hk-cp-1-vm-restart").inputs["connection"].value
     assert recording.named("hk-prod-hk-cp-1-prepare").inputs["connection"].value["hostKey"].startswith("ssh-ed25519 ")
 
 

@@ -49,10 +49,9 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-vm-restart", 0, "reboot chain: nothing on create (qm reboot when VM settings change)"),
     ("command:remote:Command", "-uncordon-after-restart", 0, "reboot chain: nothing on create (uncordons after the restart)"),
     ("proxmoxve:index/fileLegacy:FileLegacy", "", 3, "snippet upload over SSH"),
-    # The host key is read once cloud-init has finished (render/scripts/guest-host-key.sh), so the first boot's
-    # work is counted there and the SSH wait after it finds cloud-init done.
-    ("command:remote:Command", "-host-key", 420, "cloud-init: packages, containerd, kubeadm; then the host key read"),
-    ("command:remote:Command", "-cloud-init", 2, "cloud-init done, checked over the pinned SSH connection"),
+    ("tls:index/privateKey:PrivateKey", "", 1, "a node's SSH host key, made locally"),
+    ("command:remote:Command", "-host-key-install", 5, "the node presents its host key (or gets it in place)"),
+    ("command:remote:Command", "-cloud-init", 420, "cloud-init: packages, containerd, kubeadm"),
     ("command:remote:Command", "-prepare", 20, "node preparation re-run (a no-op after first boot)"),
     ("command:remote:Command", "-nic-offload", 20, "Hyper-V host NIC settings"),
     ("command:remote:Command", "-vm", 600, "Windows VM: copy golden VHDX, create, boot, name, address"),

@@ -252,20 +252,10 @@ def _key_ring(entry: Entry, old: Entry | None) -> str:
     return f"{line('writer', writer)}\n{line('target', target)}\n"
 
 
-# A Linux node's host key as its Proxmox node reads it (render/scripts/guest-host-key.sh): the key the instance
-# generated at its first boot, so the same for every later read of it.
-HOST_KEY_SUFFIX = "-host-key"   # components/machines.py names the step <node>-host-key
-
-
-def _stdout_of(entry: Entry, old: Entry | None, nonce: str) -> str:
+def _stdout_of(entry: Entry, old: Entry | None) -> str:
     """`old`: the entry this one updates or replaces, if any."""
     if entry.name.endswith(KEY_RING_SUFFIX):
         return _key_ring(entry, old)
-    if entry.name.endswith(HOST_KEY_SUFFIX):
-        previous = old.outputs.get("stdout") if old is not None and old.generation == entry.generation else None
-        if isinstance(previous, str) and previous:
-            return previous
-        return providers.new_host_key(entry.urn, entry.generation, nonce) + "\n"
     return next((text for suffix, text in STAND_IN_STDOUT.items() if entry.name.endswith(suffix)), "")
 
 
@@ -275,12 +265,21 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
     outputs = copy.deepcopy(entry.inputs)
     if entry.type == providers.COMMAND:
         if op == "update" and not preview:
-            outputs.update(stdout=_stdout_of(entry, old, nonce), stderr="")
+            outputs.update(stdout=_stdout_of(entry, old), stderr="")
         elif op in ("create", "replace") and not preview:
             ran = bool(entry.inputs.get("create"))
-            outputs.update(stdout=_stdout_of(entry, old, nonce) if ran else "", stderr="")
+            outputs.update(stdout=_stdout_of(entry, old) if ran else "", stderr="")
         elif op in ("create", "replace", "update"):
             outputs.update(stdout=Unknown(), stderr=Unknown())
+    elif entry.type == providers.TLS_KEY:
+        # Generated on create (the public key with a newline, as the provider writes it), kept on update.
+        if old is not None and op == "update":
+            outputs.update({k: old.outputs.get(k) for k in ("publicKeyOpenssh", "privateKeyOpenssh")})
+        elif preview:
+            outputs.update(publicKeyOpenssh=Unknown(), privateKeyOpenssh=Unknown())
+        else:
+            outputs.update(publicKeyOpenssh=providers.new_host_key(entry.urn, entry.generation, nonce) + "\n",
+                           privateKeyOpenssh=Secret(providers.new_private_key(entry.urn, entry.generation, nonce)))
     elif entry.type == providers.VM:
         # network_device.mac_address: Optional+Computed, new for every clone, sent back on updates.
         devices = outputs.get("networkDevices") or []

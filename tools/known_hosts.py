@@ -15,6 +15,9 @@ matches the key the server presents (github.com/skeema/knownhosts), so a stale o
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
+import hmac
 import sys
 from pathlib import Path
 
@@ -32,21 +35,31 @@ def unpinned(spec: StackSpec) -> list[str]:
     return [node.name for node in spec.proxmox.nodes if node.host_key is None]
 
 
+def _hosts_match(pattern: str, address: str) -> bool:
+    """One host field entry against an address: plain, or hashed as OpenSSH's HashKnownHosts writes it,
+    `|1|<base64 salt>|<base64 HMAC-SHA1(salt, host)>` (openssh-portable hostfile.c, host_hash)."""
+    if pattern.startswith("|1|"):
+        _, _, salt, digest = pattern.split("|", 3)
+        try:
+            mac = hmac.new(base64.b64decode(salt), address.encode(), hashlib.sha1).digest()
+            return hmac.compare_digest(mac, base64.b64decode(digest))
+        except (ValueError, TypeError):
+            return False
+    return pattern == address
+
+
 def check(spec: StackSpec, text: str) -> list[str]:
-    """What keeps a known_hosts file (its text) from pinning every Proxmox node of the stack; empty when it does.
-    Hashed entries (|1|...) cannot be read back and count as missing."""
+    """What keeps a known_hosts file (its text) from pinning every Proxmox node of the stack; empty when it does."""
     problems = []
-    entries: dict[str, set[str]] = {}
+    lines = []
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) < 3 or fields[0].startswith(("#", "@")):
-            continue
-        for host in fields[0].split(","):
-            entries.setdefault(host, set()).add(f"{fields[1]} {fields[2]}")
+        if len(fields) >= 3 and not fields[0].startswith(("#", "@")):
+            lines.append((fields[0].split(","), f"{fields[1]} {fields[2]}"))
     for node in spec.proxmox.nodes:
         if node.host_key is None:
             continue
-        found = entries.get(str(node.address), set())
+        found = {key for hosts, key in lines if any(_hosts_match(h, str(node.address)) for h in hosts)}
         if node.host_key not in found:
             problems.append(f"{node.address} ({node.name}): its pinned key is missing; add `{node.address} {node.host_key}`")
         if found - {node.host_key}:

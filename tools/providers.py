@@ -21,6 +21,10 @@ resource. tools/engine.py asks these questions; the answers come from the provid
   comes from the QEMU agent's interface list when the agent is on, loopback first. The file resource
   (proxmoxtf/resource/file.go): id `<datastore>:<content type>/<file name>`, every input ForceNew,
   `fileUpdate` does nothing.
+- pulumi-tls 5.6.2 (pulumi/pulumi-tls f7db93b2 provider/go.mod bridges hashicorp/terraform-provider-tls 609226f5;
+  read at v4.2.1): a PrivateKey's id is the SHA-1 hex of its public key's PKIX DER (internal/provider/common_key.go,
+  `hashForState`), new with every create; `algorithm`, `rsa_bits` and `ecdsa_curve` are RequiresReplace
+  (resource_private_key.go); the SDK marks `privateKeyOpenssh` (and the PEM forms) additionalSecretOutputs.
 - pulumi-kubernetes v4.32.0 (a03ff6ba): an object's id is `namespace/name` (fqObjName); `.metadata.name`
   and `.metadata.namespace` force a replacement; the provider's DiffConfig (provider/pkg/provider/
   provider.go) replaces the provider when `kubeconfig` is unknown or points at another cluster, unless
@@ -41,6 +45,7 @@ COMMAND = "command:remote:Command"
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
 FILE = "proxmoxve:index/fileLegacy:FileLegacy"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
+TLS_KEY = "tls:index/privateKey:PrivateKey"
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 
 # Input paths (dotted, list items as [i]) whose change the provider can make only by replacing.
@@ -49,6 +54,7 @@ _VM_REPLACE = re.compile(r"^(vmId|nodeName|clone(\..*)?|initialization\.(userDat
 _FILE_REPLACE = re.compile(r"^(contentType|datastoreId|nodeName|fileMode|sourceFile(\..*)?|sourceRaw(\..*)?)$")
 _K8S_REPLACE = re.compile(r"^metadata(\.(name|namespace))?$")
 _RELEASE_REPLACE = re.compile(r"^(name|namespace)$")
+_TLS_KEY_REPLACE = re.compile(r"^(algorithm|rsaBits|ecdsaCurve)$")
 
 
 def _stable_hex(*parts: object, length: int) -> str:
@@ -69,6 +75,8 @@ def new_id(type_: str, name: str, urn: str, inputs: dict[str, Any], generation: 
         return name + _stable_hex(urn, generation, nonce, length=8)
     if type_ == HELM_RELEASE:
         return f"{inputs.get('namespace') or 'default'}/{inputs.get('name') or name}"
+    if type_ == TLS_KEY:
+        return hashlib.sha1(new_host_key(urn, generation, nonce).encode(), usedforsecurity=False).hexdigest()
     if type_.startswith("kubernetes:"):
         meta = inputs.get("metadata") or {}
         if isinstance(meta, dict) and isinstance(meta.get("name"), str):
@@ -84,16 +92,23 @@ def new_mac(urn: str, generation: int, nic: int, nonce: str = "") -> str:
 
 
 def new_host_key(urn: str, generation: int, nonce: str = "") -> str:
-    """An ed25519 public key line (RFC 8709 section 4: the type string, then the 32-byte key) new for every
-    instance: cloud-init's ssh module generates the node's keys on a new instance's first boot."""
+    """An ed25519 public key line (RFC 8709 section 4: the type string, then the 32-byte key), new for every
+    instance of the key resource, as the TLS provider generates one on each create."""
     key = bytes.fromhex(_stable_hex(urn, generation, "host-key", nonce, length=64))
     blob = len(b"ssh-ed25519").to_bytes(4, "big") + b"ssh-ed25519" + len(key).to_bytes(4, "big") + key
     return "ssh-ed25519 " + base64.b64encode(blob).decode()
 
 
+def new_private_key(urn: str, generation: int, nonce: str = "") -> str:
+    """A stand-in of the matching private key in OpenSSH's format (obviously fake: its body is not a key)."""
+    body = base64.b64encode(f"FAKE-openssh-private-key {urn} {generation} {nonce}".encode()).decode()
+    lines = "\n".join(body[i:i + 70] for i in range(0, len(body), 70))
+    return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{lines}\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
 def replaces(type_: str, paths: Iterable[str]) -> list[str]:
     """The changed input paths that the provider of `type_` can only apply by replacing the resource."""
-    pattern = {VM: _VM_REPLACE, FILE: _FILE_REPLACE, HELM_RELEASE: _RELEASE_REPLACE}.get(type_)
+    pattern = {VM: _VM_REPLACE, FILE: _FILE_REPLACE, HELM_RELEASE: _RELEASE_REPLACE, TLS_KEY: _TLS_KEY_REPLACE}.get(type_)
     if pattern is None and type_.startswith("kubernetes:") and not type_.startswith("kubernetes:helm.sh/"):
         pattern = _K8S_REPLACE
     if pattern is None:

@@ -98,6 +98,12 @@ def scripts_of(resource: Resource) -> dict[str, str]:
                 files[f"{resource.name}.{phase}.txt"] = command
     elif resource.type == SNIPPET_TYPE and resource.inputs.get("contentType") == "snippets":
         data = (resource.inputs.get("sourceRaw") or {}).get("data")
+        if isinstance(data, Secret) and isinstance(data.value, str):
+            # The user-data is secret for the node's private host key (render/host_keys.py) alone: written with that
+            # key replaced by a marker, and only if nothing else secret-looking is left.
+            data = _PRIVATE_HOST_KEY.sub(lambda found: f"{found.group(1)}'{REDACTED_HOST_KEY}'\n", data.value)
+            if "PRIVATE KEY" in data:
+                raise ValueError(f"{resource.name}: secret user-data that is not only a host key; not written")
         if isinstance(data, str):
             files[f"{resource.name}.yaml"] = data
             document = yaml.safe_load(data) or {}
@@ -106,6 +112,11 @@ def scripts_of(resource: Resource) -> dict[str, str]:
                 if path.endswith(".sh"):
                     files[f"{resource.name}.{Path(path).name}"] = entry.get("content", "")
     return files
+
+
+# A private host key in cloud-init's ssh_keys, as yaml.dump writes it: a literal block under its key.
+_PRIVATE_HOST_KEY = re.compile(r"^(  (?:ed25519|ecdsa|rsa)_private: )\|-?\n(?:    .*\n)+", re.M)
+REDACTED_HOST_KEY = "[secret: the private SSH host key of the node]"
 
 
 def manifest_of(resource: Resource) -> dict[str, Any] | None:

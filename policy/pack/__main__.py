@@ -64,6 +64,7 @@ def declared(resource: ResourceValidationArgs | PolicyResource) -> rules.Declare
         props=plain(resource.props),
         protect=bool(resource.opts.protect),
         additional_secret_outputs=tuple(resource.opts.additional_secret_outputs),
+        ignore_changes=tuple(resource.opts.ignore_changes or ()),
     )
 
 

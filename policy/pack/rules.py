@@ -81,6 +81,7 @@ class Declared:
     props: Mapping[str, Any]
     protect: bool = False
     additional_secret_outputs: tuple[str, ...] = ()
+    ignore_changes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,8 +318,16 @@ def host_keys_required(config: Mapping[str, Any]) -> bool:
 
 def unpinned_connections(r: Declared, required: bool) -> list[str]:
     """A command that dials must name the host key of the server it dials, and of the bastion it dials through:
-    without one, pulumi-command accepts any server (remote/connection.go: ssh.InsecureIgnoreHostKey)."""
+    without one, pulumi-command accepts any server (remote/connection.go: ssh.InsecureIgnoreHostKey).
+
+    Not a command that ignores changes of its connection and has no delete: the engine hands the pack the inputs
+    after ignore_changes (pkg/resource/deploy/step_generator.go: processIgnoreChanges before analyzeAll), so an
+    existing one shows the connection it was created with, which it never dials again (a replacement takes the
+    program's inputs, checked then). The program's one such command created unpinned is a node's host key install
+    on a node an earlier release made (components/machines.py; docs/security.md, "Host keys")."""
     if not required or r.type != COMMAND_TYPE or not any(r.props.get(k) for k in DIALLING_INPUTS):
+        return []
+    if "connection" in r.ignore_changes and not r.props.get("delete"):
         return []
     connection = r.props.get("connection")
     if not isinstance(connection, Mapping):
