@@ -21,7 +21,13 @@ from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_
 from plan.rollout import lanes
 from render import hyperv, windows_activation
 from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
-from render.host_keys import HostKeyPair, pinned_key_of_user_data, public_line, render_install_host_key
+from render.host_keys import (
+    HostKeyPair,
+    pinned_key_of_user_data,
+    public_line,
+    render_install_host_key,
+    render_snippet_private,
+)
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -63,6 +69,8 @@ class LinuxNodeArgs:
     template: TemplateSpec
     # The node's SSH connection, given the host key it is pinned to (None: trusting the node once).
     connect: Callable[[pulumi.Input[str | None]], command.remote.ConnectionArgs]
+    # The connection to the Proxmox node that stores the node's snippet.
+    proxmox_connection: command.remote.ConnectionArgs
     provider: proxmoxve.Provider
     # Resources that must accept the change before any machine is touched (the Kubernetes version pin).
     guards: tuple[pulumi.Resource, ...] = ()
@@ -192,6 +200,15 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
         # (vm/network/network.go ReadNetworkValues). tools/providers.py has the provider facts.
         self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
+        # The snippet holds the private host key: root only on the Proxmox node (the provider's SFTP upload leaves it
+        # 0644). Again with each instance and each new key, which is when a rebuild uploads the snippet anew.
+        self.snippet_private = command.remote.Command(
+            f"{name}-user-data-private",
+            connection=args.proxmox_connection,
+            create=self.user_data.id.apply(lambda volume: bash_command(render_snippet_private(volume))),
+            triggers=[self.instance, public],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.user_data, self.vm]),
+        )
         # The key the node presents: the one its snippet gave it, or, for a node whose snippet predates the key (made
         # by an earlier release: cloud-init generated keys of its own), the program's key written in place over a
         # connection that trusts the node once (render/scripts/node-host-key.sh; docs/security.md, "Host keys"). Again
@@ -393,6 +410,7 @@ class Machines(pulumi.ComponentResource):
                     spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
                     connect=functools.partial(_pinned_connection, str(node.ip), spec.access.admin_user,
                                               secrets.node_ssh_private_key, bastion),
+                    proxmox_connection=self.proxmox_connections[node.proxmox_node],
                     provider=self.provider, guards=guards,
                     after=(created[before].vm,) if before is not None else (),
                 ),

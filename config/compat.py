@@ -586,9 +586,10 @@ VELERO_AWS_PLUGIN_IMAGE = "docker.io/velero/velero-plugin-for-aws:v1.14.0"
 # Velero README "Velero compatibility matrix": "| 1.18 | 1.18-latest | 1.33.7, 1.34.1, and 1.35.0 |" (tested);
 # newer minors are "expected" to work, untested: config.rules warns.
 VELERO_TESTED_KUBERNETES: tuple[str, ...] = ("1.33", "1.34", "1.35")
-# rclone copies the etcd snapshots off-site (render/backup.py). v1.75.0 (tag 9ee9d0a0cafd, 2026-07-31); v1.75.1 was
-# seen only on its release page. Image tags carry no "v" (docs/content/install.md "Docker installation": version tags
-# such as ":1.49.1"; .github/workflows/build_publish_docker_image.yml, type=semver {{version}}).
+# rclone uploads the encrypted etcd snapshots off-site from the control-plane nodes (render/etcd_backup.py).
+# v1.75.0 (tag 9ee9d0a0cafd, 2026-07-31); v1.75.1 was seen only on its release page. Image tags carry no "v"
+# (docs/content/install.md "Docker installation": version tags such as ":1.49.1";
+# .github/workflows/build_publish_docker_image.yml, type=semver {{version}}).
 RCLONE_IMAGE = "docker.io/rclone/rclone:1.75.0"
 
 # The Kubernetes minors the pinned KEDA was tested on: keda-docs content/docs/2.20/operate/cluster.md, "Kubernetes

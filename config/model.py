@@ -217,7 +217,9 @@ class NetworkSpec(Spec):
 # An OpenPGP public key, ASCII-armored, holding exactly one (version 4) key (vocab.checks.openpgp_public_key).
 OpenPgpPublicKey = Annotated[str, AfterValidator(_must_be(
     checks.is_openpgp_public_key, "one ASCII-armored OpenPGP public key (-----BEGIN PGP PUBLIC KEY BLOCK----- ...), "
-    "as `gpg --armor --export FINGERPRINT` prints it: exactly one version 4 key"))]
+    "as `gpg --armor --export FINGERPRINT` prints it: exactly one version 4 key, without the AEAD feature (GnuPG 2.3 "
+    "and later would encrypt to it in a format GnuPG 2.2 cannot read; remove it with `gpg --edit-key FINGERPRINT "
+    "setpref 'AES256 AES192 AES SHA512 SHA384 SHA256 ZLIB BZIP2 ZIP Uncompressed' save`, docs/backup.md)"))]
 # An SSH host key line to pin a connection to (vocab.checks.is_pinnable_host_key says why not RSA). The pattern is
 # for editors (the JSON Schema); the check also decodes the key.
 _HOST_KEY_HELP = ("the host's ed25519 (or ECDSA) public host key without comment, e.g. ssh-ed25519 AAAAC3Nza...: on a "

@@ -1,8 +1,9 @@
 """Renders backups and cross-site recovery (config `backup`): Velero's Helm values, its backup storage locations and
-schedules, the Windows node agent the chart does not deploy, and the CronJob that copies etcd snapshots off-site.
+schedules, and the Windows node agent the chart does not deploy. (The etcd snapshots go off-site from the control-plane
+nodes themselves: render/etcd_backup.py.)
 
 This module owns those renderers and the names they share (namespace, Secret keys, the locations' names). Pure: plain
-values in, dicts out; the chart and image pins are config.compat's (CHARTS["velero"], VELERO_*, RCLONE_IMAGE).
+values in, dicts out; the chart and image pins are config.compat's (CHARTS["velero"], VELERO_*).
 
 Design decisions, with their sources:
 
@@ -30,12 +31,6 @@ Design decisions, with their sources:
   nodes: the image is built for ltsc2022 only (config/compat.py). Velero's own documents disagree on what it can back
   up there (the v1.18 Windows page: file system backup "NOT supported"; CHANGELOG-1.17: "fs-backup supports to
   backup/restore Windows workloads"), which docs/backup.md says.
-* etcd snapshots leave the site with rclone (a CronJob on Linux nodes), which reads the etcdBackup NFS export read-only
-  and copies new snapshots to the off-site bucket (``rclone copy``: "Doesn't delete files from the destination"), then
-  deletes copies older than the retention there (``rclone delete --min-age``). The remote is configured by environment
-  variables only (``RCLONE_CONFIG_<NAME>_<OPTION>``, docs/content/docs.md "Environment variables"). It runs as root:
-  the snapshots are root's files (render/scripts/etcd-snapshot.sh, umask 077), so the export must not squash root,
-  as the snapshot timer already needs.
 """
 from __future__ import annotations
 

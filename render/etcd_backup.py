@@ -23,7 +23,10 @@ How a snapshot is taken, with its sources:
     (SNAPSHOT_METRIC), and an alert fires when a node's last one is older than ``etcdBackup.alertAfterHours``.
   * With ``backup.offsite``, the node uploads the same ciphertext to ``<bucket>/<prefix>-etcd/<node>/`` at once,
     with rclone from the pinned image run by containerd outside Kubernetes (``ctr run --rm --net-host``; ctr's
-    flags: containerd cmd/ctr/commands/commands.go at v2.3.4), the credentials in a root-only environment file.
+    flags: containerd cmd/ctr/commands/commands.go at v2.3.4), its configuration and credentials in a root-only file
+    mounted read-only. ``--no-check-dest``: no HEAD before the upload, which a key allowed only to write and read
+    its own objects gets refused (403) on S3 stores that answer so for a missing object without s3:ListBucket
+    (rclone v1.75.0 fs/operations copyto, backend/s3 treats only 404 as "not found"); each name is new anyway.
     No pod mounts the export, and nothing but ciphertext leaves the node.
   * A systemd timer (``OnCalendar=`` from the stack, ``Persistent=true`` so a missed run happens at the
     next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
@@ -53,14 +56,13 @@ SNAPSHOT_METRIC = "hybrid_cluster_etcd_snapshot_last_success_timestamp_seconds"
 # The recipients' keys, the off-site settings and credentials (root only), and where the ciphertext waits for its copies.
 CONFIG_DIR = "/etc/hybrid-cluster/etcd-snapshot"
 STAGE_DIR = "/var/lib/hybrid-cluster/etcd-snapshot"
-OFFSITE_ENV = "offsite.env"
+OFFSITE_CONF = "offsite.conf"
 OFFSITE_CA = "offsite-ca.crt"
-# Where the rclone container finds the staged ciphertext and the store's CA.
+# Where the rclone container finds the staged ciphertext, its configuration and the store's CA.
 _CONTAINER_SNAPSHOTS = "/snapshots"
+_CONTAINER_CONF = "/config/rclone.conf"
 _CONTAINER_CA = "/etc/offsite-ca.crt"
-# The rclone remote's name in its environment variables (RCLONE_CONFIG_OFFSITE_*), and rclone's S3 provider values
-# (docs/content/s3.md).
-_REMOTE = "OFFSITE"
+# rclone's S3 provider values (docs/content/s3.md).
 _RCLONE_PROVIDERS = {"minio": "Minio", "ceph": "Ceph", "other": "Other"}
 
 _EXPORT = re.compile(r"^/[A-Za-z0-9._/-]*$")
@@ -107,15 +109,15 @@ def offsite_path(store: ObjectStore) -> str:
 
 
 def offsite_settings(store: ObjectStore) -> str:
-    """rclone's remote `offsite` as environment variables (rclone docs/content/docs.md, "Config file": RCLONE_CONFIG_
-    <REMOTE>_<OPTION>), without its credentials, which the install step adds from standard input."""
-    settings = {"TYPE": "s3", "PROVIDER": _RCLONE_PROVIDERS[store.provider], "ENDPOINT": store.endpoint,
-                "REGION": store.region,
+    """rclone's remote `offsite` in its configuration file's format (rclone docs/content/docs.md, "Configuration
+    file": an INI section per remote, `option = value`), without its credentials, which the install step adds from
+    standard input. A file mounted read-only into the container, not environment variables: those would be kept in
+    the container's spec (containerd's metadata and the bundle's config.json)."""
+    settings = {"type": "s3", "provider": _RCLONE_PROVIDERS[store.provider], "endpoint": store.endpoint,
+                "region": store.region,
                 # The bucket exists (Velero writes to it); the key may only write under <prefix>-etcd/.
-                "NO_CHECK_BUCKET": "true"}
-    lines = [f"RCLONE_CONFIG_{_REMOTE}_{key}={value}" for key, value in settings.items()]
-    if store.ca_certificate is not None:
-        lines.append(f"RCLONE_CA_CERT={_CONTAINER_CA}")
+                "no_check_bucket": "true"}
+    lines = ["[offsite]", *(f"{key} = {value}" for key, value in settings.items())]
     for line in lines:
         if "\n" in line or not line.isprintable():
             raise ValueError("an off-site setting must be one printable line")
@@ -130,10 +132,11 @@ def snapshot_program(p: EtcdBackupParams) -> str:
     return render_script("etcd-snapshot.sh", NODE=p.node_name, TARGET=f"{p.nfs_server}:{p.nfs_path}",
                          KEEP=p.keep, MOUNT=MOUNT_POINT, CONTAINERD_SOCKET=CONTAINERD_SOCKET,
                          TEXTFILE_DIR=TEXTFILE_DIR, METRIC=SNAPSHOT_METRIC, CONFIG_DIR=CONFIG_DIR, STAGE_DIR=STAGE_DIR,
-                         OFFSITE=int(offsite is not None), OFFSITE_ENV=f"{CONFIG_DIR}/{OFFSITE_ENV}",
+                         OFFSITE=int(offsite is not None), OFFSITE_CONF=f"{CONFIG_DIR}/{OFFSITE_CONF}",
                          OFFSITE_PATH=offsite_path(offsite.store) if offsite else "",
                          OFFSITE_CA=f"{CONFIG_DIR}/{OFFSITE_CA}" if offsite and offsite.store.ca_certificate else "",
-                         CONTAINER_SNAPSHOTS=_CONTAINER_SNAPSHOTS, CONTAINER_CA=_CONTAINER_CA,
+                         CONTAINER_SNAPSHOTS=_CONTAINER_SNAPSHOTS, CONTAINER_CONF=_CONTAINER_CONF,
+                         CONTAINER_CA=_CONTAINER_CA,
                          RCLONE_IMAGE=offsite.image if offsite else "")
 
 
@@ -182,7 +185,7 @@ def render_install(p: EtcdBackupParams) -> str:
         OFFSITE_SETTINGS=offsite_settings(offsite.store) if offsite else "",
         OFFSITE_CA_TEXT=(offsite.store.ca_certificate or "").strip() if offsite else "",
         DESCRIPTION=f"{p.node_name}, {p.schedule} to {where}, {p.keep} kept, encrypted to {len(p.recipient_keys)} "
-                    f"key(s)", OFFSITE_ENV=OFFSITE_ENV, OFFSITE_CA=OFFSITE_CA, **_unit_paths())
+                    f"key(s)", OFFSITE_CONF=OFFSITE_CONF, OFFSITE_CA=OFFSITE_CA, **_unit_paths())
 
 
 def _unit_paths() -> dict[str, str]:

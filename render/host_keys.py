@@ -1,6 +1,7 @@
 """A Linux node's SSH host key, made by the program (a TLS provider key, one per node) so that every connection to
-the node can pin it from its first boot: the `ssh_keys` the node's cloud-init user-data carries, and the script that
-gives the key to a node that booted without it (render/scripts/node-host-key.sh)."""
+the node can pin it from its first boot: the `ssh_keys` the node's cloud-init user-data carries, the script that makes
+that snippet root-only on Proxmox (render/scripts/snippet-private.sh), and the one that gives the key to a node that
+booted without it (render/scripts/node-host-key.sh)."""
 from __future__ import annotations
 
 import re
@@ -44,6 +45,16 @@ def pinned_key_of_user_data(user_data: str) -> str | None:
     node created by an earlier release, whose cloud-init generated keys of its own)."""
     found = re.search(r"^  ed25519_public: (ssh-ed25519 [A-Za-z0-9+/]+={0,2})$", user_data, re.M)
     return found.group(1) if found else None
+
+
+_VOLUME = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*:snippets/[A-Za-z0-9._-]+$")
+
+
+def render_snippet_private(volume_id: str) -> str:
+    """Bash run on the Proxmox node that stores the snippet `volume_id` (`<storage>:snippets/<file>`): mode 0600."""
+    if not _VOLUME.match(volume_id):
+        raise ValueError(f"{volume_id!r} is not a snippets volume id (<storage>:snippets/<file>)")
+    return render_script("snippet-private.sh", VOLUME=volume_id)
 
 
 def render_install_host_key() -> str:

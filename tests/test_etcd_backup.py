@@ -131,17 +131,17 @@ esac
     "ctr": r"""
 printf '%s\n' "$@" >"$T/ctr-args"
 [[ -z ${UPLOAD_FAILS:-} ]] || { echo "Failed to copy: 403 Forbidden" >&2; exit 1; }
-src_dir="" dst_dir="" env_file=""
+src_dir="" dst_dir="" conf=""
 while (($#)); do
   case "$1" in
     --mount) spec="$2"; src="${spec#*src=}"; src="${src%%,*}"; dst="${spec#*dst=}"; dst="${dst%%,*}"
-             [[ $dst == /snapshots ]] && { src_dir="$src"; dst_dir="$dst"; }; shift 2 ;;
-    --env-file) env_file="$2"; shift 2 ;;
+             [[ $dst == /snapshots ]] && { src_dir="$src"; dst_dir="$dst"; }
+             [[ $dst == /config/rclone.conf ]] && conf="$src"; shift 2 ;;
     copyto) file="$2"; dest="${3#offsite:}"; shift 3 ;;
     *) shift ;;
   esac
 done
-cp "$env_file" "$T/ctr-env"
+cp "$conf" "$T/ctr-conf"
 mkdir -p "$T/offsite/$(dirname "$dest")"
 cp "$src_dir/${file#"$dst_dir"/}" "$T/offsite/$dest"
 """,
@@ -160,7 +160,7 @@ def run_snapshot(tmp_path: Path, existing: list[str], params: etcd_backup.EtcdBa
             (stubs / name).chmod(0o755)
     for index, key in enumerate(recipients if recipients is not None else list(params.recipient_keys), start=1):
         (config / f"recipient-{index}.asc").write_text(key)
-    (config / etcd_backup.OFFSITE_ENV).write_text("RCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID=FAKE\n")
+    (config / etcd_backup.OFFSITE_CONF).write_text("[offsite]\naccess_key_id = FAKE\n")
     for name in existing:
         (target / "hk-cp-2" / name).write_text("old\n")
     # The program's fixed paths, pointed at the scratch directory for the test.
@@ -221,13 +221,17 @@ def test_the_node_uploads_only_the_ciphertext_off_site_from_the_host_with_the_pi
     assert decrypt(ops, uploaded).stdout == b"snapshot\n"
     args = (tmp_path / "ctr-args").read_text().splitlines()
     assert args[:6] == ["--address", "/run/containerd/containerd.sock", "--namespace", "k8s.io", "run", "--rm"]
-    assert "--net-host" in args and args[args.index("--env-file") + 1] == str(tmp_path / "config" / etcd_backup.OFFSITE_ENV)
+    assert "--net-host" in args and "--env-file" not in args, "no credential in the container's spec"
     assert f"type=bind,src={tmp_path / 'stage'},dst=/snapshots,options=rbind:ro" in args
+    assert f"type=bind,src={tmp_path / 'config' / etcd_backup.OFFSITE_CONF},dst=/config/rclone.conf,options=rbind:ro" in args
+    assert args[args.index("--env", args.index("--env") + 1) + 1] == "RCLONE_CA_CERT=/etc/offsite-ca.crt"
+    assert "RCLONE_CONFIG=/config/rclone.conf" in args
     assert f"type=bind,src={tmp_path / 'config' / etcd_backup.OFFSITE_CA},dst=/etc/offsite-ca.crt,options=rbind:ro" in args
+    assert args[args.index("rclone") - 1] == "etcd-offsite-" + args[args.index("rclone") - 1].split("-")[-1]
     assert args[args.index("rclone") - 2] == "docker.io/rclone/rclone:1.75.0"
     assert args[args.index("rclone"):] == ["rclone", "copyto", "/snapshots/etcd-hk-cp-2-20270101T000000Z.db.gpg",
                                            "offsite:velero-hk-prod/hk-prod-etcd/hk-cp-2/etcd-hk-cp-2-20270101T000000Z.db.gpg",
-                                           "--immutable"]
+                                           "--no-check-dest"]
     assert "pull docker.io/rclone/rclone:1.75.0" in (tmp_path / "crictl-pull").read_text()
     # Beside Velero's prefix (hk-prod/), never in it: Velero refuses a prefix with a directory it does not know.
     assert not etcd_backup.offsite_path(STORE).startswith(f"{STORE.bucket}/{STORE.prefix}/")
@@ -342,13 +346,11 @@ def test_install_writes_the_off_site_credentials_root_only_from_standard_input(t
     result = _bash(install, env, stdin="FAKE-access\nFAKE-secret\n")
     assert result.returncode == 0, result.stderr
     config = root / etcd_backup.CONFIG_DIR.lstrip("/")
-    settings = config / etcd_backup.OFFSITE_ENV
+    settings = config / etcd_backup.OFFSITE_CONF
     assert oct(settings.stat().st_mode & 0o777) == "0o600"
     assert settings.read_text().splitlines() == [
-        "RCLONE_CONFIG_OFFSITE_TYPE=s3", "RCLONE_CONFIG_OFFSITE_PROVIDER=Ceph",
-        "RCLONE_CONFIG_OFFSITE_ENDPOINT=https://s3.sg-dr.internal", "RCLONE_CONFIG_OFFSITE_REGION=sg",
-        "RCLONE_CONFIG_OFFSITE_NO_CHECK_BUCKET=true", "RCLONE_CA_CERT=/etc/offsite-ca.crt",
-        "RCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID=FAKE-access", "RCLONE_CONFIG_OFFSITE_SECRET_ACCESS_KEY=FAKE-secret"]
+        "[offsite]", "type = s3", "provider = Ceph", "endpoint = https://s3.sg-dr.internal", "region = sg",
+        "no_check_bucket = true", "access_key_id = FAKE-access", "secret_access_key = FAKE-secret"]
     assert (config / etcd_backup.OFFSITE_CA).read_text().strip() == STORE.ca_certificate
     # The off-site store dropped from the stack: its credentials leave the node.
     assert _bash(etcd_backup.render_install(PARAMS), env).returncode == 0
@@ -441,3 +443,34 @@ def test_the_stack_refuses_a_key_twice_a_centos7_control_plane_and_warns_of_the_
     with pytest.raises(SpecError) as refused:
         load(raw_config(values))
     assert "exactly one version 4 key" in str(refused.value.problems[0])
+
+
+def test_a_run_cleans_what_a_run_stopped_half_way_left_before_anything_else(tmp_path):
+    etcd_dir, stage = tmp_path / "var-lib-etcd", tmp_path / "stage"
+    etcd_dir.mkdir()
+    stage.mkdir()
+    (etcd_dir / "etcd-hk-cp-2-20261201T000000Z.db").write_text("plaintext left by a reboot\n")
+    (etcd_dir / "etcd-hk-cp-2-20261201T060000Z.db.part").write_text("half a snapshot\n")
+    (stage / "etcd-hk-cp-2-20261201T000000Z.db.gpg").write_text("ciphertext\n")
+    (etcd_dir / "member").mkdir()      # etcd's own data stays
+    result = run_snapshot(tmp_path, [".etcd-hk-cp-2-20261130T000000Z.db.partial"], CORRUPT="1")
+    assert result.returncode == 1
+    assert [p.name for p in etcd_dir.iterdir()] == ["member"] and list(stage.iterdir()) == []
+
+
+def test_a_key_that_asks_for_aead_is_refused():
+    """GnuPG 2.3 and later encrypt to a key whose Features advertise AEAD (0x02) in OCB packets GnuPG 2.2 cannot
+    read (gnupg-2.4 g10/encrypt.c, pkclist.c): such a key is refused with how to drop the feature."""
+    import base64
+
+    from vocab.checks import FEATURE_AEAD, is_openpgp_public_key, openpgp_features, openpgp_public_key
+    assert openpgp_features(openpgp_public_key(EXAMPLE_KEY)) & FEATURE_AEAD == 0
+    body = "".join(line for line in EXAMPLE_KEY.splitlines()[1:-1] if line and not line.startswith("="))
+    raw = base64.b64decode(body)
+    features = bytes([2, 30, 0x01])                    # a Features subpacket: length 2, type 30, MDC
+    assert features in raw
+    aead = raw.replace(features, bytes([2, 30, 0x03]))
+    armored = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n" + base64.b64encode(aead).decode() + \
+        "\n-----END PGP PUBLIC KEY BLOCK-----\n"
+    assert openpgp_features(openpgp_public_key(armored)) & FEATURE_AEAD
+    assert not is_openpgp_public_key(armored)

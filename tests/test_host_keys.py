@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from render.host_keys import HostKeyPair, pinned_key_of_user_data, public_line, render_install_host_key
+from render.host_keys import (
+    HostKeyPair,
+    pinned_key_of_user_data,
+    public_line,
+    render_install_host_key,
+    render_snippet_private,
+)
 from tests.validators import TEST_ROOT_VARIABLE, cloud_init_schema, shellcheck
 from tools.providers import new_host_key
 
@@ -48,10 +54,33 @@ def test_key_material_that_would_break_the_node_is_refused(key_pair):
         public_line("ecdsa-sha2-nistp256 AAAA")
 
 
-def test_the_install_script_passes_shellcheck(tmp_path):
-    path = tmp_path / "install.sh"
-    path.write_text(render_install_host_key())
-    shellcheck(path)
+def test_the_scripts_pass_shellcheck(tmp_path):
+    for name, script in (("install.sh", render_install_host_key()),
+                         ("private.sh", render_snippet_private("local:snippets/hk-prod-hk-cp-1-user-data.yaml"))):
+        (tmp_path / name).write_text(script)
+    shellcheck(tmp_path / "install.sh", tmp_path / "private.sh")
+
+
+def test_the_snippet_with_the_private_key_is_made_root_only_on_proxmox(tmp_path):
+    snippet = tmp_path / "snippets" / "hk-prod-hk-cp-1-user-data.yaml"
+    snippet.parent.mkdir()
+    snippet.write_text("#cloud-config\n")
+    snippet.chmod(0o644)
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    (stubs / "pvesm").write_text(f'#!/usr/bin/env bash\n[[ "$*" == "path local:snippets/hk-prod-hk-cp-1-user-data.yaml" ]]'
+                                 f' && echo {snippet}\n')
+    (stubs / "pvesm").chmod(0o755)
+    script = render_snippet_private("local:snippets/hk-prod-hk-cp-1-user-data.yaml")
+    result = subprocess.run([shutil.which("bash"), "-c", script], capture_output=True, text=True,
+                            env={"PATH": f"{stubs}:/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    assert oct(snippet.stat().st_mode & 0o777) == "0o600"
+    missing = subprocess.run([shutil.which("bash"), "-c", render_snippet_private("local:snippets/other.yaml")],
+                             capture_output=True, text=True, env={"PATH": f"{stubs}:/usr/bin:/bin"})
+    assert missing.returncode != 0 and "no volume local:snippets/other.yaml" in missing.stderr
+    with pytest.raises(ValueError):
+        render_snippet_private("local:iso/x.iso; reboot")
 
 
 def _install(tmp_path: Path, stdin: str) -> tuple[subprocess.CompletedProcess[str], Path]:

@@ -15,7 +15,7 @@ from tools.engine import without
 from tools.mockrun import Recording, run_program
 from tools.providers import new_host_key
 
-NODE_STEPS_LINUX = ["host-key-install", "cloud-init", "prepare", "authorized-keys"]
+NODE_STEPS_LINUX = ["host-key-install", "user-data-private", "cloud-init", "prepare", "authorized-keys"]
 JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
 UPGRADE_STEPS = ["drain-for-upgrade", "node-upgrade", "uncordon-after-upgrade"]
 

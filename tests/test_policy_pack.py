@@ -354,6 +354,22 @@ def test_a_cluster_the_previous_release_built_passes_on_its_first_pinned_run():
                for n in unpinned)
 
 
+def test_the_commands_that_keep_their_connection_are_the_ones_the_pack_names(hk_prod):
+    kept = {r.name for r in hk_prod if r.type == rules.COMMAND_TYPE and "connection" in r.ignore_changes
+            and not r.props.get("delete")}
+    assert kept and all(name.endswith(rules.CONNECTION_KEPT_SUFFIXES) for name in kept), kept
+    for suffix in rules.CONNECTION_KEPT_SUFFIXES:
+        assert any(name.endswith(suffix) for name in kept), suffix
+    # A lost node's frozen commands never run again: not judged.
+    from components.lifecycle import COMMAND_INPUTS
+    assert rules.FROZEN_INPUTS <= set(COMMAND_INPUTS)
+    # Another command that ignores its connection is still judged.
+    other = dataclasses.replace(named(hk_prod, "hk-prod-hk-cp-1-prepare"), ignore_changes=("connection", "create"))
+    props = copy.deepcopy(other.props)
+    del props["connection"]["hostKey"]
+    assert rules.unpinned_connections(dataclasses.replace(other, props=props), True)
+
+
 def test_the_pack_reads_the_relaxation_from_the_stack_config():
     assert rules.host_keys_required({})
     assert rules.host_keys_required({f"{rules.PROJECT}:security": json.dumps({"selinux": "enforcing"})})

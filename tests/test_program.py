@@ -180,8 +180,8 @@ def test_one_worker_change_touches_only_that_worker(hk, hk_values):
 def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     hk_values["nodes"]["linux"].append({"name": "hk-lnx-5", "zone": "hk-2", "proxmoxNode": "pve-hk2-a", "vmId": 325,
                                         "distro": "rocky9", "cpu": 8, "memoryMb": 32768, "diskGb": 120, "ip": "10.30.30.25"})
-    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-vm", "-host-key", "-host-key-install",
-                                                          "-cloud-init", "-prepare", "-authorized-keys")}
+    machine = {f"hk-prod-hk-lnx-5{suffix}" for suffix in ("", "-user-data", "-user-data-private", "-vm", "-host-key",
+                                                          "-host-key-install", "-cloud-init", "-prepare", "-authorized-keys")}
     membership = {f"hk-prod-kubeadm-hk-lnx-5{suffix}" for suffix in ("", "-registration", "-join-credentials", "-join", "-drain")}
     labels = {"hk-prod-scheduling-node-hk-lnx-5"}
     # Its place in the upgrade chain: steps with no create, so adding them runs nothing.

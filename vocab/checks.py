@@ -128,6 +128,43 @@ def openpgp_public_key(value: str) -> list[tuple[int, bytes]]:
     return packets
 
 
+SIGNATURE_PACKET, FEATURES_SUBPACKET = 2, 30
+# Features flags (RFC 9580 section 5.2.3.32): 0x02 is LibrePGP's OCB AEAD, which GnuPG 2.3 and later write to a key
+# that advertises it (gnupg-2.4 g10/encrypt.c, pkclist.c) and GnuPG 2.2 cannot read.
+FEATURE_AEAD = 0x02
+
+
+def _subpackets(data: bytes) -> list[tuple[int, bytes]]:
+    found, at = [], 0
+    while at < len(data):
+        first = data[at]
+        if first < 192:
+            length, at = first, at + 1
+        elif first < 255:
+            length, at = ((first - 192) << 8) + data[at + 1] + 192, at + 2
+        else:
+            length, at = int.from_bytes(data[at + 1:at + 5], "big"), at + 5
+        if length < 1 or at + length > len(data):
+            raise ValueError("truncated signature subpacket")
+        found.append((data[at] & 0x7F, data[at + 1:at + length]))
+        at += length
+    return found
+
+
+def openpgp_features(packets: list[tuple[int, bytes]]) -> int:
+    """The Features flags the key's version 4 signatures advertise in their hashed area (RFC 4880 section 5.2.3),
+    or-ed together."""
+    flags = 0
+    for tag, body in packets:
+        if tag != SIGNATURE_PACKET or body[:1] != b"\x04" or len(body) < 6:
+            continue
+        hashed = body[6:6 + int.from_bytes(body[4:6], "big")]
+        for kind, data in _subpackets(hashed):
+            if kind == FEATURES_SUBPACKET and data:
+                flags |= data[0]
+    return flags
+
+
 def openpgp_fingerprint(value: str) -> str:
     """The fingerprint of the (version 4) key, as gpg prints it: SHA-1 over 0x99, the two-octet length and the public
     key packet's body (RFC 4880 section 12.2)."""
@@ -137,11 +174,12 @@ def openpgp_fingerprint(value: str) -> str:
 
 
 def is_openpgp_public_key(value: str) -> bool:
+    """One version 4 key that does not ask for AEAD (every GnuPG from 2.2 on then writes and reads the same format)."""
     try:
         openpgp_fingerprint(value)
-    except ValueError:
+        return not openpgp_features(openpgp_public_key(value)) & FEATURE_AEAD
+    except (ValueError, IndexError):
         return False
-    return True
 
 
 def is_host(value: str) -> bool:

@@ -302,6 +302,13 @@ def _carrier_list(resource_type: str) -> str:
 # unset; Create and Update run `create` and `update`).
 DIALLING_INPUTS = ("create", "update", "delete")
 HOST_KEY_RULE = "ssh-host-key-pinned"
+# The program's commands that ignore changes of their connection and have no delete (kubeadm init, the kubeconfig
+# read, the Secrets key ring, the join lines, a node's host key install): an existing one keeps, and the pack sees, the
+# connection it was created with, which it never dials again. Each is pinned when created, except a host key install
+# on a node an earlier release made, which trusts it once (docs/security.md, "Host keys").
+# A lost node's commands ignore every input and are retained on delete (components/lifecycle.py dialling_node).
+FROZEN_INPUTS = frozenset({"create", "update", "delete", "connection", "triggers"})
+CONNECTION_KEPT_SUFFIXES = ("-init", "-kubeconfig", "-encryption-keys", "-join-credentials", "-host-key-install")
 
 
 def host_keys_required(config: Mapping[str, Any]) -> bool:
@@ -320,15 +327,16 @@ def unpinned_connections(r: Declared, required: bool) -> list[str]:
     """A command that dials must name the host key of the server it dials, and of the bastion it dials through:
     without one, pulumi-command accepts any server (remote/connection.go: ssh.InsecureIgnoreHostKey).
 
-    Not a command that ignores changes of its connection and has no delete: the engine hands the pack the inputs
-    after ignore_changes (pkg/resource/deploy/step_generator.go: processIgnoreChanges before analyzeAll), so an
-    existing one shows the connection it was created with, which it never dials again (a replacement takes the
-    program's inputs, checked then). The program's one such command created unpinned is a node's host key install
-    on a node an earlier release made (components/machines.py; docs/security.md, "Host keys")."""
+    Not one of the program's commands that keep their connection (CONNECTION_KEPT_SUFFIXES, which ignore its changes
+    and have no delete): the engine hands the pack the inputs after ignore_changes (pkg/resource/deploy/
+    step_generator.go: processIgnoreChanges before analyzeAll), so an existing one shows the connection it was
+    created with, which it never dials again (a replacement takes the program's inputs)."""
     if not required or r.type != COMMAND_TYPE or not any(r.props.get(k) for k in DIALLING_INPUTS):
         return []
-    if "connection" in r.ignore_changes and not r.props.get("delete"):
+    if r.name.endswith(CONNECTION_KEPT_SUFFIXES) and "connection" in r.ignore_changes and not r.props.get("delete"):
         return []
+    if FROZEN_INPUTS <= set(r.ignore_changes):
+        return []   # a lost node's command (components/lifecycle.py): it never runs again, its delete included
     connection = r.props.get("connection")
     if not isinstance(connection, Mapping):
         return []

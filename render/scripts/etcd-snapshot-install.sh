@@ -5,7 +5,7 @@
 # secret key's. Idempotent.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs PROGRAM PROGRAM_TEXT SYSTEMD_DIR SERVICE SERVICE_TEXT TIMER TIMER_TEXT DESCRIPTION CONFIG_DIR STAGE_DIR OFFSITE_ENV OFFSITE_CA RECIPIENT_TEXTS[] OFFSITE OFFSITE_SETTINGS OFFSITE_CA_TEXT
+#@ inputs PROGRAM PROGRAM_TEXT SYSTEMD_DIR SERVICE SERVICE_TEXT TIMER TIMER_TEXT DESCRIPTION CONFIG_DIR STAGE_DIR OFFSITE_CONF OFFSITE_CA RECIPIENT_TEXTS[] OFFSITE OFFSITE_SETTINGS OFFSITE_CA_TEXT
 STAGING_DIR="$ROOT/etc/hybrid-cluster/.staging"
 #@ include lib/put-file.sh
 
@@ -32,15 +32,15 @@ if ((OFFSITE)); then
   IFS= read -r access_key || true
   IFS= read -r secret_key || true
   [[ -n $access_key && -n $secret_key ]] || die "the off-site access key and secret key were not on standard input"
-  printf '%s\nRCLONE_CONFIG_OFFSITE_ACCESS_KEY_ID=%s\nRCLONE_CONFIG_OFFSITE_SECRET_ACCESS_KEY=%s\n' \
-    "$OFFSITE_SETTINGS" "$access_key" "$secret_key" | put_file "$ROOT$CONFIG_DIR/$OFFSITE_ENV" 0600
+  printf '%s\naccess_key_id = %s\nsecret_access_key = %s\n' \
+    "$OFFSITE_SETTINGS" "$access_key" "$secret_key" | put_file "$ROOT$CONFIG_DIR/$OFFSITE_CONF" 0600
   if [[ -n $OFFSITE_CA_TEXT ]]; then
     printf '%s\n' "$OFFSITE_CA_TEXT" | put_file "$ROOT$CONFIG_DIR/$OFFSITE_CA" 0644
   else
     rm -f "$ROOT$CONFIG_DIR/$OFFSITE_CA"
   fi
 else
-  rm -f "$ROOT$CONFIG_DIR/$OFFSITE_ENV" "$ROOT$CONFIG_DIR/$OFFSITE_CA"
+  rm -f "$ROOT$CONFIG_DIR/$OFFSITE_CONF" "$ROOT$CONFIG_DIR/$OFFSITE_CA"
 fi
 
 printf '%s\n' "$PROGRAM_TEXT" | put_file "$ROOT$PROGRAM" 0700

@@ -5,8 +5,13 @@
 # uploaded there. Nothing but ciphertext leaves the node.
 set -euo pipefail
 umask 077
-#@ inputs NODE TARGET KEEP MOUNT CONTAINERD_SOCKET TEXTFILE_DIR METRIC CONFIG_DIR STAGE_DIR OFFSITE OFFSITE_ENV OFFSITE_PATH OFFSITE_CA CONTAINER_SNAPSHOTS CONTAINER_CA RCLONE_IMAGE
+#@ inputs NODE TARGET KEEP MOUNT CONTAINERD_SOCKET TEXTFILE_DIR METRIC CONFIG_DIR STAGE_DIR OFFSITE OFFSITE_CONF OFFSITE_PATH OFFSITE_CA CONTAINER_SNAPSHOTS CONTAINER_CONF CONTAINER_CA RCLONE_IMAGE
 
+# What a run stopped half-way (a reboot, a kill) may have left: plaintext beside etcd's data, ciphertext staged.
+rm -f /var/lib/etcd/etcd-"$NODE"-*.db /var/lib/etcd/etcd-"$NODE"-*.db.part
+if [[ -d $STAGE_DIR ]]; then
+  find "$STAGE_DIR" -maxdepth 1 -name 'etcd-*.db.gpg' -delete
+fi
 id="$(crictl --runtime-endpoint "$CONTAINERD_SOCKET" ps --name '^etcd$' --state running -q | head -n 1)"
 [[ -n $id ]] || { echo "no running etcd container on $NODE" >&2; exit 1; }
 name="etcd-$NODE-$(date -u +%Y%m%dT%H%M%SZ).db"
@@ -57,8 +62,9 @@ for file in "${old[@]}"; do
   rm -f "$MOUNT/$NODE/$file"
   echo "pruned $file"
 done
-# Plaintext snapshots an earlier release stored: removed once an encrypted one is there.
-mapfile -t plaintext < <(find "$MOUNT/$NODE" -maxdepth 1 -name "etcd-$NODE-*.db" -printf '%f\n')
+# Plaintext snapshots an earlier release stored (and its half-written copies): removed once an encrypted one is there.
+mapfile -t plaintext < <(find "$MOUNT/$NODE" -maxdepth 1 \( -name "etcd-$NODE-*.db" -o -name ".etcd-$NODE-*.db.partial" \) \
+  -printf '%f\n')
 for file in "${plaintext[@]}"; do
   rm -f "$MOUNT/$NODE/$file"
   echo "removed the plaintext snapshot $file"
@@ -67,16 +73,18 @@ umount "$MOUNT"
 
 if ((OFFSITE)); then
   # rclone from its pinned image, run by containerd outside Kubernetes: on the host's network (the pod network's
-  # policies do not apply to it), the staged ciphertext mounted read-only, the credentials from the root-only file.
-  # The image is pulled through the CRI, so the registry mirrors apply; --immutable never replaces an object.
+  # policies do not apply to it), the staged ciphertext and the root-only configuration mounted read-only. The
+  # image is pulled through the CRI, so the registry mirrors apply. The container's name stays within containerd's
+  # 76 characters (pkg/identifiers/validate.go).
   crictl --runtime-endpoint "$CONTAINERD_SOCKET" pull "$RCLONE_IMAGE" >/dev/null
-  mounts=(--mount "type=bind,src=$STAGE_DIR,dst=$CONTAINER_SNAPSHOTS,options=rbind:ro")
+  options=(--mount "type=bind,src=$STAGE_DIR,dst=$CONTAINER_SNAPSHOTS,options=rbind:ro"
+    --mount "type=bind,src=$OFFSITE_CONF,dst=$CONTAINER_CONF,options=rbind:ro" --env "RCLONE_CONFIG=$CONTAINER_CONF")
   if [[ -n $OFFSITE_CA ]]; then
-    mounts+=(--mount "type=bind,src=$OFFSITE_CA,dst=$CONTAINER_CA,options=rbind:ro")
+    options+=(--mount "type=bind,src=$OFFSITE_CA,dst=$CONTAINER_CA,options=rbind:ro" --env "RCLONE_CA_CERT=$CONTAINER_CA")
   fi
-  ctr --address "${CONTAINERD_SOCKET#unix://}" --namespace k8s.io run --rm --net-host --env-file "$OFFSITE_ENV" \
-    "${mounts[@]}" "$RCLONE_IMAGE" "etcd-snapshot-offsite-$NODE-$$" \
-    rclone copyto "$CONTAINER_SNAPSHOTS/$name.gpg" "offsite:$OFFSITE_PATH/$NODE/$name.gpg" --immutable \
+  ctr --address "${CONTAINERD_SOCKET#unix://}" --namespace k8s.io run --rm --net-host "${options[@]}" \
+    "$RCLONE_IMAGE" "etcd-offsite-$$" \
+    rclone copyto "$CONTAINER_SNAPSHOTS/$name.gpg" "offsite:$OFFSITE_PATH/$NODE/$name.gpg" --no-check-dest \
     || { echo "the upload of $name.gpg to offsite:$OFFSITE_PATH failed" >&2; exit 1; }
   echo "uploaded $name.gpg to offsite:$OFFSITE_PATH/$NODE/"
 fi
