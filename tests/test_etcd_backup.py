@@ -192,6 +192,9 @@ def test_a_snapshot_is_encrypted_on_the_node_stored_and_only_the_newest_are_kept
                                  "etcd-hk-cp-2-20270101T000000Z.db.gpg", "notes.txt"]
     assert "removed the plaintext snapshot etcd-hk-cp-2-20261130T000000Z.db" in result.stdout
     stored = tmp_path / "target" / "hk-cp-2" / "etcd-hk-cp-2-20270101T000000Z.db.gpg"
+    import hashlib
+    assert f"stored {stored.name} on 10.10.10.21:/export/etcd-snapshots, sha256 " \
+           f"{hashlib.sha256(stored.read_bytes()).hexdigest()}" in result.stdout
     assert b"snapshot" not in stored.read_bytes()
     # Either custodian's key opens it; nothing on the node could.
     for custodian in (ops, security):

@@ -52,11 +52,14 @@ if ! mountpoint -q "$MOUNT"; then
 fi
 mkdir -p "$MOUNT/$NODE"
 install -m 0600 "$sealed" "$MOUNT/$NODE/.$name.gpg.partial"
-# The copy is checked against the ciphertext, byte for byte, before it gets its name.
-[[ "$(sha256sum <"$sealed")" == "$(sha256sum <"$MOUNT/$NODE/.$name.gpg.partial")" ]] \
+# The copy is checked against the ciphertext, byte for byte, before it gets its name. The journal keeps each one's
+# SHA-256: what a restore can hold a file from the export or the bucket against (docs/backup.md).
+digest="$(sha256sum <"$sealed")"
+digest="${digest%% *}"
+[[ "$(sha256sum <"$MOUNT/$NODE/.$name.gpg.partial")" == "$digest  -" ]] \
   || { rm -f "$MOUNT/$NODE/.$name.gpg.partial"; echo "the copy of $name.gpg on $TARGET differs from the snapshot" >&2; exit 1; }
 mv -f "$MOUNT/$NODE/.$name.gpg.partial" "$MOUNT/$NODE/$name.gpg"
-echo "stored $name.gpg on $TARGET"
+echo "stored $name.gpg on $TARGET, sha256 $digest"
 mapfile -t old < <(find "$MOUNT/$NODE" -maxdepth 1 -name "etcd-$NODE-*.db.gpg" -printf '%f\n' | sort | head -n "-$KEEP")
 for file in "${old[@]}"; do
   rm -f "$MOUNT/$NODE/$file"
