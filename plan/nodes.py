@@ -81,6 +81,7 @@ def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.
         registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
         cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
         cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
+        node_firewall_sources=(str(spec.network.nodes.cidr), str(spec.cluster.pod_cidr)),
         pod_guard_sources=guard_sources,
         pod_guard_ports=guard_ports,
     )

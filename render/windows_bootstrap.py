@@ -33,6 +33,7 @@ How the kubelet runs as a service, and why the join is split in two:
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
@@ -74,6 +75,9 @@ class WindowsNodeParams:
     registry_mirrors: tuple[tuple[str, str, bool], ...]  # (upstream, endpoint, override_path)
     cni_bin_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniBinDir
     cni_conf_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniConfigDir
+    # Where the kubelet and windows_exporter rules admit connections from: the cluster's networks (the nodes', where
+    # the API server and node-addressed scrapes come from, and the pods'). Empty: from anywhere.
+    node_firewall_sources: tuple[str, ...] = ()
     # Inbound TCP the pod network may not reach on this node (security.networkPolicy; empty: no such rule).
     pod_guard_sources: tuple[str, ...] = ()
     pod_guard_ports: tuple[int, ...] = ()
@@ -229,6 +233,8 @@ def _validate(p: WindowsNodeParams) -> None:
     for what, path in (("cni_bin_dir", p.cni_bin_dir), ("cni_conf_dir", p.cni_conf_dir)):
         if not _WINDOWS_DIR.match(path) or path != path.strip():
             raise ValueError(f"{what} {path!r} must be an absolute Windows path without quotes")
+    for network in (*p.node_firewall_sources, *p.pod_guard_sources):
+        ipaddress.IPv4Network(network)   # raises on anything but an IPv4 network
 
 
 def _checked(script: str) -> str:
@@ -284,6 +290,7 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
         PortCount=p.dynamic_port_count,
         RuleNames=[name for name, _ in NODE_FIREWALL_RULES],
         RulePorts=[port for _, port in NODE_FIREWALL_RULES],
+        RuleSources=list(p.node_firewall_sources) or ["Any"],
         GuardName=POD_GUARD_FIREWALL_RULE,
         GuardSources=list(p.pod_guard_sources),
         GuardPorts=list(p.pod_guard_ports),

@@ -407,6 +407,11 @@ def test_host_settings_step_checks_before_it_changes() -> None:
             "New-NetFirewallRule -Name $RuleNames[$i]")
     assert "$RuleNames = @('kubernetes-kubelet-10250', 'windows-exporter-9182')" in script
     assert "$RulePorts = @(10250, 9182)" in script
+    # The kubelet and windows_exporter only from the cluster's networks (the nodes' and the pods'), set again on an
+    # existing rule, so a node of an earlier release loses its any-address rule.
+    assert "$RuleSources = @('10.30.30.0/24', '10.244.0.0/16')" in script
+    assert "-LocalPort $RulePorts[$i] -RemoteAddress $RuleSources -Action Allow -Enabled True" in script
+    _before(script, "} else {\n            Set-NetFirewallRule -Name $RuleNames[$i]", "$guard = Get-NetFirewallRule")
     assert "Set-Service -Name W32Time -StartupType Automatic" in script
 
 

@@ -1,6 +1,6 @@
 # Time, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[] GuardName GuardSources[] GuardPorts[]
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[] RuleSources[] GuardName GuardSources[] GuardPorts[]
 $Step = 'time, port and firewall settings'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
@@ -17,7 +17,8 @@ $Step = 'time, port and firewall settings'
 ## .DynamicPortRangeNumberOfPorts, which do not depend on the display language:
 ## https://learn.microsoft.com/powershell/module/nettcpip/get-netudpsetting
 ## Firewall: New-NetFirewallRule -Name -Direction Inbound -Protocol TCP -LocalPort 10250 -Action Allow,
-## as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port:
+## as PrepareNode.ps1 and image-builder tasks/kubelet.yml open the kubelet port, here only from the cluster's networks
+## (-RemoteAddress, $RuleSources), set again on every run as the guard below is:
 ## https://learn.microsoft.com/powershell/module/netsecurity/new-netfirewallrule
 ## The pod guard ($GuardName): a Block rule for TCP to the administrative ports from the pod network
 ## (render/windows_bootstrap.py POD_GUARD_FIREWALL_RULE says why), made when missing and otherwise set again with
@@ -28,7 +29,7 @@ $Step = 'time, port and firewall settings'
 ## https://learn.microsoft.com/powershell/module/netsecurity/get-netfirewallprofile
 $GuestStep = {
     param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
-        [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
+        [string[]]$RuleSources, [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
     $w32time = Get-Service -Name W32Time
@@ -55,8 +56,10 @@ $GuestStep = {
     }
     for ($i = 0; $i -lt $RuleNames.Count; $i++) {
         if (-not (Get-NetFirewallRule -Name $RuleNames[$i] -ErrorAction SilentlyContinue)) {
-            $null = New-NetFirewallRule -Name $RuleNames[$i] -DisplayName $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -Action Allow -Enabled True
-            $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in"
+            $null = New-NetFirewallRule -Name $RuleNames[$i] -DisplayName $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -RemoteAddress $RuleSources -Action Allow -Enabled True
+            $changes += "firewall rule $($RuleNames[$i]) allows TCP $($RulePorts[$i]) in from $($RuleSources -join ',')"
+        } else {
+            Set-NetFirewallRule -Name $RuleNames[$i] -Direction Inbound -Protocol TCP -LocalPort $RulePorts[$i] -RemoteAddress $RuleSources -Action Allow -Enabled True
         }
     }
     $guard = Get-NetFirewallRule -Name $GuardName -ErrorAction SilentlyContinue
@@ -80,5 +83,5 @@ $GuestStep = {
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts, $GuardName, $GuardSources, $GuardPorts)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts, $RuleSources, $GuardName, $GuardSources, $GuardPorts)
 #@ include lib/windows-host-report.ps1
