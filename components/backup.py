@@ -19,19 +19,11 @@ from .k8s import helm_release, kubernetes_object, resource_name
 Pair = tuple[pulumi.Output[str], pulumi.Output[str]]
 
 
-def _credentials(primary: Pair, offsite: Pair | None, locations: Sequence[str]) -> pulumi.Output[dict[str, str]]:
-    """The credentials Secret's data: one shared credentials file per location (the off-site key pair serves the
-    off-site and the recovery location)."""
-    pairs = [*primary, *(offsite or ())]
-
+def _credentials(pair: Pair, locations: Sequence[str]) -> pulumi.Output[dict[str, str]]:
+    """A credentials Secret's data: the pair's shared credentials file under each location's key."""
     def data(values: list[str]) -> dict[str, str]:
-        result = {backup.credential_key(backup.PRIMARY): backup.credentials_file(values[0], values[1])}
-        if len(values) == 4:
-            for location in locations:
-                if location != backup.PRIMARY:
-                    result[backup.credential_key(location)] = backup.credentials_file(values[2], values[3])
-        return result
-    return pulumi.Output.secret(pulumi.Output.all(*pairs).apply(data))
+        return {backup.credential_key(location): backup.credentials_file(values[0], values[1]) for location in locations}
+    return pulumi.Output.secret(pulumi.Output.all(*pair).apply(data))
 
 
 class Backups(pulumi.ComponentResource):
@@ -50,15 +42,22 @@ class Backups(pulumi.ComponentResource):
                                      depends_on=list(depends_on))
 
         namespace = declare(backup.namespace(), [])
-        metadata = backup.credentials_secret_metadata()
-        credentials = kubernetes.core.v1.Secret(
-            f"{name}-{resource_name(metadata)}",
-            metadata=metadata["metadata"],
-            type=metadata["type"],
-            string_data=_credentials(primary, offsite if len(stores) > 1 else None, list(stores)),
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
-        )
-        before_release: list[pulumi.Resource] = [namespace, credentials, *linux_ready]
+        # Each site's keys in their own Secret (render/backup.py credential_ref): this site's, and the other site's
+        # for the off-site and recovery locations.
+        sites: list[tuple[str, Pair, list[str]]] = [(backup.CREDENTIALS_SECRET, primary, [backup.PRIMARY])]
+        if offsite is not None and len(stores) > 1:
+            sites.append((backup.OFFSITE_CREDENTIALS_SECRET, offsite, [n for n in stores if n != backup.PRIMARY]))
+        credentials: list[pulumi.Resource] = []
+        for secret_name, pair, site_locations in sites:
+            metadata = backup.credentials_secret_metadata(secret_name)
+            credentials.append(kubernetes.core.v1.Secret(
+                f"{name}-{resource_name(metadata)}",
+                metadata=metadata["metadata"],
+                type=metadata["type"],
+                string_data=_credentials(pair, site_locations),
+                opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
+            ))
+        before_release: list[pulumi.Resource] = [namespace, *credentials, *linux_ready]
         cas = {location: store.ca_certificate for location, store in stores.items() if store.ca_certificate}
         if cas:
             before_release.append(declare(backup.ca_secret(cas), [namespace]))

@@ -43,7 +43,8 @@ from vocab.labels import OS_LABEL, WINDOWS_BUILD_LABEL
 
 NAMESPACE = "velero"
 SERVICE_ACCOUNT = "velero"           # serviceAccount.server.name: the Windows node agent runs as it too
-CREDENTIALS_SECRET = "velero-credentials"
+CREDENTIALS_SECRET = "velero-credentials"            # this site's store (the chart's secret)
+OFFSITE_CREDENTIALS_SECRET = "velero-credentials-offsite"   # the other site's: off-site and recovery locations
 CA_SECRET = "velero-store-ca"
 PRIMARY = "primary"                  # the location names, and each one's key in the two Secrets
 OFFSITE = "offsite"
@@ -77,10 +78,11 @@ def credentials_file(access_key: str, secret_key: str) -> str:
     return f"[default]\naws_access_key_id={access_key}\naws_secret_access_key={secret_key}\n"
 
 
-def credentials_secret_metadata() -> dict[str, Any]:
-    """The credentials Secret, without data (the component adds it from Pulumi secrets)."""
-    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": CREDENTIALS_SECRET, "namespace": NAMESPACE}}
+def credentials_secret_metadata(name: str = CREDENTIALS_SECRET) -> dict[str, Any]:
+    """A credentials Secret, without data (the component adds it from Pulumi secrets): each site's keys in their own,
+    so that the other site's keys are not in the chart's Secret, which Velero's pods mount whole."""
+    require(name in (CREDENTIALS_SECRET, OFFSITE_CREDENTIALS_SECRET), f"unknown credentials Secret {name!r}")
+    return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "metadata": {"name": name, "namespace": NAMESPACE}}
 
 
 def ca_secret(certificates: dict[str, str]) -> dict[str, Any]:
@@ -91,6 +93,12 @@ def ca_secret(certificates: dict[str, str]) -> dict[str, Any]:
 
 def credential_key(location: str) -> str:
     return CHART_CREDENTIALS_KEY if location == PRIMARY else location
+
+
+def credential_ref(location: str) -> dict[str, str]:
+    """A location's `credential`: its key of its site's Secret."""
+    return {"name": CREDENTIALS_SECRET if location == PRIMARY else OFFSITE_CREDENTIALS_SECRET,
+            "key": credential_key(location)}
 
 
 def velero_values(aws_plugin_image: str, file_system_backup: bool) -> dict[str, Any]:
@@ -129,7 +137,7 @@ def storage_location(name: str, store: ObjectStore, default: bool) -> dict[str, 
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {"provider": "aws", "default": default, "accessMode": "ReadOnly" if name == RECOVERY else "ReadWrite",
                  "objectStorage": object_storage, "config": config,
-                 "credential": {"name": CREDENTIALS_SECRET, "key": credential_key(name)}},
+                 "credential": credential_ref(name)},
     }
 
 

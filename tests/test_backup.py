@@ -130,8 +130,19 @@ def test_hk_prod_backs_up_to_both_sites_and_no_pod_copies_etcd(hk_recording):
     assert not hk_recording.by_type("kubernetes:batch/v1:CronJob")
     policy = hk_recording.named("hk-prod-admission-validatingadmissionpolicybinding-hybrid-cluster-no-inline-nfs")
     assert "matchResources" not in policy.inputs["spec"], "no namespace is exempt from the inline NFS refusal"
+    # Each site's keys in their own Secret: the chart's (mounted whole into Velero's pods) holds only this site's.
+    from tools.mockrun import placeholder_secrets
+    keys = placeholder_secrets()
     secret = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials")
-    assert isinstance(secret.inputs["stringData"], Secret)
+    offsite = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials-offsite")
+    assert isinstance(secret.inputs["stringData"], Secret) and isinstance(offsite.inputs["stringData"], Secret)
+    assert set(secret.inputs["stringData"].value) == {"cloud"} and set(offsite.inputs["stringData"].value) == {"offsite"}
+    assert keys["backupSecretAccessKey"] in secret.inputs["stringData"].value["cloud"]
+    assert keys["offsiteSecretAccessKey"] not in str(secret.inputs["stringData"].value)
+    assert keys["offsiteSecretAccessKey"] in offsite.inputs["stringData"].value["offsite"]
+    location = hk_recording.named("hk-prod-backup-backupstoragelocation-velero-offsite")
+    assert location.inputs["spec"]["credential"] == {"name": backup.OFFSITE_CREDENTIALS_SECRET, "key": "offsite"}
+    assert offsite.urn in hk_recording.named("hk-prod-backup-velero").dependencies
     # The locations and schedules wait for the chart that brings their CRDs.
     release = hk_recording.named("hk-prod-backup-velero")
     assert release.urn in hk_recording.named("hk-prod-backup-backupstoragelocation-velero-offsite").dependencies

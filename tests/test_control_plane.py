@@ -781,9 +781,13 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert policies and policies <= created
     # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
     # approver's values name the nodes and their addresses instead of the node network.
-    # Velero's credentials no longer carry the off-site keys for a pod that copied the etcd snapshots.
+    # Each site's keys move to their own Secret: the chart's keeps this site's, the off-site location reads the other
+    # site's from a new one (and no pod copies the etcd snapshots with them any more).
     assert kubernetes - policies == {"hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
-                                     "hk-prod-backup-secret-velero-velero-credentials"}
+                                     "hk-prod-backup-secret-velero-velero-credentials",
+                                     "hk-prod-backup-secret-velero-velero-credentials-offsite",
+                                     "hk-prod-backup-backupstoragelocation-velero-offsite"}
+    assert run.plan.of("hk-prod-backup-secret-velero-velero-credentials-offsite") == ["create"]
     assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
 
 
