@@ -222,10 +222,15 @@ OpenPgpPublicKey = Annotated[str, AfterValidator(_must_be(
     "setpref 'AES256 AES192 AES SHA512 SHA384 SHA256 ZLIB BZIP2 ZIP Uncompressed' save`, docs/backup.md)"))]
 # An SSH host key line to pin a connection to (vocab.checks.is_pinnable_host_key says why not RSA). The pattern is
 # for editors (the JSON Schema); the check also decodes the key.
+# How an operator reads a host's key where they already trust what they see (its console), on a Linux host and on
+# a Windows one (Win32-OpenSSH keeps its keys in %ProgramData%\ssh): the config errors and tools.init say it.
+READ_HOST_KEY = {
+    "linux": "cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub",
+    "windows": "(Get-Content $env:ProgramData\\ssh\\ssh_host_ed25519_key.pub).Split(' ')[0..1] -join ' '",
+}
 _HOST_KEY_HELP = ("the host's ed25519 (or ECDSA) public host key without comment, e.g. ssh-ed25519 AAAAC3Nza...: on a "
-                  "Linux host `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub`, on Windows `Get-Content "
-                  "$env:ProgramData\\ssh\\ssh_host_ed25519_key.pub` (an RSA key cannot be pinned: the connection "
-                  "would offer only ssh-rsa, which OpenSSH 8.8 and later refuse)")
+                  f"Linux host `{READ_HOST_KEY['linux']}`, on Windows `{READ_HOST_KEY['windows']}` (an RSA key cannot "
+                  "be pinned: the connection would offer only ssh-rsa, which OpenSSH 8.8 and later refuse)")
 HostKey = Annotated[str, matching(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)) [A-Za-z0-9+/]+={0,2}$", _HOST_KEY_HELP),
                     AfterValidator(_must_be(checks.is_pinnable_host_key, _HOST_KEY_HELP))]
 

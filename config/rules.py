@@ -18,7 +18,7 @@ from vocab.checks import NETBIOS_NAME, openpgp_fingerprint
 from vocab.namespaces import check_namespace, parse_quantity, quota
 
 from . import compat
-from .model import HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
+from .model import READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
 
 Severity = Literal["error", "warning"]
 
@@ -748,17 +748,9 @@ def etcd_snapshots_encrypted(spec: StackSpec) -> Iterator[Problem]:
                                                     "snapshot off-site as soon as it is stored; remove the key", "warning")
 
 
-# How an operator reads a host key over a channel they already trust (the console, or a session whose key they
-# checked), and checks the one the network shows against it.
-_READ_HOST_KEY = {
-    "linux": "on the host's console run `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub`",
-    "windows": "on the host's console run `(Get-Content $env:ProgramData\\ssh\\ssh_host_ed25519_key.pub).Split(' ')[0..1] "
-               "-join ' '`",
-}
-
-
 def _host_key_missing(what: str, address: str, system: str) -> str:
-    return (f"required: every SSH connection to {what} is pinned to its host key; {_READ_HOST_KEY[system]}, compare "
+    return (f"required: every SSH connection to {what} is pinned to its host key; on the host's console run "
+            f"`{READ_HOST_KEY[system]}`, compare "
             f"its fingerprint with `ssh-keyscan -t ed25519 {address} | ssh-keygen -lf -` from where Pulumi runs, and set "
             "hostKey to the `ssh-ed25519 AAAA...` line; or, for a lab only, set security.pinHostKeys: false (synth warns)")
 

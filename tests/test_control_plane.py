@@ -34,6 +34,17 @@ ROOT = Path(__file__).resolve().parent.parent
 PREVIOUS_STATE = ROOT / "tests" / "fixtures" / "state" / "hk-prod-2f14be9.json.xz"
 
 
+def previous_release_run() -> Recording:
+    """hk-prod's next `up` on the state the previous release left (tests/fixtures/state)."""
+    state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
+    # hk-prod's stack as it was then: its log server and trace backend in plain text (said explicitly, as this release
+    # wants); hk-prod's own move to TLS is a change of the stack, not of the release.
+    values = hk_prod_values()
+    values["observability"]["logs"] = {"kind": "loki", "host": "logs.hk-prod.internal", "port": 3100, "tls": False}
+    values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
+    return run_program(raw_config(values), stack="hk-prod", state=state)
+
+
 def _spec(values: dict | None = None):
     return load(raw_config(values or hk_prod_values())).spec
 
@@ -741,13 +752,7 @@ def test_the_steps_wait_for_a_certificate_renewal_round():
 
 
 def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
-    state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
-    # hk-prod's stack as it was then: its log server and trace backend in plain text (said explicitly, as this release
-    # wants); hk-prod's own move to TLS is a change of the stack, not of the release.
-    values = hk_prod_values()
-    values["observability"]["logs"] = {"kind": "loki", "host": "logs.hk-prod.internal", "port": 3100, "tls": False}
-    values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
-    run = run_program(raw_config(values), stack="hk-prod", state=state)
+    run = previous_release_run()
     assert not run.plan.errors
     # Nothing is replaced; the one delete is the pod that copied the etcd snapshots off-site, which the control-plane
     # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials).

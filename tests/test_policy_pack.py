@@ -333,17 +333,8 @@ def test_a_cluster_the_previous_release_built_passes_on_its_first_pinned_run():
     """The inputs the pack judges are the engine's after ignore_changes: the commands that keep the connection they
     were created with (kubeadm init, the kubeconfig read, the key ring; the host key install on an older node, which
     trusts it once) never dial it again, and pass; every command that dials is pinned."""
-    import json
-    import lzma
-
-    from tests.conftest import hk_prod_values
-    from tests.test_control_plane import PREVIOUS_STATE
-    from tools.engine import from_export
-    state = from_export(json.loads(lzma.open(PREVIOUS_STATE).read()))
-    values = hk_prod_values()
-    values["observability"]["logs"] = {"kind": "loki", "host": "logs.hk-prod.internal", "port": 3100, "tls": False}
-    values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
-    run = run_program(raw_config(values), stack="hk-prod", state=state)
+    from tests.test_control_plane import previous_release_run
+    run = previous_release_run()
     judged = [dataclasses.replace(r, props=_as_policy_sees(run.state[r.urn].inputs)) for r in declared_resources(run)
               if r.urn in run.state]
     assert rules.evaluate(judged, SECRET_VALUES)[rules.HOST_KEY_RULE] == []

@@ -28,7 +28,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from config import compat
 from config.loader import PROJECT, LoadedStack, SpecError, from_stack_file, load
-from config.model import DnsSubdomain, HostKey, Label, PublicKey, StackSpec
+from config.model import READ_HOST_KEY, DnsSubdomain, HostKey, Label, PublicKey, StackSpec
 from config.secret_keys import required_secrets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -139,9 +139,9 @@ def parser() -> argparse.ArgumentParser:
                    help="a Hyper-V host, repeatable; needed only with Windows workers")
     p.add_argument("--host-key", action="append", default=[], metavar="NAME=KEY",
                    type=_arg(_host_key, "NAME='ssh-ed25519 AAAA...' (the host's ed25519 or ECDSA key, without comment)"),
-                   help="the SSH host key of a Proxmox node or Hyper-V host, repeatable, read on its console with "
-                        "`cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub` (Windows: "
-                        "$env:ProgramData\\ssh\\ssh_host_ed25519_key.pub); every connection to it is pinned to it")
+                   help=f"the SSH host key of a Proxmox node or Hyper-V host, repeatable, read on its console with "
+                        f"`{READ_HOST_KEY['linux']}` (Windows: `{READ_HOST_KEY['windows']}`); every connection to it is "
+                        "pinned to it")
     p.add_argument("--unpinned-host-keys", action="store_true",
                    help="a lab only: hosts without --host-key are accepted whatever key they present "
                         "(security.pinHostKeys: false; synth warns)")
@@ -249,8 +249,8 @@ def document(args: argparse.Namespace, key: str) -> dict[str, Any]:
         for name, address in hosts:
             if name not in host_keys:
                 raise FlagError(f"--host-key: none for {name} ({address}); every SSH connection to it is pinned to its host "
-                                f"key: on its console run `cut -d' ' -f1,2 /etc/ssh/ssh_host_ed25519_key.pub` (Windows: "
-                                f"Get-Content $env:ProgramData\\ssh\\ssh_host_ed25519_key.pub), compare the fingerprint "
+                                f"key: on its console run `{READ_HOST_KEY['linux']}` (Windows: "
+                                f"`{READ_HOST_KEY['windows']}`), compare the fingerprint "
                                 f"with `ssh-keyscan -t ed25519 {address} | ssh-keygen -lf -`, then add "
                                 f"--host-key {name}='ssh-ed25519 AAAA...'; or, for a lab, --unpinned-host-keys")
 
