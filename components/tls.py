@@ -1,5 +1,6 @@
 """cert-manager and the stack's ClusterIssuer (config `tls`): an internal CA whose key pair comes from Pulumi
-secrets, or an ACME CA answered through the samples' Gateway. Certificates for the Gateway's HTTPS listener are
+secrets, or an ACME CA answered through the samples' Gateway, and approver-policy with the policies that say which
+names each namespace may have from it. Certificates for the Gateway's HTTPS listener are
 issued and renewed by cert-manager itself (render/tls.py)."""
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ class Tls(pulumi.ComponentResource):
                  ca: tuple[pulumi.Output[str], pulumi.Output[str]] | None, linux_ready: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Tls", name, None, opts)
-        chart = helm_release(f"{name}-cert-manager", CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
+        release = f"{name}-cert-manager"
+        chart = helm_release(release, CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
                              tls.cert_manager_values(), provider=provider, parent=self, depends_on=list(linux_ready))
         issuer_after: list[pulumi.Resource] = [chart]
         if plan.ca:
@@ -33,7 +35,22 @@ class Tls(pulumi.ComponentResource):
             issuer_after.append(kubernetes.core.v1.Secret(
                 f"{name}-{resource_name(metadata)}", metadata=metadata["metadata"], type=metadata["type"],
                 string_data=key_pair, opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[chart])))
-        # ClusterIssuer is the chart's CRD: after the chart (and the CA's Secret).
+        # approver-policy's webhook certificate comes from cert-manager's cainjector (its templates/webhook.yaml):
+        # after cert-manager. Its policies are its chart's CRD, and its webhook validates them: after it.
+        approver = helm_release(f"{name}-approver-policy", CHARTS["approver-policy"], tls.CERT_MANAGER_NAMESPACE,
+                                tls.approver_policy_values(), provider=provider, parent=self, depends_on=[chart])
+        policies: list[pulumi.Resource] = [
+            kubernetes_object(f"{name}-{resource_name(policy)}", policy, provider=provider, parent=self,
+                              depends_on=[approver])
+            for policy in map(tls.certificate_request_policy, plan.grants)]
+        if plan.grants:
+            role = tls.policy_user_role(plan.grants)
+            binding = tls.policy_user_binding(tls.chart_fullname(release, tls.CERT_MANAGER_CHART))
+            policies.append(kubernetes_object(f"{name}-{resource_name(role)}", role, provider=provider, parent=self))
+            policies.append(kubernetes_object(f"{name}-{resource_name(binding)}", binding, provider=provider,
+                                              parent=self))
+        # ClusterIssuer is the chart's CRD: after the chart (and the CA's Secret). Its first request finds the
+        # policies in place, so it is decided at once.
         self.issuer = kubernetes_object(f"{name}-{resource_name(plan.issuer)}", plan.issuer, provider=provider,
-                                        parent=self, depends_on=issuer_after)
+                                        parent=self, depends_on=issuer_after + policies)
         self.register_outputs({"issuer": plan.issuer["metadata"]["name"]})

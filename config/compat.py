@@ -495,6 +495,18 @@ CHARTS: dict[str, HelmChart] = {
                       "crds.keep, config; nodeSelector kubernetes.io/os: linux by default on the controller, webhook, "
                       "cainjector and startupapicheck) and pkg/apis/config/controller/v1alpha1/types.go "
                       "(gatewayAPI.enabled)"),
+    # approver-policy (config `tls`, render/tls.py): with cert-manager's own approver off (`disableAutoApproval`), it
+    # approves a CertificateRequest only when a CertificateRequestPolicy the requester may `use` allows it. v0.27.0 is
+    # the newest tag (the repository's main at 81ac7e0, 2026-08-22, has none newer); its go.mod requires
+    # github.com/cert-manager/cert-manager v1.21.1, the pin above. The chart is published as an OCI artifact whose
+    # version is the tag (make/00_mod.mk: helm_chart_image_name quay.io/jetstack/charts/cert-manager-approver-policy,
+    # helm_chart_version $(VERSION)); deploy_namespace cert-manager, as the docs install it.
+    "approver-policy": HelmChart(
+        chart="cert-manager-approver-policy", repo="oci://quay.io/jetstack/charts", version="v0.27.0",
+        evidence="cert-manager/approver-policy tag v0.27.0 (a64e01b52645, 2026-07-30): make/00_mod.mk, go.mod",
+        values_source="cert-manager/approver-policy v0.27.0 deploy/charts/approver-policy/values.yaml (crds.enabled, "
+                      "crds.keep, app.approveSignerNames; nodeSelector kubernetes.io/os: linux by default) and "
+                      "templates/clusterrole.yaml (signers approve limited to approveSignerNames)"),
     # metrics-server, the resource metrics API (config `resourceMetrics`, render/resource_metrics.py). README
     # "Compatibility Matrix": "0.8.x | metrics.k8s.io/v1beta1 | 1.31+" (0.9.x: 1.34+), so every supported minor.
     # Chart 3.13.1 is the newest (tag metrics-server-helm-chart-3.13.1, 842dcc8, 2026-06-11); app v0.9.0 was tagged

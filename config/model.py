@@ -625,14 +625,28 @@ class AcmeSpec(Spec):
     """The account's contact address."""
 
 
+class CertificateGrantSpec(Spec):
+    """Names the ClusterIssuer may certify for Certificates of one namespace."""
+
+    namespace: Label
+    """The namespace the Certificates are in."""
+    dns_names: Annotated[list[RouteHost], Field(min_length=1)]
+    """The DNS names they may carry, each exact or `*.`-prefixed (a `*.` name is allowed as written, and it also
+    admits every name under it, as approver-policy matches `*` against any text)."""
+
+
 class TlsSpec(Spec):
     """cert-manager and the ClusterIssuer certificates come from; the samples' Gateway then serves HTTPS on 443 and
-    redirects HTTP to it. Exactly one of `ca` and `acme`."""
+    redirects HTTP to it. Exactly one of `ca` and `acme`. Only the requests a policy allows are approved: the
+    samples' host name in the Gateway's namespace, and what `allow` grants."""
 
     ca: dict[str, object] | None = None
     """An internal CA: `{}`. Its certificate and key are the secrets tlsCaCertificate and tlsCaKey (PEM)."""
     acme: AcmeSpec | None = None
     """An ACME CA, which must reach the Gateway's address on port 80 for HTTP-01."""
+    allow: list[CertificateGrantSpec] = []
+    """Certificates of your own the issuer may sign: per namespace, the DNS names allowed. A request for any other
+    name, or from any other namespace, is never approved."""
 
     @model_validator(mode="after")
     def _one_issuer(self) -> TlsSpec:

@@ -619,6 +619,24 @@ def tls_host(spec: StackSpec) -> Iterator[Problem]:
                                               "plain name, or tls.ca")
 
 
+@rule("tls")
+def tls_grants(spec: StackSpec) -> Iterator[Problem]:
+    """One grant per namespace (each is one CertificateRequestPolicy, render/tls.py), and no wildcard through ACME's
+    HTTP-01, for the reason tls_host gives."""
+    if spec.tls is None:
+        return
+    seen: set[str] = set()
+    for i, grant in enumerate(spec.tls.allow):
+        if grant.namespace in seen:
+            yield Problem(f"tls.allow[{i}].namespace", f"{grant.namespace} is granted twice: list all its names in "
+                                                        "one entry")
+        seen.add(grant.namespace)
+        for j, name in enumerate(grant.dns_names):
+            if spec.tls.acme is not None and name.startswith("*."):
+                yield Problem(f"tls.allow[{i}].dnsNames[{j}]", f"{name} is a wildcard, which ACME cannot validate over "
+                                                               "HTTP-01: list the plain names, or use tls.ca")
+
+
 def _untested_minor(spec: StackSpec, path: str, component: str, tested: tuple[str, ...], note: str) -> Iterator[Problem]:
     """A warning when the stack's Kubernetes minor is outside the ones a pinned component was tested on upstream."""
     minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)

@@ -260,6 +260,18 @@ def load_balancer_plan(spec: StackSpec) -> LoadBalancerPlan | None:
 class TlsPlan:
     issuer: dict[str, Any]                            # the ClusterIssuer (render/tls.py)
     ca: bool                                          # an internal CA: its key pair Secret from Pulumi secrets
+    grants: tuple[tls.Grant, ...] = ()                # what approver-policy lets the issuer sign, per namespace
+
+
+def tls_grants(spec: StackSpec) -> tuple[tls.Grant, ...]:
+    """The samples' host name for the Gateway's listener (with samples), then each `tls.allow` entry."""
+    grants = []
+    if spec.workloads is not None and spec.workloads.sample_host is not None:
+        grants.append(tls.Grant(name=f"{tls.ISSUER_NAME}-samples-gateway", namespace=workloads.GATEWAY_NAMESPACE,
+                                dns_names=(spec.workloads.sample_host,), usages=tls.GATEWAY_USAGES))
+    grants += [tls.Grant(name=f"{tls.ISSUER_NAME}-in-{g.namespace}", namespace=g.namespace,
+                         dns_names=tuple(g.dns_names)) for g in (spec.tls.allow if spec.tls else ())]
+    return tuple(grants)
 
 
 def tls_plan(spec: StackSpec) -> TlsPlan | None:
@@ -268,8 +280,9 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
         return None
     if spec.tls.acme is not None:
         return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
-                                                      workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False)
-    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True)
+                                                      workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False,
+                       grants=tls_grants(spec))
+    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec))
 
 
 @dataclass(frozen=True)

@@ -787,11 +787,18 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
     # approver's values name the nodes and their addresses instead of the node network.
     # Each site's keys move to their own Secret: the chart's keeps this site's, the off-site location reads the other
-    # site's from a new one (and no pod copies the etcd snapshots with them any more).
-    assert kubernetes - policies == {"hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
-                                     "hk-prod-backup-secret-velero-velero-credentials",
-                                     "hk-prod-backup-secret-velero-velero-credentials-offsite",
-                                     "hk-prod-backup-backupstoragelocation-velero-offsite"}
+    # site's from a new one (and no pod copies the etcd snapshots with them any more). cert-manager stops approving by
+    # itself: approver-policy and its policies are new, and the issuer stays as it is.
+    approval = {"hk-prod-tls-approver-policy", "hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway",
+                "hk-prod-tls-clusterrole-hybrid-cluster-certificate-policies",
+                "hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies"}
+    assert approval <= created
+    assert kubernetes - policies - approval == {
+        "hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
+        "hk-prod-backup-secret-velero-velero-credentials", "hk-prod-backup-secret-velero-velero-credentials-offsite",
+        "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-tls-cert-manager"}
+    assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]
+    assert run.plan.of("hk-prod-tls-clusterissuer-hybrid-cluster") == ["same"]
     assert run.plan.of("hk-prod-backup-secret-velero-velero-credentials-offsite") == ["create"]
     assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
 

@@ -31,6 +31,7 @@ SCHEMAS = {
     "argoproj.io/v1alpha1/Rollout": "argoproj.io_v1alpha1_Rollout.json",
     "projectcalico.org/v3/Tier": "projectcalico.org_v3_Tier.json",
     "projectcalico.org/v3/GlobalNetworkPolicy": "projectcalico.org_v3_GlobalNetworkPolicy.json",
+    "policy.cert-manager.io/v1alpha1/CertificateRequestPolicy": "policy.cert-manager.io_v1alpha1_CertificateRequestPolicy.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
 # constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.

@@ -99,6 +99,7 @@ UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "I
                                # Validated against their CRD schemas in tests/test_custom_resources.py.
                                "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"},
                                "cert-manager.io/v1": {"ClusterIssuer"},
+                               "policy.cert-manager.io/v1alpha1": {"CertificateRequestPolicy"},
                                "keda.sh/v1alpha1": {"ScaledObject"},
                                "velero.io/v1": {"BackupStorageLocation", "Schedule"},
                                "argoproj.io/v1alpha1": {"Rollout"}}
@@ -227,8 +228,12 @@ def test_samples_can_be_switched_off(hk):
     # With the samples go their Gateway's ingress policies in the application namespaces.
     gateway_policies = {r.name for r in hk.resources if r.name.endswith("-allow-from-envoy-gateway-system")}
     assert len(gateway_policies) == 2
+    # And the policy that let the Gateway have its certificate, with the role that let cert-manager use it.
+    approval = {"hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway",
+                "hk-prod-tls-clusterrole-hybrid-cluster-certificate-policies",
+                "hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies"}
     assert changed_resources(hk, recording) == {r.name for r in hk.resources
-                                                if r.name.startswith("hk-prod-samples")} | gateway_policies
+                                                if r.name.startswith("hk-prod-samples")} | gateway_policies | approval
 
 
 def test_storage_classes_and_the_smb_secret(hk):
@@ -258,6 +263,8 @@ NO_OS_VALUES = {"csi-driver-smb": "OS hard-coded per DaemonSet",
                 "metallb": "OS hard-coded on the controller and the speakers",
                 # values.yaml at v1.21.1: nodeSelector kubernetes.io/os: linux by default on every part (render/tls.py).
                 "oci://quay.io/jetstack/charts/cert-manager": "OS set by the chart's defaults",
+                # values.yaml at v0.27.0: nodeSelector kubernetes.io/os: linux by default (render/tls.py).
+                "oci://quay.io/jetstack/charts/cert-manager-approver-policy": "OS set by the chart's defaults",
                 # keda/templates at v2.20.2 write nodeSelector kubernetes.io/os: linux on all three Deployments
                 # (render/custom_metrics.py).
                 "keda": "OS hard-coded on the operator, metrics server and webhook"}

@@ -3,9 +3,12 @@ key pair only from Pulumi secrets, the samples' Gateway on HTTPS with HTTP redir
 Gateway support and ACME impose."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from render import tls, workloads
+from tests.approver_policy_eval import Request, decide
 from tests.conftest import hk_prod_spec, hk_prod_values, problems, raw_config
 from tests.crd_schema import CustomResourceInvalid, validate_custom_resource
 from tools.mockrun import run_program
@@ -29,6 +32,7 @@ def test_both_issuers_pass_the_crd_schema_strictly():
 def test_cert_manager_values_turn_on_its_crds_and_gateway_api_support():
     values = tls.cert_manager_values()
     assert values["crds"] == {"enabled": True, "keep": True}
+    assert values["disableAutoApproval"] is True         # approver-policy decides, not cert-manager
     assert values["config"]["gatewayAPI"] == {"enabled": True}
     assert "nodeSelector" not in repr(values)    # the chart's defaults already select Linux
 
@@ -53,8 +57,6 @@ def test_the_gateway_serves_https_with_a_cert_manager_certificate_and_redirects_
 
 
 def test_https_needs_a_host_name():
-    import dataclasses
-
     from plan.platform import sample_params
     params = sample_params(hk_prod_spec())
     assert params is not None
@@ -103,3 +105,114 @@ def test_acme_needs_no_ca_secrets_and_without_tls_nothing_is_installed():
     assert not [r for r in plain_run.resources if r.name.startswith("hk-prod-tls")]
     gateway = plain(plain_run.named("hk-prod-samples-gateway-envoy-gateway-system-samples").inputs)
     assert [listener["name"] for listener in gateway["spec"]["listeners"]] == ["http"]
+
+
+# --- approval: approver-policy decides (#37 item 4) -------------------------------------------------------------
+
+def _approval_objects(recording) -> list[dict]:
+    kinds = ("CertificateRequestPolicy", "ClusterRole", "ClusterRoleBinding")
+    return [{"kind": r.type.rsplit(":", 1)[1], **plain(r.inputs)} for r in recording.resources
+            if r.type.rsplit(":", 1)[1] in kinds and r.name.startswith("hk-prod-tls-")]
+
+
+CONTROLLER = f"system:serviceaccount:{tls.CERT_MANAGER_NAMESPACE}:hk-prod-tls-cert-manager"
+ISSUER = (tls.ISSUER_NAME, "ClusterIssuer", "cert-manager.io")
+
+
+def _gateway_request(**changes) -> Request:
+    """What certificate-shim asks for the samples' HTTPS listener: the host name, DefaultKeyUsages, no subject."""
+    fields = dict(namespace=workloads.GATEWAY_NAMESPACE, username=CONTROLLER, issuer=ISSUER,
+                  dns_names=("samples.hk-prod.internal",), usages=tls.GATEWAY_USAGES)
+    return Request(**{**fields, **changes})
+
+
+@pytest.mark.parametrize("request_, decision", [
+    (_gateway_request(), "approved"),
+    # Another datacenter name from the same namespace: the registry mirror, MinIO.
+    (_gateway_request(dns_names=("harbor.hk-prod.internal",)), "denied"),
+    (_gateway_request(dns_names=("samples.hk-prod.internal", "minio.hk-prod.internal")), "denied"),
+    (_gateway_request(dns_names=("*.hk-prod.internal",)), "denied"),
+    # The right name with more than a name: an address, a CA, a client certificate, a subject.
+    (_gateway_request(ip_addresses=("10.30.30.11",)), "denied"),
+    (_gateway_request(is_ca=True), "denied"),
+    (_gateway_request(usages=("digital signature", "client auth")), "denied"),
+    (_gateway_request(common_name="samples.hk-prod.internal"), "denied"),
+    (_gateway_request(organizations=("hk-prod",)), "denied"),
+    # The right name from any other namespace: no policy applies, never approved.
+    (_gateway_request(namespace="team-a"), "pending"),
+    # A CertificateRequest written directly by someone else: not bound to any policy.
+    (_gateway_request(username="system:serviceaccount:team-a:deployer"), "pending"),
+    (_gateway_request(username="alice"), "pending"),
+    # Another issuer's request is not this policy's business.
+    (_gateway_request(issuer=("other", "Issuer", "cert-manager.io")), "pending"),
+])
+def test_only_the_gateway_host_is_approved_in_hk_prod(hk_recording, request_, decision):
+    assert decide(_approval_objects(hk_recording), request_) == decision
+
+
+def test_a_grant_admits_its_names_in_its_namespace_only():
+    values = hk_prod_values()
+    values["tls"]["allow"] = [{"namespace": "payments", "dnsNames": ["pay.hk-prod.internal", "*.pay.hk-prod.internal"]}]
+    objects = _approval_objects(run_program(raw_config(values)))
+    own = Request(namespace="payments", username=CONTROLLER, issuer=ISSUER, usages=tls.SERVER_USAGES,
+                  dns_names=("pay.hk-prod.internal", "api.pay.hk-prod.internal"))
+    assert decide(objects, own) == "approved"
+    assert decide(objects, dataclasses.replace(own, dns_names=("samples.hk-prod.internal",))) == "denied"
+    assert decide(objects, dataclasses.replace(own, namespace="team-a")) == "pending"
+    # The samples' host is still the Gateway's alone.
+    assert decide(objects, _gateway_request()) == "approved"
+    assert decide(objects, dataclasses.replace(own, namespace=workloads.GATEWAY_NAMESPACE)) == "denied"
+
+
+def test_without_samples_or_grants_nothing_is_ever_approved():
+    values = hk_prod_values()
+    del values["workloads"]
+    recording = run_program(raw_config(values))
+    objects = _approval_objects(recording)
+    assert not [o for o in objects if o["kind"] == "CertificateRequestPolicy"]
+    assert decide(objects, _gateway_request()) == "pending"
+    assert recording.named("hk-prod-tls-approver-policy")      # installed all the same: the issuer stays guarded
+
+
+def test_the_policies_pass_the_crd_schema_strictly_and_the_binding_names_the_controller(hk_recording):
+    objects = _approval_objects(hk_recording)
+    policies = [o for o in objects if o["kind"] == "CertificateRequestPolicy"]
+    assert [p["metadata"]["name"] for p in policies] == ["hybrid-cluster-samples-gateway"]
+    for policy in policies:
+        validate_custom_resource({"apiVersion": tls.POLICY_API_VERSION, **policy},
+                                 "policy.cert-manager.io_v1alpha1_CertificateRequestPolicy.json")
+    with pytest.raises(CustomResourceInvalid):
+        validate_custom_resource({**tls.certificate_request_policy(tls.Grant("x", "ns", ("a.example",))),
+                                  "spec": {"selector": {}, "allowed": {"dnsName": {"values": ["a"]}}}},
+                                 "policy.cert-manager.io_v1alpha1_CertificateRequestPolicy.json")
+    # The chart's helper names the ServiceAccount after a release that contains the chart's name.
+    assert tls.chart_fullname("hk-prod-tls-cert-manager", "cert-manager") == "hk-prod-tls-cert-manager"
+    assert tls.chart_fullname("x-tls", "cert-manager") == "x-tls-cert-manager"
+    assert len(tls.chart_fullname("a" * 70, "cert-manager")) == 63
+
+
+def test_approver_policy_approves_only_this_issuer_and_comes_before_the_issuer(hk_recording):
+    approver = hk_recording.named("hk-prod-tls-approver-policy")
+    values = plain(approver.inputs)["values"]
+    assert values["app"]["approveSignerNames"] == ["clusterissuers.cert-manager.io/hybrid-cluster"]
+    assert hk_recording.named("hk-prod-tls-cert-manager").urn in approver.dependencies
+    issuer = hk_recording.named("hk-prod-tls-clusterissuer-hybrid-cluster")
+    policy = hk_recording.named("hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway")
+    assert approver.urn in policy.dependencies
+    assert {policy.urn, hk_recording.named("hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies").urn} \
+        <= hk_recording.waits_for(issuer.urn)
+
+
+@pytest.mark.parametrize("tls_section, path, fragment", [
+    ({"ca": {}, "allow": [{"namespace": "a", "dnsNames": ["a.example.com"]},
+                          {"namespace": "a", "dnsNames": ["b.example.com"]}]}, "tls.allow[1].namespace", "twice"),
+    ({"acme": {"server": "https://acme.example/directory", "email": "ops@example.com"},
+      "allow": [{"namespace": "a", "dnsNames": ["*.example.com"]}]}, "tls.allow[0].dnsNames[0]", "wildcard"),
+    ({"ca": {}, "allow": [{"namespace": "a", "dnsNames": []}]}, "tls.allow[0].dnsNames", ""),
+    ({"ca": {}, "allow": [{"namespace": "A_b", "dnsNames": ["a.example.com"]}]}, "tls.allow[0].namespace", "label"),
+])
+def test_grant_mistakes_at_their_key_paths(tls_section, path, fragment):
+    values = hk_prod_values()
+    values["tls"] = tls_section
+    found = problems(values)
+    assert any(p.startswith(f"{path}: ") and fragment in p for p in found), found

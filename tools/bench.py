@@ -480,6 +480,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
             v["security"] = {**v.get("security", {}), **section}
         return change
 
+    def grant(v: dict) -> None:
+        v["tls"] = {**v["tls"], "allow": [{"namespace": "payments", "dnsNames": ["pay.example.internal"]}]}
+
     def control_plane_steps(*suffixes: str) -> set[str]:
         return {f"{CLUSTER}-control-plane-{node}{suffix}" for node in control_plane for suffix in suffixes}
 
@@ -540,6 +543,10 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # The key pair the control-plane nodes upload their encrypted etcd snapshots with: their schedule steps only.
         Scenario("rotate the etcd snapshots' off-site key", _carrying(base, "stdin", placeholders["etcdOffsiteSecretAccessKey"]),
                  secrets={"etcdOffsiteSecretAccessKey": "rotated"}),
+        # A namespace granted names from the cluster's issuer: its policy, and the role that lets cert-manager use it.
+        Scenario("grant a namespace certificates",
+                 {f"{CLUSTER}-tls-certificaterequestpolicy-hybrid-cluster-in-payments",
+                  f"{CLUSTER}-tls-clusterrole-hybrid-cluster-certificate-policies"}, grant),
         Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),
