@@ -146,7 +146,7 @@ if (load_balancer := load_balancer_plan(spec)) is not None:
                                        linux_ready).ready
 issuer: Sequence[pulumi.Resource] = ()
 if (tls := tls_plan(spec)) is not None:
-    issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready).issuer]
+    issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready, cluster.access).issuer]
 progressive_delivery_ready: Sequence[pulumi.Resource] = ()
 if spec.progressive_delivery is not None:
     progressive_delivery_ready = ProgressiveDelivery(f"{spec.cluster.name}-progressive-delivery", cluster.provider,
@@ -156,7 +156,7 @@ if (tracing := tracing_plan(spec)) is not None:
     Tracing(f"{spec.cluster.name}-tracing", tracing, cluster.provider, linux_ready)
 if (backups := backup_plan(spec)) is not None:
     Backups(f"{spec.cluster.name}-backup", backups, cluster.provider, secrets.backup_primary, secrets.backup_offsite,
-            linux_ready, windows_ready)
+            linux_ready, windows_ready, cluster.access, secrets.velero_repository_password)
 if (samples := samples_plan(spec)) is not None:
     SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
                     windows_networking=windows_kube_proxy.resources, access=cluster.access,

@@ -7,19 +7,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
+import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
 from config.compat import CHARTS
 from plan.platform import TlsPlan
-from render import tls
+from render import policy, tls
+from render.shell import bash_command
 
+from .bootstrap import ControlPlaneAccess
 from .k8s import helm_release, kubernetes_object, resource_name
 
 
 class Tls(pulumi.ComponentResource):
     def __init__(self, name: str, plan: TlsPlan, provider: pulumi.ProviderResource,
                  ca: tuple[pulumi.Output[str], pulumi.Output[str]] | None, linux_ready: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+                 access: ControlPlaneAccess, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Tls", name, None, opts)
         release = f"{name}-cert-manager"
         chart = helm_release(release, CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
@@ -39,18 +42,28 @@ class Tls(pulumi.ComponentResource):
         # after cert-manager. Its policies are its chart's CRD, and its webhook validates them: after it.
         approver = helm_release(f"{name}-approver-policy", CHARTS["approver-policy"], tls.CERT_MANAGER_NAMESPACE,
                                 tls.approver_policy_values(), provider=provider, parent=self, depends_on=[chart])
-        policies: list[pulumi.Resource] = [
-            kubernetes_object(f"{name}-{resource_name(policy)}", policy, provider=provider, parent=self,
-                              depends_on=[approver])
-            for policy in map(tls.certificate_request_policy, plan.grants)]
+        # The policies pass approver-policy's webhook (failurePolicy Fail), which serves once cainjector has put the
+        # CA in its configuration: nothing in the chart waits for that (cert-manager's own chart has its
+        # startupapicheck Job for its webhook; approver-policy's has none), so a dry run of each is admitted first.
+        rendered = [tls.certificate_request_policy(grant) for grant in plan.grants]
+        policies: list[pulumi.Resource] = []
+        if rendered:
+            probe = bash_command(policy.render_dry_run_probe(
+                [policy.probe_object(p) for p in rendered], "a CertificateRequestPolicy (approver-policy's webhook)"))
+            webhook_ready = command.remote.Command(
+                f"{name}-approver-policy-webhook", connection=access.connection, create=probe, update=probe,
+                logging=command.remote.Logging.STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, approver]))
+            policies = [kubernetes_object(f"{name}-{resource_name(p)}", p, provider=provider, parent=self,
+                                          depends_on=[webhook_ready]) for p in rendered]
         if plan.grants:
             role = tls.policy_user_role(plan.grants)
             binding = tls.policy_user_binding(tls.chart_fullname(release, tls.CERT_MANAGER_CHART))
             policies.append(kubernetes_object(f"{name}-{resource_name(role)}", role, provider=provider, parent=self))
             policies.append(kubernetes_object(f"{name}-{resource_name(binding)}", binding, provider=provider,
                                               parent=self))
-        # ClusterIssuer is the chart's CRD: after the chart (and the CA's Secret). Its first request finds the
-        # policies in place, so it is decided at once.
+        # ClusterIssuer is the chart's CRD: after the chart (and the CA's Secret), and after the policies, so that its
+        # first request is decided as soon as approver-policy has read them.
         self.issuer = kubernetes_object(f"{name}-{resource_name(plan.issuer)}", plan.issuer, provider=provider,
                                         parent=self, depends_on=issuer_after + policies)
         self.register_outputs({"issuer": plan.issuer["metadata"]["name"]})

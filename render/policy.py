@@ -166,6 +166,7 @@ def sync_config() -> dict[str, Any]:
 # admitted: a server-side dry run goes through every admission webhook (Gatekeeper's is `sideEffects: None`,
 # so it receives dry-run requests) and persists nothing.
 ADMISSION_PROBE_TIMEOUT_SECONDS = 600
+PROBE_SUFFIX = "-admission-probe"     # a name no object of the program has
 
 
 def probe_pods(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -176,26 +177,42 @@ def probe_pods(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         template = obj["spec"]["template"]
         pods.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"{obj['metadata']['name']}-admission-probe",
+                     "metadata": {"name": f"{obj['metadata']['name']}{PROBE_SUFFIX}",
                                   "namespace": obj["metadata"]["namespace"],
                                   "labels": dict(template.get("metadata", {}).get("labels", {}))},
                      "spec": copy.deepcopy(template["spec"])})
     return pods
 
 
-def render_admission_probe(pods: list[dict[str, Any]], timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
-    """On the first control-plane node: submit each pod as a server-side dry run until the API server admits
-    it (policy synced and in force), or fail after ``timeout_seconds`` with the last refusal. Creates
-    nothing, so it has no delete; running it twice checks twice."""
-    if not pods:
-        raise ValueError("an admission probe needs at least one pod")
+def render_dry_run_probe(objects: list[dict[str, Any]], what: str,
+                         timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
+    """On the first control-plane node: submit each object as a server-side dry run until the API server admits
+    it, or fail after ``timeout_seconds`` with the last refusal (``what`` names the objects in that message).
+    Creates nothing, so it has no delete; running it twice checks twice. Each object's name must be one nothing
+    has (a dry-run create of an existing object is refused as it)."""
+    if not objects:
+        raise ValueError("an admission probe needs at least one object")
     if not isinstance(timeout_seconds, int) or timeout_seconds < 1:
         raise ValueError(f"timeout {timeout_seconds!r} must be a positive number of seconds")
+    for obj in objects:
+        if not obj["metadata"]["name"].endswith(PROBE_SUFFIX):
+            raise ValueError(f"{obj['metadata']['name']}: a probe object's name ends in {PROBE_SUFFIX}")
+    return render_script("admission-probe.sh", TIMEOUT_SECONDS=timeout_seconds, WHAT=what,
+                         OBJECTS=[json.dumps(obj, sort_keys=True) for obj in objects])
+
+
+def probe_object(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` under a name nothing has, for render_dry_run_probe."""
+    return {**obj, "metadata": {**obj["metadata"], "name": f"{obj['metadata']['name']}{PROBE_SUFFIX}"}}
+
+
+def render_admission_probe(pods: list[dict[str, Any]], timeout_seconds: int = ADMISSION_PROBE_TIMEOUT_SECONDS) -> str:
+    """The samples' pods (probe_pods) admitted by the placement policy (synced and in force)."""
     for pod in pods:
         if pod.get("kind") != "Pod" or not DNS_LABEL.match(pod["metadata"].get("namespace", "")):
             raise ValueError("admission probes are namespaced Pods")
-    return render_script("admission-probe.sh", TIMEOUT_SECONDS=timeout_seconds,
-                         PODS=[json.dumps(pod, sort_keys=True) for pod in pods])
+    return render_dry_run_probe(pods, "a pod like the workload's (policy not in force, or it denies the workload)",
+                                timeout_seconds)
 
 
 def _load_template(folder: str) -> dict[str, Any]:

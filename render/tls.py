@@ -101,8 +101,8 @@ def chart_fullname(release: str, chart: str) -> str:
     """A chart's full name as the jetstack charts' helpers make it, which names its ServiceAccount: the release
     name when it contains the chart's name, else both joined; 63 characters at most (deploy/charts/cert-manager/
     templates/_helpers.tpl @v1.21.1, cert-manager.fullname and cert-manager.serviceAccountName)."""
-    name = release if chart in release else f"{release}-{chart}"
-    return name[:63].rstrip("-")
+    name = (release if chart in release else f"{release}-{chart}")[:63]
+    return name.removesuffix("-")            # Helm's trimSuffix: one dash at most
 
 
 def certificate_request_policy(grant: Grant) -> dict[str, Any]:

@@ -228,8 +228,9 @@ def test_samples_can_be_switched_off(hk):
     # With the samples go their Gateway's ingress policies in the application namespaces.
     gateway_policies = {r.name for r in hk.resources if r.name.endswith("-allow-from-envoy-gateway-system")}
     assert len(gateway_policies) == 2
-    # And the policy that let the Gateway have its certificate, with the role that let cert-manager use it.
-    approval = {"hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway",
+    # And the policy that let the Gateway have its certificate, with the role that let cert-manager use it and the
+    # dry run that waited for approver-policy's webhook to admit it.
+    approval = {"hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway", "hk-prod-tls-approver-policy-webhook",
                 "hk-prod-tls-clusterrole-hybrid-cluster-certificate-policies",
                 "hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies"}
     assert changed_resources(hk, recording) == {r.name for r in hk.resources

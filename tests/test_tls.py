@@ -119,10 +119,17 @@ CONTROLLER = f"system:serviceaccount:{tls.CERT_MANAGER_NAMESPACE}:hk-prod-tls-ce
 ISSUER = (tls.ISSUER_NAME, "ClusterIssuer", "cert-manager.io")
 
 
+# cmapi.DefaultKeyUsages() (cert-manager v1.21.1 pkg/apis/certmanager/v1/types.go), written out here rather than
+# taken from render/tls.py, so that the policy is judged against what cert-manager asks, not against itself.
+SHIM_USAGES = ("digital signature", "key encipherment")
+
+
 def _gateway_request(**changes) -> Request:
-    """What certificate-shim asks for the samples' HTTPS listener: the host name, DefaultKeyUsages, no subject."""
-    fields = dict(namespace=workloads.GATEWAY_NAMESPACE, username=CONTROLLER, issuer=ISSUER,
-                  dns_names=("samples.hk-prod.internal",), usages=tls.GATEWAY_USAGES)
+    """What certificate-shim asks for the samples' HTTPS listener: the host name, DefaultKeyUsages, no subject; the
+    issuer reference as the shim writes it from the annotation (group empty: cert-manager.io)."""
+    fields = dict(namespace=workloads.GATEWAY_NAMESPACE, username=CONTROLLER,
+                  issuer=(tls.ISSUER_NAME, "ClusterIssuer", ""), dns_names=("samples.hk-prod.internal",),
+                  usages=SHIM_USAGES)
     return Request(**{**fields, **changes})
 
 
@@ -189,6 +196,7 @@ def test_the_policies_pass_the_crd_schema_strictly_and_the_binding_names_the_con
     assert tls.chart_fullname("hk-prod-tls-cert-manager", "cert-manager") == "hk-prod-tls-cert-manager"
     assert tls.chart_fullname("x-tls", "cert-manager") == "x-tls-cert-manager"
     assert len(tls.chart_fullname("a" * 70, "cert-manager")) == 63
+    assert tls.chart_fullname("a" * 61 + "--x-cert-manager", "cert-manager") == "a" * 61 + "-"   # one dash trimmed
 
 
 def test_approver_policy_approves_only_this_issuer_and_comes_before_the_issuer(hk_recording):
@@ -198,7 +206,10 @@ def test_approver_policy_approves_only_this_issuer_and_comes_before_the_issuer(h
     assert hk_recording.named("hk-prod-tls-cert-manager").urn in approver.dependencies
     issuer = hk_recording.named("hk-prod-tls-clusterissuer-hybrid-cluster")
     policy = hk_recording.named("hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway")
-    assert approver.urn in policy.dependencies
+    # The policies wait for a dry run of each to pass approver-policy's webhook (its CA injected by cainjector).
+    probe = hk_recording.named("hk-prod-tls-approver-policy-webhook")
+    assert approver.urn in probe.dependencies and probe.urn in policy.dependencies
+    assert "hybrid-cluster-samples-gateway-admission-probe" in probe.inputs["create"]
     assert {policy.urn, hk_recording.named("hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies").urn} \
         <= hk_recording.waits_for(issuer.urn)
 
