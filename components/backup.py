@@ -8,12 +8,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
+import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
 from config import compat
 from plan.platform import BackupPlan
 from render import backup
+from render.shell import bash_command
 
+from .bootstrap import ControlPlaneAccess
 from .k8s import helm_release, kubernetes_object, resource_name
 
 Pair = tuple[pulumi.Output[str], pulumi.Output[str]]
@@ -29,6 +32,7 @@ def _credentials(pair: Pair, locations: Sequence[str]) -> pulumi.Output[dict[str
 class Backups(pulumi.ComponentResource):
     def __init__(self, name: str, plan: BackupPlan, provider: pulumi.ProviderResource, primary: Pair | None,
                  offsite: Pair | None, linux_ready: Sequence[pulumi.Resource], windows_ready: Sequence[pulumi.Resource],
+                 access: ControlPlaneAccess, repository_password: pulumi.Output[str] | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Backups", name, None, opts)
         stores = {backup.PRIMARY: plan.primary, **({backup.OFFSITE: plan.offsite} if plan.offsite else {}),
@@ -58,9 +62,32 @@ class Backups(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[namespace]),
             ))
         before_release: list[pulumi.Resource] = [namespace, *credentials, *linux_ready]
+        if plan.file_system_backup:
+            if repository_password is None:
+                raise ValueError("backup.fileSystemBackup needs the secret veleroRepositoryPassword")
+            # Before Velero's first start, which would make the Secret with its default (render/backup.py). Run again
+            # for a new password or script only; on the first control-plane node, as every cluster-wide step.
+            script = bash_command(backup.render_repository_password(plan.keep_default_repository_password))
+            password_line: pulumi.Output[str] = pulumi.Output.secret(repository_password.apply(lambda p: f"{p}\n"))
+            before_release.append(command.remote.Command(
+                f"{name}-repository-password", connection=access.connection, create=script, update=script,
+                stdin=password_line, logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace, access.init])))
         cas = {location: store.ca_certificate for location, store in stores.items() if store.ca_certificate}
         if cas:
             before_release.append(declare(backup.ca_secret(cas), [namespace]))
+        # Each bucket the stack says is immutable is checked for it, with that site's keys, on every change of them.
+        site_keys: dict[str, Pair | None] = {backup.PRIMARY: primary, backup.OFFSITE: offsite}
+        for location, store in stores.items():
+            store_keys = site_keys.get(location)
+            if store.object_lock is None or store_keys is None:
+                continue
+            check = bash_command(backup.render_object_lock_check(store))
+            keys: pulumi.Output[str] = pulumi.Output.secret(
+                pulumi.Output.all(*store_keys).apply(lambda k: f"{k[0]}\n{k[1]}\n"))
+            command.remote.Command(f"{name}-object-lock-{location}", connection=access.connection, create=check,
+                                   update=check, stdin=keys, logging=command.remote.Logging.STDOUT_AND_STDERR,
+                                   opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init]))
         velero = helm_release(f"{name}-velero", compat.CHARTS["velero"], backup.NAMESPACE,
                               backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, plan.file_system_backup),
                               provider=provider, parent=self, depends_on=before_release)

@@ -846,6 +846,18 @@ class ObjectStoreSpec(Spec):
     """The kind of store: Ceph RGW needs S3 checksums off (Velero's AWS plugin, known issues)."""
     ca_certificate: PemCertificate | None = None
     """PEM certificate of the CA that signed the store's HTTPS certificate, when it is not a public one."""
+    object_lock: ObjectLockSpec | None = None
+    """The bucket was made with S3 Object Lock and this default retention: every `up` checks that it still is
+    (docs/backup.md, "Immutable buckets"). Absent: not checked."""
+
+
+class ObjectLockSpec(Spec):
+    """A bucket's S3 Object Lock default retention."""
+    mode: Literal["governance", "compliance"]
+    """governance: a key allowed s3:BypassGovernanceRetention may still delete; compliance: no one may, until the
+    retention ends."""
+    days: Annotated[int, Field(ge=1, le=3650)]
+    """How long each object version is kept from deletion after it is written."""
 
 
 class BackupSpec(Spec):
@@ -870,6 +882,11 @@ class BackupSpec(Spec):
     recover_from: ObjectStoreSpec | None = None
     """Disaster recovery into this cluster: the off-site store of the cluster it replaces, as the read-only location
     `recovery` to restore from (its prefix is that cluster's; the secrets offsiteAccessKeyId/offsiteSecretAccessKey)."""
+    keep_velero_default_repository_password: bool = False
+    """A cluster whose file-system backups Velero began before the stack gave it veleroRepositoryPassword: keep the
+    password Velero made its repositories with, its published default, which opens them to anyone who reads the bucket
+    (a relaxation: synth warns; docs/backup.md, "Repository password", says how to leave it). Velero cannot change a
+    repository's password, so without this such a cluster's `up` stops at the password step."""
 
 
 class EtcdBackupSpec(Spec):

@@ -766,6 +766,37 @@ def etcd_snapshots_encrypted(spec: StackSpec) -> Iterator[Problem]:
                                                     "snapshot off-site as soon as it is stored; remove the key", "warning")
 
 
+@rule("backup")
+def object_lock_checksums(spec: StackSpec) -> Iterator[Problem]:
+    """A Ceph store's locations turn the AWS plugin's checksums off (render/backup.py), and S3 asks an upload to an
+    Object Lock bucket with a default retention for a Content-MD5 or a checksum header (the S3 user guide, "Using S3
+    Object Lock"); whether Ceph RGW insists as AWS does was not confirmed, so a backup should be tried first."""
+    if spec.backup is None:
+        return
+    for key, store in (("primary", spec.backup.primary), ("offsite", spec.backup.offsite)):
+        if store is not None and store.object_lock is not None and store.provider == "ceph":
+            yield Problem(f"backup.{key}.objectLock", "Velero's AWS plugin sends Ceph no checksum, which an upload to a "
+                                                      "bucket with Object Lock may need: run a test backup to it and "
+                                                      "check it completes (docs/backup.md, \"Immutable buckets\")",
+                          "warning")
+
+
+@rule("backup")
+def velero_repository_password(spec: StackSpec) -> Iterator[Problem]:
+    """Keeping Velero's default repository password is a relaxation, said back; without file-system backups there is
+    no repository to keep it for."""
+    if spec.backup is None or not spec.backup.keep_velero_default_repository_password:
+        return
+    if not spec.backup.file_system_backup:
+        yield Problem("backup.keepVeleroDefaultRepositoryPassword", "there are no file-system backups "
+                                                                     "(fileSystemBackup: false): remove the key")
+    else:
+        yield Problem("backup.keepVeleroDefaultRepositoryPassword", "true: the repositories Velero already made keep "
+                                                                     "its published default password, which opens their "
+                                                                     "volume data to anyone who can read the bucket",
+                      "warning")
+
+
 def _host_key_missing(what: str, address: str, system: str) -> str:
     return (f"required: every SSH connection to {what} is pinned to its host key; on the host's console run "
             f"`{READ_HOST_KEY[system]}`, compare "

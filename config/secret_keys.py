@@ -64,6 +64,11 @@ SECRETS: dict[str, SecretKey] = {
                                     "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
     "offsiteSecretAccessKey": SecretKey("secret key of backup.offsite's bucket (and of backup.recoverFrom's)",
                                         "backup.offsite or backup.recoverFrom", lambda s: _offsite(s)),
+    "veleroRepositoryPassword": SecretKey(
+        "password of Velero's file-system backup repositories (Kopia), 16 characters or more: give it before the first "
+        "backup, Velero cannot change it afterwards, and a cluster recovering another's backups needs that cluster's "
+        "(docs/backup.md)", "backup with fileSystemBackup (the default)",
+        lambda s: s.backup is not None and s.backup.file_system_backup),
     "etcdOffsiteAccessKeyId": SecretKey(
         "access key the control-plane nodes upload their encrypted etcd snapshots to backup.offsite's bucket with: "
         "allowed only s3:PutObject and s3:GetObject on <bucket>/<prefix>-etcd/* (docs/backup.md)",

@@ -32,6 +32,8 @@ class Secrets:
     backup_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
     # etcdBackup with backup.offsite: the key pair the control-plane nodes upload their encrypted snapshots with.
     etcd_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
+    # backup.fileSystemBackup: the password of Velero's Kopia repositories.
+    velero_repository_password: pulumi.Output[str] | None = None
 
 
 def read_secrets(spec: StackSpec) -> Secrets:
@@ -68,4 +70,5 @@ def read_secrets(spec: StackSpec) -> Secrets:
         backup_primary=pair("backupAccessKeyId", "backupSecretAccessKey"),
         backup_offsite=pair("offsiteAccessKeyId", "offsiteSecretAccessKey"),
         etcd_offsite=pair("etcdOffsiteAccessKeyId", "etcdOffsiteSecretAccessKey"),
+        velero_repository_password=secret("veleroRepositoryPassword"),
     )

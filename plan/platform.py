@@ -294,13 +294,16 @@ class BackupPlan:
     file_system_backup: bool
     windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
     recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
+    keep_default_repository_password: bool = False    # backup.keepVeleroDefaultRepositoryPassword
 
 
 def object_store(spec: StackSpec, store: ObjectStoreSpec) -> backup.ObjectStore:
     """An S3 store of the stack (backup.primary, offsite, recoverFrom), its prefix defaulting to the cluster's name."""
     return backup.ObjectStore(endpoint=store.endpoint, bucket=store.bucket, region=store.region,
                               prefix=store.prefix or spec.cluster.name, provider=store.provider,
-                              ca_certificate=store.ca_certificate)
+                              ca_certificate=store.ca_certificate,
+                              object_lock=backup.ObjectLock(mode=store.object_lock.mode, days=store.object_lock.days)
+                              if store.object_lock is not None else None)
 
 
 def backup_plan(spec: StackSpec) -> BackupPlan | None:
@@ -314,7 +317,8 @@ def backup_plan(spec: StackSpec) -> BackupPlan | None:
         primary=object_store(spec, b.primary), offsite=object_store(spec, b.offsite) if b.offsite is not None else None,
         schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
         windows_agent_builds=builds,
-        recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None)
+        recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None,
+        keep_default_repository_password=b.keep_velero_default_repository_password)
 
 
 @dataclass(frozen=True)

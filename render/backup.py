@@ -35,9 +35,11 @@ Design decisions, with their sources:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from render.scheduling import system_namespace, windows_toleration
+from render.script_files import render_script
 from vocab.checks import DNS_LABEL, require
 from vocab.labels import OS_LABEL, WINDOWS_BUILD_LABEL
 
@@ -53,6 +55,20 @@ API_VERSION = "velero.io/v1"
 # The key the chart mounts the credentials Secret's file from (credentials.existingSecret: the Secret's "cloud" key
 # becomes /credentials/cloud, AWS_SHARED_CREDENTIALS_FILE); the primary location's file is it.
 CHART_CREDENTIALS_KEY = "cloud"
+# The Secret and key Velero reads its Kopia repositories' password from, and the value it writes there when the Secret
+# is absent (vmware-tanzu/velero v1.18.1 pkg/repository/keys/keys.go: credentialsSecretName, credentialsKey,
+# encryptionKey). The default is published in Velero's source, so it protects nothing.
+REPOSITORY_SECRET = "velero-repo-credentials"
+REPOSITORY_PASSWORD_KEY = "repository-password"
+VELERO_DEFAULT_REPOSITORY_PASSWORD = "static-passw0rd"
+REPOSITORY_PASSWORD_MIN_LENGTH = 16
+
+
+@dataclass(frozen=True)
+class ObjectLock:
+    """The default retention the bucket was made with (S3 Object Lock)."""
+    mode: str                        # "governance" or "compliance"
+    days: int
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,7 @@ class ObjectStore:
     prefix: str
     provider: str                    # "minio" | "ceph" | "other"
     ca_certificate: str | None = None
+    object_lock: ObjectLock | None = None
 
 
 def namespace() -> dict[str, Any]:
@@ -211,3 +228,23 @@ def node_agent_windows(image: str, build: str) -> dict[str, Any]:
             },
         },
     }
+
+
+def render_repository_password(keep_default: bool) -> str:
+    """On the first control-plane node, stdin the stack's veleroRepositoryPassword: that password in Velero's
+    repository Secret before Velero starts, never over a password repositories were made with
+    (render/scripts/velero-repository-password.sh)."""
+    return render_script("velero-repository-password.sh", NAMESPACE=NAMESPACE, SECRET=REPOSITORY_SECRET,
+                         KEY=REPOSITORY_PASSWORD_KEY, VELERO_DEFAULT=VELERO_DEFAULT_REPOSITORY_PASSWORD,
+                         KEEP_DEFAULT=int(keep_default), MIN_LENGTH=REPOSITORY_PASSWORD_MIN_LENGTH)
+
+
+def render_object_lock_check(store: ObjectStore) -> str:
+    """On the first control-plane node, stdin the store's key pair: the bucket's Object Lock is the store's
+    ``object_lock`` (render/s3_object_lock.py, sent as the program python3 runs)."""
+    require(store.object_lock is not None, "the store declares no object lock")
+    assert store.object_lock is not None
+    program = (Path(__file__).parent / "s3_object_lock.py").read_text()
+    return render_script("object-lock-check.sh", ENDPOINT=store.endpoint, BUCKET=store.bucket, REGION=store.region,
+                         MODE=store.object_lock.mode, DAYS=store.object_lock.days,
+                         CA_CERTIFICATE=store.ca_certificate or "", PROGRAM=program)

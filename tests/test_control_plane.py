@@ -793,6 +793,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
                 "hk-prod-tls-clusterrole-hybrid-cluster-certificate-policies",
                 "hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies"}
     assert approval <= created
+    # New steps on the first control-plane node: the dry run through approver-policy's webhook, and the Velero repository
+    # password (on a cluster whose repositories Velero made with its default, that step stops the run: docs/backup.md).
+    assert {"hk-prod-tls-approver-policy-webhook", "hk-prod-backup-repository-password"} <= created
     assert kubernetes - policies - approval == {
         "hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
         "hk-prod-backup-secret-velero-velero-credentials", "hk-prod-backup-secret-velero-velero-credentials-offsite",

@@ -74,7 +74,7 @@ def test_a_needed_secret_left_unset_stops_the_program(missing):
 
 
 @pytest.mark.parametrize("section, secrets", [
-    ("backup", {"backupAccessKeyId", "backupSecretAccessKey"}),
+    ("backup", {"backupAccessKeyId", "backupSecretAccessKey", "veleroRepositoryPassword"}),
     ("storage", {"smbUsername", "smbPassword"}),
     ("observability", {"grafanaAdminPassword"}),
     ("policy", set()),
@@ -127,7 +127,7 @@ def test_secret_table_covers_every_key():
                                 "bastionSshPrivateKey", "smbUsername", "smbPassword", "grafanaAdminPassword",
                                 "tlsCaCertificate", "tlsCaKey", "backupAccessKeyId", "backupSecretAccessKey",
                                 "offsiteAccessKeyId", "offsiteSecretAccessKey", "etcdOffsiteAccessKeyId",
-                                "etcdOffsiteSecretAccessKey"}
+                                "etcdOffsiteSecretAccessKey", "veleroRepositoryPassword"}
 
 
 # --- one control-plane node is a first-class shape: day-2 operations run on the lab as on hk-prod -----------

@@ -543,10 +543,16 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # The key pair the control-plane nodes upload their encrypted etcd snapshots with: their schedule steps only.
         Scenario("rotate the etcd snapshots' off-site key", _carrying(base, "stdin", placeholders["etcdOffsiteSecretAccessKey"]),
                  secrets={"etcdOffsiteSecretAccessKey": "rotated"}),
-        # A namespace granted names from the cluster's issuer: its policy, and the role that lets cert-manager use it.
+        # A namespace granted names from the cluster's issuer: its policy, the role that lets cert-manager use it, and
+        # the dry run of the policies through approver-policy's webhook before they are written.
         Scenario("grant a namespace certificates",
                  {f"{CLUSTER}-tls-certificaterequestpolicy-hybrid-cluster-in-payments",
-                  f"{CLUSTER}-tls-clusterrole-hybrid-cluster-certificate-policies"}, grant),
+                  f"{CLUSTER}-tls-clusterrole-hybrid-cluster-certificate-policies",
+                  f"{CLUSTER}-tls-approver-policy-webhook"}, grant),
+        # Velero cannot change a repository's password: the one step that puts it in place runs, and refuses while
+        # repositories made with the old one exist (docs/backup.md, "Repository password").
+        Scenario("change Velero's repository password", {f"{CLUSTER}-backup-repository-password"},
+                 secrets={"veleroRepositoryPassword": "rotated-repository-password"}),
         Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),

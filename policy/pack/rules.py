@@ -127,7 +127,7 @@ SECRET_CONFIG_KEYS = (
     "nodeSshPrivateKey", "windowsAdminPassword", "windowsAdminPasswordPrevious", "bastionSshPrivateKey",
     "smbUsername", "smbPassword", "grafanaAdminPassword", "tlsCaCertificate", "tlsCaKey",
     "backupAccessKeyId", "backupSecretAccessKey", "offsiteAccessKeyId", "offsiteSecretAccessKey",
-    "etcdOffsiteAccessKeyId", "etcdOffsiteSecretAccessKey",
+    "etcdOffsiteAccessKeyId", "etcdOffsiteSecretAccessKey", "veleroRepositoryPassword",
 )
 # Shorter values (a user name like "smb") would match unrelated text; they are not searched for.
 MIN_SEARCHED_SECRET_LENGTH = 8
