@@ -283,7 +283,16 @@ class HypervHost(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervHost", name, None, opts)
         self.host_name = host.name
-        self.prerequisites: list[pulumi.Resource] = []
+        # The tool that gives a new node's disk its own password before its first boot (render/hyperv.py): every VM
+        # converge on this host checks and runs it.
+        self.prerequisites: list[pulumi.Resource] = [command.remote.Command(
+            f"{name}-first-boot-tool",
+            connection=connection,
+            create=hyperv.ssh_command(hyperv.render_host_tool_install()),
+            update=hyperv.ssh_command(hyperv.render_host_tool_install()),
+            delete=hyperv.ssh_command(hyperv.render_host_tool_remove()),
+            opts=pulumi.ResourceOptions(parent=self),
+        )]
         if host.nic_offload.disable_lso:
             offload = hyperv.HostNicOffload(adapter_names=tuple(host.nic_offload.adapters))
             self.prerequisites.append(command.remote.Command(
@@ -300,21 +309,35 @@ class HypervWindowsNode(pulumi.ComponentResource):
     """One Windows node VM on its Hyper-V host, converged by PowerShell over SSH."""
 
     def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
-                 connection: command.remote.ConnectionArgs, admin_password: pulumi.Output[str],
-                 guards: tuple[pulumi.Resource, ...] = (), previous_password: pulumi.Output[str] | None = None,
+                 connection: command.remote.ConnectionArgs, password_secret: pulumi.Output[str],
+                 guards: tuple[pulumi.Resource, ...] = (), previous_secret: pulumi.Output[str] | None = None,
                  activation: windows_activation.WindowsActivation | None = None,
                  after: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
         summary = node_summary(node, "worker")
-        # Later layers reach the guest the same way: PowerShell Direct from its host, same password, which every guest
-        # step reads as its stdin line 1.
+        version = node.admin_password_version
+        # This node's own password (render/hyperv.py node_admin_password). Later layers reach the guest the same way:
+        # PowerShell Direct from its host with it, which every guest step reads as its stdin line 1.
+        admin_password: pulumi.Output[str] = pulumi.Output.secret(password_secret.apply(
+            lambda secret: hyperv.node_admin_password(secret, node.name, version)))
         self.node, self.host_connection, self.admin_password = node, connection, admin_password
         self.password_line: pulumi.Output[str] = admin_password.apply(lambda password: f"{password}\n")
-        # Before anything signs in to the guest: during a rotation of windowsAdminPassword a guest still at the
-        # previous password (stdin line 2) gets the current one. It runs again only when the passwords change.
+
+        def candidates(secrets: list[str]) -> str:
+            """The node's password, then those a running guest may still have: its previous version's, those derived
+            from the previous windowsAdminPassword (during its rotation), and the secret itself, which nodes made by
+            earlier releases (one password for all) have."""
+            secret, previous = secrets
+            earlier = [hyperv.node_admin_password(secret, node.name, version - 1)] if version > 1 else []
+            if previous:
+                earlier += [hyperv.node_admin_password(previous, node.name, v) for v in (version, version - 1) if v >= 1]
+            return hyperv.guest_passwords(hyperv.node_admin_password(secret, node.name, version),
+                                          [*earlier, secret, previous])
+        # Before anything signs in to the guest: a guest still at an earlier password gets the node's. It runs again
+        # only when the passwords change.
         # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
-        passwords: pulumi.Output[str] = pulumi.Output.secret(pulumi.Output.all(admin_password, previous_password or "").apply(
-            lambda p: f"{p[0]}\n{p[1]}\n"))
+        passwords: pulumi.Output[str] = pulumi.Output.secret(
+            pulumi.Output.all(password_secret, previous_secret or "").apply(candidates))
         password = command.remote.Command(
             f"{name}-guest-password",
             connection=connection,
@@ -446,7 +469,7 @@ class Machines(pulumi.ComponentResource):
                 host_connections[windows_node.hyperv_host],
                 windows_admin_password(secrets),
                 guards=guards,
-                previous_password=secrets.windows_admin_password_previous,
+                previous_secret=secrets.windows_admin_password_previous,
                 activation=guest_activation(spec, windows_node),
                 after=(windows_created[before].vm,) if before is not None else (),
                 opts=pulumi.ResourceOptions(parent=self),

@@ -419,6 +419,10 @@ class WindowsNodeSpec(NodeSpec):
     # supported guest table, "64 for Generation 1 VMs and 240 for Generation 2 VMs").
     cpu: Annotated[int, Field(ge=1, le=240)]
     """Virtual CPUs."""
+    admin_password_version: Annotated[int, Field(ge=1, le=10_000)] = 1
+    """The generation of this node's own Administrator password (derived from windowsAdminPassword, the node's name
+    and this number): raise it by one to give this node a new password at the next `up` (docs/lifecycle.md,
+    "Rotating credentials")."""
 
     @field_validator("memory_mb")
     @classmethod

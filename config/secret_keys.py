@@ -41,10 +41,13 @@ SECRETS: dict[str, SecretKey] = {
         "SSH password for the Hyper-V hosts' OpenSSH", "Windows nodes with hyperv.auth: password",
         lambda s: _windows(s) and s.hyperv.auth == "password"),
     "windowsAdminPassword": SecretKey(
-        "local Administrator password of the golden Windows images (PowerShell Direct)", "Windows nodes", _windows),
+        "the secret every Windows node's own local Administrator password is derived from (with the node's name and "
+        "adminPasswordVersion; no two nodes share one, and no node's tells another's); nodes made by earlier "
+        "releases, which had this password itself, are moved to their own at the next up", "Windows nodes", _windows),
     "windowsAdminPasswordPrevious": SecretKey(
-        "while rotating windowsAdminPassword: the password running guests still have; each guest is moved to the "
-        "current one before anything signs in", "only during a rotation (optional)", lambda _: False),
+        "while rotating windowsAdminPassword: its previous value; each running guest still at a password derived "
+        "from it is moved to the current one before anything signs in", "only during a rotation (optional)",
+        lambda _: False),
     "bastionSshPrivateKey": SecretKey("SSH private key for access.bastion", "access.bastion",
                                       lambda s: s.access.bastion is not None),
     "smbUsername": SecretKey("user of the SMB share storage.smb.source", "storage.smb",

@@ -19,12 +19,14 @@ Prerequisites this module relies on (documented, not checked here):
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import ipaddress
 import re
 from dataclasses import dataclass
 
 from render.script_files import ps_quote, render_script  # noqa: F401 (ps_quote: imported from here too)
-from vocab.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text
+from vocab.checks import NETBIOS_NAME, WILDCARD_CHARS, WINDOWS_PATH, is_plain_text, require
 
 # ---------------------------------------------------------------------------------------
 # Inputs
@@ -216,6 +218,27 @@ def _vm_inputs(vm: HypervVm) -> dict[str, object]:
             "StopTimeoutSec": GRACEFUL_STOP_TIMEOUT_SECONDS}
 
 
+# Where each Hyper-V host keeps the first-boot disk tool (hyperv-first-boot-disk.ps1; hyperv-host-tool.ps1 puts it there).
+FIRST_BOOT_TOOL = r"C:\ProgramData\hybrid-cluster\hyperv-first-boot-disk.ps1"
+
+
+def first_boot_tool() -> tuple[str, str]:
+    """The first-boot disk tool's text and its SHA-256 (upper-case hex, as Get-FileHash prints it)."""
+    text = render_script("hyperv-first-boot-disk.ps1")
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest().upper()
+
+
+def render_host_tool_install() -> str:
+    """On a Hyper-V host: the first-boot disk tool at FIRST_BOOT_TOOL, in a folder only SYSTEM and Administrators may
+    change (render/scripts/hyperv-host-tool.ps1)."""
+    text, digest = first_boot_tool()
+    return render_script("hyperv-host-tool.ps1", ToolPath=FIRST_BOOT_TOOL, ToolText=text, ToolSha256=digest)
+
+
+def render_host_tool_remove() -> str:
+    return render_script("hyperv-host-tool-remove.ps1", ToolPath=FIRST_BOOT_TOOL)
+
+
 def render_create(vm: HypervVm) -> str:
     """Idempotent create-or-converge script (also the update script). Reads the guest
     Administrator password from the first line of stdin."""
@@ -225,6 +248,8 @@ def render_create(vm: HypervVm) -> str:
         **_vm_inputs(vm),
         ComputerName=vm.computer_name,
         GoldenVhdx=vm.golden_vhdx,
+        FirstBootTool=FIRST_BOOT_TOOL,
+        FirstBootToolSha256=first_boot_tool()[1],
         SwitchName=vm.switch_name,
         VlanId=0 if vm.vlan_id is None else vm.vlan_id,
         CpuCount=vm.cpu_count,
@@ -241,9 +266,34 @@ def render_create(vm: HypervVm) -> str:
     )
 
 
+# What a node's password is derived for: the HMAC message's first field, so that the same secret used for anything
+# else derives nothing in common with it.
+_ADMIN_PASSWORD_PURPOSE = "hybrid-cluster windows node administrator password"
+
+
+def node_admin_password(secret: str, node: str, version: int) -> str:
+    """A Windows node's own local Administrator password: HMAC-SHA256 keyed with the stack's windowsAdminPassword over
+    the node's name and password version, 32 characters of its URL-safe base64, and "-Aa1" so that it has every class
+    Windows' complexity rule counts (three of upper case, lower case, digits and symbols: "Password must meet
+    complexity requirements", Windows security policy settings reference). One node's password tells nothing of
+    another's or of the secret; a new version, or a new secret, gives a new one."""
+    require(bool(secret), "windowsAdminPassword is empty")
+    require(isinstance(version, int) and version >= 1, f"password version {version!r} is not a positive number")
+    message = f"{_ADMIN_PASSWORD_PURPOSE}\0{node}\0{version}".encode()
+    digest = hmac.new(secret.encode(), message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode()[:32] + "-Aa1"
+
+
+def guest_passwords(current: str, earlier: list[str]) -> str:
+    """The guest-password step's stdin: the node's password, then each one a running guest may still have."""
+    lines = [current, *dict.fromkeys(p for p in earlier if p and p != current)]
+    require(all("\n" not in line for line in lines), "a password holds a line break")
+    return "".join(f"{line}\n" for line in lines)
+
+
 def render_guest_password(vm: HypervVm) -> str:
-    """Make a running guest take the current Administrator password (stdin line 1), setting it when the guest
-    takes only the previous one (line 2, optional): the first step of every run that rotates it."""
+    """Make a running guest take its node's Administrator password (stdin line 1), setting it when the guest takes
+    only one of the earlier ones (the lines after, guest_passwords): the first step of every run."""
     _validate_vm(vm)
     return render_script("hyperv-guest-password.ps1", VmName=vm.vm_name, HeartbeatTimeoutSec=HEARTBEAT_TIMEOUT_SECONDS)
 

@@ -44,8 +44,9 @@ def test_unknown_top_level_key(hk_values):
 
 def test_unknown_nested_key_names_its_path(hk_values):
     hk_values["nodes"]["windows"][1]["colour"] = "blue"
-    assert_problem(hk_values, "nodes.windows[1].colour", "unknown key (known here: computerName, cpu, diskGb, hypervHost, "
-                                                         "ip, lost, memoryMb, name, retire, version, zone)")
+    assert_problem(hk_values, "nodes.windows[1].colour", "unknown key (known here: adminPasswordVersion, computerName, cpu, "
+                                                         "diskGb, hypervHost, ip, lost, memoryMb, name, retire, version, "
+                                                         "zone)")
 
 
 def test_missing_section(hk_values):

@@ -780,7 +780,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
                 "connection" not in run.named(step.name).ignore_changes:
             assert "connection.hostKey" in step.why, step
             if "-upgrade-" in step.name or "-restarts-" in step.name:
-                assert set(step.why) == {"connection.hostKey", *(["update"] if "-drain-for-restart" in step.name else [])}
+                # A Windows node's steps on its host also sign in with its own password now (stdin: render/hyperv.py).
+                why = set(step.why) - ({"stdin"} if "-win-" in step.name else set())
+                assert why == {"connection.hostKey", *(["update"] if "-drain-for-restart" in step.name else [])}
     kubernetes = {r.name for r in run.resources if r.name in changed and r.type.startswith("kubernetes:")}
     policies = {n for n in kubernetes if n.startswith(("hk-prod-network-policy-", "hk-prod-admission-"))}
     assert policies and policies <= created
@@ -796,6 +798,17 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     # New steps on the first control-plane node: the dry run through approver-policy's webhook, and the Velero repository
     # password (on a cluster whose repositories Velero made with its default, that step stops the run: docs/backup.md).
     assert {"hk-prod-tls-approver-policy-webhook", "hk-prod-backup-repository-password"} <= created
+    # Windows nodes leave the one password they shared for their own: each guest-password step runs first with the
+    # shared one among those a guest may still have, and each Hyper-V host gets the first-boot tool new VMs need.
+    from render.hyperv import node_admin_password
+    from tools.mockrun import placeholder_secrets
+    shared = placeholder_secrets()["windowsAdminPassword"]
+    for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
+        step = run.named(f"hk-prod-{node}-guest-password")
+        assert run.plan.of(step.name) == ["update"]
+        assert step.inputs["stdin"].value == f"{node_admin_password(shared, node, 1)}\n{shared}\n"
+    assert {n for n in created if n.endswith("-first-boot-tool")} == {
+        r.name for r in run.resources if r.name.endswith("-first-boot-tool")} != set()
     assert kubernetes - policies - approval == {
         "hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
         "hk-prod-backup-secret-velero-velero-credentials", "hk-prod-backup-secret-velero-velero-credentials-offsite",

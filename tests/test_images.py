@@ -102,7 +102,10 @@ def test_windows_golden_image_is_generation_2_secure_boot_and_sysprepped():
     plugin = doc["packer"][0]["required_plugins"][0]["hyperv"]
     assert plugin == {"version": "= 1.1.4", "source": "github.com/hashicorp/hyperv"}
     variables = {name: body for block in doc["variable"] for name, body in block.items()}
-    assert variables["admin_password"]["sensitive"] is True
+    assert variables["build_password"]["sensitive"] is True and "admin_password" not in variables
+    # WinRM on HTTPS with NTLM (packer-plugin-sdk communicator/config.go): Basic and unencrypted never needed.
+    assert (source["winrm_use_ssl"], source["winrm_insecure"], source["winrm_use_ntlm"]) == (True, True, True)
+    assert source["winrm_password"] == "${var.build_password}"
     provisioners = doc["build"][0]["provisioner"]
     assert provisioners[0]["powershell"]["script"].endswith("/prepare.ps1")
     assert provisioners[2]["file"]["destination"] == r"C:\Windows\Panther\unattend.xml"
@@ -116,17 +119,33 @@ def test_windows_prepare_script_parses_and_installs_containers():
     assert "SetupComplete.cmd" in text
 
 
-def test_answer_files_keep_c_last_and_set_the_administrator_password():
+def test_answer_files_keep_c_last_open_winrm_on_https_only_and_leave_no_password_in_the_image():
     setup = ET.fromstring(_template(IMAGES / "windows/autounattend.pkrtpl.xml",
-                                    admin_password="p&amp;ss", image_name="Windows Server 2022 SERVERDATACENTERCORE"))
+                                    build_password="p&amp;ss", image_name="Windows Server 2022 SERVERDATACENTERCORE"))
     partitions = setup.findall(f".//{UNATTEND}CreatePartition")
     assert [p.find(f"{UNATTEND}Type").text for p in partitions] == ["EFI", "MSR", "Primary"]
     assert partitions[-1].find(f"{UNATTEND}Extend").text == "true"
     assert setup.find(f".//{UNATTEND}InstallTo/{UNATTEND}PartitionID").text == "3"
-    generalize = ET.fromstring(_template(IMAGES / "windows/unattend.pkrtpl.xml", admin_password="p&amp;ss"))
-    password = generalize.find(f".//{UNATTEND}AdministratorPassword/{UNATTEND}Value")
-    assert password.text == "p&ss"
+    # The build VM's own password (a random one per build), for Packer's session only.
+    assert setup.find(f".//{UNATTEND}AdministratorPassword/{UNATTEND}Value").text == "p&ss"
+    (command,) = [c.text for c in setup.iter(f"{UNATTEND}CommandLine")]
+    assert len(command) <= 1024                     # the unattend reference's limit for a CommandLine
+    assert "-Transport HTTPS" in command and "Transport=HTTP'" in command and "-LocalPort 5986" in command
+    assert "Auth\\Basic $false" in command and "AllowUnencrypted $false" in command and "$true" not in command
+    # The answer file the image keeps for its clones' first boot has no password at all: each node's own is added
+    # to its Shell-Setup component on its copy (render/scripts/hyperv-first-boot-disk.ps1).
+    text = (IMAGES / "windows/unattend.pkrtpl.xml").read_text()
+    assert "${" not in text
+    generalize = ET.fromstring(text)
+    assert generalize.find(f".//{UNATTEND}UserAccounts") is None and "Password" not in text.split("-->", 1)[1]
     assert [s.get("pass") for s in generalize.findall(f"{UNATTEND}settings")] == ["oobeSystem"]
+    shell = [c for c in generalize.iter(f"{UNATTEND}component") if c.get("name") == "Microsoft-Windows-Shell-Setup"]
+    assert len(shell) == 1
+    # Every clone's first SetupComplete.cmd removes what the build opened.
+    prepare = (IMAGES / "windows" / "prepare.ps1").read_text()
+    for removed in ("Remove-Item -Path WSMan:\\Localhost\\Listener\\*", "CN=packer-build",
+                    "Remove-NetFirewallRule -Name packer-winrm-https", "AllowUnencrypted $false"):
+        assert removed in prepare, removed
 
 
 def test_windows_plugin_pin_is_the_matrix_pin():

@@ -461,22 +461,51 @@ def test_adding_a_bastion_updates_every_command_and_replaces_nothing(built):
     assert_disruptive_steps_are_serial(run)
 
 
+WINDOWS_NODES = ("hk-win-1", "hk-win-2", "hk-win-3")
+
+
 def test_rotating_the_windows_password_sets_it_in_each_guest_before_anything_signs_in(built):
+    from render.hyperv import node_admin_password
     from tools.mockrun import placeholder_secrets
     old = placeholder_secrets()["windowsAdminPassword"]
     run = up(hk_prod_values(), built.state, preview=True,
              secrets={"windowsAdminPassword": "rotated-password", "windowsAdminPasswordPrevious": old})
-    for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
+    for node in WINDOWS_NODES:
         step = run.named(f"hk-prod-{node}-guest-password")
         assert run.plan.of(step.name) == ["update"]
-        assert step.inputs["stdin"].value == f"rotated-password\n{old}\n"
+        # The node's new password, then those a guest may still have: its own from the previous secret, and the secrets
+        # themselves (the one password nodes of earlier releases shared).
+        assert step.inputs["stdin"].value == (f"{node_admin_password('rotated-password', node, 1)}\n"
+                                              f"{node_admin_password(old, node, 1)}\nrotated-password\n{old}\n")
         # The converge, and through it every other step that signs in to the guest, waits for it.
         assert step.urn in run.named(f"hk-prod-{node}-vm").dependencies
         script = script_from_ssh_command(step.inputs["update"])
         assert "Set-LocalUser -Name 'Administrator'" in script
-    expected = {r.name for r in built.resources if r.type == "command:remote:Command" and carries(r.inputs, "stdin", old)}
+    old_passwords = [old, *(node_admin_password(old, node, 1) for node in WINDOWS_NODES)]
+    expected = {r.name for r in built.resources if r.type == "command:remote:Command"
+                and any(carries(r.inputs, "stdin", p) for p in old_passwords)}
     assert run.plan.changed == with_stdin_readers(built, expected)
     assert_disruptive_steps_are_serial(run)
+
+
+def test_one_node_gets_a_new_password_and_no_other_node_is_touched(built):
+    """Raising one node's adminPasswordVersion moves that guest to its next password; every step that signs in to it
+    runs again, no other node's."""
+    from render.hyperv import node_admin_password
+    from tools.mockrun import placeholder_secrets
+    secret = placeholder_secrets()["windowsAdminPassword"]
+    values = hk_prod_values()
+    values["nodes"]["windows"][1]["adminPasswordVersion"] = 2
+    run = up(values, built.state, preview=True)
+    node = values["nodes"]["windows"][1]["name"]
+    step = run.named(f"hk-prod-{node}-guest-password")
+    assert step.inputs["stdin"].value == (f"{node_admin_password(secret, node, 2)}\n"
+                                          f"{node_admin_password(secret, node, 1)}\n{secret}\n")
+    assert run.plan.changed and all(node in name for name in run.plan.changed), sorted(run.plan.changed)
+    assert {f"hk-prod-{node}-guest-password", f"hk-prod-{node}-vm"} <= run.plan.changed
+    # Every node's password is its own.
+    passwords = {run.named(f"hk-prod-{n}-vm").inputs["stdin"].value for n in WINDOWS_NODES}
+    assert len(passwords) == 3 and secret not in passwords
 
 
 def test_a_rotation_after_an_upgrade_never_moves_a_windows_kubelet_back():

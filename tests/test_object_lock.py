@@ -73,7 +73,7 @@ class StandIn:
 @contextmanager
 def s3_stand_in(state: StandIn) -> Iterator[str]:
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):
             path, _, query = self.path.partition("?")
             signed = {name: self.headers[name] for name in ("host", "x-amz-content-sha256", "x-amz-date")}
             expected = authorization("GET", path, f"{query}=", signed, EMPTY_SHA256, "AKIASTANDIN", "stand-in-secret",

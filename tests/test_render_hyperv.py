@@ -24,7 +24,8 @@ from render.hyperv import (
     script_from_ssh_command,
     ssh_command,
 )
-from tests.conftest import hk_prod_spec
+from render.script_files import render_script
+from tests.conftest import ROOT, hk_prod_spec
 from tests.validators import powershell_errors
 
 PARSER = Parser(Language(tree_sitter_powershell.language()))
@@ -107,9 +108,11 @@ def test_create_reads_password_from_stdin_and_never_prints_it() -> None:
     for line in script.splitlines():
         if re.search(r"Write-(Output|Host|Warning)", line):
             assert "Password" not in line and "Credential" not in line, line
-    # The credential is only ever handed to PowerShell Direct.
+    # The credential is only ever handed to PowerShell Direct, and to the host's first-boot tool (its SHA-256 checked
+    # first), which writes the password XML-escaped into the new VM's answer file before the VM exists.
+    handed = "& $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential"
     for line in script.splitlines():
-        if "$GuestCredential" in line and "New-Object" not in line:
+        if "$GuestCredential" in line and "New-Object" not in line and handed not in line:
             assert "Invoke-Command -VMName $VmName -Credential $GuestCredential" in line, line
 
 
@@ -176,11 +179,17 @@ def test_create_checks_existing_vm_and_vhdx_before_creating() -> None:
     get_vm = script.index("$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue")
     if_absent = script.index("if (-not $vm) {")
     vhd_check = script.index("if (Test-Path -LiteralPath $VhdPath) {")
-    copy = script.index("Copy-Item -LiteralPath $GoldenVhdx")
+    tool_check = script.index("if ((Get-FileHash -LiteralPath $FirstBootTool).Hash -ne $FirstBootToolSha256)")
+    copy = script.index("& $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential")
     new_vm = script.index("New-VM -Name $VmName -Generation 2")
-    assert get_vm < if_absent < vhd_check < copy < new_vm
-    # The copy lands under a temporary name, so an interrupted copy is never mistaken for done.
-    assert "Move-Item -LiteralPath $partialPath -Destination $VhdPath" in script
+    assert get_vm < if_absent < vhd_check < tool_check < copy < new_vm
+    # The host's tool makes the disk: the golden image copied under a temporary name (an interrupted copy is never
+    # mistaken for done), given the node's password, then renamed.
+    tool = render_script("hyperv-first-boot-disk.ps1")
+    steps = [tool.index(text) for text in ("Copy-Item -LiteralPath $GoldenVhdx -Destination $partial",
+                                           "Mount-VHD -Path $partial -NoDriveLetter", "$doc.Save($writer)",
+                                           "Dismount-VHD -Path $partial", "Move-Item -LiteralPath $partial -Destination $VhdPath")]
+    assert steps == sorted(steps)
     assert "-VHDPath $VhdPath" in script and "-DynamicMemoryEnabled $false" in script
     assert "-SecureBootTemplate 'MicrosoftWindows'" in script
     assert "-CheckpointType Disabled" in script
@@ -341,3 +350,36 @@ def test_guest_adapter_is_found_by_the_vms_mac_not_by_counting_connected_adapter
     # The vNIC, when present, wins: Windows moved the node address onto it.
     assert block.index("'Hyper-V Virtual Ethernet*'") < block.index("$ifIndex = $adapter.ifIndex")
     assert "if ($adapter.Count -ne 1) { throw" in block
+
+
+# --- each node's own password (#37 item 5) ----------------------------------------------------------------------
+
+def test_each_node_password_is_its_own_complex_and_follows_its_version():
+    from render.hyperv import guest_passwords, node_admin_password
+    a1, b1 = node_admin_password("s3cret", "hk-win-1", 1), node_admin_password("s3cret", "hk-win-2", 1)
+    a2 = node_admin_password("s3cret", "hk-win-1", 2)
+    assert len({a1, b1, a2, node_admin_password("other", "hk-win-1", 1)}) == 4
+    assert a1 == node_admin_password("s3cret", "hk-win-1", 1)        # stable across runs
+    for password in (a1, b1, a2):
+        # Four character classes, longer than 14, no account name (Windows' complexity rule).
+        assert re.search(r"[A-Z]", password) and re.search(r"[a-z]", password) and re.search(r"[0-9]", password)
+        assert re.search(r"[^A-Za-z0-9]", password) and len(password) >= 14
+        assert "administrator" not in password.lower() and "s3cret" not in password
+    assert guest_passwords(a2, [a1, "", a2, "s3cret", a1]) == f"{a2}\n{a1}\ns3cret\n"
+
+
+def test_the_first_boot_tool_is_checked_by_its_digest_and_installed_behind_an_acl():
+    import hashlib
+
+    from render.hyperv import FIRST_BOOT_TOOL, first_boot_tool, render_host_tool_install
+    text, digest = first_boot_tool()
+    assert digest == hashlib.sha256(text.encode()).hexdigest().upper()
+    assert f"$FirstBootToolSha256 = '{digest}'" in SCRIPTS["create"]
+    install = render_host_tool_install()
+    assert not powershell_errors(install) and not powershell_errors(text)
+    assert f"$ToolPath = '{FIRST_BOOT_TOOL}'" in install and f"$ToolSha256 = '{digest}'" in install
+    assert "/inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F'" in install
+    # The golden image's answer file has the component the tool adds the node's UserAccounts to, and no password.
+    answer = (ROOT / "images" / "windows" / "unattend.pkrtpl.xml").read_text()
+    assert 'component name="Microsoft-Windows-Shell-Setup"' in answer and "Password" not in answer.split("-->", 1)[1]
+    assert "[@pass='oobeSystem']/u:component[@name='Microsoft-Windows-Shell-Setup']" in text

@@ -480,6 +480,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
             v["security"] = {**v.get("security", {}), **section}
         return change
 
+    def new_password(v: dict) -> None:
+        v["nodes"]["windows"][0]["adminPasswordVersion"] = 2
+
     def grant(v: dict) -> None:
         v["tls"] = {**v["tls"], "allow": [{"namespace": "payments", "dnsNames": ["pay.example.internal"]}]}
 
@@ -553,9 +556,14 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # repositories made with the old one exist (docs/backup.md, "Repository password").
         Scenario("change Velero's repository password", {f"{CLUSTER}-backup-repository-password"},
                  secrets={"veleroRepositoryPassword": "rotated-repository-password"}),
-        Scenario("rotate the Windows admin password", _carrying(base, "stdin", placeholders["windowsAdminPassword"]),
+        # Every Windows node's own password follows the secret: each step that signs in to a guest runs its update.
+        Scenario("rotate the Windows admin password",
+                 set().union(*(_carrying(base, "stdin", password) for password in windows_passwords(values, placeholders))),
                  secrets={"windowsAdminPassword": "rotated",
                           "windowsAdminPasswordPrevious": placeholders["windowsAdminPassword"]}),
+        # One node's own password: that node's steps only.
+        Scenario("give one Windows node a new password",
+                 _carrying(base, "stdin", windows_passwords(values, placeholders)[1]), new_password),
     ]
 
 
@@ -567,6 +575,14 @@ def refused_at_preview(before: dict, after: dict) -> str | None:
         {VERSION_KEY: before["cluster"]["kubernetesVersion"], STATE_FORMAT_KEY: STATE_FORMAT},
         {VERSION_KEY: after["cluster"]["kubernetesVersion"]}).failures
     return failures[0].reason if failures else None
+
+
+def windows_passwords(values: dict, placeholders: dict[str, str]) -> list[str]:
+    """The shared secret, then each Windows node's own password derived from it (render/hyperv.py)."""
+    from render.hyperv import node_admin_password
+    secret = placeholders["windowsAdminPassword"]
+    return [secret, *(node_admin_password(secret, n["name"], n.get("adminPasswordVersion", 1))
+                      for n in values["nodes"]["windows"])]
 
 
 def smb_secret_names(recording: Recording) -> set[str]:

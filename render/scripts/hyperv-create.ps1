@@ -1,8 +1,8 @@
-# Create or converge a Hyper-V VM (create and update of the VM resource). Rendered by render/hyperv.py.
+## Create or converge a Hyper-V VM (create and update of the VM resource). Rendered by render/hyperv.py.
 ## The notes (##) are dropped when the script is rendered: the encoded command must fit CreateProcess's
 ## limit (render.hyperv.MAX_SSH_COMMAND_CHARS).
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName VmRoot VmDir VhdPath StopTimeoutSec ComputerName GoldenVhdx SwitchName VlanId CpuCount MemoryMB MemoryBytes DiskGB DiskBytes IpAddress PrefixLength Gateway DnsServers[] HeartbeatTimeoutSec PsDirectTimeoutSec
+#@ inputs VmName VmRoot VmDir VhdPath StopTimeoutSec ComputerName GoldenVhdx FirstBootTool FirstBootToolSha256 SwitchName VlanId CpuCount MemoryMB MemoryBytes DiskGB DiskBytes IpAddress PrefixLength Gateway DnsServers[] HeartbeatTimeoutSec PsDirectTimeoutSec
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-stop-vm.ps1
 #@ include lib/hyperv-guest-wait.ps1
@@ -102,6 +102,8 @@ $GuestConverge = {
         $renamePending = $true
         $changes += "renamed computer $env:COMPUTERNAME -> $ComputerName (restart pending)"
     }
+## The first boot's answer file held this node's password (hyperv-first-boot-disk.ps1); OOBE has used it.
+    if (Test-Path 'C:\Windows\Panther\unattend.xml') { Remove-Item 'C:\Windows\Panther\unattend.xml' -Force; $changes += 'removed the answer file' }
     [pscustomobject]@{ Changes = $changes; RenamePending = $renamePending }
 }
 ## Host side. Sources (all Hyper-V module, Windows Server 2022 reference):
@@ -118,16 +120,15 @@ if (-not $vm) {
     if (Test-Path -LiteralPath $VhdPath) {
         Write-Output "Reusing $VhdPath from an earlier run"
     } else {
-        if (-not (Test-Path -LiteralPath $GoldenVhdx)) { throw "Golden image $GoldenVhdx does not exist" }
-        Write-Output "Copying $GoldenVhdx to $VhdPath"
-        $partialPath = "$VhdPath.partial"
-        Copy-Item -LiteralPath $GoldenVhdx -Destination $partialPath -Force
-        Move-Item -LiteralPath $partialPath -Destination $VhdPath
+## The golden image copied with the node's own password in its first boot's answer file, by the host's tool
+## (hyperv-first-boot-disk.ps1, installed by hyperv-host-tool.ps1), run only once its SHA-256 is this release's.
+        if ((Get-FileHash -LiteralPath $FirstBootTool).Hash -ne $FirstBootToolSha256) { throw "$FirstBootTool is not this release's" }
+        & $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential
     }
     Write-Output "Creating VM $VmName"
     $vm = New-VM -Name $VmName -Generation 2 -MemoryStartupBytes $MemoryBytes -VHDPath $VhdPath -Path $VmRoot -SwitchName $SwitchName
 } elseif (-not (Get-VMHardDiskDrive -VMName $VmName | Where-Object { $_.Path -eq $VhdPath })) {
-    throw "VM $VmName exists but is not attached to $VhdPath; refusing to converge a VM this script did not create"
+    throw "VM $VmName exists but is not attached to $VhdPath; refusing to converge a VM it did not create"
 }
 
 ## These settings, like processor count and static memory, are only changed with the VM off; a new VM

@@ -1,17 +1,19 @@
-# Make a running guest take the current windowsAdminPassword (the first line of stdin), before the VM's
-# converge and every later step sign in with it. A guest that refuses it but takes windowsAdminPasswordPrevious
-# (the optional second line) gets the current one set; a VM not created yet is left to the converge, which
-# signs in with the password its golden image carries. README, Day-2: rotating credentials.
+# Make a running guest take its node's Administrator password (the first line of stdin), before the VM's converge
+# and every later step sign in with it. A guest that refuses it but takes one of the earlier passwords (the lines
+# after: the node's previous version, those derived from windowsAdminPasswordPrevious, the one password nodes of
+# earlier releases shared) gets the node's set; a VM not created yet is left to the converge, which gives a new VM
+# its password before its first boot. docs/lifecycle.md, "Rotating credentials".
 ## Set-LocalUser -Name -Password (Microsoft.PowerShell.LocalAccounts, Windows Server 2016 and later):
 ## https://learn.microsoft.com/powershell/module/microsoft.powershell.localaccounts/set-localuser . The
 ## password travels as an argument over PowerShell Direct's VMBus channel, never on a command line.
 #@ include lib/hyperv-preamble.ps1
 #@ inputs VmName HeartbeatTimeoutSec
 #@ include lib/hyperv-read-guest-password.ps1
-$previousPassword = [Console]::In.ReadLine()
+$earlier = @()
+while ($null -ne ($line = [Console]::In.ReadLine()) -and $line -ne '') { $earlier += $line }
 $vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue
 if (-not $vm -or $vm.State -ne 'Running') {
-    Write-Output "${VmName}: not running yet; the converge signs in with the golden image's password"
+    Write-Output "${VmName}: not running yet; the converge gives a new VM its password before it first starts"
     return
 }
 #@ include lib/hyperv-guest-wait.ps1
@@ -28,13 +30,15 @@ if (Test-GuestCredential $GuestCredential) {
     Write-Output "${VmName}: the guest takes the current Administrator password"
     return
 }
-if ([string]::IsNullOrEmpty($previousPassword)) {
-    throw "${VmName}: the guest refuses windowsAdminPassword. If it still has an earlier password, set windowsAdminPasswordPrevious to it and run the update again"
+$previous = $null
+foreach ($candidate in $earlier) {
+    $credential = New-Object System.Management.Automation.PSCredential('Administrator', (ConvertTo-SecureString -String $candidate -AsPlainText -Force))
+    if (Test-GuestCredential $credential) { $previous = $credential; break }
 }
-$previous = New-Object System.Management.Automation.PSCredential('Administrator', (ConvertTo-SecureString -String $previousPassword -AsPlainText -Force))
-Remove-Variable -Name previousPassword
-if (-not (Test-GuestCredential $previous)) {
-    throw "${VmName}: the guest refuses both windowsAdminPassword and windowsAdminPasswordPrevious"
+Remove-Variable -Name earlier
+Remove-Variable -Name candidate -ErrorAction SilentlyContinue
+if ($null -eq $previous) {
+    throw "${VmName}: the guest refuses its node's Administrator password and every earlier one. If it has another, set windowsAdminPasswordPrevious to the secret it was derived from (or to that password) and run the update again"
 }
 $current = $GuestCredential.GetNetworkCredential().Password
 Invoke-Command -VMName $VmName -Credential $previous -ArgumentList $current -ScriptBlock {
@@ -42,5 +46,5 @@ Invoke-Command -VMName $VmName -Credential $previous -ArgumentList $current -Scr
     Set-LocalUser -Name 'Administrator' -Password (ConvertTo-SecureString -String $Password -AsPlainText -Force)
 }
 Remove-Variable -Name current
-if (-not (Test-GuestCredential $GuestCredential)) { throw "${VmName}: the guest still refuses the current password after it was set" }
-Write-Output "${VmName}: the guest had the previous Administrator password; it now has the current one"
+if (-not (Test-GuestCredential $GuestCredential)) { throw "${VmName}: the guest still refuses its password after it was set" }
+Write-Output "${VmName}: the guest had an earlier Administrator password; it now has its node's own"
