@@ -85,9 +85,11 @@ class Backups(pulumi.ComponentResource):
             check = bash_command(backup.render_object_lock_check(store))
             keys: pulumi.Output[str] = pulumi.Output.secret(
                 pulumi.Output.all(*store_keys).apply(lambda k: f"{k[0]}\n{k[1]}\n"))
-            command.remote.Command(f"{name}-object-lock-{location}", connection=access.connection, create=check,
-                                   update=check, stdin=keys, logging=command.remote.Logging.STDOUT_AND_STDERR,
-                                   opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init]))
+            # Velero is not installed or changed over a bucket that is not what the stack says.
+            before_release.append(command.remote.Command(
+                f"{name}-object-lock-{location}", connection=access.connection, create=check, update=check, stdin=keys,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init])))
         velero = helm_release(f"{name}-velero", compat.CHARTS["velero"], backup.NAMESPACE,
                               backup.velero_values(compat.VELERO_AWS_PLUGIN_IMAGE, plan.file_system_backup),
                               provider=provider, parent=self, depends_on=before_release)

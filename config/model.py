@@ -836,6 +836,15 @@ class CustomMetricsSpec(Spec):
     """The request rate, per api-linux replica, its autoscaler keeps (measured at the Gateway over 2 minutes)."""
 
 
+class ObjectLockSpec(Spec):
+    """A bucket's S3 Object Lock default retention."""
+    mode: Literal["governance", "compliance"]
+    """governance: a key allowed s3:BypassGovernanceRetention may still delete; compliance: no one may, until the
+    retention ends."""
+    days: Annotated[int, Field(ge=1, le=3650)]
+    """How long each object version is kept from deletion after it is written."""
+
+
 class ObjectStoreSpec(Spec):
     """An S3-compatible bucket: MinIO, Ceph RGW or another store that speaks S3, reached by path-style URLs."""
     endpoint: HttpEndpoint
@@ -851,17 +860,9 @@ class ObjectStoreSpec(Spec):
     ca_certificate: PemCertificate | None = None
     """PEM certificate of the CA that signed the store's HTTPS certificate, when it is not a public one."""
     object_lock: ObjectLockSpec | None = None
-    """The bucket was made with S3 Object Lock and this default retention: every `up` checks that it still is
-    (docs/backup.md, "Immutable buckets"). Absent: not checked."""
-
-
-class ObjectLockSpec(Spec):
-    """A bucket's S3 Object Lock default retention."""
-    mode: Literal["governance", "compliance"]
-    """governance: a key allowed s3:BypassGovernanceRetention may still delete; compliance: no one may, until the
-    retention ends."""
-    days: Annotated[int, Field(ge=1, le=3650)]
-    """How long each object version is kept from deletion after it is written."""
+    """The bucket was made with S3 Object Lock and this default retention: checked from the first control-plane node
+    before Velero is installed or changed, and again whenever the store or its keys change (docs/backup.md,
+    "Immutable buckets"). Not on recoverFrom, which this cluster only reads. Absent: not checked."""
 
 
 class BackupSpec(Spec):

@@ -773,6 +773,9 @@ def object_lock_checksums(spec: StackSpec) -> Iterator[Problem]:
     Object Lock"); whether Ceph RGW insists as AWS does was not confirmed, so a backup should be tried first."""
     if spec.backup is None:
         return
+    if spec.backup.recover_from is not None and spec.backup.recover_from.object_lock is not None:
+        yield Problem("backup.recoverFrom.objectLock", "is not checked: this cluster only reads that store, whose lock "
+                                                       "is the other cluster's (check it there); remove it")
     for key, store in (("primary", spec.backup.primary), ("offsite", spec.backup.offsite)):
         if store is not None and store.object_lock is not None and store.provider == "ceph":
             yield Problem(f"backup.{key}.objectLock", "Velero's AWS plugin sends Ceph no checksum, which an upload to a "

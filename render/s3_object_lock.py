@@ -79,7 +79,7 @@ def read_lock(document: bytes) -> tuple[bool, str | None, int | None, int | None
 def differences(found: tuple[bool, str | None, int | None, int | None], mode: str, days: int) -> list[str]:
     enabled, found_mode, found_days, found_years = found
     if not enabled:
-        return ["Object Lock is not enabled on the bucket (it can be turned on only when the bucket is made)"]
+        return ["Object Lock is not enabled on the bucket"]
     problems = []
     if found_mode != mode.upper():
         problems.append(f"its default retention mode is {found_mode or 'none'}, not {mode.upper()}")
@@ -96,6 +96,9 @@ def main(argv: list[str]) -> int:
     now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017
     request = lock_request(endpoint, bucket, region, access_key, secret_key, now)
     context = ssl.create_default_context(cadata=ca) if ca else ssl.create_default_context()
+    # The stack's caCertificate may be the intermediate that signed the store's certificate: trusted as given, as Go's
+    # verifier (Velero's) does with any certificate in its pool (OpenSSL's X509_V_FLAG_PARTIAL_CHAIN, 0x80000).
+    context.verify_flags |= getattr(ssl, "VERIFY_X509_PARTIAL_CHAIN", 0x80000)
     where = f"{endpoint}/{bucket}"
     try:
         with urllib.request.urlopen(request, timeout=30, context=context) as response:
@@ -105,10 +108,14 @@ def main(argv: list[str]) -> int:
         if "ObjectLockConfigurationNotFound" in body:
             print(f"error: {where}: Object Lock is not enabled on the bucket", file=sys.stderr)
         elif error.code == 403:
-            print(f"error: {where}: the key may not read the bucket's Object Lock configuration (allow it "
-                  "s3:GetBucketObjectLockConfiguration)", file=sys.stderr)
+            print(f"error: {where}: refused (HTTP 403): the key may lack s3:GetBucketObjectLockConfiguration, or the "
+                  f"signature was refused (a wrong key, or this node's clock off by minutes): {body[:300]}",
+                  file=sys.stderr)
         else:
             print(f"error: {where}: HTTP {error.code}: {body[:500]}", file=sys.stderr)
+        return 1
+    except (urllib.error.URLError, OSError) as error:      # DNS, connection, TLS
+        print(f"error: {where}: not reached: {error}", file=sys.stderr)
         return 1
     problems = differences(read_lock(document), mode, int(days))
     for problem in problems:

@@ -31,6 +31,8 @@ args = sys.argv[1:]
 with open(os.path.join(os.environ["STATE"], "argv"), "a") as log:
     log.write(json.dumps(args) + "\\n")
 words = [a for a in args if not a.startswith("-")]
+if os.environ.get("FAIL_ON") and os.environ["FAIL_ON"] in words:
+    sys.exit("Unable to connect to the server: net/http: request canceled (Client.Timeout exceeded)")
 if "create" in args and "--dry-run=client" in args:
     key, path = next(a for a in args if a.startswith("--from-file=")).split("=", 1)[1].split("=", 1)
     assert path == "/dev/stdin", path
@@ -61,7 +63,7 @@ else:
 
 
 def run(tmp_path: Path, secret: str | None, repositories: list[str], password: str = PASSWORD,
-        keep_default: bool = False) -> tuple[subprocess.CompletedProcess[str], dict]:
+        keep_default: bool = False, fail_on: str = "") -> tuple[subprocess.CompletedProcess[str], dict]:
     stubs = tmp_path / "stubs"
     stubs.mkdir(exist_ok=True)
     (stubs / "kubectl").write_text(STUB)
@@ -72,7 +74,7 @@ def run(tmp_path: Path, secret: str | None, repositories: list[str], password: s
     result = subprocess.run(["bash", "-c", backup.render_repository_password(keep_default)], input=f"{password}\n",
                             capture_output=True, text=True,
                             env={**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "STATE": str(tmp_path),
-                                 "HYBRID_CLUSTER_TEST_ROOT": str(tmp_path)})
+                                 "HYBRID_CLUSTER_TEST_ROOT": str(tmp_path), "FAIL_ON": fail_on})
     cluster = json.loads((tmp_path / "cluster.json").read_text())
     stored = base64.b64decode(cluster["secret"]).decode() if cluster["secret"] is not None else None
     argv = (tmp_path / "argv").read_text() if (tmp_path / "argv").exists() else ""
@@ -98,6 +100,30 @@ def test_velero_default_without_repositories_is_replaced(tmp_path):
     assert after["stored"] == PASSWORD and "replaced" in result.stdout
 
 
+def test_another_password_is_never_replaced_even_without_repositories(tmp_path):
+    """Records of repositories can be gone (`velero backup-location delete` removes them) while the repositories stay
+    in the bucket: only Velero's own default, with no repository here, is ever replaced."""
+    result, after = run(tmp_path, secret="someone-chose-this-password", repositories=[])
+    assert result.returncode != 0 and after["stored"] == "someone-chose-this-password"
+    assert "neither veleroRepositoryPassword nor Velero's default" in result.stderr
+
+
+@pytest.mark.parametrize("fail_on", ["crd", "backuprepositories.velero.io", "secret"])
+def test_a_read_that_fails_stops_the_step_and_changes_nothing(tmp_path, fail_on):
+    """An API server that does not answer is never taken for "no repositories"."""
+    result, after = run(tmp_path, secret=backup.VELERO_DEFAULT_REPOSITORY_PASSWORD, repositories=["r1"],
+                        fail_on=fail_on)
+    assert result.returncode != 0 and after["stored"] == backup.VELERO_DEFAULT_REPOSITORY_PASSWORD
+
+
+def test_a_cluster_recovering_default_password_backups_may_say_so(tmp_path):
+    """A new cluster that must read repositories an earlier release's cluster made with Velero's default."""
+    result, after = run(tmp_path, secret=None, repositories=[], password=backup.VELERO_DEFAULT_REPOSITORY_PASSWORD,
+                        keep_default=True)
+    assert result.returncode == 0, result.stderr
+    assert after["stored"] == backup.VELERO_DEFAULT_REPOSITORY_PASSWORD
+
+
 def test_velero_default_with_repositories_stops_the_step_and_is_never_changed(tmp_path):
     result, after = run(tmp_path, secret=backup.VELERO_DEFAULT_REPOSITORY_PASSWORD, repositories=["ns-a-primary-kopia-x1"])
     assert result.returncode != 0
@@ -121,7 +147,8 @@ def test_a_changed_stack_password_never_replaces_the_one_repositories_use(tmp_pa
 
 
 @pytest.mark.parametrize("password, fragment", [("short", "fewer than 16"),
-                                                (backup.VELERO_DEFAULT_REPOSITORY_PASSWORD, "published default")])
+                                                (backup.VELERO_DEFAULT_REPOSITORY_PASSWORD, "published default"),
+                                                (" padded-password-of-length ", "white space")])
 def test_a_weak_password_is_refused_before_anything_is_read(tmp_path, password, fragment):
     result, after = run(tmp_path, secret=None, repositories=[], password=password)
     assert result.returncode != 0 and fragment in result.stderr and after["stored"] is None

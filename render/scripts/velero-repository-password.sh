@@ -7,10 +7,10 @@
 # created the backup repository, then Velero will not be able to connect with the older backups"). So:
 # - no Secret: it is made with the stack's password;
 # - the stack's password already: nothing to do;
-# - another password and no BackupRepository yet (no repository was made with it): replaced;
-# - another password with repositories: left alone, and the step fails, unless the stack keeps Velero's default for
-#   the repositories it already made (KEEP_DEFAULT, backup.keepVeleroDefaultRepositoryPassword). docs/backup.md,
-#   "Repository password", says what to do instead.
+# - Velero's default and no BackupRepository (no repository was made with it here): replaced;
+# - anything else is left alone and the step fails (Velero's default with repositories: unless the stack keeps it,
+#   KEEP_DEFAULT, backup.keepVeleroDefaultRepositoryPassword). docs/backup.md, "Repository password", says what to do.
+# Every read of the cluster stops the step when it fails: an answer it could not get never counts as "none".
 ## The password reaches kubectl on a pipe (--from-file=KEY=/dev/stdin), never on a command line or in a file.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
@@ -18,8 +18,13 @@
 #@ include lib/admin-kubeconfig.sh
 
 IFS= read -r password || true
-[[ $password != "$VELERO_DEFAULT" ]] || die "veleroRepositoryPassword is Velero's published default: choose another"
-((${#password} >= MIN_LENGTH)) || die "veleroRepositoryPassword has fewer than $MIN_LENGTH characters"
+[[ $password == "${password//[[:space:]]/}" ]] || die "veleroRepositoryPassword holds white space, which Velero trims"
+if [[ $password == "$VELERO_DEFAULT" ]]; then
+  ((KEEP_DEFAULT)) || die "veleroRepositoryPassword is Velero's published default: choose another (or, to read" \
+    "repositories a cluster made with it, say backup.keepVeleroDefaultRepositoryPassword: true)"
+elif ((${#password} < MIN_LENGTH)); then
+  die "veleroRepositoryPassword has fewer than $MIN_LENGTH characters"
+fi
 
 # write_secret VERB: the Secret with the stack's password, made (create) or put in place of the one there (replace).
 write_secret() {
@@ -28,7 +33,9 @@ write_secret() {
     | kubectl "$1" -f - --request-timeout=60s >/dev/null
 }
 
-if [[ -z "$(kubectl -n "$NAMESPACE" get secret "$SECRET" --ignore-not-found -o name --request-timeout=30s)" ]]; then
+## Plain assignments: under set -e a failed command substitution in one stops the script (inside [[ ]] it would not).
+found="$(kubectl -n "$NAMESPACE" get secret "$SECRET" --ignore-not-found -o name --request-timeout=30s)"
+if [[ -z $found ]]; then
   write_secret create
   echo "$SECRET: made with veleroRepositoryPassword"
   exit 0
@@ -43,13 +50,15 @@ if [[ $current == "$password" ]]; then
   echo "$SECRET: holds veleroRepositoryPassword already"
   exit 0
 fi
-repositories=0
-if [[ -n "$(kubectl get crd backuprepositories.velero.io --ignore-not-found -o name --request-timeout=30s)" ]]; then
-  repositories="$(kubectl -n "$NAMESPACE" get backuprepositories.velero.io -o name --request-timeout=30s | grep -c . || true)"
+crd="$(kubectl get crd backuprepositories.velero.io --ignore-not-found -o name --request-timeout=30s)"
+listed=""
+if [[ -n $crd ]]; then
+  listed="$(kubectl -n "$NAMESPACE" get backuprepositories.velero.io -o name --request-timeout=30s)"
 fi
-if ((repositories == 0)); then
+repositories="$(grep -c . <<<"$listed" || true)"
+if [[ $current == "$VELERO_DEFAULT" ]] && ((repositories == 0)); then
   write_secret replace
-  echo "$SECRET: replaced with veleroRepositoryPassword (no repository was made with the password it held)"
+  echo "$SECRET: Velero's default replaced with veleroRepositoryPassword (no repository here was made with it)"
   exit 0
 fi
 if [[ $current == "$VELERO_DEFAULT" ]]; then
@@ -62,6 +71,6 @@ if [[ $current == "$VELERO_DEFAULT" ]]; then
     "change: $SECRET is left as it is. Either keep it for now (backup.keepVeleroDefaultRepositoryPassword: true, a" \
     "relaxation) or start new repositories (docs/backup.md, \"Repository password\")"
 fi
-die "$repositories backup repositories were made with the password $SECRET holds, not veleroRepositoryPassword, and" \
-  "Velero cannot change a repository's password: $SECRET is left as it is. Set veleroRepositoryPassword back to that" \
-  "password (docs/backup.md, \"Repository password\")"
+die "$SECRET holds a password that is neither veleroRepositoryPassword nor Velero's default ($repositories backup" \
+  "repositories known here), and Velero cannot change a repository's password: $SECRET is left as it is. Set" \
+  "veleroRepositoryPassword to the password it holds (docs/backup.md, \"Repository password\")"
