@@ -324,15 +324,16 @@ class HypervWindowsNode(pulumi.ComponentResource):
         self.password_line: pulumi.Output[str] = admin_password.apply(lambda password: f"{password}\n")
 
         def candidates(secrets: list[str]) -> str:
-            """The node's password, then those a running guest may still have: its previous version's, those derived
-            from the previous windowsAdminPassword (during its rotation), and the secret itself, which nodes made by
-            earlier releases (one password for all) have."""
+            """The node's password, then those a running guest may still have: its previous version's and, during a
+            rotation of windowsAdminPassword, those derived from the previous secret and the previous secret itself
+            (the one password nodes made by earlier releases all have: their upgrade is such a rotation, since their
+            golden images hold it). The current secret itself never leaves the machine that runs Pulumi."""
             secret, previous = secrets
             earlier = [hyperv.node_admin_password(secret, node.name, version - 1)] if version > 1 else []
             if previous:
-                earlier += [hyperv.node_admin_password(previous, node.name, v) for v in (version, version - 1) if v >= 1]
-            return hyperv.guest_passwords(hyperv.node_admin_password(secret, node.name, version),
-                                          [*earlier, secret, previous])
+                earlier += [*(hyperv.node_admin_password(previous, node.name, v) for v in (version, version - 1)
+                              if v >= 1), previous]
+            return hyperv.guest_passwords(hyperv.node_admin_password(secret, node.name, version), earlier)
         # Before anything signs in to the guest: a guest still at an earlier password gets the node's. It runs again
         # only when the passwords change.
         # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).

@@ -26,12 +26,15 @@ from tests.kubeadm_api import validate_documents
 from tests.test_render_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
 from tests.validators import TEST_ROOT_VARIABLE, configmap_document_stub
 from tools.engine import from_export
-from tools.mockrun import Recording, run_program
+from tools.mockrun import Recording, placeholder_secrets, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 # The state the previous release's program (commit 2f14be9) left for hk-prod under the mock engine
 # (tools.engine.to_export of tools.mockrun.run_program's state), xz-compressed.
 PREVIOUS_STATE = ROOT / "tests" / "fixtures" / "state" / "hk-prod-2f14be9.json.xz"
+
+
+NEW_WINDOWS_SECRET = "windows-secret-of-this-release"
 
 
 def previous_release_run() -> Recording:
@@ -42,7 +45,11 @@ def previous_release_run() -> Recording:
     values = hk_prod_values()
     values["observability"]["logs"] = {"kind": "loki", "host": "logs.hk-prod.internal", "port": 3100, "tls": False}
     values["tracing"] = {"endpoint": "tempo.hk-prod.internal:4317", "insecure": True}
-    return run_program(raw_config(values), stack="hk-prod", state=state)
+    # The Windows nodes leave the password they all shared (which the old golden images hold) as docs/lifecycle.md
+    # says: a rotation of windowsAdminPassword, the old one as windowsAdminPasswordPrevious.
+    return run_program(raw_config(values), stack="hk-prod", state=state,
+                       secrets={"windowsAdminPassword": NEW_WINDOWS_SECRET,
+                                "windowsAdminPasswordPrevious": placeholder_secrets()["windowsAdminPassword"]})
 
 
 def _spec(values: dict | None = None):
@@ -801,12 +808,13 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     # Windows nodes leave the one password they shared for their own: each guest-password step runs first with the
     # shared one among those a guest may still have, and each Hyper-V host gets the first-boot tool new VMs need.
     from render.hyperv import node_admin_password
-    from tools.mockrun import placeholder_secrets
     shared = placeholder_secrets()["windowsAdminPassword"]
     for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
         step = run.named(f"hk-prod-{node}-guest-password")
         assert run.plan.of(step.name) == ["update"]
-        assert step.inputs["stdin"].value == f"{node_admin_password(shared, node, 1)}\n{shared}\n"
+        assert step.inputs["stdin"].value == (f"{node_admin_password(NEW_WINDOWS_SECRET, node, 1)}\n"
+                                              f"{node_admin_password(shared, node, 1)}\n{shared}\n")
+        assert NEW_WINDOWS_SECRET + "\n" not in step.inputs["stdin"].value     # the secret itself stays here
     assert {n for n in created if n.endswith("-first-boot-tool")} == {
         r.name for r in run.resources if r.name.endswith("-first-boot-tool")} != set()
     assert kubernetes - policies - approval == {

@@ -473,10 +473,10 @@ def test_rotating_the_windows_password_sets_it_in_each_guest_before_anything_sig
     for node in WINDOWS_NODES:
         step = run.named(f"hk-prod-{node}-guest-password")
         assert run.plan.of(step.name) == ["update"]
-        # The node's new password, then those a guest may still have: its own from the previous secret, and the secrets
-        # themselves (the one password nodes of earlier releases shared).
+        # The node's new password, then those a guest may still have: its own from the previous secret, and the previous
+        # secret itself (the one password nodes of earlier releases shared). The new secret never leaves.
         assert step.inputs["stdin"].value == (f"{node_admin_password('rotated-password', node, 1)}\n"
-                                              f"{node_admin_password(old, node, 1)}\nrotated-password\n{old}\n")
+                                              f"{node_admin_password(old, node, 1)}\n{old}\n")
         # The converge, and through it every other step that signs in to the guest, waits for it.
         assert step.urn in run.named(f"hk-prod-{node}-vm").dependencies
         script = script_from_ssh_command(step.inputs["update"])
@@ -500,7 +500,7 @@ def test_one_node_gets_a_new_password_and_no_other_node_is_touched(built):
     node = values["nodes"]["windows"][1]["name"]
     step = run.named(f"hk-prod-{node}-guest-password")
     assert step.inputs["stdin"].value == (f"{node_admin_password(secret, node, 2)}\n"
-                                          f"{node_admin_password(secret, node, 1)}\n{secret}\n")
+                                          f"{node_admin_password(secret, node, 1)}\n")
     assert run.plan.changed and all(node in name for name in run.plan.changed), sorted(run.plan.changed)
     assert {f"hk-prod-{node}-guest-password", f"hk-prod-{node}-vm"} <= run.plan.changed
     # Every node's password is its own.

@@ -156,7 +156,10 @@ def test_every_rule_has_something_to_judge_in_hk_prod(hk_prod):
     assert any(r.name == 'hk-prod-control-plane-encryption-keys' for r in credential_commands)
     # The secret rule searched for real values and found them, only in their carriers.
     assert set(SECRET_VALUES) == set(rules.SECRET_CONFIG_KEYS)
-    assert any(SECRET_VALUES["windowsAdminPassword"] in str(r.props.get("stdin")) for r in hk_prod)
+    # windowsAdminPassword itself reaches no resource: each Windows node signs in with its own password derived from
+    # it (render/hyperv.py), which the pack cannot know; the derived ones travel on secret stdin (the test below).
+    assert not any(SECRET_VALUES["windowsAdminPassword"] in str(r.props) for r in hk_prod)
+    assert any(SECRET_VALUES["smbPassword"] in str(r.props.get("stringData")) for r in hk_prod)
 
 
 # --- mutated copies break exactly the expected constraint ------------------------------------------------------
@@ -400,7 +403,17 @@ def test_every_secret_config_value_reaches_only_secret_marked_carriers(recording
             assert any(path[:len(c)] == c for c in rules.SECRET_CARRIERS.get(r.type, ())), (r.name, path)
             seen.add((r.type, key))
     assert ("pulumi:providers:proxmoxve", "proxmoxApiToken") in seen
-    assert (rules.COMMAND_TYPE, "windowsAdminPassword") in seen
+    assert (rules.COMMAND_TYPE, "nodeSshPrivateKey") in seen
+    # windowsAdminPassword never leaves; each Windows node's own password, derived from it, travels only on secret stdin.
+    assert (rules.COMMAND_TYPE, "windowsAdminPassword") not in seen
+    from render.hyperv import node_admin_password
+    for node in ("hk-win-1", "hk-win-2", "hk-win-3"):
+        password = node_admin_password(values["windowsAdminPassword"], node, 1)
+        stdin = [r.inputs.get("stdin") for r in recording.resources]
+        carrying = [value for value in stdin if password in repr(getattr(value, "value", value))]
+        assert carrying and all(isinstance(value, mockrun.Secret) for value in carrying), node
+        assert not [r.name for r in recording.resources
+                    if password in repr({k: v for k, v in r.inputs.items() if k != "stdin"})], node
 
 
 def test_join_commands_take_their_credentials_on_secret_stdin(recording):

@@ -110,7 +110,7 @@ def test_create_reads_password_from_stdin_and_never_prints_it() -> None:
             assert "Password" not in line and "Credential" not in line, line
     # The credential is only ever handed to PowerShell Direct, and to the host's first-boot tool (its SHA-256 checked
     # first), which writes the password XML-escaped into the new VM's answer file before the VM exists.
-    handed = "& $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential"
+    handed = "& ([ScriptBlock]::Create([Text.Encoding]::UTF8.GetString($tool))) $GoldenVhdx $VhdPath $GuestCredential"
     for line in script.splitlines():
         if "$GuestCredential" in line and "New-Object" not in line and handed not in line:
             assert "Invoke-Command -VMName $VmName -Credential $GuestCredential" in line, line
@@ -179,16 +179,20 @@ def test_create_checks_existing_vm_and_vhdx_before_creating() -> None:
     get_vm = script.index("$vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue")
     if_absent = script.index("if (-not $vm) {")
     vhd_check = script.index("if (Test-Path -LiteralPath $VhdPath) {")
-    tool_check = script.index("if ((Get-FileHash -LiteralPath $FirstBootTool).Hash -ne $FirstBootToolSha256)")
-    copy = script.index("& $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential")
+    read = script.index("$tool = [IO.File]::ReadAllBytes($FirstBootTool)")
+    tool_check = script.index("-ne $FirstBootToolSha256) { throw")
+    copy = script.index("& ([ScriptBlock]::Create([Text.Encoding]::UTF8.GetString($tool))) $GoldenVhdx $VhdPath $GuestCredential")
     new_vm = script.index("New-VM -Name $VmName -Generation 2")
-    assert get_vm < if_absent < vhd_check < tool_check < copy < new_vm
+    assert get_vm < if_absent < vhd_check < read < tool_check < copy < new_vm
     # The host's tool makes the disk: the golden image copied under a temporary name (an interrupted copy is never
     # mistaken for done), given the node's password, then renamed.
     tool = render_script("hyperv-first-boot-disk.ps1")
-    steps = [tool.index(text) for text in ("Copy-Item -LiteralPath $GoldenVhdx -Destination $partial",
+    assert "$partial = [IO.Path]::ChangeExtension($VhdPath, '.partial.vhdx')" in tool   # Windows reads the extension
+    steps = [tool.index(text) for text in ("$held = $lock.WaitOne(", "Copy-Item -LiteralPath $GoldenVhdx -Destination $partial",
                                            "Mount-VHD -Path $partial -NoDriveLetter", "$doc.Save($writer)",
-                                           "Dismount-VHD -Path $partial", "Move-Item -LiteralPath $partial -Destination $VhdPath")]
+                                           "if ($mounted -and $mounted.Attached) { Dismount-VHD -Path $partial }",
+                                           "if ($held) { $lock.ReleaseMutex() }",
+                                           "Move-Item -LiteralPath $partial -Destination $VhdPath")]
     assert steps == sorted(steps)
     assert "-VHDPath $VhdPath" in script and "-DynamicMemoryEnabled $false" in script
     assert "-SecureBootTemplate 'MicrosoftWindows'" in script

@@ -42,7 +42,7 @@ variable "switch_name" {
   default = "vSwitch-K8s"
 }
 # The build VM's own Administrator password, for Packer's WinRM session only: a new random one per build
-# (`PKR_VAR_build_password="$(openssl rand -base64 24)Aa1!"`), never a stack secret. The nodes never have it.
+# (docs/images.md makes one in PowerShell), never a stack secret. The nodes never have it.
 variable "build_password" {
   type      = string
   sensitive = true

@@ -102,8 +102,6 @@ $GuestConverge = {
         $renamePending = $true
         $changes += "renamed computer $env:COMPUTERNAME -> $ComputerName (restart pending)"
     }
-## The first boot's answer file held this node's password (hyperv-first-boot-disk.ps1); OOBE has used it.
-    if (Test-Path 'C:\Windows\Panther\unattend.xml') { Remove-Item 'C:\Windows\Panther\unattend.xml' -Force; $changes += 'removed the answer file' }
     [pscustomobject]@{ Changes = $changes; RenamePending = $renamePending }
 }
 ## Host side. Sources (all Hyper-V module, Windows Server 2022 reference):
@@ -121,9 +119,11 @@ if (-not $vm) {
         Write-Output "Reusing $VhdPath from an earlier run"
     } else {
 ## The golden image copied with the node's own password in its first boot's answer file, by the host's tool
-## (hyperv-first-boot-disk.ps1, installed by hyperv-host-tool.ps1), run only once its SHA-256 is this release's.
-        if ((Get-FileHash -LiteralPath $FirstBootTool).Hash -ne $FirstBootToolSha256) { throw "$FirstBootTool is not this release's" }
-        & $FirstBootTool $GoldenVhdx $VhdPath $GuestCredential
+## (hyperv-first-boot-disk.ps1, installed by hyperv-host-tool.ps1): read once, its SHA-256 checked, and that text run
+## as a script block (no script file is executed, so no execution policy applies, and nothing can swap it between).
+        $tool = [IO.File]::ReadAllBytes($FirstBootTool)
+        if ([BitConverter]::ToString([Security.Cryptography.SHA256]::Create().ComputeHash($tool)).Replace('-', '') -ne $FirstBootToolSha256) { throw "$FirstBootTool changed" }
+        & ([ScriptBlock]::Create([Text.Encoding]::UTF8.GetString($tool))) $GoldenVhdx $VhdPath $GuestCredential
     }
     Write-Output "Creating VM $VmName"
     $vm = New-VM -Name $VmName -Generation 2 -MemoryStartupBytes $MemoryBytes -VHDPath $VhdPath -Path $VmRoot -SwitchName $SwitchName

@@ -2,7 +2,7 @@
 # and every later step sign in with it. A guest that refuses it but takes one of the earlier passwords (the lines
 # after: the node's previous version, those derived from windowsAdminPasswordPrevious, the one password nodes of
 # earlier releases shared) gets the node's set; a VM not created yet is left to the converge, which gives a new VM
-# its password before its first boot. docs/lifecycle.md, "Rotating credentials".
+# its password before its first boot; a VM that exists but is not running stops the step. docs/lifecycle.md, "Rotating credentials".
 ## Set-LocalUser -Name -Password (Microsoft.PowerShell.LocalAccounts, Windows Server 2016 and later):
 ## https://learn.microsoft.com/powershell/module/microsoft.powershell.localaccounts/set-localuser . The
 ## password travels as an argument over PowerShell Direct's VMBus channel, never on a command line.
@@ -12,10 +12,13 @@
 $earlier = @()
 while ($null -ne ($line = [Console]::In.ReadLine()) -and $line -ne '') { $earlier += $line }
 $vm = Get-VM -Name $VmName -ErrorAction SilentlyContinue
-if (-not $vm -or $vm.State -ne 'Running') {
-    Write-Output "${VmName}: not running yet; the converge gives a new VM its password before it first starts"
+if (-not $vm) {
+    Write-Output "${VmName}: not created yet; the converge gives a new VM its password before it first starts"
     return
 }
+## A stopped guest cannot be asked, and the converge would start it and sign in with a password it may not have yet:
+## stop here, so that this step runs again once the VM runs.
+if ($vm.State -ne 'Running') { throw "${VmName} is $($vm.State): start it (Start-VM) and run the update again, so that its password can be checked before the converge signs in" }
 #@ include lib/hyperv-guest-wait.ps1
 Wait-Heartbeat
 function Test-GuestCredential([System.Management.Automation.PSCredential]$Credential) {
@@ -38,7 +41,7 @@ foreach ($candidate in $earlier) {
 Remove-Variable -Name earlier
 Remove-Variable -Name candidate -ErrorAction SilentlyContinue
 if ($null -eq $previous) {
-    throw "${VmName}: the guest refuses its node's Administrator password and every earlier one. If it has another, set windowsAdminPasswordPrevious to the secret it was derived from (or to that password) and run the update again"
+    throw "${VmName}: the guest refuses its node's Administrator password and every earlier one. A node of an earlier release has windowsAdminPassword itself: rotate it (windowsAdminPasswordPrevious set to it, a new windowsAdminPassword; docs/lifecycle.md) and run the update again"
 }
 $current = $GuestCredential.GetNetworkCredential().Password
 Invoke-Command -VMName $VmName -Credential $previous -ArgumentList $current -ScriptBlock {

@@ -7,6 +7,9 @@
 #@ inputs ToolPath ToolText ToolSha256
 $folder = Split-Path -Parent $ToolPath
 $null = New-Item -ItemType Directory -Path $folder -Force
+## The owner is set first: whoever made the folder before (C:\ProgramData lets any user) could change its ACL again.
+$null = & icacls.exe $folder /setowner '*S-1-5-32-544' /T
+if ($LASTEXITCODE -ne 0) { throw "icacls could not give $folder to the Administrators (exit code $LASTEXITCODE)" }
 $null = & icacls.exe $folder /inheritance:r /grant:r '*S-1-5-18:(OI)(CI)F' '*S-1-5-32-544:(OI)(CI)F'
 if ($LASTEXITCODE -ne 0) { throw "icacls could not restrict $folder (exit code $LASTEXITCODE)" }
 [IO.File]::WriteAllText($ToolPath, $ToolText, (New-Object System.Text.UTF8Encoding($false)))

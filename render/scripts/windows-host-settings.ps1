@@ -32,6 +32,13 @@ $GuestStep = {
         [string[]]$RuleSources, [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
+## The first boot's answer file held this node's password (hyperv-first-boot-disk.ps1); OOBE has used it, and
+## Microsoft's "Windows Setup Automation Overview" advises deleting the cached copy after Setup.
+    $answer = 'C:\Windows\Panther\unattend.xml'
+    if (Test-Path -LiteralPath $answer) {
+        Remove-Item -LiteralPath $answer -Force
+        $changes += 'removed the first boot answer file'
+    }
     $w32time = Get-Service -Name W32Time
     if ($w32time.StartType -ne 'Automatic') {
         Set-Service -Name W32Time -StartupType Automatic
