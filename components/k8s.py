@@ -84,14 +84,16 @@ def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, p
                  windows_workloads: bool = False) -> kubernetes.helm.v3.Release:
     """A Helm release of one of the charts pinned in config.compat.CHARTS, in the render module's namespace.
     `windows_workloads`: the release deploys pods onto Windows nodes, so Helm waits WINDOWS_ROLLOUT_MINUTES."""
+    # An OCI chart is named by its full reference and has no repository (Helm: `helm install NAME
+    # oci://registry/path/chart --version V`); a released archive by its URL (Helm: "By absolute URL",
+    # pulumi-kubernetes' chart resolution); a classic one by name within its repository.
+    direct = chart.archive is not None or chart.repo.startswith("oci://")
     return kubernetes.helm.v3.Release(
         name,
         name=name,
-        # An OCI chart is named by its full reference and has no repository (Helm: `helm install NAME
-        # oci://registry/path/chart --version V`); a classic one by name within its repository.
-        chart=f"{chart.repo}/{chart.chart}" if chart.repo.startswith("oci://") else chart.chart,
+        chart=chart.archive or (f"{chart.repo}/{chart.chart}" if chart.repo.startswith("oci://") else chart.chart),
         version=chart.version,
-        repository_opts=None if chart.repo.startswith("oci://") else kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repo),
+        repository_opts=None if direct else kubernetes.helm.v3.RepositoryOptsArgs(repo=chart.repo),
         namespace=namespace,
         create_namespace=True,
         values=values,

@@ -382,6 +382,10 @@ class HelmChart:
     version: str
     evidence: str
     values_source: str
+    # A chart whose repository index lives on a branch (it can change under the same version) is installed from its
+    # released archive at a commit instead, with the archive's SHA-256 as that index lists it at that commit.
+    archive: str | None = None
+    archive_sha256: str | None = None
 
 
 # Calico 3.33 is tested against Kubernetes 1.35, 1.36 and 1.37 (tigera/docs
@@ -429,7 +433,10 @@ CHARTS: dict[str, HelmChart] = {
         chart="csi-driver-smb", repo="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/master/charts",
         version="1.20.3",
         evidence='kubernetes-csi/csi-driver-smb charts/index.yaml @59dce96e11522a46354d6970393b00b1c2a57351: '
-                 '"version: 1.20.3" (charts/v1.20.3/csi-driver-smb-1.20.3.tgz)',
+                 '"version: 1.20.3" (charts/v1.20.3/csi-driver-smb-1.20.3.tgz, "digest: 6dee977f...")',
+        archive="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-smb/59dce96e11522a46354d6970393b00b1c2a57351/"
+                "charts/v1.20.3/csi-driver-smb-1.20.3.tgz",
+        archive_sha256="6dee977f6ce13a8b90a4c41b0d253f01bb3ad5d9e7db3d029477fd98ff571179",
         values_source="kubernetes-csi/csi-driver-smb charts/v1.20.3/csi-driver-smb/values.yaml and charts/README.md"),
     # Its csi-provisioner v6.3.0 needs Kubernetes 1.34+ (longhorn/longhorn#13576), which every supported
     # minor satisfies.
@@ -437,7 +444,11 @@ CHARTS: dict[str, HelmChart] = {
         chart="csi-driver-nfs", repo="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts",
         version="4.13.5",
         evidence='kubernetes-csi/csi-driver-nfs charts/index.yaml @66f8c2a2a1e115b4a81126865dacfd23c9b2e9c4: '
-                 '"version: 4.13.5", created 2026-10-08 (charts/v4.13.5/csi-driver-nfs-4.13.5.tgz)',
+                 '"version: 4.13.5", created 2026-10-08 (charts/v4.13.5/csi-driver-nfs-4.13.5.tgz, '
+                 '"digest: aace8754...")',
+        archive="https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/66f8c2a2a1e115b4a81126865dacfd23c9b2e9c4/"
+                "charts/v4.13.5/csi-driver-nfs-4.13.5.tgz",
+        archive_sha256="aace8754451ecbd87e090ec29e6cbffcf88dbd9980cecb165da8b9d0880f7fac",
         values_source="kubernetes-csi/csi-driver-nfs charts/v4.13.5/csi-driver-nfs/values.yaml and charts/README.md"),
     # "Ensure that your cluster is running Kubernetes v1.34 or later before installing Longhorn v1.13.0"
     # (same file, Installation); no upper bound. "install the Longhorn chart in the longhorn-system

@@ -201,6 +201,14 @@ def test_every_chart_pin_records_where_it_was_seen_and_where_its_values_keys_com
     pattern = r"v\d+\.\d+\.\d+" if v_prefixed else r"\d+\.\d+\.\d+"
     assert re.fullmatch(pattern, chart.version), chart.version
     assert chart.evidence.strip() and chart.values_source.strip()
+    # Released versions only: a chart whose index lives on a branch is installed from its archive at a commit, with
+    # the archive's SHA-256 recorded as that commit's index lists it (#37 item 7).
+    if re.search(r"/(master|main)/", chart.repo):
+        assert chart.archive and re.search(r"/[0-9a-f]{40}/charts/v?" + re.escape(chart.version) + "/", chart.archive)
+        assert chart.archive.endswith(f"{chart.chart}-{chart.version}.tgz")
+        assert chart.archive_sha256 and re.fullmatch(r"[0-9a-f]{64}", chart.archive_sha256)
+        assert chart.archive_sha256[:8] in chart.evidence
+    assert (chart.archive is None) == (chart.archive_sha256 is None)
 
 
 def test_both_calico_charts_are_one_calico_release():

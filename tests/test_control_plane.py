@@ -820,8 +820,13 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert kubernetes - policies - approval == {
         "hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
         "hk-prod-backup-secret-velero-velero-credentials", "hk-prod-backup-secret-velero-velero-credentials-offsite",
-        "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-tls-cert-manager"}
+        "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-tls-cert-manager",
+        # The CSI charts come from their released archives at a commit instead of a branch's index: same versions.
+        "hk-prod-storage-csi-driver-nfs", "hk-prod-storage-csi-driver-smb"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]
+    for csi in ("nfs", "smb"):
+        step = next(s for s in run.plan.steps if s.name == f"hk-prod-storage-csi-driver-{csi}")
+        assert step.op == "update" and set(step.why) <= {"chart", "repositoryOpts"}, step
     assert run.plan.of("hk-prod-tls-clusterissuer-hybrid-cluster") == ["same"]
     assert run.plan.of("hk-prod-backup-secret-velero-velero-credentials-offsite") == ["create"]
     assert run.plan.of("hk-prod-observability-fluent-bit") == ["update"]
