@@ -39,6 +39,16 @@ def test_signature_matches_the_s3_reference_get_object_example():
         "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")
 
 
+def test_signature_matches_the_s3_reference_get_bucket_lifecycle_example():
+    """A subresource without a value, as ?object-lock is: Amazon S3 API reference, Example: GET Bucket Lifecycle."""
+    headers = {"Host": "examplebucket.s3.amazonaws.com", "x-amz-content-sha256": EMPTY_SHA256,
+               "x-amz-date": "20130524T000000Z"}
+    assert authorization("GET", "/", "lifecycle=", headers, EMPTY_SHA256, "AKIAIOSFODNN7EXAMPLE",
+                         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "us-east-1", "s3", "20130524T000000Z").endswith(
+        "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+        "Signature=fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")
+
+
 def lock_document(enabled: bool = True, mode: str = "COMPLIANCE", days: int | None = 30, years: int | None = None,
                   namespace: bool = True) -> bytes:
     """S3's GetObjectLockConfiguration answer (S3 API reference), with or without its XML namespace."""
