@@ -861,7 +861,7 @@ class ObjectStoreSpec(Spec):
     """PEM certificate of the CA that signed the store's HTTPS certificate, when it is not a public one."""
     object_lock: ObjectLockSpec | None = None
     """The bucket was made with S3 Object Lock and this default retention: checked from the first control-plane node
-    before Velero is installed or changed, and again whenever the store or its keys change (docs/backup.md,
+    before Velero is first installed, and again whenever the store's settings, this or its keys change (docs/backup.md,
     "Immutable buckets"). Not on recoverFrom, which this cluster only reads. Absent: not checked."""
 
 

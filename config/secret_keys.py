@@ -43,7 +43,8 @@ SECRETS: dict[str, SecretKey] = {
     "windowsAdminPassword": SecretKey(
         "the secret every Windows node's own local Administrator password is derived from (with the node's name and "
         "adminPasswordVersion; no two nodes share one, and no node's tells another's); nodes made by earlier "
-        "releases, which had this password itself, are moved to their own at the next up", "Windows nodes", _windows),
+        "releases, which had this password itself, are moved to their own by a rotation (docs/lifecycle.md)",
+        "Windows nodes", _windows),
     "windowsAdminPasswordPrevious": SecretKey(
         "while rotating windowsAdminPassword: its previous value; each running guest still at a password derived "
         "from it is moved to the current one before anything signs in", "only during a rotation (optional)",

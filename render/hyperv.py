@@ -2,7 +2,8 @@
 worker VM on a Hyper-V host, and of the host NIC offload tweak, plus the SSH command line
 that carries such a script to the host.
 
-Owns: the scripts' inputs and validation and the command-line encoding; the script text lives in
+Owns: the scripts' inputs and validation, the command-line encoding, and each Windows node's own Administrator
+password (node_admin_password); the script text lives in
 render/scripts/hyperv-*.ps1 and render/scripts/lib/hyperv-*.ps1 and is rendered through
 render.script_files. Nothing here talks to Hyper-V or imports Pulumi; components/ wires the
 strings into pulumi-command ``remote.Command`` (create/update = ``render_create``, delete = ``render_delete``; the guest
@@ -10,9 +11,10 @@ Administrator password goes in ``stdin``, never in the command or environment).
 
 Prerequisites this module relies on (documented, not checked here):
   * The host's Win32-OpenSSH ``DefaultShell`` is ``powershell.exe`` (Windows PowerShell 5.1).
-  * The golden VHDX is a sysprepped Windows Server 2019/2022 image whose unattend completes
-    OOBE and sets the local Administrator password that is passed on stdin; its C: partition
-    is the last partition on the disk (no recovery partition after it) so it can be extended.
+  * The golden VHDX is a sysprepped Windows Server image (images/windows) whose answer file completes OOBE and
+    holds no password: the host's first-boot tool adds each node's own (node_admin_password) to its copy before
+    the VM first starts; its C: partition is the last on the disk (no recovery partition after it) so it can be
+    extended.
   * The Kubernetes node is drained/deleted by another resource before ``render_delete`` runs.
 """
 
