@@ -285,11 +285,12 @@ class HypervHost(pulumi.ComponentResource):
         self.host_name = host.name
         # The tool that gives a new node's disk its own password before its first boot (render/hyperv.py): every VM
         # converge on this host checks and runs it.
+        install_tool = hyperv.ssh_command(hyperv.render_host_tool_install())
         self.prerequisites: list[pulumi.Resource] = [command.remote.Command(
             f"{name}-first-boot-tool",
             connection=connection,
-            create=hyperv.ssh_command(hyperv.render_host_tool_install()),
-            update=hyperv.ssh_command(hyperv.render_host_tool_install()),
+            create=install_tool,
+            update=install_tool,
             delete=hyperv.ssh_command(hyperv.render_host_tool_remove()),
             opts=pulumi.ResourceOptions(parent=self),
         )]

@@ -242,9 +242,9 @@ def render_repository_password(keep_default: bool) -> str:
 def render_object_lock_check(store: ObjectStore) -> str:
     """On the first control-plane node, stdin the store's key pair: the bucket's Object Lock is the store's
     ``object_lock`` (render/s3_object_lock.py, sent as the program python3 runs)."""
-    require(store.object_lock is not None, "the store declares no object lock")
-    assert store.object_lock is not None
+    lock = store.object_lock
+    if lock is None:
+        raise ValueError("the store declares no object lock")
     program = (Path(__file__).parent / "s3_object_lock.py").read_text()
     return render_script("object-lock-check.sh", ENDPOINT=store.endpoint, BUCKET=store.bucket, REGION=store.region,
-                         MODE=store.object_lock.mode, DAYS=store.object_lock.days,
-                         CA_CERTIFICATE=store.ca_certificate or "", PROGRAM=program)
+                         MODE=lock.mode, DAYS=lock.days, CA_CERTIFICATE=store.ca_certificate or "", PROGRAM=program)

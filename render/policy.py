@@ -176,11 +176,10 @@ def probe_pods(workloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if obj.get("kind") not in ("Deployment", "DaemonSet", "StatefulSet"):
             continue
         template = obj["spec"]["template"]
-        pods.append({"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {"name": f"{obj['metadata']['name']}{PROBE_SUFFIX}",
-                                  "namespace": obj["metadata"]["namespace"],
-                                  "labels": dict(template.get("metadata", {}).get("labels", {}))},
-                     "spec": copy.deepcopy(template["spec"])})
+        pods.append(probe_object({"apiVersion": "v1", "kind": "Pod",
+                                  "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"],
+                                               "labels": dict(template.get("metadata", {}).get("labels", {}))},
+                                  "spec": copy.deepcopy(template["spec"])}))
     return pods
 
 

@@ -8,7 +8,7 @@ ClusterRoleBindings only, which is all the program writes for it."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Decision = Literal["approved", "denied", "pending"]
@@ -28,7 +28,6 @@ class Request:
     organizations: tuple[str, ...] = ()
     is_ca: bool = False
     usages: tuple[str, ...] = ()
-    groups: tuple[str, ...] = field(default=())
 
 
 def wildcard_matches(pattern: str, member: str) -> bool:
