@@ -19,7 +19,7 @@ from components.network_policy import NetworkPolicies
 from components.observability import Observability
 from components.policy import Policy
 from components.progressive_delivery import ProgressiveDelivery
-from components.resource_metrics import KubeletCsrApprover, MetricsServer
+from components.resource_metrics import KubeletServingApprover, MetricsServer
 from components.scheduling import Scheduling
 from components.storage import Storage
 from components.tls import Tls
@@ -85,8 +85,8 @@ windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
 resource_metrics = resource_metrics_plan(spec)
 approver: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
-    approver = [KubeletCsrApprover(f"{spec.cluster.name}-kubelet-csr-approver", resource_metrics, cluster.provider,
-                                   linux_ready).release]
+    approver = KubeletServingApprover(f"{spec.cluster.name}-kubelet-serving-approver", resource_metrics,
+                                      cluster.provider, machines, node_ready).nodes
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready, after=approver)
 # The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed
 # upgrade the next preview measures a version change from what the nodes still run (its check is the pin's).

@@ -528,17 +528,6 @@ CHARTS: dict[str, HelmChart] = {
                  "charts/metrics-server/Chart.yaml: version 3.13.1, appVersion 0.8.1; gh-pages index.yaml lists 3.13.1",
         values_source="kubernetes-sigs/metrics-server charts/metrics-server/values.yaml @3.13.1 (defaultArgs, args, "
                       "nodeSelector {} by default, replicas, podDisruptionBudget, apiService)"),
-    # kubelet-csr-approver approves kubelet serving certificate requests (signer kubernetes.io/kubelet-serving, which
-    # kube-controller-manager never approves; kubeadm's "Enabling signed kubelet serving certificates" names it as a
-    # third-party approver). Kept "up-to-date in accordance with the most recent three Kubernetes minor releases"
-    # (README); v1.2.14 is built against k8s.io 0.35. The chart version is the tag without "v" (publish.yaml).
-    "kubelet-csr-approver": HelmChart(
-        chart="kubelet-csr-approver", repo="https://postfinance.github.io/kubelet-csr-approver", version="1.2.14",
-        evidence="postfinance/kubelet-csr-approver tag v1.2.14 (14dd0ac, 2026-04-09); gh-pages index.yaml: "
-                 "version 1.2.14, appVersion v1.2.14",
-        values_source="postfinance/kubelet-csr-approver v1.2.14 charts/kubelet-csr-approver/values.yaml "
-                      "(providerRegex, providerIpPrefixes, bypassDnsResolution, allowedDnsNames, nodeSelector) and "
-                      "internal/controller/csr_controller.go, regex_ip_checks.go (the checks)"),
     # KEDA (config `customMetrics`, render/custom_metrics.py says why KEDA and not prometheus-adapter). v2.20.2 is the
     # newest release (no 2.21 tag yet; keda-docs content/docs/2.21/operate/cluster.md still reads "| v2.21 | TBD |").
     # `helm repo add kedacore https://kedacore.github.io/charts`, `--namespace keda` (keda/README.md).

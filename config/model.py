@@ -822,8 +822,8 @@ class TracingSpec(Spec):
 class ResourceMetricsSpec(Spec):
     """The resource metrics API (`kubectl top`, CPU and memory HorizontalPodAutoscalers): metrics-server on Linux nodes
     reading the kubelets of both operating systems over TLS checked against the cluster CA. Every kubelet gets a serving
-    certificate from the cluster CA (kubeadm's serverTLSBootstrap), approved by kubelet-csr-approver once its name and
-    addresses check out. On unless `enabled: false`: without it no HorizontalPodAutoscaler works."""
+    certificate from the cluster CA (kubeadm's serverTLSBootstrap), approved by a program on the control-plane nodes for
+    the requesting node's own name and address only. On unless `enabled: false`: without it no HorizontalPodAutoscaler works."""
     enabled: bool = True
     """false: no metrics-server, no approver, and kubelets serve their self-signed certificates again."""
 

@@ -362,8 +362,8 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     return _checked(script)
 
 
-# How long a Windows node's kubelet-serving step waits for its approved certificate (kubelet-csr-approver answers
-# within seconds; the kubelet retries its request with backoff).
+# How long a Windows node's kubelet-serving step waits for its approved certificate (the approver answers
+# within its period, render/serving_approver.py; the kubelet retries its request with backoff).
 def render_kubelet_config(p: WindowsNodeParams, settings: KubeletSettings, machine: str = "unnamed") -> str:
     """The host script that brings the kubelet of the joined Windows node in ``p.vm_name`` to the cluster's
     kubelet-config (``settings``, render/kubelet_config.py), restarts it and, with serverTLSBootstrap, waits for its

@@ -761,10 +761,13 @@ def test_the_steps_wait_for_a_certificate_renewal_round():
 def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
     run = previous_release_run()
     assert not run.plan.errors
-    # Nothing is replaced; the one delete is the pod that copied the etcd snapshots off-site, which the control-plane
-    # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials).
+    # Nothing is replaced; the deletes are the pod that copied the etcd snapshots off-site, which the control-plane
+    # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials),
+    # and kubelet-csr-approver, whose work the control-plane nodes now do too, after their approver is in place.
     assert not run.plan.ops("replace")
-    assert run.plan.ops("delete") == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite"]
+    assert run.plan.ops("delete") == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite",
+                                      "hk-prod-kubelet-csr-approver-kubelet-csr-approver", "hk-prod-kubelet-csr-approver"]
+    approvers = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}
     for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3"):
         [step] = [s for s in run.plan.steps if s.name == f"hk-prod-etcd-backup-{node}"]
         assert step.op == "update" and {"create", "update", "stdin"} <= set(step.why)
@@ -794,7 +797,11 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     policies = {n for n in kubernetes if n.startswith(("hk-prod-network-policy-", "hk-prod-admission-"))}
     assert policies and policies <= created
     # Fluent Bit's configuration takes the audit log's input (observability.logs is on); the serving certificate
-    # approver's values name the nodes and their addresses instead of the node network.
+    # approver's identity gets its role (the approver itself runs on each control-plane node, before the old one goes).
+    assert approvers <= created and {"hk-prod-kubelet-serving-approver-role",
+                                     "hk-prod-kubelet-serving-approver-binding"} <= created
+    steps = [s.name for s in run.plan.steps if s.op != "same"]
+    assert max(steps.index(n) for n in approvers) < steps.index("hk-prod-kubelet-csr-approver-kubelet-csr-approver")
     # Each site's keys move to their own Secret: the chart's keeps this site's, the off-site location reads the other
     # site's from a new one (and no pod copies the etcd snapshots with them any more). cert-manager stops approving by
     # itself: approver-policy and its policies are new, and the issuer stays as it is.
@@ -818,7 +825,8 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     assert {n for n in created if n.endswith("-first-boot-tool")} == {
         r.name for r in run.resources if r.name.endswith("-first-boot-tool")} != set()
     assert kubernetes - policies - approval == {
-        "hk-prod-observability-fluent-bit", "hk-prod-kubelet-csr-approver-kubelet-csr-approver",
+        "hk-prod-observability-fluent-bit", "hk-prod-kubelet-serving-approver-role",
+        "hk-prod-kubelet-serving-approver-binding",
         "hk-prod-backup-secret-velero-velero-credentials", "hk-prod-backup-secret-velero-velero-credentials-offsite",
         "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-tls-cert-manager",
         # The CSI charts come from their released archives at a commit instead of a branch's index: same versions.

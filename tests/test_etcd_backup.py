@@ -15,7 +15,7 @@ from render import etcd_backup
 from render.backup import ObjectStore
 from render.shell import script_from_bash_command
 from tests.conftest import ROOT, hk_prod_values, raw_config
-from tests.validators import TEST_ROOT_VARIABLE, bash_input, shellcheck
+from tests.validators import bash_input, shellcheck, systemd_stub_env
 from tools.mockrun import placeholder_secrets, run_program
 from vocab.checks import openpgp_fingerprint
 
@@ -295,24 +295,12 @@ def test_every_control_plane_node_gets_a_schedule_after_it_is_ready_and_loses_it
     assert "hybrid-etcd-snapshots" not in [g["name"] for g in without.named(rule).inputs["spec"]["groups"]]
 
 
-def _install_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    stubs, root = tmp_path / "stubs", tmp_path / "root"
-    stubs.mkdir()
-    root.mkdir()
-    (stubs / "systemctl").write_text('#!/usr/bin/env bash\necho "$*" >>"$T/systemctl"\n'
-                                     '[[ "$*" != "start hybrid-cluster-etcd-snapshot.service" || -z ${FAIL:-} ]]\n')
-    (stubs / "journalctl").write_text("#!/usr/bin/env bash\necho journal\n")
-    for stub in stubs.iterdir():
-        stub.chmod(0o755)
-    return {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "T": str(tmp_path), TEST_ROOT_VARIABLE: str(root)}, root
-
-
 def _bash(script: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=env, input=stdin)
 
 
 def test_install_puts_the_files_enables_the_timer_and_proves_the_target_and_remove_undoes_it(tmp_path, custodians):
-    env, root = _install_env(tmp_path)
+    env, root = systemd_stub_env(tmp_path)
     ops, security = custodians
     params = dataclasses.replace(PARAMS, recipient_keys=(ops.public, security.public))
     install = etcd_backup.render_install(params)
@@ -332,7 +320,7 @@ def test_install_puts_the_files_enables_the_timer_and_proves_the_target_and_remo
     assert _bash(etcd_backup.render_install(dataclasses.replace(params, recipient_keys=(ops.public,))), env).returncode == 0
     assert sorted(p.name for p in config.iterdir()) == ["recipient-1.asc"]
     failed = _bash(install, {**env, "FAIL": "1"})
-    assert failed.returncode == 1 and "the first etcd snapshot failed (hk-cp-2," in failed.stderr
+    assert failed.returncode == 1 and "the first etcd snapshot (hk-cp-2," in failed.stderr and ") failed (see above)" in failed.stderr
     removed = _bash(etcd_backup.render_remove(), env)
     assert removed.returncode == 0, removed.stderr
     assert not program.exists() and not (root / "etc/systemd/system" / etcd_backup.TIMER).exists()
@@ -341,7 +329,7 @@ def test_install_puts_the_files_enables_the_timer_and_proves_the_target_and_remo
 
 
 def test_install_writes_the_off_site_credentials_root_only_from_standard_input(tmp_path):
-    env, root = _install_env(tmp_path)
+    env, root = systemd_stub_env(tmp_path)
     install = etcd_backup.render_install(OFFSITE)
     assert "FAKE-access" not in install
     missing = _bash(install, env)

@@ -271,7 +271,7 @@ def test_without_an_approval_the_step_fails_and_says_where_to_look(tmp_path):
     env, _ = _node_env(tmp_path, KUBELET_DOCUMENT, ON, approver=False)
     run = _bash(_node(timeout_seconds=10), env)
     assert run.returncode != 0
-    assert "kubelet-csr-approver" in run.stderr and "kubectl get csr" in run.stderr
+    assert "journalctl -u hybrid-cluster-kubelet-serving-approver" in run.stderr and "kubectl get csr" in run.stderr
 
 
 def test_a_node_ahead_of_the_cluster_configuration_stops_before_restarting(tmp_path):

@@ -214,10 +214,12 @@ def test_adding_a_windows_build_adds_only_what_a_build_needs():
     changed = changed_resources(hk, run_program(raw_config(values)))
     new_node = {n for n in changed if "hk-win-4" in n}
     # A new build needs its RuntimeClass and its own Fluent Bit (a process-isolated image per build); the
-    # machines guard records the new node, and the serving certificate approver's list takes it.
+    # machines guard records the new node, and the serving certificate approver's inventory on each control-plane
+    # node takes it.
     assert new_node and changed - new_node == {"hk-prod-machines", "hk-prod-scheduling-runtimeclass-win2019",
                                                "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2019",
-                                               "hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
+                                               *(f"hk-prod-kubelet-serving-approver-{n}"
+                                                 for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3"))}
 
 
 def test_samples_can_be_switched_off(hk):

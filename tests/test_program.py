@@ -193,8 +193,8 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     # hk-2's Linux workers go from two waves to three (20% each): the new wave brings its gate in each rolling chain
     # (components/waves.py), a resource that runs nothing.
     gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-config")}
-    # The approver's list of node names and addresses takes the new node (render/resource_metrics.py).
-    approver = {"hk-prod-kubelet-csr-approver-kubelet-csr-approver"}
+    # The approver's inventory on each control-plane node takes the new node (render/serving_approver.py).
+    approver = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}
     assert changed_resources(hk, record(hk_values)) == (machine | membership | labels | upgrade | restarts | serving
                                                         | gates | approver | {"hk-prod-machines"})
 

@@ -1,7 +1,8 @@
-"""The resource metrics API (config `resourceMetrics`): kubelet serving certificates from the cluster CA, kubelet-csr-approver
-and metrics-server. Their values as rendered and their place in the graph under the mock engine: a new cluster has them
-from its init, an existing one gets them on its next `up` in waves without any node being re-created, and switching
-them off takes every kubelet back first. The kubelet steps' scripts are tests/test_kubelet_config.py's."""
+"""The resource metrics API (config `resourceMetrics`): kubelet serving certificates from the cluster CA, their approver
+on the control-plane nodes (its program is tests/test_serving_approver.py's) and metrics-server. Their values as
+rendered and their place in the graph under the mock engine: a new cluster has them from its init, an existing one
+gets them on its next `up` in waves without any node being re-created, and switching them off takes every kubelet back
+first. The kubelet steps' scripts are tests/test_kubelet_config.py's."""
 from __future__ import annotations
 
 import copy
@@ -11,7 +12,7 @@ import pytest
 from config.loader import load
 from plan.nodes import cluster_params
 from plan.rollout import stack_waves
-from render import kubeadm, resource_metrics
+from render import kubeadm, resource_metrics, serving_approver
 from tests.conftest import hk_prod_values, raw_config
 from tools.mockrun import Recording, run_program
 
@@ -37,29 +38,23 @@ def test_metrics_server_verifies_kubelets_and_runs_on_linux():
     assert single["replicas"] == 1 and "podDisruptionBudget" not in single
 
 
-def test_the_approver_approves_only_the_nodes_own_names_and_addresses(hk_values):
-    """Exactly the stack's node names, and each node's own address: never the API VIP, the load-balancer pool or any
-    other address of the node network (what it cannot tell apart is one node's address from another's)."""
+def test_the_approver_knows_each_node_by_its_own_name_and_address(hk_values):
+    """Each node of the stack once, with its own address: never the API VIP, the load-balancer pool or any other
+    address of the node network."""
     from plan.platform import resource_metrics_plan
     spec = load(raw_config(hk_values)).spec
     plan = resource_metrics_plan(spec)
     assert plan is not None
-    values = resource_metrics.csr_approver_values(plan.nodes)
+    lines = serving_approver.inventory(plan.nodes).splitlines()
     nodes = [*spec.linux_nodes, *spec.nodes.windows]
-    assert values["providerIpPrefixes"] == sorted((f"{n.ip}/32" for n in nodes), key=lambda p: tuple(
-        int(x) for x in p.split("/")[0].split(".")))
-    assert f"{spec.cluster.api_vip}/32" not in values["providerIpPrefixes"]
-    assert values["allowedDnsNames"] == 1 and values["nodeSelector"] == {"kubernetes.io/os": "linux"}
-    assert values["skipDenyStep"] is True and values["bypassDnsResolution"] is True
-    import re
-    regex = re.compile(values["providerRegex"])
-    assert all(regex.match(n.name) for n in nodes)
-    for other in ("hk-lnx-9", "hk-lnx-1.evil.example", "hk-lnx-10", "kubernetes", "*", "hk-lnx-"):
-        assert not regex.match(other), other
+    assert lines == sorted(f"{n.name} {n.ip}" for n in nodes)
+    assert not any(line.endswith(f" {spec.cluster.api_vip}") for line in lines)
     with pytest.raises(ValueError):
-        resource_metrics.csr_approver_values(())
+        serving_approver.inventory(())
     with pytest.raises(ValueError):
-        resource_metrics.csr_approver_values((("Bad_Name", "10.30.30.21"),))
+        serving_approver.inventory((("Bad_Name", "10.30.30.21"),))
+    with pytest.raises(ValueError, match="two addresses"):
+        serving_approver.inventory((("hk-lnx-1", "10.30.30.21"), ("hk-lnx-1", "10.30.30.22")))
     # A lost node is left out: its machine is gone.
     lost = copy.deepcopy(hk_values)
     next(n for n in lost["nodes"]["linux"] if n["name"] == "hk-lnx-4")["lost"] = True
@@ -68,6 +63,10 @@ def test_the_approver_approves_only_the_nodes_own_names_and_addresses(hk_values)
 
 
 # --- the graph -------------------------------------------------------------------------------------------------
+
+# The approver on each control-plane node of hk-prod, and its identity's role and binding.
+APPROVERS = [f"hk-prod-kubelet-serving-approver-{node}" for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+APPROVER_ROLE = ["hk-prod-kubelet-serving-approver-role", "hk-prod-kubelet-serving-approver-binding"]
 
 def _serving(recording: Recording) -> list:
     """Each node's kubelet-config step, without the gates between waves (components/waves.py)."""
@@ -81,10 +80,10 @@ def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restar
     waves = stack_waves(spec)
     by_name = {r.name.removeprefix("hk-prod-kubelet-config-"): r for r in _serving(hk)}
     assert sorted(by_name) == sorted(n for wave in waves for n in wave)
-    approver = hk.named("hk-prod-kubelet-csr-approver-kubelet-csr-approver")
+    approvers = {hk.named(name).urn for name in APPROVERS}
     last_restart = [r for r in hk.by_type("command:remote:Command") if r.name.startswith("hk-prod-restarts-")][-1]
     for node in waves[0]:
-        assert {approver.urn, last_restart.urn} <= set(by_name[node].dependencies)
+        assert {*approvers, last_restart.urn} <= set(by_name[node].dependencies)
     steps = {r.urn for r in by_name.values()}
     gates = [hk.named(f"hk-prod-kubelet-config--wave-{index}") for index in range(len(waves))]
     for index, wave in enumerate(waves):
@@ -129,7 +128,7 @@ def test_an_existing_cluster_gets_serving_certificates_on_its_next_up_without_ne
     assert after.plan.of("hk-prod-kubeadm-kubelet-config") == ["update"]
     for step in _serving(after):
         assert after.plan.of(step.name) == ["update"]
-    for created in ("hk-prod-kubelet-csr-approver-kubelet-csr-approver", "hk-prod-metrics-server-metrics-server",
+    for created in (*APPROVERS, *APPROVER_ROLE, "hk-prod-metrics-server-metrics-server",
                     "hk-prod-custom-metrics-keda", "hk-prod-samples-horizontalpodautoscaler-win-prod-api-win",
                     "hk-prod-samples-scaledobject-linux-prod-api-linux"):
         assert after.plan.of(created) == ["create"], created
@@ -139,7 +138,7 @@ def test_an_existing_cluster_gets_serving_certificates_on_its_next_up_without_ne
     names = [s.name for s in after.plan.steps if s.op != "same"]
     first_step = min(names.index(s.name) for s in _serving(after))
     assert names.index("hk-prod-kubeadm-kubelet-config") < first_step
-    assert names.index("hk-prod-kubelet-csr-approver-kubelet-csr-approver") < first_step
+    assert max(names.index(name) for name in APPROVERS) < first_step
 
 
 def test_switching_off_takes_every_kubelet_back_before_the_approver_goes():
@@ -149,9 +148,10 @@ def test_switching_off_takes_every_kubelet_back_before_the_approver_goes():
     steps = [s.name for s in after.plan.steps if s.op != "same"]
     for step in _serving(after):
         assert after.plan.of(step.name) == ["update"]
-    assert after.plan.of("hk-prod-kubelet-csr-approver-kubelet-csr-approver") == ["delete"]
+    for name in (*APPROVERS, *APPROVER_ROLE):
+        assert after.plan.of(name) == ["delete"], name
     last_kubelet = max(steps.index(s.name) for s in _serving(after))
-    assert steps.index("hk-prod-kubelet-csr-approver-kubelet-csr-approver") > last_kubelet
+    assert min(steps.index(name) for name in APPROVERS) > last_kubelet
     assert not any(n.startswith("hk-prod-metrics-server") for n in {r.name for r in after.resources})
     # No autoscaler without the metrics API; the samples' Deployments stay.
     assert not any("horizontalpodautoscaler" in r.name or "scaledobject" in r.name for r in after.resources)
@@ -163,4 +163,4 @@ def test_no_upgrade_restarts_a_kubelet_before_the_configuration_and_the_approver
     hk = hk_recording
     first_drain = hk.named("hk-prod-upgrade-hk-cp-1-drain-for-upgrade")
     assert {hk.named("hk-prod-kubeadm-kubelet-config").urn,
-            hk.named("hk-prod-kubelet-csr-approver-kubelet-csr-approver").urn} <= set(first_drain.dependencies)
+            *(hk.named(name).urn for name in APPROVERS)} <= set(first_drain.dependencies)

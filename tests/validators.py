@@ -2,6 +2,7 @@
 every one of them (.ci/run), so a skip would hide an unchecked script."""
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -99,3 +100,18 @@ def configmap_document_stub(configmap: str, key: str, store: str) -> str:
             f'    args="$*"; file="${{args#*--from-file={key}=}}"; file="${{file%% *}}"; echo "from-file: $file" ;;\n'
             '  *"apply --server-side --force-conflicts --field-manager=hybrid-cluster -f -"*)\n'
             f'    file="$(sed -n \'s/^from-file: //p\')"; cp "$file" "{store}" ;;\n')
+
+
+def systemd_stub_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment for an install script run as on a node: every path under a scratch root
+    (TEST_ROOT_VARIABLE), systemctl recording its calls in $T/systemctl (its `start` failing when FAIL is set) and
+    journalctl printing "journal"."""
+    stubs, root = tmp_path / "stubs", tmp_path / "root"
+    stubs.mkdir()
+    root.mkdir()
+    (stubs / "systemctl").write_text('#!/usr/bin/env bash\necho "$*" >>"$T/systemctl"\n'
+                                     '[[ $1 != start || -z ${FAIL:-} ]]\n')
+    (stubs / "journalctl").write_text("#!/usr/bin/env bash\necho journal\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    return {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}", "T": str(tmp_path), TEST_ROOT_VARIABLE: str(root)}, root

@@ -211,8 +211,14 @@ def upgrade_model(recording: Recording) -> dict:
 # The machines guard (components/guards.py) records every node's identity and size: any node change
 # updates it, and it runs nothing.
 GUARD = f"{CLUSTER}-machines"
-# kubelet-csr-approver's values list every node (render/resource_metrics.py): a node added or removed rolls it.
-APPROVER = f"{CLUSTER}-kubelet-csr-approver-kubelet-csr-approver"
+# The kubelet serving approver's inventory on each control-plane node lists every node (render/serving_approver.py): a
+# node added or removed rewrites it there (one step per control-plane node; no role or program changes).
+APPROVER_PREFIX = f"{CLUSTER}-kubelet-serving-approver-"
+
+
+def approvers(recording) -> set[str]:
+    return {r.name for r in recording.resources
+            if r.name.startswith(APPROVER_PREFIX) and r.type == "command:remote:Command"}
 
 # The patch upgrade the blast-radius scenario makes: from the patch before the reference stack's to it.
 PATCH_UPGRADE = ("1.36.3", "1.36.4")
@@ -500,10 +506,10 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
                                           *(f"{CLUSTER}-restarts-{first_linux}-{step}" for step in restarts)}, memory),
         Scenario("the Calico MTU", {f"{CLUSTER}-network-installation"}, mtu),
         Scenario("add a Windows worker",
-                 lambda after, v: _node_resources(after, "win-new") | {GUARD, APPROVER} | gates_moved(after, v),
+                 lambda after, v: _node_resources(after, "win-new") | {GUARD} | approvers(after) | gates_moved(after, v),
                  add_windows),
         Scenario("remove a Linux worker",
-                 lambda after, v: _node_resources(base, last_linux) | {GUARD, APPROVER} | gates_moved(after, v),
+                 lambda after, v: _node_resources(base, last_linux) | {GUARD} | approvers(after) | gates_moved(after, v),
                  remove_linux),
         Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
         Scenario("a Kubernetes patch version", version_dependent, patch_version),

@@ -286,9 +286,9 @@ POSITIONS: dict[str, Position] = {
     "5.1.9": ("manual", "persistent volumes are made by the CSI provisioners from StorageClasses; no user role of this "
                         "program may create them"),
     "5.1.10": ("manual", "no role this program writes grants nodes/proxy; the charts' roles are theirs"),
-    "5.1.11": ("manual", "besides kube-controller-manager's own approver, only kubelet-csr-approver (resourceMetrics) "
-                         "approves requests, for kubernetes.io/kubelet-serving requests whose names and addresses it "
-                         "checks"),
+    "5.1.11": ("manual", "besides kube-controller-manager's own approver, only the kubelet serving approver "
+                         "(resourceMetrics) may approve, for signer kubernetes.io/kubelet-serving only, each request "
+                         "for its node's own name and address (docs/security.md)"),
     "5.1.12": ("manual", "no role this program writes grants access to webhook configurations; the charts that own "
                          "webhooks (Gatekeeper, cert-manager, KEDA) manage their own"),
     "5.1.13": ("manual", "no role this program writes grants serviceaccounts/token create"),

@@ -8,6 +8,7 @@
 #@ inputs PROGRAM PROGRAM_TEXT SYSTEMD_DIR SERVICE SERVICE_TEXT TIMER TIMER_TEXT DESCRIPTION CONFIG_DIR STAGE_DIR OFFSITE_CONF OFFSITE_CA RECIPIENT_TEXTS[] OFFSITE OFFSITE_SETTINGS OFFSITE_CA_TEXT
 STAGING_DIR="$ROOT/etc/hybrid-cluster/.staging"
 #@ include lib/put-file.sh
+#@ include lib/timer-install.sh
 
 # gpg 2.1.14 or later encrypts to a key file (--recipient-file); the node preparation installs it.
 command -v gpg >/dev/null || die "gpg is not installed: the node preparation installs it (gpg, or gnupg2 on the RHEL family)"
@@ -43,13 +44,5 @@ else
   rm -f "$ROOT$CONFIG_DIR/$OFFSITE_CONF" "$ROOT$CONFIG_DIR/$OFFSITE_CA"
 fi
 
-printf '%s\n' "$PROGRAM_TEXT" | put_file "$ROOT$PROGRAM" 0700
-printf '%s\n' "$SERVICE_TEXT" | put_file "$ROOT$SYSTEMD_DIR/$SERVICE" 0644
-printf '%s\n' "$TIMER_TEXT" | put_file "$ROOT$SYSTEMD_DIR/$TIMER" 0644
-systemctl daemon-reload
-systemctl enable --now "$TIMER"
-if ! systemctl start "$SERVICE"; then
-  journalctl -u "$SERVICE" -n 30 --no-pager >&2 || true
-  die "the first etcd snapshot failed ($DESCRIPTION; see above)"
-fi
+install_timer "the first etcd snapshot ($DESCRIPTION)"
 echo "etcd snapshots: $DESCRIPTION"

@@ -4,11 +4,9 @@
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 #@ inputs PROGRAM SYSTEMD_DIR SERVICE TIMER CONFIG_DIR STAGE_DIR
+#@ include lib/timer-remove.sh
 
-if systemctl cat "$TIMER" >/dev/null 2>&1; then
-  systemctl disable --now "$TIMER"
-fi
-rm -f "$ROOT$SYSTEMD_DIR/$TIMER" "$ROOT$SYSTEMD_DIR/$SERVICE" "$ROOT$PROGRAM"
+remove_timer
 rm -rf "$ROOT$CONFIG_DIR" "$ROOT$STAGE_DIR"
 systemctl daemon-reload
 echo "etcd snapshot schedule removed; stored snapshots are kept"

@@ -77,7 +77,7 @@ if ((SERVER_TLS_BOOTSTRAP)); then
       echo "${NODE_NAME} serves a certificate from the cluster CA"
       break
     fi
-    ((attempt < ATTEMPTS)) || die "${NODE_NAME} has no approved serving certificate after ${TIMEOUT}s: is kubelet-csr-approver running, and what does \`kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving\` say (a denied request names the check that failed)?"
+    ((attempt < ATTEMPTS)) || die "${NODE_NAME} has no approved serving certificate after ${TIMEOUT}s: \`journalctl -u hybrid-cluster-kubelet-serving-approver\` on a control-plane node says why its request is pending (\`kubectl get csr --field-selector spec.signerName=kubernetes.io/kubelet-serving\` lists them)"
     sleep "$POLL_SECONDS"
   done
 fi

@@ -9,7 +9,7 @@
 ## --config names, render/windows_bootstrap.py; kubeadm prefixes the kubelet's paths with the drive letter on
 ## Windows, cmd/kubeadm/app/componentconfigs/kubelet_windows.go), the kubelet service restarts (no Pod stops,
 ## so the node is not drained) and must stay running, and with serverTLSBootstrap the step waits for the certificate
-## the kubelet keeps as pki\kubelet-server-current.pem once kubelet-csr-approver has approved its request. The
+## the kubelet keeps as pki\kubelet-server-current.pem once the kubelet serving approver has approved its request. The
 ## kubelet's certificate code has no OS-specific part (pkg/kubelet/certificate/kubelet.go). The settings are checked
 ## line by line as kubeadm writes them (render/kubelet_config.py). Idempotent like the Linux step.
 $Step = 'kubelet configuration'
@@ -62,7 +62,7 @@ $GuestStep = {
         $deadline = (Get-Date).AddSeconds($CertificateTimeoutSec)
         while (-not (Test-Certificate)) {
             if ((Get-Date) -gt $deadline) {
-                throw "no approved serving certificate after $CertificateTimeoutSec s: is kubelet-csr-approver running, and what does kubectl get csr say (a denied request names the check that failed)?"
+                throw "no approved serving certificate after $CertificateTimeoutSec s: journalctl -u hybrid-cluster-kubelet-serving-approver on a control-plane node says why its request is pending"
             }
             Start-Sleep -Seconds 5
         }

@@ -1,0 +1,177 @@
+"""Renders the approver of kubelet serving certificates (config `resourceMetrics`): the program every control-plane
+node runs under a systemd timer, its units, the scripts that install and remove it, the node inventory it reads and
+the RBAC role of its own identity. Pure: plain values in, text and dicts out.
+
+Why an approver of our own: kube-controller-manager signs kubelet serving certificates (signer
+kubernetes.io/kubelet-serving) but never approves them (kubeadm "Certificate Management with kubeadm", "Kubelet
+serving certificates"). kubelet-csr-approver, which did before, checks every IP address against one set for all
+nodes and never reads which node asks (postfinance/kubelet-csr-approver v1.2.14 internal/controller/
+regex_ip_checks.go): any node could be given another node's address. This one ties each request to its requester.
+
+What it approves, and nothing else (each request it passes over stays pending, never denied, and its journal says
+why; a later inventory may admit it):
+
+* signer kubernetes.io/kubelet-serving, not yet approved or denied;
+* requested by ``system:node:<name>`` in group ``system:nodes`` (the API server sets spec.username and spec.groups
+  from the authenticated requester, pkg/registry/certificates/certificates/strategy.go PrepareForCreate; a node's
+  credential names it), ``<name>`` a node of the stack's inventory (a lost node is not in it);
+* the request's subject exactly ``O=system:nodes, CN=system:node:<name>`` and its signature valid (openssl req
+  -verify);
+* its subject alternative names exactly ``DNS:<name>`` and ``IP Address:<that node's address>``, either or both,
+  once each, in one extension: never another node's name or address, the API VIP, the load-balancer pool, an
+  e-mail address or a URI. The kubelet asks for its Hostname addresses as DNS names and its InternalIP and
+  ExternalIP addresses as IP addresses (kubernetes pkg/kubelet/certificate/kubelet.go addressesToHostnamesAndIPs);
+  with ``--node-ip`` and no cloud provider those are the node's name and its address (render/kubeadm.py);
+* its usages exactly one of the two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR,
+  pkg/apis/certificates/v1 helpers): digital signature and server auth (what the kubelet asks for with its ECDSA
+  key, pkg/kubelet/certificate/kubelet.go), or those and key encipherment.
+
+Then it approves the request it read: a PUT of the approval subresource naming its uid (a precondition) and
+resourceVersion (a conflict if it changed; apiserver registry/rest/update.go, registry/generic/registry/store.go),
+through ``kubectl replace --raw``. Not ``kubectl certificate approve``, which reads the request again by name
+(kubectl pkg/cmd/certificates/certificates.go): nodes may read every request and create one under a name of their
+choice (the system:node role, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go), so a request deleted
+(the cleaner deletes old ones) and made again under the same name would be approved unread. The subresource keeps
+the stored spec and takes only the conditions (pkg/registry/certificates/certificates/strategy.go).
+kube-controller-manager then signs after its own checks: the organization, the CN's prefix, the usages, no e-mail or
+URI names; it does not tie the CN to the requester or the names to the node, which is what this program is for.
+The addresses are IPv4 (config: the node network); a dual-stack node's second InternalIP would leave its request
+pending.
+
+Its identity is its own, not admin.conf: a client certificate ``CN=hybrid-cluster:kubelet-serving-approver`` the
+program issues on the node from the cluster CA (as kubeadm issues admin.conf's), for a year, renewed when less than
+30 days remain, bound to a role that may read requests and approve kubernetes.io/kubelet-serving ones only (the
+Kubernetes documentation's approver role, "Certificate Signing Requests", Authorization). Every control-plane node
+runs it, so requests are approved while any one is up; two approving the same request at once is harmless (the
+second one's update conflicts, and its next run finds the request decided).
+"""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from render.script_files import render_script
+from vocab.checks import DNS_LABEL, require
+
+PROGRAM = "/usr/local/sbin/hybrid-cluster-kubelet-serving-approver"
+SERVICE = "hybrid-cluster-kubelet-serving-approver.service"
+TIMER = "hybrid-cluster-kubelet-serving-approver.timer"
+SYSTEMD_DIR = "/etc/systemd/system"
+# The inventory, the identity's certificate and its kubeconfig (root only).
+CONFIG_DIR = "/etc/hybrid-cluster/kubelet-serving-approver"
+PKI_DIR = "/etc/kubernetes/pki"
+ADMIN_CONF = "/etc/kubernetes/admin.conf"
+SIGNER = "kubernetes.io/kubelet-serving"
+IDENTITY = "hybrid-cluster:kubelet-serving-approver"
+VALIDITY_DAYS = 365
+RENEW_DAYS = 30
+# How often each control-plane node looks for requests: a kubelet waits for its certificate up to 15 minutes per
+# request (pkg/kubelet/certificate: the certificate manager's wait), and the kubelet steps poll for it
+# (render/kubelet_config.py SERVING_CERTIFICATE_TIMEOUT_SECONDS).
+PERIOD_SECONDS = 20
+
+
+def inventory(nodes: tuple[tuple[str, str], ...]) -> str:
+    """The file the program reads: one ``<node name> <IPv4 address>`` line per node, sorted."""
+    require(bool(nodes), "the approver needs the nodes")
+    seen: dict[str, str] = {}
+    for name, address in nodes:
+        require(bool(DNS_LABEL.match(name)), f"{name!r} is not a node name")
+        require(seen.get(name, address) == address, f"node {name} has two addresses")
+        seen[name] = str(ipaddress.IPv4Address(address))
+    return "".join(f"{name} {seen[name]}\n" for name in sorted(seen))
+
+
+# kubectl's go-template for the requests: one line each with name, uid, resourceVersion, signer, username, groups,
+# usages, condition types and the PEM request in base64. Fields end at US (0x1f) and list items at RS (0x1e), which no
+# name, group or usage the API server accepts contains; a missing status prints nothing. Go templates read "\x1f" as
+# that byte (text/template string constants).
+_FIELD, _ITEM = '{{"\\x1f"}}', '{{"\\x1e"}}'
+REQUESTS_TEMPLATE = (
+    "{{range .items}}" + _FIELD.join(["{{.metadata.name}}", "{{.metadata.uid}}", "{{.metadata.resourceVersion}}",
+                                      "{{.spec.signerName}}", "{{.spec.username}}",
+                                      "{{range .spec.groups}}{{.}}" + _ITEM + "{{end}}",
+                                      "{{range .spec.usages}}{{.}}" + _ITEM + "{{end}}",
+                                      "{{with .status}}{{range .conditions}}{{.type}}" + _ITEM + "{{end}}{{end}}",
+                                      "{{.spec.request}}"]) + '{{"\\n"}}{{end}}')
+
+
+def program(config_dir: str = CONFIG_DIR, pki_dir: str = PKI_DIR, admin_conf: str = ADMIN_CONF) -> str:
+    """The program the timer runs; the paths are the node's unless a test gives its scratch directory's."""
+    return render_script("serving-approver.sh", CONFIG_DIR=config_dir, PKI_DIR=pki_dir, ADMIN_CONF=admin_conf,
+                         IDENTITY=IDENTITY, SIGNER=SIGNER, VALIDITY_DAYS=VALIDITY_DAYS, RENEW_DAYS=RENEW_DAYS,
+                         TEMPLATE=REQUESTS_TEMPLATE)
+
+
+def service_unit() -> str:
+    return f"""# Rendered by render/serving_approver.py.
+[Unit]
+Description=Approve kubelet serving certificates of the stack's nodes
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart={PROGRAM}
+NoNewPrivileges=yes
+PrivateTmp=yes
+ProtectSystem=strict
+ProtectHome=yes
+ReadWritePaths={CONFIG_DIR}
+"""
+
+
+def timer_unit() -> str:
+    # OnUnitActiveSec alone never starts a unit that has not run (systemd.timer(5)): OnBootSec starts the first run
+    # after a boot, the install step the first one after installation. AccuracySec: the default minute would let
+    # systemd postpone each run by up to a minute.
+    return f"""# Rendered by render/serving_approver.py.
+[Unit]
+Description=Approve kubelet serving certificates every {PERIOD_SECONDS} s
+
+[Timer]
+OnBootSec={PERIOD_SECONDS}s
+OnUnitActiveSec={PERIOD_SECONDS}s
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+"""
+
+
+def _unit_paths() -> dict[str, str]:
+    return {"PROGRAM": PROGRAM, "SYSTEMD_DIR": SYSTEMD_DIR, "SERVICE": SERVICE, "TIMER": TIMER,
+            "CONFIG_DIR": CONFIG_DIR}
+
+
+def render_install(nodes: tuple[tuple[str, str], ...]) -> str:
+    """As root on a control-plane node: the inventory, the program and its units in place (rewritten only when they
+    differ), the timer enabled, and one run now, which proves the identity and its role. Idempotent."""
+    text = inventory(nodes)
+    return render_script("serving-approver-install.sh", PROGRAM_TEXT=program().rstrip("\n"),
+                         SERVICE_TEXT=service_unit().rstrip("\n"), TIMER_TEXT=timer_unit().rstrip("\n"),
+                         INVENTORY_TEXT=text.rstrip("\n"), NODES=text.count("\n"), **_unit_paths())
+
+
+def render_remove() -> str:
+    """As root on a control-plane node: the timer stopped and disabled, the program, units, inventory and identity
+    removed. Its certificate stays valid until it expires, but its role goes with the program (RBAC below)."""
+    return render_script("serving-approver-remove.sh", **_unit_paths())
+
+
+def rbac_objects() -> list[dict[str, Any]]:
+    """The identity's role: read requests, update their approval, approve for the kubelet-serving signer only."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": IDENTITY},
+            "rules": [
+                {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+                 "verbs": ["get", "list", "watch"]},
+                {"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/approval"],
+                 "verbs": ["update"]},
+                {"apiGroups": ["certificates.k8s.io"], "resources": ["signers"], "resourceNames": [SIGNER],
+                 "verbs": ["approve"]},
+            ]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": IDENTITY},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": IDENTITY},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": IDENTITY}]}
+    return [role, binding]
