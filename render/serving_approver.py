@@ -15,13 +15,21 @@ why; a later inventory may admit it):
 * requested by ``system:node:<name>`` in group ``system:nodes`` (the API server sets spec.username and spec.groups
   from the authenticated requester, pkg/registry/certificates/certificates/strategy.go PrepareForCreate; a node's
   credential names it), ``<name>`` a node of the stack's inventory (a lost node is not in it);
-* the request's subject exactly ``O=system:nodes, CN=system:node:<name>`` and its signature valid (openssl req
-  -verify);
-* its subject alternative names exactly ``DNS:<name>`` and ``IP Address:<that node's address>``, either or both,
-  once each, in one extension: never another node's name or address, the API VIP, the load-balancer pool, an
-  e-mail address or a URI. The kubelet asks for its Hostname addresses as DNS names and its InternalIP and
-  ExternalIP addresses as IP addresses (kubernetes pkg/kubelet/certificate/kubelet.go addressesToHostnamesAndIPs);
-  with ``--node-ip`` and no cloud provider those are the node's name and its address (render/kubeadm.py);
+* the request itself, byte for byte, one a kubelet makes for that node: its CertificationRequestInfo exactly what
+  Go's crypto/x509 CreateCertificateRequest writes for the kubelet's template (pkg/kubelet/certificate/kubelet.go:
+  subject O=system:nodes then CN=system:node:<name>, each a PrintableString; one extensionRequest attribute with one
+  non-critical subjectAltName of the node's name as a DNS name and its address as an IPv4 address, in that order,
+  or one of them; the request's own public key), in one PEM block, its signature valid (openssl req -verify). The
+  kubelet asks for its Hostname addresses as DNS names and its InternalIP and ExternalIP addresses as IP addresses
+  (addressesToHostnamesAndIPs); with ``--node-ip`` and no cloud provider those are the node's name and its address
+  (render/kubeadm.py). So never another node's name or address, the API VIP, the load-balancer pool, an e-mail
+  address, a URI or a critical or second extension. The decision is on the bytes kube-controller-manager signs
+  (pkg/controller/certificates/authority: Go's ParseCertificateRequest, its DNS names and IP addresses copied), not
+  on openssl's printout of them: a printout can be made to hide a name (a DNS name ending in a newline, a text
+  attribute printed as a fake extension, an attribute openssl cannot print; tests/fixtures/kubelet-serving-csr).
+  tests/fixtures/kubelet-serving-csr holds requests Go 1.19 wrote from the kubelet's template; a Go release that
+  laid them out otherwise would leave every request pending (refused, never wrongly approved) and the journal
+  would say so;
 * its usages exactly one of the two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR,
   pkg/apis/certificates/v1 helpers): digital signature and server auth (what the kubelet asks for with its ECDSA
   key, pkg/kubelet/certificate/kubelet.go), or those and key encipherment.
@@ -39,9 +47,10 @@ The addresses are IPv4 (config: the node network); a dual-stack node's second In
 pending.
 
 Its identity is its own, not admin.conf: a client certificate ``CN=hybrid-cluster:kubelet-serving-approver`` the
-program issues on the node from the cluster CA (as kubeadm issues admin.conf's), for a year, renewed when less than
-30 days remain, bound to a role that may read requests and approve kubernetes.io/kubelet-serving ones only (the
-Kubernetes documentation's approver role, "Certificate Signing Requests", Authorization). Every control-plane node
+program issues on the node from the cluster CA (as kubeadm issues admin.conf's), for a year, issued again when less
+than 30 days remain or when admin.conf's API server address or the CA changes, bound to a role that may read
+requests and approve kubernetes.io/kubelet-serving ones only (the Kubernetes documentation's approver role,
+"Certificate Signing Requests", Authorization). Every control-plane node
 runs it, so requests are approved while any one is up; two approving the same request at once is harmless (the
 second one's update conflicts, and its next run finds the request decided).
 """
@@ -84,38 +93,56 @@ def inventory(nodes: tuple[tuple[str, str], ...]) -> str:
 
 # kubectl's go-template for the requests: one line each with name, uid, resourceVersion, signer, username, groups,
 # usages, condition types and the PEM request in base64. Fields end at US (0x1f) and list items at RS (0x1e), which no
-# name, group or usage the API server accepts contains; a missing status prints nothing. Go templates read "\x1f" as
-# that byte (text/template string constants).
+# name, signer or usage the API server accepts contains; the username, groups and condition types, which it does not
+# restrict so, are Go-quoted (printf "%q": no control character survives). A missing status prints nothing. Go
+# templates read "\x1f" as that byte (text/template string constants).
 _FIELD, _ITEM = '{{"\\x1f"}}', '{{"\\x1e"}}'
 REQUESTS_TEMPLATE = (
     "{{range .items}}" + _FIELD.join(["{{.metadata.name}}", "{{.metadata.uid}}", "{{.metadata.resourceVersion}}",
-                                      "{{.spec.signerName}}", "{{.spec.username}}",
-                                      "{{range .spec.groups}}{{.}}" + _ITEM + "{{end}}",
+                                      "{{.spec.signerName}}", '{{printf "%q" .spec.username}}',
+                                      '{{range .spec.groups}}{{printf "%q" .}}' + _ITEM + "{{end}}",
                                       "{{range .spec.usages}}{{.}}" + _ITEM + "{{end}}",
-                                      "{{with .status}}{{range .conditions}}{{.type}}" + _ITEM + "{{end}}{{end}}",
+                                      '{{with .status}}{{range .conditions}}{{printf "%q" .type}}' + _ITEM
+                                      + "{{end}}{{end}}",
                                       "{{.spec.request}}"]) + '{{"\\n"}}{{end}}')
+# How long a request to the API server may take: an API server that accepts a connection and never answers must not
+# hold the run, which the timer cannot start again while it is active (the unit's TimeoutStartSec bounds the rest).
+REQUEST_TIMEOUT = "30s"
 
 
 def program(config_dir: str = CONFIG_DIR, pki_dir: str = PKI_DIR, admin_conf: str = ADMIN_CONF) -> str:
     """The program the timer runs; the paths are the node's unless a test gives its scratch directory's."""
     return render_script("serving-approver.sh", CONFIG_DIR=config_dir, PKI_DIR=pki_dir, ADMIN_CONF=admin_conf,
                          IDENTITY=IDENTITY, SIGNER=SIGNER, VALIDITY_DAYS=VALIDITY_DAYS, RENEW_DAYS=RENEW_DAYS,
-                         TEMPLATE=REQUESTS_TEMPLATE)
+                         TEMPLATE=REQUESTS_TEMPLATE, REQUEST_TIMEOUT=REQUEST_TIMEOUT)
 
 
 def service_unit() -> str:
     return f"""# Rendered by render/serving_approver.py.
 [Unit]
 Description=Approve kubelet serving certificates of the stack's nodes
+Wants=network-online.target
 After=network-online.target
 
 [Service]
 Type=oneshot
 ExecStart={PROGRAM}
+# A oneshot unit has no start timeout unless given one (systemd.service(5), TimeoutStartSec=).
+TimeoutStartSec=5min
+# It parses requests anyone with a node's credential can write, as root, with the cluster CA key readable: no
+# capability, no device, only the network families kubectl uses, only system-service calls, and its own directory
+# the one it may write.
+CapabilityBoundingSet=
 NoNewPrivileges=yes
 PrivateTmp=yes
+PrivateDevices=yes
 ProtectSystem=strict
 ProtectHome=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectControlGroups=yes
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+SystemCallFilter=@system-service
 ReadWritePaths={CONFIG_DIR}
 """
 

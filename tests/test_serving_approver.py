@@ -41,13 +41,91 @@ def _openssl(*args: str, stdin: bytes | None = None) -> bytes:
     return subprocess.run(["openssl", *args], input=stdin, capture_output=True, check=True).stdout
 
 
-def make_request(directory: Path, subject: str, names: str | None, rsa: bool = False) -> str:
+def make_request(directory: Path, subject: str, names: str | None) -> str:
     """A PKCS#10 request as PEM, made by openssl: ``subject`` in openssl's /O=.../CN=... form, ``names`` the
     subjectAltName extension's value (None: no extension)."""
-    key = ["-newkey", "rsa:2048"] if rsa else ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
     extension = ["-addext", f"subjectAltName={names}"] if names else []
     return _openssl("req", "-new", *key, "-nodes", "-keyout", str(directory / "key.pem"), "-subj", subject,
                     *extension).decode()
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kubelet-serving-csr"
+
+
+def _der(tag: int, content: bytes) -> bytes:
+    """One DER element (X.690 8.1.3: the short length form below 128, the long one above)."""
+    length = len(content)
+    if length < 128:
+        encoded = bytes([length])
+    else:
+        octets = length.to_bytes((length.bit_length() + 7) // 8, "big")
+        encoded = bytes([0x80 | len(octets)]) + octets
+    return bytes([tag]) + encoded + content
+
+
+OID_O, OID_CN, OID_SAN = bytes.fromhex("55040a"), bytes.fromhex("550403"), bytes.fromhex("551d11")
+OID_EXTENSION_REQUEST = bytes.fromhex("2a864886f70d01090e")
+ECDSA_SHA256 = _der(0x30, _der(0x06, bytes.fromhex("2a8648ce3d040302")))
+
+
+def request_info(spki: bytes, subject: list[tuple[bytes, int, str]], names: list[tuple[int, bytes]],
+                 critical: bool = False) -> bytes:
+    """A CertificationRequestInfo laid out as Go's CreateCertificateRequest lays it out (subject RDNs in order, one
+    extensionRequest attribute with one subjectAltName extension); tests/fixtures/kubelet-serving-csr holds real Go
+    output, which test_the_builder_writes_what_go_writes compares it with."""
+    rdns = b"".join(_der(0x31, _der(0x30, _der(0x06, oid) + _der(tag, value.encode()))) for oid, tag, value in subject)
+    san = _der(0x30, b"".join(_der(tag, value) for tag, value in names))
+    extension = _der(0x30, _der(0x06, OID_SAN) + (_der(0x01, b"\xff") if critical else b"") + _der(0x04, san))
+    attribute = _der(0xa0, _der(0x30, _der(0x06, OID_EXTENSION_REQUEST) + _der(0x31, _der(0x30, extension))))
+    return _der(0x30, _der(0x02, b"\x00") + _der(0x30, rdns) + spki + attribute)
+
+
+def kubelet_subject(node: str) -> list[tuple[bytes, int, str]]:
+    return [(OID_O, 0x13, "system:nodes"), (OID_CN, 0x13, f"system:node:{node}")]
+
+
+def kubelet_names(node: str | None, *addresses: str) -> list[tuple[int, bytes]]:
+    return ([(0x82, node.encode())] if node else []) + [(0x87, bytes(int(x) for x in a.split("."))) for a in addresses]
+
+
+def signed_request(directory: Path, info_of_spki) -> str:
+    """A request whose CertificationRequestInfo is info_of_spki(its public key), signed by openssl with a new P-256
+    key (ecdsa-with-SHA256, as Go signs with such a key)."""
+    key = directory / "builder-key.pem"
+    _openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", str(key))
+    spki = _openssl("pkey", "-in", str(key), "-pubout", "-outform", "DER")
+    info = info_of_spki(spki)
+    signature = _openssl("dgst", "-sha256", "-sign", str(key), stdin=info)
+    der = _der(0x30, info + ECDSA_SHA256 + _der(0x03, b"\x00" + signature))
+    body = base64.encodebytes(der).decode().replace("\n", "")
+    lines = [body[i:i + 64] for i in range(0, len(body), 64)]
+    return "-----BEGIN CERTIFICATE REQUEST-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE REQUEST-----\n"
+
+
+def kubelet_request(directory: Path, node: str, *addresses: str, dns: bool = True) -> str:
+    return signed_request(directory, lambda spki: request_info(spki, kubelet_subject(node),
+                                                               kubelet_names(node if dns else None, *addresses)))
+
+
+def _spki_and_info(pem: str) -> tuple[bytes, bytes]:
+    """The public key (DER) and the CertificationRequestInfo (DER) of a PEM request, read by openssl."""
+    der = base64.b64decode("".join(line for line in pem.splitlines() if not line.startswith("-----")))
+    spki = _openssl("req", "-noout", "-pubkey", stdin=pem.encode())
+    spki = _openssl("pkey", "-pubin", "-outform", "DER", stdin=spki)
+    header = {0x81: 3, 0x82: 4}.get(der[1], 2)
+    info_length = {0x81: 3, 0x82: 4}.get(der[header + 1], 2)
+    size = der[header + info_length - 1] if info_length == 2 else int.from_bytes(der[header + 2:header + info_length], "big")
+    return spki, der[header:header + info_length + size]
+
+
+@pytest.mark.parametrize("fixture,node,addresses,dns", [
+    ("hk-lnx-1.pem", "hk-lnx-1", ("10.30.30.21",), True), ("hk-lnx-1-dns-only.pem", "hk-lnx-1", (), True),
+    ("hk-lnx-1-ip-only.pem", "hk-lnx-1", ("10.30.30.21",), False), ("hk-win-1.pem", "hk-win-1", ("10.30.30.41",), True),
+    ("long-name.pem", "n23456789012345678901234567890123456789012345678901234567890123", ("10.30.30.99",), True)])
+def test_the_builder_writes_what_go_writes(fixture, node, addresses, dns):
+    spki, info = _spki_and_info((FIXTURES / fixture).read_text())
+    assert request_info(spki, kubelet_subject(node), kubelet_names(node if dns else None, *addresses)) == info
 
 
 @dataclass
@@ -72,13 +150,23 @@ class Request:
                 "status": status}
 
 
+def go_quote(text: str) -> str:
+    """Go's strconv.Quote (the template's printf "%q") for ASCII text: the escapes it writes for \\, ", the seven C
+    escapes and any other control character."""
+    named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+             "\\": "\\\\", '"': '\\"'}
+    return '"' + "".join(named.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x20 or ord(c) == 0x7f else c)
+                         for c in text) + '"'
+
+
 def listing_line(obj: dict) -> str:
     """What the program's go-template prints for one request (test_the_template_prints_what_the_stub_lists holds
     this against the real kubectl)."""
     spec, meta = obj["spec"], obj["metadata"]
-    fields = [meta["name"], meta["uid"], meta["resourceVersion"], spec["signerName"], spec["username"],
-              "".join(g + "\x1e" for g in spec.get("groups", [])), "".join(u + "\x1e" for u in spec.get("usages", [])),
-              "".join(c["type"] + "\x1e" for c in obj.get("status", {}).get("conditions", [])), spec["request"]]
+    fields = [meta["name"], meta["uid"], meta["resourceVersion"], spec["signerName"], go_quote(spec["username"]),
+              "".join(go_quote(g) + "\x1e" for g in spec.get("groups", [])),
+              "".join(u + "\x1e" for u in spec.get("usages", [])),
+              "".join(go_quote(c["type"]) + "\x1e" for c in obj.get("status", {}).get("conditions", [])), spec["request"]]
     return "\x1f".join(fields) + "\n"
 
 
@@ -149,21 +237,28 @@ def node(tmp_path) -> Node:
     return Node(tmp_path, env, program)
 
 
-def _node_request(tmp_path: Path, node: str, names: str | None, **kwargs) -> Request:
-    pem = make_request(tmp_path, f"/O=system:nodes/CN=system:node:{node}", names)
-    return Request(name=f"csr-{node}", username=f"system:node:{node}", pem=pem, **kwargs)
+def _node_request(tmp_path: Path, node: str, *addresses: str, dns: bool = True, **kwargs) -> Request:
+    """What the kubelet of ``node`` asks for (Go's layout), with ``addresses`` as its IP names."""
+    return Request(name=f"csr-{node}", username=f"system:node:{node}",
+                   pem=kubelet_request(tmp_path, node, *addresses, dns=dns), **kwargs)
 
 
-def test_a_nodes_request_for_its_own_name_and_address_is_approved_as_read(node, tmp_path):
-    requests = [_node_request(tmp_path, "hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.21"),
-                # Only the address, only the name, and the Windows node: each its own.
-                dataclass_replace(_node_request(tmp_path, "hk-lnx-2", "IP:10.30.30.22"), name="csr-ip-only"),
-                dataclass_replace(_node_request(tmp_path, "hk-lnx-2", "DNS:hk-lnx-2"), name="csr-dns-only"),
-                _node_request(tmp_path, "hk-win-1", "DNS:hk-win-1,IP:10.30.30.41")]
+def _fixture(name: str, request: str, node: str) -> Request:
+    return Request(name=request, username=f"system:node:{node}", pem=(FIXTURES / name).read_text())
+
+
+def test_a_kubelets_request_for_its_own_name_and_address_is_approved_as_read(node, tmp_path):
+    requests = [_fixture("hk-lnx-1.pem", "csr-hk-lnx-1", "hk-lnx-1"),
+                # Only the name, only the address, the Windows node, and one made here in Go's layout: each its own.
+                _fixture("hk-lnx-1-dns-only.pem", "csr-dns-only", "hk-lnx-1"),
+                _fixture("hk-lnx-1-ip-only.pem", "csr-ip-only", "hk-lnx-1"),
+                _fixture("hk-win-1.pem", "csr-hk-win-1", "hk-win-1"),
+                _node_request(tmp_path, "hk-lnx-2", "10.30.30.22")]
     run = node.run(requests)
     assert run.returncode == 0, run.stderr
     approvals = node.approvals()
-    assert [a["metadata"]["name"] for a in approvals] == ["csr-hk-lnx-1", "csr-ip-only", "csr-dns-only", "csr-hk-win-1"]
+    assert [a["metadata"]["name"] for a in approvals] == ["csr-hk-lnx-1", "csr-dns-only", "csr-ip-only", "csr-hk-win-1",
+                                                          "csr-hk-lnx-2"], run.stdout
     for approval in approvals:
         # The request read, by uid and resourceVersion; only an Approved condition, no spec.
         assert approval["metadata"]["uid"] == Request.uid and approval["metadata"]["resourceVersion"] == "4711"
@@ -171,12 +266,21 @@ def test_a_nodes_request_for_its_own_name_and_address_is_approved_as_read(node, 
         assert [(c["type"], c["status"]) for c in approval["status"]["conditions"]] == [("Approved", "True")]
     calls = (node.root / "kubectl.calls").read_text().splitlines()
     puts = [c for c in calls if "replace --raw" in c]
-    assert puts[0] == (f"--kubeconfig {node.config}/kubeconfig replace --raw "
+    assert puts[0] == (f"--kubeconfig {node.config}/kubeconfig --request-timeout=30s replace --raw "
                        f"/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-hk-lnx-1/approval -f "
                        f"{puts[0].rsplit(' ', 1)[1]}")
-    assert f"--kubeconfig {node.config}/kubeconfig get certificatesigningrequests --field-selector " \
-           f"spec.signerName={serving_approver.SIGNER} -o go-template=" in "\n".join(calls)
-    assert "csr-hk-lnx-1: approved for hk-lnx-1 (DNS:hk-lnx-1, IP Address:10.30.30.21)" in run.stdout
+    assert f"--kubeconfig {node.config}/kubeconfig --request-timeout=30s get certificatesigningrequests " \
+           f"--field-selector spec.signerName={serving_approver.SIGNER} -o go-template=" in "\n".join(calls)
+    assert "csr-hk-lnx-1: approved for hk-lnx-1 (hk-lnx-1, 10.30.30.21)" in run.stdout
+
+
+def test_the_longest_node_name_is_approved(node):
+    """A node name of 63 characters, the most a DNS label has: the request's lengths take DER's long form."""
+    long = "n23456789012345678901234567890123456789012345678901234567890123"
+    assert len(long) == 63
+    (node.config / "nodes").write_text(serving_approver.inventory((*INVENTORY, (long, "10.30.30.99"))))
+    run = node.run([_fixture("long-name.pem", "csr-long", long)])
+    assert run.returncode == 0 and [a["metadata"]["name"] for a in node.approvals()] == ["csr-long"], run.stdout
 
 
 def dataclass_replace(request: Request, **changes) -> Request:
@@ -184,44 +288,65 @@ def dataclass_replace(request: Request, **changes) -> Request:
     return dataclasses.replace(request, **changes)
 
 
+def _built(directory: Path, subject, names, username: str = "system:node:hk-lnx-1", critical: bool = False) -> Request:
+    pem = signed_request(directory, lambda spki: request_info(spki, subject, names, critical=critical))
+    return Request("csr-x", username, pem)
+
+
+NOT_EXACT = "it is not the request a kubelet makes for hk-lnx-1"
+LNX_1 = kubelet_subject("hk-lnx-1")
 IMPOSTORS = {
     # name: (how the request is made, what the log says)
-    "another-nodes-address": (lambda d: _node_request(d, "hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.22"),
-                              "names are not exactly hk-lnx-1 and 10.30.30.21"),
-    "the-api-vip": (lambda d: _node_request(d, "hk-cp-1", f"DNS:hk-cp-1,IP:10.10.10.11,IP:{API_VIP}"),
-                    "names are not exactly"),
-    "a-load-balancer-address": (lambda d: _node_request(d, "hk-lnx-1", "IP:10.30.30.200"), "names are not exactly"),
-    "another-nodes-name": (lambda d: _node_request(d, "hk-lnx-1", "DNS:hk-lnx-1,DNS:hk-lnx-2,IP:10.30.30.21"),
-                           "names are not exactly"),
-    "a-name-beginning-with-its-own": (lambda d: _node_request(d, "hk-lnx-1", "DNS:hk-lnx-10,IP:10.30.30.21"),
-                                      "names are not exactly"),
-    "a-wildcard": (lambda d: _node_request(d, "hk-lnx-1", "DNS:*.hk-lnx-1"), "names are not exactly"),
-    "an-e-mail-address": (lambda d: _node_request(d, "hk-lnx-1", "DNS:hk-lnx-1,email:ops@example.com"),
-                          "names are not exactly"),
-    "a-uri": (lambda d: _node_request(d, "hk-lnx-1", "IP:10.30.30.21,URI:spiffe://cluster/ns/x"),
-              "names are not exactly"),
-    "no-names": (lambda d: _node_request(d, "hk-lnx-1", None), "names are not exactly"),
-    "an-ipv6-address": (lambda d: _node_request(d, "hk-lnx-1", "IP:10.30.30.21,IP:fd00::21"),
-                        "names are not exactly"),
-    "another-nodes-subject": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-2", "DNS:hk-lnx-2,IP:10.30.30.22"),
-                                                          username="system:node:hk-lnx-1"),
-                              "its subject is CN=system:node:hk-lnx-2,O=system:nodes, not CN=system:node:hk-lnx-1"),
-    "an-extra-subject-field": (lambda d: Request("csr-x", "system:node:hk-lnx-1", make_request(
-        d, "/O=system:nodes/OU=x/CN=system:node:hk-lnx-1", "DNS:hk-lnx-1")), "its subject is"),
-    "not-a-node": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "DNS:hk-lnx-1"),
+    "another-nodes-address": (lambda d: _node_request(d, "hk-lnx-1", "10.30.30.22"), NOT_EXACT),
+    "the-api-vip": (lambda d: _node_request(d, "hk-cp-1", "10.10.10.11", API_VIP),
+                    "it is not the request a kubelet makes for hk-cp-1"),
+    "a-load-balancer-address": (lambda d: _node_request(d, "hk-lnx-1", "10.30.30.200", dns=False), NOT_EXACT),
+    "its-address-and-another": (lambda d: _node_request(d, "hk-lnx-1", "10.30.30.21", "10.30.30.22"), NOT_EXACT),
+    "another-nodes-name": (lambda d: _built(d, LNX_1, [*kubelet_names("hk-lnx-1"), (0x82, b"hk-lnx-2"),
+                                                       *kubelet_names(None, "10.30.30.21")]), NOT_EXACT),
+    "a-name-beginning-with-its-own": (lambda d: _built(d, LNX_1, kubelet_names("hk-lnx-10", "10.30.30.21")), NOT_EXACT),
+    "a-wildcard": (lambda d: _built(d, LNX_1, [(0x82, b"*.hk-lnx-1")]), NOT_EXACT),
+    "an-e-mail-address": (lambda d: _built(d, LNX_1, [*kubelet_names("hk-lnx-1", "10.30.30.21"),
+                                                      (0x81, b"ops@example.com")]), NOT_EXACT),
+    "a-uri": (lambda d: _built(d, LNX_1, [*kubelet_names("hk-lnx-1", "10.30.30.21"),
+                                          (0x86, b"spiffe://cluster/ns/x")]), NOT_EXACT),
+    "an-ipv6-address": (lambda d: _built(d, LNX_1, [*kubelet_names("hk-lnx-1", "10.30.30.21"),
+                                                    (0x87, bytes.fromhex("fd00" + "0" * 26 + "21"))]), NOT_EXACT),
+    "a-critical-extension": (lambda d: _built(d, LNX_1, kubelet_names("hk-lnx-1", "10.30.30.21"), critical=True),
+                             NOT_EXACT),
+    "an-extra-subject-field": (lambda d: _built(d, [LNX_1[0], (bytes.fromhex("55040b"), 0x13, "x"), LNX_1[1]],
+                                                kubelet_names("hk-lnx-1", "10.30.30.21")), NOT_EXACT),
+    "another-nodes-subject": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-2", "10.30.30.22"),
+                                                          username="system:node:hk-lnx-1"), NOT_EXACT),
+    # Right in what openssl prints, but not in Go's layout (UTF8String subject): refused, as anything unusual is.
+    "an-openssl-request": (lambda d: Request("csr-x", "system:node:hk-lnx-1", make_request(
+        d, "/O=system:nodes/CN=system:node:hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.21")), NOT_EXACT),
+    "no-names": (lambda d: Request("csr-x", "system:node:hk-lnx-1", make_request(
+        d, "/O=system:nodes/CN=system:node:hk-lnx-1", None)), NOT_EXACT),
+    # What an approver that read openssl's printout approved (tests/fixtures/kubelet-serving-csr/README.md).
+    "a-name-with-a-newline": (lambda d: _fixture("newline.pem", "csr-x", "hk-lnx-1"), NOT_EXACT),
+    "names-in-a-second-extension-request": (lambda d: _fixture("split.pem", "csr-x", "hk-lnx-1"), NOT_EXACT),
+    "names-after-an-unprintable-attribute": (lambda d: _fixture("trunc.pem", "csr-x", "hk-lnx-1"), NOT_EXACT),
+    "two-pem-blocks": (lambda d: Request("csr-x", "system:node:hk-lnx-1", (FIXTURES / "hk-lnx-1.pem").read_text()
+                                         + (FIXTURES / "hk-win-1.pem").read_text()), "not one PEM certificate request"),
+    "not-a-node": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                username="system:serviceaccount:default:x"), "not by a node"),
-    "a-node-outside-the-inventory": (lambda d: _node_request(d, "hk-lnx-9", "DNS:hk-lnx-9,IP:10.30.30.29"),
+    "a-username-with-a-line-break": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+                                                                 username="system:node:hk-lnx-1\nx"), "not by a node"),
+    "a-node-outside-the-inventory": (lambda d: _node_request(d, "hk-lnx-9", "10.30.30.29"),
                                      "hk-lnx-9 is not a node of the inventory"),
-    "not-in-system-nodes": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "DNS:hk-lnx-1"),
-                                                        groups=["system:authenticated", "x,system:nodes"]),
+    "not-in-system-nodes": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+                                                        groups=["system:authenticated", "x\x1esystem:nodes"]),
                             "not in the group system:nodes"),
-    "client-auth": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "DNS:hk-lnx-1"),
+    "client-auth": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                 usages=[*SERVING, "client auth"]), "are not a kubelet serving"),
-    "server-auth-alone": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "DNS:hk-lnx-1"),
+    "server-auth-alone": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                       usages=["server auth"]), "are not a kubelet serving"),
-    "not-a-request": (lambda d: Request("csr-x", "system:node:hk-lnx-1", "not a request"), "does not parse"),
-    "an-odd-uid": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "DNS:hk-lnx-1"), uid='x","y'),
-                   "name, uid or resourceVersion"),
+    "not-a-request": (lambda d: Request("csr-x", "system:node:hk-lnx-1", "not a request"),
+                      "not one PEM certificate request"),
+    "a-request-that-does-not-parse": (lambda d: Request(
+        "csr-x", "system:node:hk-lnx-1", "-----BEGIN CERTIFICATE REQUEST-----\nMIIB\n-----END CERTIFICATE REQUEST-----\n"),
+        "does not parse"),
 }
 
 
@@ -229,27 +354,30 @@ IMPOSTORS = {
 def test_any_other_request_is_left_pending_and_the_log_says_why(node, tmp_path, case):
     make, why = IMPOSTORS[case]
     request = make(tmp_path)
-    run = node.run([request])
+    # Before a kubelet's own request, which is still approved: nothing about one request stops the run.
+    good = _fixture("hk-win-1.pem", "csr-z-good", "hk-win-1")
+    run = node.run([request, good])
     assert run.returncode == 0, run.stderr
-    assert node.approvals() == []
+    assert [a["metadata"]["name"] for a in node.approvals()] == ["csr-z-good"], run.stdout
     assert f"{request.name}: left pending: " in run.stdout and why in run.stdout, run.stdout
 
 
-def test_an_rsa_request_with_key_encipherment_is_approved(node, tmp_path):
-    pem = make_request(tmp_path, "/O=system:nodes/CN=system:node:hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.21", rsa=True)
-    request = Request("csr-rsa", "system:node:hk-lnx-1", pem, usages=["key encipherment", *SERVING])
-    assert node.run([request]).returncode == 0 and len(node.approvals()) == 1
+def test_an_odd_uid_is_passed_over_without_its_text(node, tmp_path):
+    request = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), uid='x","y')
+    run = node.run([request])
+    assert run.returncode == 0 and node.approvals() == []
+    assert "a request left pending: its name, uid or resourceVersion is not what the API server writes" in run.stdout
 
 
 def test_decided_requests_and_other_signers_are_not_touched(node, tmp_path):
-    good = _node_request(tmp_path, "hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.21")
+    good = _fixture("hk-lnx-1.pem", "csr-hk-lnx-1", "hk-lnx-1")
     run = node.run([dataclass_replace(good, conditions=["Approved"]), dataclass_replace(good, conditions=["Denied"]),
                     dataclass_replace(good, signer="kubernetes.io/kube-apiserver-client-kubelet")])
     assert run.returncode == 0 and node.approvals() == [] and "left pending" not in run.stdout
 
 
 def test_a_conflict_is_left_to_the_next_run_and_any_other_failure_fails_the_run(node, tmp_path):
-    good = _node_request(tmp_path, "hk-lnx-1", "DNS:hk-lnx-1,IP:10.30.30.21")
+    good = _fixture("hk-lnx-1.pem", "csr-hk-lnx-1", "hk-lnx-1")
     conflict = node.run([good], FAIL_APPROVE="Conflict")
     assert conflict.returncode == 0 and "the next run reads it again" in conflict.stdout
     forbidden = node.run([good, dataclass_replace(good, name="csr-second")], FAIL_APPROVE="Forbidden")
@@ -304,6 +432,13 @@ def test_the_identity_is_a_client_certificate_from_the_cluster_ca_renewed_before
     run = node.run([])
     assert run.returncode == 0 and "issued this approver's identity" in run.stdout
     assert f"CN={serving_approver.IDENTITY}" in _certificate_text(certificate)
+    # Another API server address in admin.conf, or another cluster CA: issued again for them.
+    before = certificate.read_bytes()
+    moved = node.run([], SERVER="https://10.10.10.20:6443")
+    assert moved.returncode == 0 and "for https://10.10.10.20:6443 until" in moved.stdout
+    assert (node.config / "issued-for").read_text().startswith("https://10.10.10.20:6443 ")
+    assert certificate.read_bytes() != before
+    assert node.run([], SERVER="https://10.10.10.20:6443").stdout.count("issued") == 0
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed (CI has none; see docs/testing.md)")
@@ -351,6 +486,9 @@ def test_the_template_prints_what_the_stub_lists(tmp_path):
     pem = make_request(tmp_path, "/O=system:nodes/CN=system:node:hk-lnx-1", "DNS:hk-lnx-1")
     objects = [Request("csr-a", "system:node:hk-lnx-1", pem).object(),
                Request("csr-b", "system:node:hk-lnx-1", pem, conditions=["Approved"]).object()]
+    # What no node's credential can be called, but another authenticator's user may: quoted, on its one line.
+    odd = Request("csr-d", "system:node:hk-lnx-1\nx\x1fy\"z\\", pem, groups=["system:nodes\x1e", "a\tb"]).object()
+    objects.append(odd)
     no_status = Request("csr-c", "system:node:hk-lnx-1", pem).object()
     del no_status["status"]
     objects.append(no_status)
@@ -377,6 +515,9 @@ def test_install_writes_the_inventory_and_units_runs_once_and_remove_undoes_it(t
     assert "OnBootSec=20s" in timer and "OnUnitActiveSec=20s" in timer and "AccuracySec=1s" in timer
     service = (root / serving_approver.SYSTEMD_DIR.lstrip("/") / serving_approver.SERVICE).read_text()
     assert f"ExecStart={serving_approver.PROGRAM}" in service and f"ReadWritePaths={serving_approver.CONFIG_DIR}" in service
+    # A hung API call cannot hold the unit for ever, and the program parses hostile input with no capability.
+    assert "TimeoutStartSec=5min" in service and "\nCapabilityBoundingSet=\n" in service
+    assert "ProtectSystem=strict" in service and "SystemCallFilter=@system-service" in service
     calls = (tmp_path / "systemctl").read_text().splitlines()
     assert calls == ["daemon-reload", f"enable --now {serving_approver.TIMER}", f"start {serving_approver.SERVICE}"]
     assert "kubelet serving approver: 4 nodes" in run.stdout

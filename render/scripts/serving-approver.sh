@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # The program the kubelet serving approver's timer runs as root on a control-plane node
 # (render/serving_approver.py has what it approves and the sources): every pending kubernetes.io/kubelet-serving
-# request whose requester, subject, names, address and usages are exactly a node's of the inventory is approved;
-# any other stays pending, and this log says why. Exits 1 when it could not list or approve.
+# request that is, byte for byte, the request a node's kubelet makes for its own name and address in the inventory is
+# approved; any other stays pending, and this log says why. Exits 1 when it could not list or approve.
 set -euo pipefail
 umask 077
-#@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE
+#@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE REQUEST_TIMEOUT
 
 inventory="$CONFIG_DIR/nodes"
 kubeconfig="$CONFIG_DIR/kubeconfig"
 certificate="$CONFIG_DIR/client.crt"
+issued_for="$CONFIG_DIR/issued-for"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-## kubectl keeps its discovery cache under $HOME/.kube; the service may not write /root (ProtectHome).
+## kubectl keeps its discovery cache under $HOME/.kube; the service may write only its own directories.
 export HOME="$work"
 
 declare -A address=()
@@ -21,12 +22,15 @@ while read -r node ip; do
   [[ -n ${node:-} ]] && address[$node]="$ip"
 done <"$inventory"
 
-## The identity: a client certificate from the cluster CA, as kubeadm issues admin.conf's, renewed ahead of its end.
-## Written to the side and renamed, so a stopped run leaves the previous identity whole.
-if [[ ! -s $kubeconfig || ! -s $certificate ]] \
+## The identity: a client certificate from the cluster CA, as kubeadm issues admin.conf's, issued again ahead of its
+## end and whenever the API server's address or the CA is not the one it was issued for. Written to the side and
+## renamed, so a stopped run leaves the previous identity whole.
+server="$(kubectl --kubeconfig "$ADMIN_CONF" config view --raw -o 'jsonpath={.clusters[0].cluster.server}')"
+[[ $server == https://* ]] || { echo "no API server address in $ADMIN_CONF" >&2; exit 1; }
+ca_digest="$(sha256sum <"$PKI_DIR/ca.crt")"
+wanted="$server ${ca_digest%% *}"
+if [[ ! -s $kubeconfig || ! -s $certificate || "$(cat "$issued_for" 2>/dev/null)" != "$wanted" ]] \
   || ! openssl x509 -in "$certificate" -noout -checkend $((RENEW_DAYS * 86400)) >/dev/null; then
-  server="$(kubectl --kubeconfig "$ADMIN_CONF" config view --raw -o 'jsonpath={.clusters[0].cluster.server}')"
-  [[ $server == https://* ]] || { echo "no API server address in $ADMIN_CONF" >&2; exit 1; }
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/client.key" 2>/dev/null
   openssl req -new -key "$work/client.key" -subj "/CN=$IDENTITY" -out "$work/client.csr"
   printf '%s\n' 'basicConstraints = critical, CA:FALSE' 'keyUsage = critical, digitalSignature' \
@@ -45,80 +49,129 @@ if [[ ! -s $kubeconfig || ! -s $certificate ]] \
   install -m 0644 "$work/client.crt" "$CONFIG_DIR/.client.crt.new"
   mv -f "$CONFIG_DIR/.kubeconfig.new" "$kubeconfig"
   mv -f "$CONFIG_DIR/.client.crt.new" "$certificate"
-  echo "issued this approver's identity $IDENTITY until $(openssl x509 -in "$certificate" -noout -enddate | cut -d= -f2)"
+  printf '%s\n' "$wanted" >"$issued_for"
+  echo "issued this approver's identity $IDENTITY for $server until $(openssl x509 -in "$certificate" -noout -enddate | cut -d= -f2)"
 fi
 
-## One line per request, as TEMPLATE prints them (render/serving_approver.py): fields end at US, list items at RS.
-US=$'\x1f'
-RS=$'\x1e'
-kubectl --kubeconfig "$kubeconfig" get certificatesigningrequests --field-selector "spec.signerName=$SIGNER" \
-  -o "go-template=$TEMPLATE" >"$work/requests"
-
-failed=0
-pass() { echo "$name: left pending: $*"; }
-while IFS="$US" read -r name uid version signer user groups usages conditions request; do
-  [[ $signer == "$SIGNER" && -z $conditions ]] || continue
-  if [[ ! $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ || ! $uid =~ ^[0-9a-f-]{36}$ || ! $version =~ ^[0-9]+$ ]]; then
-    pass "its name, uid or resourceVersion is not what the API server writes"
-    continue
+## hex < bytes: lower-case hex digits, one line. der TAG HEX: one DER element, its length in the short or the long
+## form (X.690 8.1.3).
+hex() { od -An -tx1 -v | tr -d ' \n'; }
+der() {
+  local length=$((${#2} / 2))
+  if ((length < 128)); then
+    printf '%s%02x%s' "$1" "$length" "$2"
+  elif ((length < 256)); then
+    printf '%s81%02x%s' "$1" "$length" "$2"
+  else
+    printf '%s82%04x%s' "$1" "$length" "$2"
   fi
-  if [[ ! $user =~ ^system:node:([a-z0-9]([-a-z0-9]*[a-z0-9])?)$ ]]; then
-    pass "requested by $user, not by a node"
-    continue
+}
+
+## kubelet_request NODE IP SPKI: echoes, as hex, each CertificationRequestInfo the node's kubelet may send with the
+## public key SPKI (DER, hex): what Go's x509.CreateCertificateRequest writes for the kubelet's template (its
+## subject's O, then its CN, PrintableStrings; one extensionRequest attribute holding one non-critical
+## subjectAltName: the DNS name, then the IPv4 address, or one of them; render/serving_approver.py). Nothing else is
+## approved: the decision is on the bytes kube-controller-manager signs, not on a printout of them.
+kubelet_request() {
+  local o cn dns ip names attributes
+  o="$(der 31 "$(der 30 "060355040a$(der 13 "$(printf '%s' system:nodes | hex)")")")"
+  cn="$(der 31 "$(der 30 "0603550403$(der 13 "$(printf '%s' "system:node:$1" | hex)")")")"
+  dns="$(der 82 "$(printf '%s' "$1" | hex)")"
+  # shellcheck disable=SC2086 # the address's four numbers, one argument each
+  ip="$(der 87 "$(IFS=. && printf '%02x' $2)")"
+  for names in "$dns$ip" "$dns" "$ip"; do
+    attributes="$(der a0 "$(der 30 "06092a864886f70d01090e$(der 31 "$(der 30 "$(der 30 "0603551d11$(der 04 "$(der 30 "$names")")")")")")")"
+    der 30 "020100$(der 30 "$o$cn")$3$attributes"
+    echo
+  done
+}
+
+## review NAME USER GROUPS USAGES REQUEST: returns 0 for a request to approve, and echoes why not otherwise. Every
+## step that can fail on hostile input is checked here, so one request never stops the run for the others.
+review() {
+  local name=$1 user=$2 groups=$3 usages=$4 request=$5 usage_set pem der spki header expected
+  if [[ ! $user =~ ^\"system:node:([a-z0-9]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
+    echo "requested by $user, not by a node"
+    return 1
   fi
   node="${BASH_REMATCH[1]}"
   ip="${address[$node]:-}"
   if [[ -z $ip ]]; then
-    pass "$node is not a node of the inventory"
-    continue
+    echo "$node is not a node of the inventory"
+    return 1
   fi
-  if [[ "$RS$groups" != *"${RS}system:nodes$RS"* ]]; then
-    pass "the requester is not in the group system:nodes"
-    continue
+  if [[ "$RS$groups" != *"${RS}\"system:nodes\"$RS"* ]]; then
+    echo "the requester is not in the group system:nodes"
+    return 1
   fi
   ## The two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR); any other it would fail.
-  usage_set="$(printf '%s' "$usages" | tr "$RS" '\n' | sort -u | paste -sd, -)"
+  usage_set="$(printf '%s' "$usages" | tr "$RS" '\n' | sort -u | paste -sd, -)" || usage_set=""
   case "$usage_set" in
     "digital signature,server auth" | "digital signature,key encipherment,server auth") ;;
     *)
-      pass "usages ${usages//$RS/, } are not a kubelet serving certificate's"
-      continue
+      echo "usages ${usages//$RS/, } are not a kubelet serving certificate's"
+      return 1
       ;;
   esac
-  if ! printf '%s' "$request" | base64 -d >"$work/request.pem" 2>/dev/null \
-    || ! openssl req -in "$work/request.pem" -noout -verify >/dev/null 2>&1; then
-    pass "the request does not parse or its signature does not verify"
-    continue
+  ## Exactly one PEM block, as the API server and kube-controller-manager read only the first (Go's pem.Decode).
+  pem="$(printf '%s' "$request" | base64 -d 2>/dev/null)" || pem=""
+  if [[ ! $pem =~ $PEM_REQUEST ]] || ! printf '%s' "${BASH_REMATCH[1]}" | base64 -d >"$work/request.der" 2>/dev/null; then
+    echo "the request is not one PEM certificate request"
+    return 1
   fi
-  subject="$(openssl req -in "$work/request.pem" -noout -subject -nameopt RFC2253)"
-  if [[ $subject != "subject=CN=system:node:$node,O=system:nodes" ]]; then
-    pass "its subject is ${subject#subject=}, not CN=system:node:$node,O=system:nodes"
-    continue
+  der="$(hex <"$work/request.der")"
+  if [[ -z $der ]] || ! openssl req -inform DER -in "$work/request.der" -noout -verify >/dev/null 2>&1; then
+    echo "the request does not parse or its signature does not verify"
+    return 1
   fi
-  ## The names as openssl prints the one extension: a value it cannot print as exactly the node's own name and
-  ## address, in either order or alone, is refused (an IP address is printed from its bytes, so no name can pose as
-  ## one).
-  openssl req -in "$work/request.pem" -noout -text >"$work/request.txt"
-  extensions="$(grep -c 'X509v3 Subject Alternative Name' "$work/request.txt" || true)"
-  names="$({ grep -A1 'X509v3 Subject Alternative Name' "$work/request.txt" || true; } | sed -n 2p \
-    | sed -e 's/^ *//' -e 's/ *$//')"
-  case "$names" in
-    "DNS:$node, IP Address:$ip" | "IP Address:$ip, DNS:$node" | "DNS:$node" | "IP Address:$ip") ;;
-    *) names="" ;;
+  spki="$(openssl req -inform DER -in "$work/request.der" -noout -pubkey 2>/dev/null \
+    | openssl pkey -pubin -outform DER 2>/dev/null | hex)" || spki=""
+  case "${der:2:2}" in
+    81) header=6 ;;
+    82) header=8 ;;
+    *) header=4 ;;
   esac
-  if [[ $extensions != 1 || -z $names ]]; then
-    pass "its names are not exactly $node and $ip"
+  while read -r expected; do
+    if [[ -n $spki && ${der:header:${#expected}} == "$expected" ]]; then
+      return 0
+    fi
+  done < <(kubelet_request "$node" "$ip" "$spki")
+  echo "it is not the request a kubelet makes for $node (CN system:node:$node, O system:nodes, names $node and $ip, nothing else)"
+  return 1
+}
+
+## One line per request, as TEMPLATE prints them (render/serving_approver.py): fields end at US, list items at RS; the
+## username, groups and condition types Go-quoted, so no character of theirs can start another line or field.
+US=$'\x1f'
+RS=$'\x1e'
+PEM_REQUEST=$'^-----BEGIN CERTIFICATE REQUEST-----\n([A-Za-z0-9+/=\n]+)-----END CERTIFICATE REQUEST-----\n?$'
+kubectl --kubeconfig "$kubeconfig" --request-timeout="$REQUEST_TIMEOUT" get certificatesigningrequests \
+  --field-selector "spec.signerName=$SIGNER" -o "go-template=$TEMPLATE" >"$work/requests"
+
+failed=0
+while IFS="$US" read -r name uid version signer user groups usages conditions request; do
+  [[ $signer == "$SIGNER" && -z $conditions ]] || continue
+  if [[ ! $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ || ! $uid =~ ^[0-9a-f-]{36}$ || ! $version =~ ^[0-9]+$ ]]; then
+    echo "a request left pending: its name, uid or resourceVersion is not what the API server writes"
     continue
   fi
+  node="" ip=""
+  if ! why="$(review "$name" "$user" "$groups" "$usages" "$request")"; then
+    echo "$name: left pending: $why"
+    continue
+  fi
+  node="${user#\"system:node:}"
+  node="${node%\"}"
+  ip="${address[$node]}"
   ## The approval names the request read, by its uid (a precondition) and resourceVersion (a conflict if it changed),
   ## not whatever has the name by then: kubectl certificate approve reads it again. The approval subresource keeps
   ## the stored spec and takes only the conditions (strategy.go), so the body carries no spec.
   printf '{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":"%s","uid":"%s","resourceVersion":"%s"},"status":{"conditions":[{"type":"Approved","status":"True","reason":"NodeNameAndAddress","message":"%s"}]}}\n' \
     "$name" "$uid" "$version" "the kubelet serving approver: $node's own name and address" >"$work/approval.json"
-  if kubectl --kubeconfig "$kubeconfig" replace --raw \
+  if kubectl --kubeconfig "$kubeconfig" --request-timeout="$REQUEST_TIMEOUT" replace --raw \
     "/apis/certificates.k8s.io/v1/certificatesigningrequests/$name/approval" -f "$work/approval.json" \
     >/dev/null 2>"$work/error"; then
-    echo "$name: approved for $node ($names)"
+    echo "$name: approved for $node ($node, $ip)"
   elif grep -q '(Conflict)' "$work/error"; then
     echo "$name: changed since it was read (another control-plane node approved it, or it was made again); the next run reads it again"
   else
