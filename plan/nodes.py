@@ -131,6 +131,8 @@ def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
         ),
         selinux=spec.security.selinux,
         pod_guard=pod_guard(spec),
+        runtime_sha256=tuple((url, pin.sha256) for url, pin in
+                             compat.runtime_downloads(release.containerd, release.runc).items() if pin is not None),
     )
 
 

@@ -34,7 +34,8 @@ Design choices, with their sources:
 * runc is the opencontainers release binary at ``LinuxNodeInit.runc_version``, pinned in
   ``config.compat`` next to the containerd release it ships with (containerd docs/RUNC.md recommends
   a runc at least as new as the one in the release's ``script/setup/runc-version``). Every download
-  is checked against the ``.sha256sum`` published next to it.
+  is checked against the SHA-256 ``config.compat.DOWNLOADS`` pins for its URL; one that has no pin yet (the
+  containerd archives: none was found offline) against the ``.sha256sum`` published next to it, and says so.
 * Downloads cross the border from Hong Kong: they are retried with back-off, and skipped entirely
   when the wanted version is already installed, so re-runs cost no traffic.
 * The CNI plugins come from the ``kubernetes-cni`` package that kubelet/kubeadm from pkgs.k8s.io
@@ -86,6 +87,9 @@ class LinuxNodeInit:
     timezone: str = "Asia/Hong_Kong"
     selinux: str = "enforcing"     # "enforcing" | "permissive": the RHEL family's mode (security.selinux)
     pod_guard: str = ""            # render.security.pod_guard_rules, "" with security.networkPolicy off
+    # (URL, SHA-256) of every runtime download config.compat pins (compat.runtime_downloads); the rest are checked
+    # against the checksum published beside them.
+    runtime_sha256: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -253,6 +257,17 @@ def render_authorized_keys(node: LinuxNodeInit) -> str:
                          KEYS_TEXT="".join(f"{key}\n" for key in node.ssh_authorized_keys))
 
 
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _runtime_sha256(node: LinuxNodeInit) -> list[str]:
+    """The RUNTIME_SHA256 lines of lib/prepare-helpers.sh: "URL DIGEST"."""
+    for url, digest in node.runtime_sha256:
+        if not url.startswith("https://") or " " in url or not _SHA256.match(digest):
+            raise ValueError(f"runtime pin {url!r} {digest!r}: an https URL and a lower-case hex SHA-256")
+    return [f"{url} {digest}" for url, digest in node.runtime_sha256]
+
+
 def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machine: str = "unnamed",
                           etcd_pod: str | None = None) -> str:
     """The node's side of a rolling upgrade to ``node.kubernetes_version`` and the pinned containerd and runc
@@ -269,8 +284,8 @@ def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machin
     return render_script(
         "upgrade-k8s-node.sh", MACHINE=machine,
         NODE_HOSTNAME=node.hostname, PKG_MANAGER=facts.package_manager, K8S_VERSION=node.kubernetes_version,
-        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version, KUBERNETES_REPO_FILE=repo_path,
-        KUBERNETES_REPO_TEXT=_text(repo_content),
+        CONTAINERD_VERSION=node.containerd_version, RUNC_VERSION=node.runc_version,
+        RUNTIME_SHA256=_runtime_sha256(node), KUBERNETES_REPO_FILE=repo_path, KUBERNETES_REPO_TEXT=_text(repo_content),
         UPGRADE_FIRST_CONTROL_PLANE=int(first_control_plane), ETCD_POD=etcd_pod or "")
 
 
@@ -298,6 +313,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
         # The converge leaves the runtime as installed too: the upgrade chain moves it behind a drain.
         CONTAINERD_VERSION=node.containerd_version if install_kubernetes else "",
         RUNC_VERSION=node.runc_version if install_kubernetes else "",
+        RUNTIME_SHA256=_runtime_sha256(node) if install_kubernetes else [],
         DISTRO_PACKAGES=list(facts.packages), CHRONY_CONF=facts.chrony_conf,
         CHRONY_SERVICE=facts.chrony_service, CONTAINERD_CONFIG=CONTAINERD_CONFIG_PATH,
         CONTAINERD_CERTS_DIR=LINUX_CERTS_DIR, KUBERNETES_REPO_FILE=repo_path,

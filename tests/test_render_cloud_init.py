@@ -4,6 +4,7 @@ the real ``cloud-init schema``, and the containerd TOML is parsed with tomllib."
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 import subprocess
@@ -804,10 +805,23 @@ def _runtime_node(tmp_path: Path) -> Path:
     return root
 
 
+def _pins(release: Path, containerd: str = "2.1.4", runc: str = "1.5.1") -> tuple[tuple[str, str], ...]:
+    """The unit's and runc's SHA-256, as config/compat.py pins them for their URLs (the archive is left unpinned, as
+    containerd 2.3.5's are, so its published checksum is the one checked)."""
+    from config import compat
+    digest = {name: hashlib.sha256((release / name).read_bytes()).hexdigest() for name in ("containerd.service", "runc.amd64")}
+    return ((compat.containerd_unit_url(containerd), digest["containerd.service"]),
+            (compat.runc_url(runc, "amd64"), digest["runc.amd64"]))
+
+
+def _pinned_node(release: Path) -> LinuxNodeInit:
+    return dataclasses.replace(make_node("ubuntu22", ()), runtime_sha256=_pins(release))
+
+
 def _swap(tmp_path: Path, root: Path, release_runc: str = "1.5.1") -> subprocess.CompletedProcess[str]:
-    _runtime_release(tmp_path, "2.1.4", release_runc)
+    release = _runtime_release(tmp_path, "2.1.4", release_runc)
     script = tmp_path / "prepare.sh"
-    script.write_text(render_prepare_script(make_node("ubuntu22", ())))
+    script.write_text(render_prepare_script(_pinned_node(release)))
     return subprocess.run(["bash", "-c", f'source "$1"\n{RUNTIME_STUBS}\nruntime_outdated || exit 9\nstage_runtime\nswap_runtime',
                            "bash", str(script)], capture_output=True, text=True, cwd=tmp_path,
                           env={**os.environ, "T": str(tmp_path), "HYBRID_CLUSTER_TEST_ROOT": str(root)})
@@ -865,14 +879,51 @@ def test_a_download_that_fails_its_checksum_stops_nothing(tmp_path):
         (tmp_path / "release" / file.name).write_bytes(file.read_bytes())
     (tmp_path / "release/containerd-static-2.1.4-linux-amd64.tar.gz.sha256sum").write_text(
         f"{'1' * 64}  containerd-static-2.1.4-linux-amd64.tar.gz\n")
-    script = tmp_path / "prepare.sh"
-    script.write_text(render_prepare_script(make_node("ubuntu22", ())))
-    result = subprocess.run(["bash", "-c", f'source "$1"\n{RUNTIME_STUBS}\nstage_runtime\nswap_runtime', "bash", str(script)],
-                            capture_output=True, text=True, cwd=tmp_path,
-                            env={**os.environ, "T": str(tmp_path), "HYBRID_CLUSTER_TEST_ROOT": str(root)})
-    assert result.returncode != 0 and "containerd-static-2.1.4-linux-amd64.tar.gz: FAILED" in result.stdout
+    result = _stage(tmp_path, root, _pinned_node(tmp_path / "release"))
+    assert result.returncode != 0 and "containerd-static-2.1.4-linux-amd64.tar.gz does not match its published checksum" \
+        in result.stdout + result.stderr
     assert not (tmp_path / "systemctl").exists(), "nothing was stopped"
     assert _versions(root) == ("v2.1.3", "1.5.0")
+
+
+def _stage(tmp_path: Path, root: Path, node: LinuxNodeInit) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "prepare.sh"
+    script.write_text(render_prepare_script(node))
+    return subprocess.run(["bash", "-c", f'source "$1"\n{RUNTIME_STUBS}\nstage_runtime\nswap_runtime', "bash", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "T": str(tmp_path), "HYBRID_CLUSTER_TEST_ROOT": str(root)})
+
+
+def test_a_pinned_download_is_held_against_its_pin_not_the_checksum_beside_it(tmp_path):
+    """runc's published runc.sha256sum lists the served (other) binary, but the pin is the one that counts."""
+    root = _runtime_node(tmp_path)
+    release = _runtime_release(tmp_path, "2.1.4", "1.5.1")
+    pins = _pins(release)
+    (release / "runc.amd64").write_text("#!/usr/bin/env bash\necho tampered\n")
+    served = hashlib.sha256((release / "runc.amd64").read_bytes()).hexdigest()
+    (release / "runc.sha256sum").write_text(f"{served}  runc.amd64\n")
+    result = _stage(tmp_path, root, dataclasses.replace(make_node("ubuntu22", ()), runtime_sha256=pins))
+    assert result.returncode != 0
+    assert f"runc.amd64 has SHA-256 {served}, not the {pins[1][1]} config/compat.py pins" in result.stdout + result.stderr
+    assert not (tmp_path / "systemctl").exists(), "nothing was stopped"
+    # Every file pinned, the archive too (at the URL config/compat.py builds): nothing published is read.
+    (tmp_path / "pinned").mkdir()
+    good = _runtime_release(tmp_path / "pinned", "2.1.4", "1.5.1")
+    for file in good.iterdir():
+        (release / file.name).write_bytes(file.read_bytes())
+    from config import compat
+    archive = "containerd-static-2.1.4-linux-amd64.tar.gz"
+    every = (*_pins(release), (compat.containerd_archive_url("2.1.4", "amd64"),
+                               hashlib.sha256((release / archive).read_bytes()).hexdigest()))
+    (release / f"{archive}.sha256sum").unlink()
+    (release / "runc.sha256sum").unlink()
+    staged = _stage(tmp_path, root, dataclasses.replace(make_node("ubuntu22", ()), runtime_sha256=every))
+    assert staged.returncode == 0, staged.stdout + staged.stderr
+    assert "published" not in staged.stdout + staged.stderr and _versions(root) == ("v2.1.4", "1.5.1")
+    # The unit has no checksum published beside it: without a pin it is refused.
+    unpinned = _stage(tmp_path, root, dataclasses.replace(make_node("ubuntu22", ()), runtime_sha256=every[1:]))
+    assert unpinned.returncode != 0 and "no SHA-256 pinned for https://raw.githubusercontent.com/containerd/containerd/" \
+        "v2.1.4/containerd.service" in unpinned.stdout + unpinned.stderr
 
 
 # --- the runtime in the node's upgrade ------------------------------------------------------------------

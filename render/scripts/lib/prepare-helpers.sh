@@ -143,9 +143,40 @@ runtime_outdated() {
   [[ "$(installed_containerd_version)" != "v${CONTAINERD_VERSION}" || "$(installed_runc_version)" != "v${RUNC_VERSION}" ]]
 }
 
+# pinned_sha256 URL: the SHA-256 config/compat.py pins for URL (RUNTIME_SHA256 lines "URL DIGEST"), or nothing.
+pinned_sha256() {
+  local entry
+  for entry in "${RUNTIME_SHA256[@]}"; do
+    if [[ "${entry%% *}" == "$1" ]]; then
+      echo "${entry#* }"
+      return 0
+    fi
+  done
+}
+
+# fetch_checked URL DEST [CHECKSUM_URL]: URL downloaded to DEST and its SHA-256 checked against its pin; a URL with no
+# pin (config/compat.py DOWNLOADS) is checked against CHECKSUM_URL's line for its file name, published beside it.
+fetch_checked() {
+  local url=$1 dest=$2 checksums=${3:-} pinned actual
+  fetch "${url}" "${dest}"
+  actual="$(sha256sum <"${dest}")"
+  actual="${actual%% *}"
+  pinned="$(pinned_sha256 "${url}")"
+  if [[ -n "${pinned}" ]]; then
+    [[ "${actual}" == "${pinned}" ]] || die "${url} has SHA-256 ${actual}, not the ${pinned} config/compat.py pins"
+    return 0
+  fi
+  [[ -n "${checksums}" ]] || die "no SHA-256 pinned for ${url} in config/compat.py"
+  log "no SHA-256 pinned for ${url##*/}: checking the checksum published beside it"
+  fetch "${checksums}" "${dest}.published"
+  grep -Eq "^${actual} [ *]([^ ]*/)?${url##*/}\$" "${dest}.published" \
+    || die "${url} does not match its published checksum"
+  rm -f "${dest}.published"
+}
+
 RUNTIME_STAGE=""
 # stage_runtime: the pinned containerd (static release build, its unit file) and runc, downloaded and checked
-# against their published SHA-256 sums into RUNTIME_STAGE; nothing on the node is touched.
+# against their pinned SHA-256 (fetch_checked) into RUNTIME_STAGE; nothing on the node is touched.
 stage_runtime() {
   local arch tarball base
   arch="$(release_arch)"
@@ -153,19 +184,14 @@ stage_runtime() {
   base="https://github.com/containerd/containerd/releases/download/v${CONTAINERD_VERSION}"
   tarball="containerd-static-${CONTAINERD_VERSION}-linux-${arch}.tar.gz"
   log "downloading containerd ${CONTAINERD_VERSION} (static release build) and runc ${RUNC_VERSION}"
-  fetch "${base}/${tarball}" "${RUNTIME_STAGE}/${tarball}"
-  fetch "${base}/${tarball}.sha256sum" "${RUNTIME_STAGE}/${tarball}.sha256sum"
-  (cd "${RUNTIME_STAGE}" && sha256sum -c "${tarball}.sha256sum")
+  fetch_checked "${base}/${tarball}" "${RUNTIME_STAGE}/${tarball}" "${base}/${tarball}.sha256sum"
   mkdir -p "${RUNTIME_STAGE}/root"
   tar -C "${RUNTIME_STAGE}/root" -xzf "${RUNTIME_STAGE}/${tarball}"
-  fetch "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
+  fetch_checked "https://raw.githubusercontent.com/containerd/containerd/v${CONTAINERD_VERSION}/containerd.service" \
     "${RUNTIME_STAGE}/containerd.service"
-  fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
-    "${RUNTIME_STAGE}/runc.${arch}"
-  fetch "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum" \
-    "${RUNTIME_STAGE}/runc.sha256sum"
-  # runc.sha256sum lists every architecture; check only the binary that was downloaded.
-  (cd "${RUNTIME_STAGE}" && grep -E "[ *]runc[.]${arch}\$" runc.sha256sum | sha256sum -c -)
+  # runc.sha256sum lists every architecture.
+  fetch_checked "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.${arch}" \
+    "${RUNTIME_STAGE}/runc.${arch}" "https://github.com/opencontainers/runc/releases/download/v${RUNC_VERSION}/runc.sha256sum"
   install -m 0755 "${RUNTIME_STAGE}/runc.${arch}" "${RUNTIME_STAGE}/runc"
 }
 
