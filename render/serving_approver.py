@@ -9,7 +9,7 @@ nodes and never reads which node asks (postfinance/kubelet-csr-approver v1.2.14 
 regex_ip_checks.go): any node could be given another node's address. This one ties each request to its requester.
 
 What it approves, and nothing else (each request it passes over stays pending, never denied, and its journal says
-why; a later inventory may admit it):
+why; a later inventory may admit it). It reads each node's newest MAX_PER_NODE pending requests per run:
 
 * signer kubernetes.io/kubelet-serving, not yet approved or denied;
 * requested by ``system:node:<name>`` in group ``system:nodes`` (the API server sets spec.username and spec.groups
@@ -91,20 +91,29 @@ def inventory(nodes: tuple[tuple[str, str], ...]) -> str:
     return "".join(f"{name} {seen[name]}\n" for name in sorted(seen))
 
 
-# kubectl's go-template for the requests: one line each with name, uid, resourceVersion, signer, username, groups,
-# usages, condition types and the PEM request in base64. Fields end at US (0x1f) and list items at RS (0x1e), which no
-# name, signer or usage the API server accepts contains; the username, groups and condition types, which it does not
-# restrict so, are Go-quoted (printf "%q": no control character survives). A missing status prints nothing. Go
-# templates read "\x1f" as that byte (text/template string constants).
+# kubectl's go-template for the requests: one line each with name, uid, resourceVersion, creation time, signer,
+# username, groups, usages, condition types and the PEM request in base64. Every field is Go-quoted (printf "%q": no
+# control character survives), the API server restricting hardly any of them (a request's name may hold a line break:
+# ValidateCertificateRequestName accepts any name a path segment can carry). Fields end at US (0x1f) and list items at
+# RS (0x1e). A missing status prints nothing. Go templates read "\x1f" as that byte (text/template string constants).
 _FIELD, _ITEM = '{{"\\x1f"}}', '{{"\\x1e"}}'
+
+
+def _quoted(path: str) -> str:
+    return '{{printf "%q" ' + path + "}}"
+
+
 REQUESTS_TEMPLATE = (
-    "{{range .items}}" + _FIELD.join(["{{.metadata.name}}", "{{.metadata.uid}}", "{{.metadata.resourceVersion}}",
-                                      "{{.spec.signerName}}", '{{printf "%q" .spec.username}}',
-                                      '{{range .spec.groups}}{{printf "%q" .}}' + _ITEM + "{{end}}",
-                                      "{{range .spec.usages}}{{.}}" + _ITEM + "{{end}}",
-                                      '{{with .status}}{{range .conditions}}{{printf "%q" .type}}' + _ITEM
-                                      + "{{end}}{{end}}",
-                                      "{{.spec.request}}"]) + '{{"\\n"}}{{end}}')
+    "{{range .items}}" + _FIELD.join([*(_quoted(p) for p in (".metadata.name", ".metadata.uid", ".metadata.resourceVersion",
+                                                               ".metadata.creationTimestamp", ".spec.signerName",
+                                                               ".spec.username")),
+                                      "{{range .spec.groups}}" + _quoted(".") + _ITEM + "{{end}}",
+                                      "{{range .spec.usages}}" + _quoted(".") + _ITEM + "{{end}}",
+                                      "{{with .status}}{{range .conditions}}" + _quoted(".type") + _ITEM + "{{end}}{{end}}",
+                                      _quoted(".spec.request")]) + '{{"\\n"}}{{end}}')
+# A node's newest requests read in each run, the rest left for later: a kubelet waits on its newest request, and one
+# node that makes thousands cannot hold up the others' (each it reads costs a few openssl runs).
+MAX_PER_NODE = 3
 # How long a request to the API server may take: an API server that accepts a connection and never answers must not
 # hold the run, which the timer cannot start again while it is active (the unit's TimeoutStartSec bounds the rest).
 REQUEST_TIMEOUT = "30s"
@@ -114,7 +123,7 @@ def program(config_dir: str = CONFIG_DIR, pki_dir: str = PKI_DIR, admin_conf: st
     """The program the timer runs; the paths are the node's unless a test gives its scratch directory's."""
     return render_script("serving-approver.sh", CONFIG_DIR=config_dir, PKI_DIR=pki_dir, ADMIN_CONF=admin_conf,
                          IDENTITY=IDENTITY, SIGNER=SIGNER, VALIDITY_DAYS=VALIDITY_DAYS, RENEW_DAYS=RENEW_DAYS,
-                         TEMPLATE=REQUESTS_TEMPLATE, REQUEST_TIMEOUT=REQUEST_TIMEOUT)
+                         TEMPLATE=REQUESTS_TEMPLATE, REQUEST_TIMEOUT=REQUEST_TIMEOUT, MAX_PER_NODE=MAX_PER_NODE)
 
 
 def service_unit() -> str:

@@ -140,11 +140,13 @@ class Request:
     conditions: list[str] = field(default_factory=list)
     uid: str = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
     resource_version: str = "4711"
+    created: str = "2026-12-05T10:00:00Z"
 
     def object(self) -> dict:
         status = {"conditions": [{"type": c, "status": "True"} for c in self.conditions]} if self.conditions else {}
         return {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
-                "metadata": {"name": self.name, "uid": self.uid, "resourceVersion": self.resource_version},
+                "metadata": {"name": self.name, "uid": self.uid, "resourceVersion": self.resource_version,
+                             "creationTimestamp": self.created},
                 "spec": {"signerName": self.signer, "username": self.username, "groups": self.groups,
                          "usages": self.usages, "request": base64.b64encode(self.pem.encode()).decode()},
                 "status": status}
@@ -163,10 +165,12 @@ def listing_line(obj: dict) -> str:
     """What the program's go-template prints for one request (test_the_template_prints_what_the_stub_lists holds
     this against the real kubectl)."""
     spec, meta = obj["spec"], obj["metadata"]
-    fields = [meta["name"], meta["uid"], meta["resourceVersion"], spec["signerName"], go_quote(spec["username"]),
+    fields = [*(go_quote(v) for v in (meta["name"], meta["uid"], meta["resourceVersion"], meta["creationTimestamp"],
+                                      spec["signerName"], spec["username"])),
               "".join(go_quote(g) + "\x1e" for g in spec.get("groups", [])),
-              "".join(u + "\x1e" for u in spec.get("usages", [])),
-              "".join(go_quote(c["type"]) + "\x1e" for c in obj.get("status", {}).get("conditions", [])), spec["request"]]
+              "".join(go_quote(u) + "\x1e" for u in spec.get("usages", [])),
+              "".join(go_quote(c["type"]) + "\x1e" for c in obj.get("status", {}).get("conditions", [])),
+              go_quote(spec["request"])]
     return "\x1f".join(fields) + "\n"
 
 
@@ -366,7 +370,40 @@ def test_an_odd_uid_is_passed_over_without_its_text(node, tmp_path):
     request = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), uid='x","y')
     run = node.run([request])
     assert run.returncode == 0 and node.approvals() == []
-    assert "a request left pending: its name, uid or resourceVersion is not what the API server writes" in run.stdout
+    assert "csr-hk-lnx-1: left pending: its uid is not what the API server writes" in run.stdout
+
+
+def test_a_request_whose_name_carries_a_forged_line_approves_nothing(node, tmp_path):
+    """A request's name may hold a line break (the API server checks little more than that it is a path segment): a
+    node's second request named so that a raw listing would show a fake line for its first, whose names are another
+    node's and the API VIP (an independent review's attack, 2026-12-05)."""
+    target = Request("t-1", "system:node:hk-lnx-1", signed_request(tmp_path, lambda spki: request_info(
+        spki, kubelet_subject("hk-lnx-1"), kubelet_names("hk-lnx-2", "10.30.30.22", API_VIP))),
+        uid="11111111-2222-4333-8444-555555555555", resource_version="99")
+    decoy = Request("t-1", "system:node:hk-lnx-1", kubelet_request(tmp_path, "hk-lnx-1", "10.30.30.21"),
+                    uid=target.uid, resource_version=target.resource_version)
+    fake_line = listing_line(decoy.object()).rstrip("\n")
+    carrier = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name=f"a\n{fake_line}\nb",
+                                created="2026-12-05T11:00:00Z")
+    run = node.run([target, carrier])
+    assert run.returncode == 0, run.stderr
+    assert node.approvals() == [], run.stdout
+    assert "a request left pending: its name is not a DNS subdomain" in run.stdout
+    assert "t-1: left pending: it is not the request a kubelet makes for hk-lnx-1" in run.stdout
+
+
+def test_a_node_with_many_pending_requests_has_only_its_newest_read(node, tmp_path):
+    """One node's requests by the thousand cannot hold up the others': each node's newest few are read per run."""
+    own = [dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.22"), name=f"csr-old-{i}",
+                             created=f"2026-12-05T09:0{i}:00Z") for i in range(5)]
+    newest = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name="csr-newest",
+                               created="2026-12-05T12:00:00Z")
+    other = _fixture("hk-win-1.pem", "csr-hk-win-1", "hk-win-1")
+    run = node.run([*own, other, newest])
+    assert run.returncode == 0, run.stderr
+    assert [a["metadata"]["name"] for a in node.approvals()] == ["csr-newest", "csr-hk-win-1"], run.stdout
+    assert run.stdout.count("left pending") == serving_approver.MAX_PER_NODE - 1
+    assert f"hk-lnx-1 has 3 more pending requests than the newest {serving_approver.MAX_PER_NODE}" in run.stdout
 
 
 def test_decided_requests_and_other_signers_are_not_touched(node, tmp_path):

@@ -5,7 +5,7 @@
 # approved; any other stays pending, and this log says why. Exits 1 when it could not list or approve.
 set -euo pipefail
 umask 077
-#@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE REQUEST_TIMEOUT
+#@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE REQUEST_TIMEOUT MAX_PER_NODE
 
 inventory="$CONFIG_DIR/nodes"
 kubeconfig="$CONFIG_DIR/kubeconfig"
@@ -86,35 +86,28 @@ kubelet_request() {
   done
 }
 
-## review NAME USER GROUPS USAGES REQUEST: returns 0 for a request to approve, and echoes why not otherwise. Every
-## step that can fail on hostile input is checked here, so one request never stops the run for the others.
+## review NODE USAGES REQUEST: returns 0 for a request of NODE (a node of the inventory) to approve, and echoes why
+## not otherwise. Every step that can fail on hostile input is checked here, so one request never stops the run.
 review() {
-  local name=$1 user=$2 groups=$3 usages=$4 request=$5 usage_set pem der spki header expected
-  if [[ ! $user =~ ^\"system:node:([a-z0-9]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
-    echo "requested by $user, not by a node"
-    return 1
-  fi
-  node="${BASH_REMATCH[1]}"
-  ip="${address[$node]:-}"
-  if [[ -z $ip ]]; then
-    echo "$node is not a node of the inventory"
-    return 1
-  fi
-  if [[ "$RS$groups" != *"${RS}\"system:nodes\"$RS"* ]]; then
-    echo "the requester is not in the group system:nodes"
-    return 1
-  fi
+  local node=$1 usages=$2 request=$3 ip usage_set pem der spki header length expected
+  ip="${address[$node]}"
   ## The two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR); any other it would fail.
   usage_set="$(printf '%s' "$usages" | tr "$RS" '\n' | sort -u | paste -sd, -)" || usage_set=""
   case "$usage_set" in
-    "digital signature,server auth" | "digital signature,key encipherment,server auth") ;;
+    '"digital signature","server auth"' | '"digital signature","key encipherment","server auth"') ;;
     *)
-      echo "usages ${usages//$RS/, } are not a kubelet serving certificate's"
+      echo "usages ${usages//$RS/ } are not a kubelet serving certificate's"
       return 1
       ;;
   esac
-  ## Exactly one PEM block, as the API server and kube-controller-manager read only the first (Go's pem.Decode).
-  pem="$(printf '%s' "$request" | base64 -d 2>/dev/null)" || pem=""
+  ## Exactly one PEM block, as the API server and kube-controller-manager read only the first (Go's pem.Decode), and
+  ## no NUL byte, which bash would drop from what it compares.
+  if ! printf '%s' "$request" | base64 -d >"$work/request.pem" 2>/dev/null \
+    || [[ "$(tr -d '\000' <"$work/request.pem" | wc -c)" != "$(wc -c <"$work/request.pem")" ]]; then
+    echo "the request is not one PEM certificate request"
+    return 1
+  fi
+  pem="$(cat "$work/request.pem")"
   if [[ ! $pem =~ $PEM_REQUEST ]] || ! printf '%s' "${BASH_REMATCH[1]}" | base64 -d >"$work/request.der" 2>/dev/null; then
     echo "the request is not one PEM certificate request"
     return 1
@@ -126,11 +119,17 @@ review() {
   fi
   spki="$(openssl req -inform DER -in "$work/request.der" -noout -pubkey 2>/dev/null \
     | openssl pkey -pubin -outform DER 2>/dev/null | hex)" || spki=""
-  case "${der:2:2}" in
-    81) header=6 ;;
-    82) header=8 ;;
-    *) header=4 ;;
+  ## One DER SEQUENCE of definite length that is all of the request (Go refuses anything else).
+  case "${der:0:4}" in
+    3081) header=6 length=$((16#${der:4:2})) ;;
+    3082) header=8 length=$((16#${der:4:4})) ;;
+    30[0-7]?) header=4 length=$((16#${der:2:2})) ;;
+    *) header=0 length=-1 ;;
   esac
+  if ((header == 0 || header + 2 * length != ${#der})); then
+    echo "the request is not one DER sequence"
+    return 1
+  fi
   while read -r expected; do
     if [[ -n $spki && ${der:header:${#expected}} == "$expected" ]]; then
       return 0
@@ -140,29 +139,59 @@ review() {
   return 1
 }
 
-## One line per request, as TEMPLATE prints them (render/serving_approver.py): fields end at US, list items at RS; the
-## username, groups and condition types Go-quoted, so no character of theirs can start another line or field.
+## One line per request, as TEMPLATE prints them (render/serving_approver.py): fields end at US, list items at RS, and
+## every field is Go-quoted, so no character of any (a request's name included, which the API server hardly
+## restricts) can start another line or field. Newest first: a node's kubelet waits on its newest request.
 US=$'\x1f'
 RS=$'\x1e'
 PEM_REQUEST=$'^-----BEGIN CERTIFICATE REQUEST-----\n([A-Za-z0-9+/=\n]+)-----END CERTIFICATE REQUEST-----\n?$'
 kubectl --kubeconfig "$kubeconfig" --request-timeout="$REQUEST_TIMEOUT" get certificatesigningrequests \
-  --field-selector "spec.signerName=$SIGNER" -o "go-template=$TEMPLATE" >"$work/requests"
+  --field-selector "spec.signerName=$SIGNER" -o "go-template=$TEMPLATE" >"$work/listing"
+LC_ALL=C sort -s -t "$US" -k4,4r "$work/listing" >"$work/requests"
 
 failed=0
-while IFS="$US" read -r name uid version signer user groups usages conditions request; do
-  [[ $signer == "$SIGNER" && -z $conditions ]] || continue
-  if [[ ! $name =~ ^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$ || ! $uid =~ ^[0-9a-f-]{36}$ || ! $version =~ ^[0-9]+$ ]]; then
-    echo "a request left pending: its name, uid or resourceVersion is not what the API server writes"
+declare -A reviewed=() passed_over=()
+while IFS="$US" read -r name uid version created signer user groups usages conditions request; do
+  [[ $signer == "\"$SIGNER\"" && -z $conditions ]] || continue
+  if [[ ! $name =~ ^\"([a-z0-9]([-a-z0-9.]*[a-z0-9])?)\"$ ]]; then
+    echo "a request left pending: its name is not a DNS subdomain"
     continue
   fi
-  node="" ip=""
-  if ! why="$(review "$name" "$user" "$groups" "$usages" "$request")"; then
+  name="${BASH_REMATCH[1]}"
+  if [[ ! $uid =~ ^\"([0-9a-f-]{36})\"$ ]]; then
+    echo "$name: left pending: its uid is not what the API server writes"
+    continue
+  fi
+  uid="${BASH_REMATCH[1]}"
+  if [[ ! $version =~ ^\"([0-9]+)\"$ || ! $created =~ ^\"[0-9TZ:.+-]+\"$ || ! $request =~ ^\"([A-Za-z0-9+/=]+)\"$ ]]; then
+    echo "$name: left pending: its resourceVersion, creation time or request is not what the API server writes"
+    continue
+  fi
+  request="${BASH_REMATCH[1]}"
+  version="${version//\"/}"
+  if [[ ! $user =~ ^\"system:node:([a-z0-9]([-a-z0-9]*[a-z0-9])?)\"$ ]]; then
+    echo "$name: left pending: requested by $user, not by a node"
+    continue
+  fi
+  node="${BASH_REMATCH[1]}"
+  if [[ -z ${address[$node]:-} ]]; then
+    echo "$name: left pending: $node is not a node of the inventory"
+    continue
+  fi
+  if [[ "$RS$groups" != *"${RS}\"system:nodes\"$RS"* ]]; then
+    echo "$name: left pending: the requester is not in the group system:nodes"
+    continue
+  fi
+  ## A node's newest few only: one that makes requests by the thousand cannot hold up the others' (each costs openssl).
+  reviewed[$node]=$((${reviewed[$node]:-0} + 1))
+  if ((reviewed[$node] > MAX_PER_NODE)); then
+    passed_over[$node]=$((${passed_over[$node]:-0} + 1))
+    continue
+  fi
+  if ! why="$(review "$node" "$usages" "$request")"; then
     echo "$name: left pending: $why"
     continue
   fi
-  node="${user#\"system:node:}"
-  node="${node%\"}"
-  ip="${address[$node]}"
   ## The approval names the request read, by its uid (a precondition) and resourceVersion (a conflict if it changed),
   ## not whatever has the name by then: kubectl certificate approve reads it again. The approval subresource keeps
   ## the stored spec and takes only the conditions (strategy.go), so the body carries no spec.
@@ -171,7 +200,7 @@ while IFS="$US" read -r name uid version signer user groups usages conditions re
   if kubectl --kubeconfig "$kubeconfig" --request-timeout="$REQUEST_TIMEOUT" replace --raw \
     "/apis/certificates.k8s.io/v1/certificatesigningrequests/$name/approval" -f "$work/approval.json" \
     >/dev/null 2>"$work/error"; then
-    echo "$name: approved for $node ($node, $ip)"
+    echo "$name: approved for $node ($node, ${address[$node]})"
   elif grep -q '(Conflict)' "$work/error"; then
     echo "$name: changed since it was read (another control-plane node approved it, or it was made again); the next run reads it again"
   else
@@ -179,4 +208,7 @@ while IFS="$US" read -r name uid version signer user groups usages conditions re
     failed=1
   fi
 done <"$work/requests"
+for node in "${!passed_over[@]}"; do
+  echo "$node has ${passed_over[$node]} more pending requests than the newest $MAX_PER_NODE; they were not read"
+done
 exit "$failed"
