@@ -113,6 +113,25 @@ def machines_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     return failures
 
 
+# A machine's VM id and address are each held by a reservation resource named after the value (machine_reservations),
+# which the node's machines depend on, so the engine deletes it only once the machine's deletion has succeeded
+# (dependents first: deployment_executor.go, step_generator.go ScheduleDeletes). A node that takes a value whose
+# reservation is still in the state declares that same resource (one URN per value) with another holder, which its
+# check refuses at preview: the removal that should have freed the value has not finished.
+HOLDER_KEY = "holder"
+
+
+def reservation_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    holder_before, holder_after = (olds or {}).get(HOLDER_KEY), news.get(HOLDER_KEY)
+    if not holder_before or holder_before == holder_after:
+        return []
+    what, value = news.get("what"), _number(news.get("value"))
+    return [f"{holder_after} takes {what} {value}, still held by {holder_before}: its removal has not finished (a "
+            f"failed or interrupted delete left its machine in the state). Run `pulumi up` without {holder_after} "
+            f"until {holder_before} is gone (docs/lifecycle.md, \"A removal that failed\"), or give {holder_after} "
+            f"another {what}."]
+
+
 class _CheckedProvider(ResourceProvider):
     """A dynamic provider that only records its inputs; its `check` refuses what `guard` refuses."""
 
@@ -147,8 +166,38 @@ class MachinesGuard(Resource, module="hybrid", name="MachinesGuard"):
         super().__init__(MachinesGuardProvider(), name, machine_facts(spec), opts)
 
 
+class MachineReservationProvider(_CheckedProvider):
+    guard = staticmethod(reservation_check)
+    key = HOLDER_KEY
+
+
+class MachineReservation(Resource, module="hybrid", name="MachineReservation"):
+    """One VM id or address, held by the node named in `holder` until that node's machine is deleted."""
+
+    def __init__(self, name: str, holder: str, what: str, value: str | int,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(MachineReservationProvider(), name, {HOLDER_KEY: holder, "what": what, "value": value}, opts)
+
+
+def machine_reservations(cluster: str, spec: StackSpec, parent: pulumi.Resource) -> dict[str, tuple[pulumi.Resource, ...]]:
+    """Per node, the reservations of its VM id (Linux) and address: one resource per value, named after it."""
+    reservations: dict[str, tuple[pulumi.Resource, ...]] = {}
+    opts = pulumi.ResourceOptions(parent=parent)
+    for node in spec.linux_nodes:
+        reservations[node.name] = (
+            MachineReservation(f"{cluster}-vm-id-{node.vm_id}", node.name, "VM id", node.vm_id, opts),
+            MachineReservation(f"{cluster}-address-{str(node.ip).replace('.', '-')}", node.name, "address", str(node.ip),
+                               opts))
+    for windows_node in spec.nodes.windows:
+        reservations[windows_node.name] = (
+            MachineReservation(f"{cluster}-address-{str(windows_node.ip).replace('.', '-')}", windows_node.name,
+                               "address", str(windows_node.ip), opts),)
+    return reservations
+
+
 # Per dynamic resource type, its check (the same function its provider's `check` calls).
 DYNAMIC_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[str]]] = {
     f"pulumi-python:{KubernetesVersionPin._resource_type_name}": version_pin_check,
     f"pulumi-python:{MachinesGuard._resource_type_name}": machines_check,
+    f"pulumi-python:{MachineReservation._resource_type_name}": reservation_check,
 }

@@ -32,6 +32,7 @@ from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
 from .connections import ssh_connection
+from .guards import machine_reservations
 from .lifecycle import command_options
 
 
@@ -426,6 +427,8 @@ class Machines(pulumi.ComponentResource):
         for proxmox_node in spec.proxmox.nodes:
             clone_after.update(lanes([n.name for _, n in linux_order if n.proxmox_node == proxmox_node.name],
                                      spec.provisioning.clones_per_proxmox_node))
+        # Each node's VM id and address stay reserved until its machine is deleted (components/guards.py).
+        reserved = machine_reservations(spec.cluster.name, spec, self)
         created: dict[str, ProxmoxLinuxNode] = {}
         for role, node in linux_order:
             before = clone_after.get(node.name)
@@ -436,7 +439,7 @@ class Machines(pulumi.ComponentResource):
                     connect=functools.partial(_pinned_connection, str(node.ip), spec.access.admin_user,
                                               secrets.node_ssh_private_key, bastion),
                     proxmox_connection=self.proxmox_connections[node.proxmox_node],
-                    provider=self.provider, guards=guards,
+                    provider=self.provider, guards=(*guards, *reserved[node.name]),
                     after=(created[before].vm,) if before is not None else (),
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
@@ -470,7 +473,7 @@ class Machines(pulumi.ComponentResource):
                 self.hyperv_hosts[windows_node.hyperv_host],
                 host_connections[windows_node.hyperv_host],
                 windows_admin_password(secrets),
-                guards=guards,
+                guards=(*guards, *reserved[windows_node.name]),
                 previous_secret=secrets.windows_admin_password_previous,
                 activation=guest_activation(spec, windows_node),
                 after=(windows_created[before].vm,) if before is not None else (),

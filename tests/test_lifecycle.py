@@ -3,6 +3,7 @@ rebuilt, replaced or lost node runs its own steps again and nothing on other nod
 stack's current Kubernetes version."""
 from __future__ import annotations
 
+import copy
 import functools
 
 import pytest
@@ -567,3 +568,38 @@ def test_a_stack_built_before_the_wave_gates_gets_them_and_nothing_else_runs(bui
     assert len(gates) == 21 and run.plan.changed == gates
     assert all(run.plan.of(gate) == ["create"] for gate in gates)
     assert not any(run.named(gate).inputs.get(key) for gate in gates for key in ("create", "update", "delete"))
+
+
+def test_a_node_whose_removal_failed_keeps_its_vm_id_and_address_until_its_machine_is_gone(built):
+    """The machines guard records the stack as each run starts, but deletes run at its end: a removal that fails (a
+    drain a PodDisruptionBudget refuses, docs/day2.md) leaves the machine running. The next run must not give its VM
+    id or its address to a new node (a failed clone, or two machines on one address); once the machine is deleted,
+    it may."""
+    without = hk_prod_values()
+    without["nodes"]["linux"] = [n for n in without["nodes"]["linux"] if n["name"] != "hk-lnx-4"]
+    failed = run_program(raw_config(without), state=built.state, fail=("hk-prod-kubeadm-hk-lnx-4-drain",))
+    assert failed.plan.failed == ["hk-prod-kubeadm-hk-lnx-4-drain"]
+    # The reservations outlive the machine's resources in the state (they are deleted after the VM).
+    kept = {e.name for e in failed.state.values()}
+    assert {"hk-prod-hk-lnx-4-vm", "hk-prod-vm-id-324", "hk-prod-address-10-30-30-24"} <= kept
+
+    def newcomer(**changes) -> dict:
+        values = copy.deepcopy(without)
+        values["nodes"]["linux"].append({**next(n for n in hk_prod_values()["nodes"]["linux"] if n["name"] == "hk-lnx-4"),
+                                         "name": "hk-lnx-9", "vmId": 329, "ip": "10.30.30.29", **changes})
+        return values
+
+    for changes, what in (({"vmId": 324}, "VM id 324"), ({"ip": "10.30.30.24"}, "address 10.30.30.24")):
+        refused = run_program(raw_config(newcomer(**changes)), state=failed.state, preview=True)
+        assert any(f"hk-lnx-9 takes {what}, still held by hk-lnx-4: its removal has not finished" in e
+                   for e in refused.plan.errors), refused.plan.errors
+    # A new node with values of its own is not held up.
+    assert not run_program(raw_config(newcomer()), state=failed.state, preview=True).plan.errors
+    # The next run finishes the removal (the drain is allowed now); then the values are free.
+    finished = run_program(raw_config(without), state=failed.state)
+    assert not finished.plan.failed
+    assert not {"hk-prod-hk-lnx-4-vm", "hk-prod-vm-id-324"} & {e.name for e in finished.state.values()}
+    order = deletes_in_order(finished)
+    assert order.index("hk-prod-hk-lnx-4-vm") < order.index("hk-prod-vm-id-324")
+    reused = run_program(raw_config(newcomer(vmId=324, ip="10.30.30.24")), state=finished.state, preview=True)
+    assert not reused.plan.errors, reused.plan.errors

@@ -219,7 +219,9 @@ def test_adding_a_windows_build_adds_only_what_a_build_needs():
     assert new_node and changed - new_node == {"hk-prod-machines", "hk-prod-scheduling-runtimeclass-win2019",
                                                "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2019",
                                                *(f"hk-prod-kubelet-serving-approver-{n}"
-                                                 for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3"))}
+                                                 for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")),
+                                               # its address, reserved until its machine is deleted
+                                               "hk-prod-address-10-30-30-54"}
 
 
 def test_samples_can_be_switched_off(hk):

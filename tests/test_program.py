@@ -195,8 +195,10 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-config")}
     # The approver's inventory on each control-plane node takes the new node (render/serving_approver.py).
     approver = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}
+    # Its VM id and address, each reserved until its machine is deleted (components/guards.py).
+    reserved = {"hk-prod-vm-id-325", "hk-prod-address-10-30-30-25"}
     assert changed_resources(hk, record(hk_values)) == (machine | membership | labels | upgrade | restarts | serving
-                                                        | gates | approver | {"hk-prod-machines"})
+                                                        | gates | approver | reserved | {"hk-prod-machines"})
 
 
 def test_a_secret_change_is_seen_without_being_shown():

@@ -370,7 +370,9 @@ def measure(nodes: int, runs: int, default_gc: bool = False) -> dict:
 
 # Single changes: (description, change to the stack values, the minimal set of resource names it must touch).
 def _node_resources(recording: Recording, node: str) -> set[str]:
-    return {r.name for r in recording.resources if f"-{node}-" in f"{r.name}-"}
+    """A node's resources: named after it, and the reservations of its VM id and address (components/guards.py)."""
+    return {r.name for r in recording.resources
+            if f"-{node}-" in f"{r.name}-" or (r.type.endswith(":MachineReservation") and r.inputs.get("holder") == node)}
 
 
 @dataclass(frozen=True)
