@@ -28,6 +28,7 @@ from render.host_keys import (
     render_install_host_key,
     render_snippet_private,
 )
+from render.maintenance import render_vm_destroy
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
@@ -190,9 +191,22 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 delete_before_replace=True,
                 # A new template is for new nodes; it must not rebuild existing ones.
                 ignore_changes=["clone"],
+                # A lost node's VM leaves the state without the provider's delete, which fails for a VM that no
+                # longer exists (it reads the VM's status first: tools/providers.py); its destroy step below removes
+                # the VM if it is still there.
+                retain_on_delete=node.lost,
                 depends_on=[*args.guards, *args.after],
             ),
         )
+        if node.lost:
+            # Deleted before the VM leaves the state (it depends on it): destroys the VM on its Proxmox node if it
+            # still exists, and succeeds if it is gone (render/scripts/vm-destroy.sh). Nothing runs on create.
+            command.remote.Command(
+                f"{name}-vm-destroy",
+                connection=args.proxmox_connection,
+                delete=bash_command(render_vm_destroy(node.vm_id, node.name)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+            )
 
         # This VM instance: the MAC Proxmox gave its first NIC when it cloned it, as the VM's configuration
         # holds it. The VM's own id is its VMID (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for

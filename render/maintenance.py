@@ -89,6 +89,14 @@ def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int =
     return render_script("vm-restart.sh", VMID=vm_id, SETTINGS=settings, SHUTDOWN_TIMEOUT=shutdown_timeout_seconds)
 
 
+def render_vm_destroy(vm_id: int, name: str) -> str:
+    """On the Proxmox node of a lost Linux node's VM: destroy the VM if it still exists, succeed if it is gone (the
+    provider's delete fails then), refuse one of that id with another name (render/scripts/vm-destroy.sh)."""
+    check_vm_id(vm_id)
+    check_node_name(name)
+    return render_script("vm-destroy.sh", VMID=vm_id, NAME=name)
+
+
 def render_maintenance_uncordon(node_name: str, settings: str, timeout_seconds: int = 900) -> str:
     """On the first control-plane node, after the VM restart: wait until the Node reports a boot id other
     than the one the drain recorded and is Ready, then lift the chain's cordon (and only that one) and

@@ -92,7 +92,8 @@ def test_steps_run_nothing_on_create_and_carry_the_settings_they_apply(hk):
     maintenance.render_maintenance_drain("hk-cp-2", 4, 8192, 80, etcd_pod="etcd-hk-cp-1"),
     maintenance.render_vm_restart(321, SETTINGS),
     maintenance.render_maintenance_uncordon("hk-lnx-1", SETTINGS),
-], ids=["drain", "drain-control-plane", "vm-restart", "uncordon"])
+    maintenance.render_vm_destroy(324, "hk-lnx-4"),
+], ids=["drain", "drain-control-plane", "vm-restart", "uncordon", "vm-destroy"])
 def test_scripts_pass_shellcheck(tmp_path, script):
     path = tmp_path / "step.sh"
     path.write_text(script)
@@ -291,3 +292,49 @@ def test_a_new_proxmox_key_runs_each_drain_again_with_its_restart(hk):
     touched = changed_resources(hk, rotated)
     restarts = {n for n in touched if n.endswith("-vm-restart")}
     assert restarts and {n.replace("-vm-restart", "-drain-for-restart") for n in restarts} <= touched
+
+
+# --- a lost node's VM, destroyed if it is still there ---------------------------------------------------------
+
+def _destroy(tmp_path: Path, configs: dict[str, str], status: str = "status: running") -> subprocess.CompletedProcess[str]:
+    """render_vm_destroy(324, "hk-lnx-4") on Proxmox node pve-hk2-a, with the cluster file system's VM configurations
+    ``configs`` ({node: its 324.conf}) under a scratch root and a stub qm."""
+    root, stubs = tmp_path / "root", tmp_path / "stubs"
+    stubs.mkdir()
+    for node, text in configs.items():
+        (root / "etc/pve/nodes" / node / "qemu-server").mkdir(parents=True)
+        (root / "etc/pve/nodes" / node / "qemu-server/324.conf").write_text(text)
+    (stubs / "qm").write_text(f'#!/usr/bin/env bash\necho "qm $*" >>"$T/calls"\n[[ $1 != status ]] || echo "{status}"\n')
+    (stubs / "hostname").write_text("#!/usr/bin/env bash\necho pve-hk2-a\n")
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    return subprocess.run(["bash", "-c", maintenance.render_vm_destroy(324, "hk-lnx-4")], capture_output=True, text=True,
+                          env={"PATH": f"{stubs}:/usr/bin:/bin", "T": str(tmp_path), TEST_ROOT_VARIABLE: str(root)})
+
+
+def _qm_calls(tmp_path: Path) -> list[str]:
+    calls = tmp_path / "calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_a_lost_nodes_vm_that_is_gone_is_nothing_to_destroy(tmp_path):
+    run = _destroy(tmp_path, {})
+    assert run.returncode == 0 and "already gone" in run.stdout and _qm_calls(tmp_path) == []
+
+
+def test_a_lost_nodes_vm_that_is_still_there_is_stopped_and_destroyed(tmp_path):
+    run = _destroy(tmp_path, {"pve-hk2-a": "name: hk-lnx-4\nmemory: 32768\n"})
+    assert run.returncode == 0, run.stderr
+    assert _qm_calls(tmp_path) == ["qm status 324", "qm stop 324", "qm destroy 324 --purge 1 --destroy-unreferenced-disks 1"]
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    assert _destroy(stopped, {"pve-hk2-a": "name: hk-lnx-4\n"}, status="status: stopped").returncode == 0
+    assert _qm_calls(stopped) == ["qm status 324", "qm destroy 324 --purge 1 --destroy-unreferenced-disks 1"]
+
+
+@pytest.mark.parametrize("configs,why", [({"pve-hk2-a": "name: other-vm\n"}, "is not hk-lnx-4"),
+                                         ({"pve-hk1-a": "name: hk-lnx-4\n"}, "is on Proxmox node pve-hk1-a")],
+                         ids=["another-vm-of-that-id", "migrated"])
+def test_a_vm_of_that_id_that_is_not_the_nodes_here_is_left_alone(tmp_path, configs, why):
+    run = _destroy(tmp_path, configs)
+    assert run.returncode == 1 and why in run.stderr and _qm_calls(tmp_path) == []

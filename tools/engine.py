@@ -327,7 +327,7 @@ class Deployment:
     def __init__(self, state: Mapping[str, Entry] | None = None, preview: bool = False,
                  replace: Iterable[str] = (),
                  check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None,
-                 fail: Iterable[str] = ()):
+                 fail: Iterable[str] = (), gone: Iterable[str] = ()):
         self.old: dict[str, Entry] = dict(state or {})
         self.preview = preview
         self.targets = set(replace)
@@ -335,6 +335,9 @@ class Deployment:
         # Names (or URNs) whose create, update, replacement or delete fails in this run, and what failed or was
         # skipped because something it depends on failed: the engine stops a resource's dependents.
         self.fail = set(fail)
+        # Names of resources whose object was deleted outside Pulumi (a VM destroyed by hand, a host that died):
+        # the delete of a type that reads the object first fails (providers.DELETE_FAILS_WHEN_GONE).
+        self.gone = set(gone)
         self.failed: set[str] = set()
         # Set by the first failed create, update or replacement: no later step starts.
         self.cancelled = False
@@ -540,7 +543,8 @@ class Deployment:
                     # deleteProtectedError does not cancel the run; the resource stays.
                     self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
                     continue
-                if entry.name in self.fail or entry.urn in self.fail:
+                missing = entry.name in self.gone and entry.type in providers.DELETE_FAILS_WHEN_GONE
+                if entry.name in self.fail or entry.urn in self.fail or (missing and not entry.retain_on_delete):
                     self.plan.failed.append(entry.name)
                     failed_here = True
                     continue

@@ -269,12 +269,14 @@ def run_program(
     replace: tuple[str, ...] = (),
     fail: tuple[str, ...] = (),
     secret_keys: Collection[str] | None = None,
+    gone: tuple[str, ...] = (),
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
     state: what an earlier run left (Recording.state; None for a new stack). replace: resource names given
     with `--replace`. fail: names of resources whose step (create, update, replacement or delete) fails in
-    this run; what depends on a failed step is skipped, and the state keeps the old resources. secret_keys: the
+    this run; what depends on a failed step is skipped, and the state keeps the old resources. gone: names of
+    resources whose object was deleted outside Pulumi (their delete fails where the provider's does). secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
     secret_values = placeholder_secrets(secrets, secret_keys)
@@ -284,16 +286,16 @@ def run_program(
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
-                            state=state, replace=replace, fail=fail)
+                            state=state, replace=replace, fail=fail, gone=gone)
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
                      state: Mapping[str, Entry] | None = None, replace: tuple[str, ...] = (),
-                     fail: tuple[str, ...] = ()) -> Recording:
+                     fail: tuple[str, ...] = (), gone: tuple[str, ...] = ()) -> Recording:
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
-    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail)
+    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone)
     monitor = RecordingMonitor(recording, deployment)
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))

@@ -43,6 +43,13 @@ import yaml
 
 COMMAND = "command:remote:Command"
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
+# Types whose delete fails when the object is already gone outside Pulumi: bpg's vmDelete (proxmoxtf/resource/vm/
+# vm.go at v0.111.1) reads the status first, `status, err := vmAPI.GetVMStatus(ctx)` / `if err != nil { return
+# diag.FromErr(err) }`, and Proxmox answers that read for a missing VM with "Configuration file ... does not exist";
+# only its later DELETE call treats ErrResourceDoesNotExist as done, and the bridge's Delete adds no not-found
+# handling. (Its vmRead clears the id of a missing VM, so `pulumi refresh` drops one from the state.) A command's
+# delete runs its script, which decides for itself.
+DELETE_FAILS_WHEN_GONE = frozenset({VM})
 FILE = "proxmoxve:index/fileLegacy:FileLegacy"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 TLS_KEY = "tls:index/privateKey:PrivateKey"

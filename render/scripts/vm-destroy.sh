@@ -1,0 +1,26 @@
+# On a Proxmox node, as the delete of a lost Linux node's machine (render/maintenance.py render_vm_destroy): its VM
+# destroyed if it still exists anywhere in the Proxmox cluster, and nothing done if it is already gone, which the
+# provider's own delete refuses (docs/lifecycle.md, "A node that is dead for good"). A VM of that id that is not the
+# node's (another name) is never touched.
+#@ include lib/strict.sh
+#@ include lib/test-root.sh
+#@ inputs VMID NAME
+command -v qm >/dev/null || die "qm not found: this step runs on a Proxmox node"
+## /etc/pve is the cluster file system (pmxcfs): every node's VM configurations, as qm reads them.
+shopt -s nullglob
+configs=("$ROOT"/etc/pve/nodes/*/qemu-server/"$VMID".conf)
+if ((${#configs[@]} == 0)); then
+  echo "VM $VMID ($NAME) is already gone: nothing to destroy"
+  exit 0
+fi
+config="${configs[0]}"
+holder="${config#"$ROOT"/etc/pve/nodes/}"
+holder="${holder%%/*}"
+[[ $holder == "$(hostname)" ]] \
+  || die "VM $VMID is on Proxmox node $holder, not on $(hostname): migrate it back or destroy it there (qm destroy $VMID --purge 1)"
+grep -qx "name: $NAME" "$config" || die "VM $VMID is not $NAME ($(grep -m1 '^name:' "$config" || echo 'no name')): it is left alone"
+if [[ "$(qm status "$VMID")" != "status: stopped" ]]; then
+  qm stop "$VMID"
+fi
+qm destroy "$VMID" --purge 1 --destroy-unreferenced-disks 1
+echo "VM $VMID ($NAME) destroyed"
