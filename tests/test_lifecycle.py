@@ -633,3 +633,36 @@ def test_a_node_whose_removal_failed_keeps_its_vm_id_and_address_until_its_machi
     assert order.index("hk-prod-hk-lnx-4-vm") < order.index("hk-prod-vm-id-324")
     reused = run_program(raw_config(newcomer(vmId=324, ip="10.30.30.24")), state=finished.state, preview=True)
     assert not reused.plan.errors, reused.plan.errors
+
+
+def test_an_interrupted_clone_is_recovered_by_importing_or_clearing_it(built):
+    """A run killed while Proxmox clones a new node's VM: the engine journals the create as pending and the VM exists
+    with its fixed VMID outside the state. The next `up` warns and goes on, and its clone fails on the VMID in use;
+    `pulumi refresh --import-pending-creates <urn> <vmid>` takes the VM into the state, or, once the half-made VM is
+    destroyed by hand, `--clear-pending-creates` lets the next `up` clone it again (docs/lifecycle.md)."""
+    from tools.engine import refresh_pending
+    values = hk_prod_values()
+    values["nodes"]["linux"].append({**next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4"),
+                                     "name": "hk-lnx-5", "vmId": 325, "ip": "10.30.30.25"})
+    vm = "hk-prod-hk-lnx-5-vm"
+    killed = run_program(raw_config(values), state=built.state, interrupt=(vm,))
+    [pending] = killed.plan.pending
+    assert pending.name == vm and pending.inputs["vmId"] == 325 and killed.outside == {vm}
+    urn = pending.urn
+    assert urn not in killed.state and not killed.plan.failed
+    # Nothing after it started, and no delete ran.
+    assert not any(s.op in ("delete", "retain") for s in killed.plan.steps)
+
+    again = run_program(raw_config(values), state=killed.state, pending=killed.plan.pending, outside=killed.outside)
+    assert any("1 pending operations" in w and "interrupted while creating" in w for w in again.plan.warnings)
+    assert again.plan.failed == [vm] and again.plan.pending == [pending]
+
+    imported = refresh_pending(again.state, again.plan.pending, {urn: "325"})
+    resumed = run_program(raw_config(values), state=imported, outside=killed.outside)
+    assert not resumed.plan.failed and not resumed.plan.warnings and resumed.plan.of(vm) == ["same"]
+    assert resumed.plan.of("hk-prod-kubeadm-hk-lnx-5-join") == ["create"]
+
+    cleared = refresh_pending(again.state, again.plan.pending)
+    assert urn not in cleared
+    recreated = run_program(raw_config(values), state=cleared, outside=set())    # after `qm destroy 325 --purge 1`
+    assert recreated.plan.of(vm) == ["create"] and not recreated.plan.failed

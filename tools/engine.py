@@ -124,10 +124,26 @@ class Step:
                 "delete-replaced": "-", "same": " "}[self.op]
 
 
+@dataclass(frozen=True)
+class PendingCreate:
+    """A create the run was interrupted in (the CLI killed, the machine running it lost): the engine journals the
+    operation before the provider call and clears it after, so the state keeps it with the inputs sent, and the object
+    may exist outside the state (snapshot.go PendingOperations; "interrupted while creating")."""
+    urn: str
+    type: str
+    name: str
+    parent: str
+    provider: str
+    inputs: dict[str, Any]
+
+
 @dataclass
 class Plan:
     steps: list[Step] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # Creates this run was interrupted in (it stopped there), and those an earlier run left, which an update keeps.
+    pending: list[PendingCreate] = field(default_factory=list)
     # Deletes that did not run: failed ones, and what a failed delete kept from running.
     failed: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -327,7 +343,8 @@ class Deployment:
     def __init__(self, state: Mapping[str, Entry] | None = None, preview: bool = False,
                  replace: Iterable[str] = (),
                  check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None,
-                 fail: Iterable[str] = (), gone: Iterable[str] = ()):
+                 fail: Iterable[str] = (), gone: Iterable[str] = (), interrupt: Iterable[str] = (),
+                 pending: Sequence[PendingCreate] = (), outside: Iterable[str] = ()):
         self.old: dict[str, Entry] = dict(state or {})
         self.preview = preview
         self.targets = set(replace)
@@ -338,10 +355,22 @@ class Deployment:
         # Names of resources whose object was deleted outside Pulumi (a VM destroyed by hand, a host that died):
         # the delete of a type that reads the object first fails (providers.DELETE_FAILS_WHEN_GONE).
         self.gone = set(gone)
+        # Names whose create is under way when the run is interrupted: the CLI stops there, the operation stays
+        # pending in the state, and the provider's object may exist (here it does: `outside`).
+        self.interrupt = set(interrupt)
+        # Objects that exist outside the state (an interrupted create's), by resource name: a create of a type with a
+        # fixed identity fails on them (providers.CREATE_FAILS_WHEN_PRESENT).
+        self.outside = set(outside)
+        self.plan_pending = list(pending)
         self.failed: set[str] = set()
         # Set by the first failed create, update or replacement: no later step starts.
         self.cancelled = False
-        self.plan = Plan()
+        self.plan = Plan(pending=list(pending))
+        if pending:
+            # An update goes on with a warning and keeps the pending operations (pulumi/pulumi#9293).
+            self.plan.warnings.append(
+                f"Attempting to deploy or update resources with {len(pending)} pending operations from previous "
+                "deployment: " + ", ".join(f"{p.urn}, interrupted while creating" for p in pending))
         self.new: dict[str, Entry] = {}
         # Old resources already deleted in this run (dependents of a delete-before-replace replacement),
         # which their next registration recreates.
@@ -397,7 +426,16 @@ class Deployment:
             # way finish (here: everything registered before the failure) and nothing new starts, dependent or
             # not (only `--continue-on-error` would go on with independent steps).
             return self._keep(reg, old or recreated, "skipped")
-        if op != "same" and (reg.name in self.fail or reg.urn in self.fail):
+        if op in ("create", "replace") and reg.name in self.interrupt and not self.preview:
+            # The CLI stops while the provider creates it: the operation is journaled as pending and nothing else
+            # starts; the object exists outside the state.
+            self.cancelled = True
+            self.plan.pending.append(PendingCreate(reg.urn, reg.type, reg.name, reg.parent, reg.provider,
+                                                   copy.deepcopy(reg.inputs)))
+            self.outside.add(reg.name)
+            return self._keep(reg, old or recreated, "interrupted")
+        present = reg.name in self.outside and reg.type in providers.CREATE_FAILS_WHEN_PRESENT
+        if op != "same" and (reg.name in self.fail or reg.urn in self.fail or (op == "create" and present)):
             self.cancelled = True
             return self._keep(reg, old or recreated, "failed")
         if op == "replace":
@@ -410,12 +448,17 @@ class Deployment:
         """A step that did not happen (failed, or skipped after a failure): the state keeps the old resource."""
         self.failed.add(reg.urn)
         self.plan.steps.append(Step(op, reg.urn, reg.type, reg.name))
-        (self.plan.failed if op == "failed" else self.plan.skipped).append(reg.name)
+        if op != "interrupted":
+            (self.plan.failed if op == "failed" else self.plan.skipped).append(reg.name)
         if old is not None:
             self.new[reg.urn] = old
             return old
-        return Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom,
-                     inputs=reg.inputs)
+        # A create that did not complete resolves nothing the provider computes (its dependents never start: the
+        # program's outputs of it stay unknown, as in a preview).
+        entry = Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom,
+                      inputs=reg.inputs)
+        entry.outputs = _outputs(entry, "create", None, True, self.nonce) if reg.custom else {}
+        return entry
 
     def _check(self, reg: Registration, old: Entry | None) -> None:
         check = self.check.get(reg.type)
@@ -531,7 +574,7 @@ class Deployment:
         failed delete no later batch does (the rest of its own batch was already under way)."""
         late = {e.urn: e for e in self.late}
         entries = list(late.values()) + list(self.old.values())
-        cancelled = bool(self.failed)
+        cancelled = bool(self.failed) or self.cancelled
         for batch in self._delete_batches(entries):
             failed_here = False
             for entry in batch:
@@ -559,6 +602,21 @@ class Deployment:
         kept = {s.urn for s in self.plan.steps if s.op in ("delete", "retain", "delete-replaced")}
         left = {urn: e for urn, e in self.old.items() if urn not in kept}
         return {**left, **self.new}
+
+
+def refresh_pending(state: Mapping[str, Entry], pending: Sequence[PendingCreate],
+                    import_ids: Mapping[str, str] | None = None) -> dict[str, Entry]:
+    """`pulumi refresh --import-pending-creates URN ID ...` (import_ids: URN -> the provider's id) or, with none,
+    `--clear-pending-creates`: each pending create is taken into the state with its id, the inputs it was sent and
+    what the provider reads, or dropped. Either way none stays pending (the caller passes no pending on)."""
+    refreshed = dict(state)
+    for op in pending:
+        if import_ids and op.urn in import_ids:
+            entry = Entry(urn=op.urn, type=op.type, name=op.name, parent=op.parent, custom=True,
+                          inputs=copy.deepcopy(op.inputs), provider=op.provider, id=import_ids[op.urn])
+            entry.outputs = _outputs(entry, "create", None, False, "")
+            refreshed[op.urn] = entry
+    return refreshed
 
 
 def without(state: Mapping[str, Entry], names: Iterable[str]) -> dict[str, Entry]:

@@ -14,7 +14,7 @@ import hashlib
 import json
 import runpy
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from tools.engine import (  # noqa: F401
     STAND_IN_STDOUT,
     Deployment,
     Entry,
+    PendingCreate,
     Plan,
     Registration,
     Secret,
@@ -89,6 +90,8 @@ class Recording:
     # The engine's plan for this run (every step, deletes included) and the state the run leaves.
     plan: Plan = field(default_factory=Plan)
     state: dict[str, Entry] = field(default_factory=dict)
+    # Objects that exist outside the state after this run (an interrupted create's), by resource name.
+    outside: set[str] = field(default_factory=set)
 
     def by_type(self, type_: str) -> list[Resource]:
         return [r for r in self.resources if r.type == type_]
@@ -270,13 +273,18 @@ def run_program(
     fail: tuple[str, ...] = (),
     secret_keys: Collection[str] | None = None,
     gone: tuple[str, ...] = (),
+    interrupt: tuple[str, ...] = (),
+    pending: Sequence[PendingCreate] = (),
+    outside: Collection[str] = (),
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
     state: what an earlier run left (Recording.state; None for a new stack). replace: resource names given
     with `--replace`. fail: names of resources whose step (create, update, replacement or delete) fails in
     this run; what depends on a failed step is skipped, and the state keeps the old resources. gone: names of
-    resources whose object was deleted outside Pulumi (their delete fails where the provider's does). secret_keys: the
+    resources whose object was deleted outside Pulumi (their delete fails where the provider's does). interrupt: names
+    whose create is under way when the CLI is interrupted (the run stops there; Recording.pending and .outside say
+    what it left); pending, outside: what an earlier run left so. secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
     secret_values = placeholder_secrets(secrets, secret_keys)
@@ -286,16 +294,19 @@ def run_program(
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
-                            state=state, replace=replace, fail=fail, gone=gone)
+                            state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt, pending=pending,
+                            outside=outside)
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
                      state: Mapping[str, Entry] | None = None, replace: tuple[str, ...] = (),
-                     fail: tuple[str, ...] = (), gone: tuple[str, ...] = ()) -> Recording:
+                     fail: tuple[str, ...] = (), gone: tuple[str, ...] = (), interrupt: tuple[str, ...] = (),
+                     pending: Sequence[PendingCreate] = (), outside: Collection[str] = ()) -> Recording:
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
-    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone)
+    deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone,
+                            interrupt=interrupt, pending=pending, outside=outside)
     monitor = RecordingMonitor(recording, deployment)
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))
@@ -325,4 +336,5 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
         gc.set_threshold(*thresholds)
     recording.plan = deployment.finish()
     recording.state = deployment.state
+    recording.outside = set(deployment.outside)
     return recording

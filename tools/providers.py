@@ -50,6 +50,9 @@ VM = "proxmoxve:index/vmLegacy:VmLegacy"
 # handling. (Its vmRead clears the id of a missing VM, so `pulumi refresh` drops one from the state.) A command's
 # delete runs its script, which decides for itself.
 DELETE_FAILS_WHEN_GONE = frozenset({VM})
+# Types whose create fails when an object of the same identity already exists outside the state: a VM's id is the
+# fixed VMID the program gives (vmCreateClone clones to it), and Proxmox refuses a clone to a VMID in use.
+CREATE_FAILS_WHEN_PRESENT = frozenset({VM})
 FILE = "proxmoxve:index/fileLegacy:FileLegacy"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 TLS_KEY = "tls:index/privateKey:PrivateKey"
