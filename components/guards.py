@@ -127,9 +127,10 @@ def reservation_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
         return []
     what, value = news.get("what"), _number(news.get("value"))
     return [f"{holder_after} takes {what} {value}, still held by {holder_before}: its removal has not finished (a "
-            f"failed or interrupted delete left its machine in the state). Run `pulumi up` without {holder_after} "
-            f"until {holder_before} is gone (docs/lifecycle.md, \"A removal that failed\"), or give {holder_after} "
-            f"another {what}."]
+            f"failed or interrupted delete left its machine in the state), or {holder_before} gives it up in this "
+            f"same run, before its machine changes. Run `pulumi up` without {holder_after}'s change until "
+            f"{holder_before} no longer holds it (docs/lifecycle.md, \"A removal that failed\"), or give "
+            f"{holder_after} another {what}."]
 
 
 class _CheckedProvider(ResourceProvider):

@@ -89,12 +89,13 @@ def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int =
     return render_script("vm-restart.sh", VMID=vm_id, SETTINGS=settings, SHUTDOWN_TIMEOUT=shutdown_timeout_seconds)
 
 
-def render_vm_destroy(vm_id: int, name: str) -> str:
+def render_vm_destroy(vm_id: int, name: str, stop_timeout_seconds: int = 300) -> str:
     """On the Proxmox node of a lost Linux node's VM: destroy the VM if it still exists, succeed if it is gone (the
     provider's delete fails then), refuse one of that id with another name (render/scripts/vm-destroy.sh)."""
     check_vm_id(vm_id)
     check_node_name(name)
-    return render_script("vm-destroy.sh", VMID=vm_id, NAME=name)
+    check_timeout(stop_timeout_seconds)
+    return render_script("vm-destroy.sh", VMID=vm_id, NAME=name, STOP_TIMEOUT=stop_timeout_seconds)
 
 
 def render_maintenance_uncordon(node_name: str, settings: str, timeout_seconds: int = 900) -> str:

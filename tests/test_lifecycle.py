@@ -635,12 +635,12 @@ def test_a_node_whose_removal_failed_keeps_its_vm_id_and_address_until_its_machi
     assert not reused.plan.errors, reused.plan.errors
 
 
-def test_an_interrupted_clone_is_recovered_by_importing_or_clearing_it(built):
+def test_an_interrupted_clone_is_recovered_by_destroying_it_and_clearing_the_pending_create(built):
     """A run killed while Proxmox clones a new node's VM: the engine journals the create as pending and the VM exists
     with its fixed VMID outside the state. The next `up` warns and goes on, and its clone fails on the VMID in use;
-    `pulumi refresh --import-pending-creates <urn> <vmid>` takes the VM into the state, or, once the half-made VM is
-    destroyed by hand, `--clear-pending-creates` lets the next `up` clone it again (docs/lifecycle.md)."""
-    from tools.engine import refresh_pending
+    clearing the pending create alone does not help; destroying the VM on Proxmox and then clearing it does
+    (docs/lifecycle.md, "An interrupted run")."""
+    from tools.engine import clear_pending_creates
     values = hk_prod_values()
     values["nodes"]["linux"].append({**next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4"),
                                      "name": "hk-lnx-5", "vmId": 325, "ip": "10.30.30.25"})
@@ -648,21 +648,52 @@ def test_an_interrupted_clone_is_recovered_by_importing_or_clearing_it(built):
     killed = run_program(raw_config(values), state=built.state, interrupt=(vm,))
     [pending] = killed.plan.pending
     assert pending.name == vm and pending.inputs["vmId"] == 325 and killed.outside == {vm}
-    urn = pending.urn
-    assert urn not in killed.state and not killed.plan.failed
+    assert pending.urn not in killed.state and not killed.plan.failed
     # Nothing after it started, and no delete ran.
     assert not any(s.op in ("delete", "retain") for s in killed.plan.steps)
 
+    # A preview says nothing of it; an update warns, keeps it, and its clone fails on the VMID in use.
+    assert not run_program(raw_config(values), state=killed.state, pending=killed.plan.pending, outside=killed.outside,
+                           preview=True).plan.warnings
     again = run_program(raw_config(values), state=killed.state, pending=killed.plan.pending, outside=killed.outside)
     assert any("1 pending operations" in w and "interrupted while creating" in w for w in again.plan.warnings)
     assert again.plan.failed == [vm] and again.plan.pending == [pending]
 
-    imported = refresh_pending(again.state, again.plan.pending, {urn: "325"})
-    resumed = run_program(raw_config(values), state=imported, outside=killed.outside)
-    assert not resumed.plan.failed and not resumed.plan.warnings and resumed.plan.of(vm) == ["same"]
-    assert resumed.plan.of("hk-prod-kubeadm-hk-lnx-5-join") == ["create"]
+    cleared = clear_pending_creates(again.plan.pending)
+    assert run_program(raw_config(values), state=again.state, pending=cleared, outside=killed.outside).plan.failed == [vm]
+    # After `qm destroy 325 --purge 1 --destroy-unreferenced-disks 1` on its Proxmox node:
+    recreated = run_program(raw_config(values), state=again.state, pending=cleared, outside=set())
+    assert recreated.plan.of(vm) == ["create"] and not recreated.plan.failed and not recreated.plan.warnings
+    assert recreated.plan.of("hk-prod-kubeadm-hk-lnx-5-join") == ["create"]
 
-    cleared = refresh_pending(again.state, again.plan.pending)
-    assert urn not in cleared
-    recreated = run_program(raw_config(values), state=cleared, outside=set())    # after `qm destroy 325 --purge 1`
-    assert recreated.plan.of(vm) == ["create"] and not recreated.plan.failed
+
+def test_an_aborted_rebuild_is_finished_by_the_next_up(built):
+    """`--replace` of a VM deletes it first (delete_before_replace), then clones it again. When the clone fails, the
+    engine keeps the VM in the state pending replacement (step.go DeleteStep pendingReplace), and the next `up`, with
+    or without `--replace`, creates it without deleting anything again; its node's steps run on the new instance."""
+    vm = "hk-prod-hk-lnx-4-vm"
+    aborted = run_program(raw_config(hk_prod_values()), state=built.state, replace=(vm,), fail=(vm,))
+    assert aborted.plan.failed == [vm] and aborted.plan.of(vm)[0] == "delete-replaced"
+    urn = built.named(vm).urn
+    assert aborted.state[urn].pending_replacement
+    finished = run_program(raw_config(hk_prod_values()), state=aborted.state)
+    assert finished.plan.of(vm) == ["replace"] and not finished.plan.failed
+    assert not finished.state[urn].pending_replacement
+    # The node's own steps follow the new instance (keyed on it), as after a rebuild that did not fail.
+    assert finished.plan.of("hk-prod-hk-lnx-4-cloud-init") == ["replace"]
+
+
+def test_a_failed_delete_inside_a_replacement_cascade_replaces_nothing(built):
+    """A dependent's delete fails while `--replace` deletes what depends on the VM first: the VM is not deleted, the
+    run stops, and the dependents already deleted stay pending replacement for the next run."""
+    vm = "hk-prod-hk-lnx-4-vm"
+    probe = run_program(raw_config(hk_prod_values()), state=built.state, replace=(vm,), preview=True)
+    cascade = [s.name for s in probe.plan.steps if s.op == "delete-replaced" and s.name != vm]
+    assert cascade, "the VM's replacement replaces resources that depend on it"
+    failing = cascade[-1]
+    run = run_program(raw_config(hk_prod_values()), state=built.state, replace=(vm,), fail_delete=(failing,))
+    assert failing in run.plan.failed and vm not in {s.name for s in run.plan.steps if s.op == "delete-replaced"}
+    assert not run.state[built.named(vm).urn].pending_replacement
+    deleted = [s.name for s in run.plan.steps if s.op == "delete-replaced"]
+    for name in deleted:
+        assert run.state[built.named(name).urn].pending_replacement, name

@@ -304,8 +304,16 @@ def _destroy(tmp_path: Path, configs: dict[str, str], status: str = "status: run
     for node, text in configs.items():
         (root / "etc/pve/nodes" / node / "qemu-server").mkdir(parents=True)
         (root / "etc/pve/nodes" / node / "qemu-server/324.conf").write_text(text)
-    (stubs / "qm").write_text(f'#!/usr/bin/env bash\necho "qm $*" >>"$T/calls"\n[[ $1 != status ]] || echo "{status}"\n')
-    (stubs / "hostname").write_text("#!/usr/bin/env bash\necho pve-hk2-a\n")
+    # qm status answers `status` until qm stop has run, then "status: stopped" after one more poll (HA's queued stop).
+    (stubs / "qm").write_text(
+        '#!/usr/bin/env bash\necho "qm $*" >>"$T/calls"\n'
+        'if [[ $1 == stop ]]; then echo 1 >"$T/stopping"; exit 0; fi\n'
+        'if [[ $1 == status ]]; then\n'
+        '  if [[ -f $T/stopping ]]; then n=$(<"$T/stopping"); echo $((n + 1)) >"$T/stopping"\n'
+        '    ((n >= 2)) && { echo "status: stopped"; exit 0; }; fi\n'
+        f'  echo "{status}"\nfi\n')
+    (stubs / "uname").write_text("#!/usr/bin/env bash\necho pve-hk2-a.hk.example.internal\n")
+    (stubs / "sleep").write_text("#!/usr/bin/env bash\nexit 0\n")
     for stub in stubs.iterdir():
         stub.chmod(0o755)
     return subprocess.run(["bash", "-c", maintenance.render_vm_destroy(324, "hk-lnx-4")], capture_output=True, text=True,
@@ -325,7 +333,9 @@ def test_a_lost_nodes_vm_that_is_gone_is_nothing_to_destroy(tmp_path):
 def test_a_lost_nodes_vm_that_is_still_there_is_stopped_and_destroyed(tmp_path):
     run = _destroy(tmp_path, {"pve-hk2-a": "name: hk-lnx-4\nmemory: 32768\n"})
     assert run.returncode == 0, run.stderr
-    assert _qm_calls(tmp_path) == ["qm status 324", "qm stop 324", "qm destroy 324 --purge 1 --destroy-unreferenced-disks 1"]
+    # Stopped first, and waited for (an HA-managed VM's stop is only queued), then destroyed.
+    assert _qm_calls(tmp_path) == ["qm status 324", "qm stop 324", "qm status 324", "qm status 324",
+                                   "qm destroy 324 --purge 1 --destroy-unreferenced-disks 1"]
     stopped = tmp_path / "stopped"
     stopped.mkdir()
     assert _destroy(stopped, {"pve-hk2-a": "name: hk-lnx-4\n"}, status="status: stopped").returncode == 0

@@ -26,6 +26,7 @@ on it:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import re
@@ -104,6 +105,9 @@ class Entry(Declared):
     outputs: dict[str, Any] = field(default_factory=dict)
     # How many times this URN has been created, in this state's history: seeds the provider's new ids.
     generation: int = 1
+    # Deleted by a delete-before-replace whose create has not happened yet: the state keeps it so marked, and the
+    # next run creates it without deleting it again (step.go DeleteStep pendingReplace; step_generator.go).
+    pending_replacement: bool = False
 
 
 @dataclass(frozen=True)
@@ -344,7 +348,7 @@ class Deployment:
                  replace: Iterable[str] = (),
                  check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None,
                  fail: Iterable[str] = (), gone: Iterable[str] = (), interrupt: Iterable[str] = (),
-                 pending: Sequence[PendingCreate] = (), outside: Iterable[str] = ()):
+                 pending: Sequence[PendingCreate] = (), outside: Iterable[str] = (), fail_delete: Iterable[str] = ()):
         self.old: dict[str, Entry] = dict(state or {})
         self.preview = preview
         self.targets = set(replace)
@@ -352,6 +356,8 @@ class Deployment:
         # Names (or URNs) whose create, update, replacement or delete fails in this run, and what failed or was
         # skipped because something it depends on failed: the engine stops a resource's dependents.
         self.fail = set(fail)
+        # Names whose delete fails inside a delete-before-replace cascade (`fail` makes the replacement's create fail).
+        self.fail_delete = set(fail_delete)
         # Names of resources whose object was deleted outside Pulumi (a VM destroyed by hand, a host that died):
         # the delete of a type that reads the object first fails (providers.DELETE_FAILS_WHEN_GONE).
         self.gone = set(gone)
@@ -366,8 +372,9 @@ class Deployment:
         # Set by the first failed create, update or replacement: no later step starts.
         self.cancelled = False
         self.plan = Plan(pending=list(pending))
-        if pending:
-            # An update goes on with a warning and keeps the pending operations (pulumi/pulumi#9293).
+        if pending and not preview:
+            # An update goes on with a warning and keeps the pending operations (pulumi/pulumi#9293); a preview does
+            # not warn (deployment_executor.go).
             self.plan.warnings.append(
                 f"Attempting to deploy or update resources with {len(pending)} pending operations from previous "
                 "deployment: " + ", ".join(f"{p.urn}, interrupted while creating" for p in pending))
@@ -377,6 +384,8 @@ class Deployment:
         self.recreating: dict[str, Entry] = {}
         # Resources replaced in this run: a resource using a replaced provider is replaced too.
         self.replaced: set[str] = set()
+        # Old resources a delete-before-replace deleted in this run (kept pending replacement until re-created).
+        self.deleted_for_replacement: set[str] = set()
         # Old resources of create-before-replace replacements, deleted at the end of the run.
         self.late: list[Entry] = []
         self.order: list[str] = list(self.old)
@@ -405,10 +414,18 @@ class Deployment:
         if recreated is not None:
             op, why = "replace", ("replacement of a dependency",)
             entry.generation = recreated.generation + 1
+        elif old is not None and old.pending_replacement:
+            # Its delete already ran in an earlier run: only the create is left.
+            op, why = "replace", ("pending replacement",)
+            entry.generation = old.generation + 1
         elif old is None:
             op, why = "create", ()
         else:
             op, why, entry = self._diff(reg, old, entry)
+            if op == "failed-delete":
+                self.failed.add(reg.urn)
+                self.new[reg.urn] = old
+                return old
         if op in ("create", "replace"):
             entry.id = None if self.preview else providers.new_id(entry.type, entry.name, entry.urn, entry.inputs,
                                                                    entry.generation, self.nonce)
@@ -433,10 +450,15 @@ class Deployment:
             self.plan.pending.append(PendingCreate(reg.urn, reg.type, reg.name, reg.parent, reg.provider,
                                                    copy.deepcopy(reg.inputs)))
             self.outside.add(reg.name)
+            if op == "replace" and old is not None and reg.urn in self.deleted_for_replacement:
+                old = dataclasses.replace(old, pending_replacement=True)
             return self._keep(reg, old or recreated, "interrupted")
         present = reg.name in self.outside and reg.type in providers.CREATE_FAILS_WHEN_PRESENT
-        if op != "same" and (reg.name in self.fail or reg.urn in self.fail or (op == "create" and present)):
+        if op != "same" and (reg.name in self.fail or reg.urn in self.fail or (op in ("create", "replace") and present)):
             self.cancelled = True
+            if op == "replace" and old is not None and reg.urn in self.deleted_for_replacement:
+                # Its delete ran, its create failed: the state keeps it pending replacement.
+                old = dataclasses.replace(old, pending_replacement=True)
             return self._keep(reg, old or recreated, "failed")
         if op == "replace":
             self.replaced.add(entry.urn)
@@ -482,7 +504,9 @@ class Deployment:
             # Replaced: the program's inputs as declared, ignored ones included (continueStepsFromDiff).
             entry.generation = old.generation + 1
             if reg.delete_before_replace:
-                self._delete_before_replace(old)
+                if not self._delete_before_replace(old):
+                    # A delete in the cascade failed: nothing is replaced, the resource stays as it is.
+                    return "failed-delete", why, old
             else:
                 # The old resource is deleted at the end of the run.
                 self.late.append(old)
@@ -526,14 +550,23 @@ class Deployment:
                 replace_set.add(urn)
         return result
 
-    def _delete_before_replace(self, root: Entry) -> None:
+    def _delete_before_replace(self, root: Entry) -> bool:
+        """The dependents' deletes, then the root's; each deleted one stays in the state pending replacement until
+        it is created again. A failed delete stops the cascade (False): what it depends on is not deleted."""
         dependents = self._dependents_to_replace(root)
-        for entry in self._reverse_topological(dependents):
-            self.old.pop(entry.urn, None)
-            self.recreating[entry.urn] = entry
-            self.plan.steps.append(Step("delete-replaced", entry.urn, entry.type, entry.name,
-                                        (f"dependent of {root.name}",)))
-        self.plan.steps.append(Step("delete-replaced", root.urn, root.type, root.name, ("delete before replace",)))
+        for entry in [*self._reverse_topological(dependents), root]:
+            if entry.name in self.fail_delete or entry.urn in self.fail_delete:
+                self.plan.failed.append(entry.name)
+                self.plan.steps.append(Step("failed", entry.urn, entry.type, entry.name, ("delete before replace",)))
+                self.cancelled = True
+                return False
+            self.deleted_for_replacement.add(entry.urn)
+            why = ("delete before replace",) if entry is root else (f"dependent of {root.name}",)
+            if entry is not root:
+                self.old.pop(entry.urn, None)
+                self.recreating[entry.urn] = dataclasses.replace(entry, pending_replacement=True)
+            self.plan.steps.append(Step("delete-replaced", entry.urn, entry.type, entry.name, why))
+        return True
 
     def _reverse_topological(self, entries: list[Entry]) -> list[Entry]:
         """Dependents before what they depend on (parents and providers count as dependencies)."""
@@ -601,22 +634,18 @@ class Deployment:
         """The state this run leaves: what was registered, and what a failed or refused delete kept."""
         kept = {s.urn for s in self.plan.steps if s.op in ("delete", "retain", "delete-replaced")}
         left = {urn: e for urn, e in self.old.items() if urn not in kept}
-        return {**left, **self.new}
+        # Dependents a delete-before-replace deleted and the run never re-created: still in the state, pending.
+        pending = {urn: e for urn, e in self.recreating.items() if urn not in self.new}
+        return {**left, **pending, **self.new}
 
 
-def refresh_pending(state: Mapping[str, Entry], pending: Sequence[PendingCreate],
-                    import_ids: Mapping[str, str] | None = None) -> dict[str, Entry]:
-    """`pulumi refresh --import-pending-creates URN ID ...` (import_ids: URN -> the provider's id) or, with none,
-    `--clear-pending-creates`: each pending create is taken into the state with its id, the inputs it was sent and
-    what the provider reads, or dropped. Either way none stays pending (the caller passes no pending on)."""
-    refreshed = dict(state)
-    for op in pending:
-        if import_ids and op.urn in import_ids:
-            entry = Entry(urn=op.urn, type=op.type, name=op.name, parent=op.parent, custom=True,
-                          inputs=copy.deepcopy(op.inputs), provider=op.provider, id=import_ids[op.urn])
-            entry.outputs = _outputs(entry, "create", None, False, "")
-            refreshed[op.urn] = entry
-    return refreshed
+def clear_pending_creates(pending: Sequence[PendingCreate]) -> list[PendingCreate]:
+    """`pulumi refresh --clear-pending-creates`: every pending create is dropped from the state (the objects they
+    may have made stay where they are). `--import-pending-creates` does not take an object into the state: it only
+    relabels the operation (pkg/cmd/pulumi refresh.go; backend/snapshot.go keeps only "creating" ones), so it has no
+    model here and the docs do not offer it."""
+    del pending
+    return []
 
 
 def without(state: Mapping[str, Entry], names: Iterable[str]) -> dict[str, Entry]:
@@ -665,7 +694,7 @@ def to_export(state: Mapping[str, Entry]) -> dict[str, Any]:
             "deleteBeforeReplace": entry.delete_before_replace,
             # Not part of a real export (the engine takes them from the program); kept for a round trip.
             "ignoreChanges": entry.ignore_changes, "replaceOnChanges": entry.replace_on_changes,
-            "generation": entry.generation,
+            "generation": entry.generation, "pendingReplacement": entry.pending_replacement,
         })
     return {"version": 3, "deployment": {"resources": resources}}
 
@@ -682,7 +711,8 @@ def from_export(document: Mapping[str, Any]) -> dict[str, Entry]:
                             delete_before_replace=r.get("deleteBeforeReplace", False),
                             ignore_changes=list(r.get("ignoreChanges") or []),
                             replace_on_changes=list(r.get("replaceOnChanges") or []),
-                            generation=r.get("generation", 1))
+                            generation=r.get("generation", 1),
+                            pending_replacement=r.get("pendingReplacement", False))
             for r in resources}
 
 

@@ -276,6 +276,7 @@ def run_program(
     interrupt: tuple[str, ...] = (),
     pending: Sequence[PendingCreate] = (),
     outside: Collection[str] = (),
+    fail_delete: tuple[str, ...] = (),
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
@@ -284,7 +285,8 @@ def run_program(
     this run; what depends on a failed step is skipped, and the state keeps the old resources. gone: names of
     resources whose object was deleted outside Pulumi (their delete fails where the provider's does). interrupt: names
     whose create is under way when the CLI is interrupted (the run stops there; Recording.pending and .outside say
-    what it left); pending, outside: what an earlier run left so. secret_keys: the
+    what it left); pending, outside: what an earlier run left so. fail_delete: names whose delete fails inside a
+    delete-before-replace cascade (`fail` fails the replacement's create). secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
     secret_values = placeholder_secrets(secrets, secret_keys)
@@ -295,18 +297,19 @@ def run_program(
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
                             state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt, pending=pending,
-                            outside=outside)
+                            outside=outside, fail_delete=fail_delete)
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
                      state: Mapping[str, Entry] | None = None, replace: tuple[str, ...] = (),
                      fail: tuple[str, ...] = (), gone: tuple[str, ...] = (), interrupt: tuple[str, ...] = (),
-                     pending: Sequence[PendingCreate] = (), outside: Collection[str] = ()) -> Recording:
+                     pending: Sequence[PendingCreate] = (), outside: Collection[str] = (),
+                     fail_delete: tuple[str, ...] = ()) -> Recording:
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
     deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone,
-                            interrupt=interrupt, pending=pending, outside=outside)
+                            interrupt=interrupt, pending=pending, outside=outside, fail_delete=fail_delete)
     monitor = RecordingMonitor(recording, deployment)
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))

@@ -4,7 +4,7 @@
 # node's (another name) is never touched.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs VMID NAME
+#@ inputs VMID NAME STOP_TIMEOUT
 command -v qm >/dev/null || die "qm not found: this step runs on a Proxmox node"
 ## /etc/pve is the cluster file system (pmxcfs): every node's VM configurations, as qm reads them.
 shopt -s nullglob
@@ -16,11 +16,20 @@ fi
 config="${configs[0]}"
 holder="${config#"$ROOT"/etc/pve/nodes/}"
 holder="${holder%%/*}"
-[[ $holder == "$(hostname)" ]] \
-  || die "VM $VMID is on Proxmox node $holder, not on $(hostname): migrate it back or destroy it there (qm destroy $VMID --purge 1)"
+## Proxmox names a node by its host name without the domain (PVE::INotify nodename).
+here="$(uname -n)"
+here="${here%%.*}"
+[[ $holder == "$here" ]] \
+  || die "VM $VMID is on Proxmox node $holder, not on $here: migrate it back or destroy it there (qm destroy $VMID --purge 1)"
 grep -qx "name: $NAME" "$config" || die "VM $VMID is not $NAME ($(grep -m1 '^name:' "$config" || echo 'no name')): it is left alone"
+## qm destroy refuses a running VM. For one HA manages, qm stop only asks the HA manager, so wait until it is stopped.
 if [[ "$(qm status "$VMID")" != "status: stopped" ]]; then
   qm stop "$VMID"
+  for ((waited = 0; ; waited += 5)); do
+    [[ "$(qm status "$VMID")" == "status: stopped" ]] && break
+    ((waited < STOP_TIMEOUT)) || die "VM $VMID did not stop within ${STOP_TIMEOUT}s: stop it (ha-manager, qm stop), then run pulumi up again"
+    sleep 5
+  done
 fi
 qm destroy "$VMID" --purge 1 --destroy-unreferenced-disks 1
 echo "VM $VMID ($NAME) destroyed"
