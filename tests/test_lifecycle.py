@@ -697,3 +697,21 @@ def test_a_failed_delete_inside_a_replacement_cascade_replaces_nothing(built):
     deleted = [s.name for s in run.plan.steps if s.op == "delete-replaced"]
     for name in deleted:
         assert run.state[built.named(name).urn].pending_replacement, name
+
+
+@pytest.mark.parametrize("provider", ["MachinesGuardProvider", "MachineReservationProvider"])
+def test_the_guards_providers_are_stored_by_reference_to_a_path_that_must_not_move(provider):
+    """The engine stores a dynamic provider with each resource (pulumi.dynamic serialize_provider: dill), and the
+    provider process loads it from there for every later check, update and delete. These pickle by reference to
+    components.guards: moving or renaming a class would break every later run on a stack that holds one (a node's
+    removal included). This test names the path; change it only with a migration."""
+    import base64
+    import pickletools
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    from components import guards
+    pickled = base64.b64decode(serialize_provider(getattr(guards, provider)()))
+    names = {arg for op, arg, _ in pickletools.genops(pickled) if op.name in ("SHORT_BINUNICODE", "BINUNICODE")}
+    assert {"components.guards", provider} <= names
+    assert len(pickled) < 512       # a reference, not the class's code
