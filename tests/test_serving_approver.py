@@ -601,3 +601,27 @@ def test_a_node_added_to_the_stack_updates_only_the_inventories():
     assert all(after.plan.of(name) == ["update"] for name in changed)
     step = after.named("hk-prod-kubelet-serving-approver-hk-cp-1")
     assert "hk-lnx-new 10.30.30.99" in bash_input(script_from_bash_command(step.inputs["create"]), "INVENTORY_TEXT")
+
+
+def test_install_installs_openssl_where_the_image_lacks_it(tmp_path):
+    """A RHEL-family image may come without openssl: the install step installs it with dnf (here a stub that puts a
+    stand-in in place), and fails loudly when it cannot."""
+    env, root = systemd_stub_env(tmp_path)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for tool in ("bash", "mkdir", "chmod", "cat", "cmp", "mv", "mktemp", "dirname", "rm"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    stubs = Path(env["PATH"].split(":")[0])
+    (stubs / "dnf").write_text('#!/usr/bin/env bash\necho "dnf $*" >>"$T/dnf"\n'
+                               '[[ -z ${NO_PACKAGE:-} ]] || exit 1\n'
+                               'printf "#!/bin/sh\\n" >"$T/stubs/openssl"; chmod +x "$T/stubs/openssl"\n')
+    (stubs / "dnf").chmod(0o755)
+    env = {**env, "PATH": f"{stubs}:{tools}"}
+    failed = subprocess.run(["/bin/bash", "-c", serving_approver.render_install(INVENTORY)], env={**env, "NO_PACKAGE": "1"},
+                            capture_output=True, text=True)
+    assert failed.returncode == 1 and "openssl is not installed and could not be" in failed.stderr
+    run = subprocess.run(["/bin/bash", "-c", serving_approver.render_install(INVENTORY)], env=env, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "dnf").read_text().splitlines()[-1] == "dnf install -y openssl"
+    assert (root / serving_approver.CONFIG_DIR.lstrip("/") / "nodes").exists()

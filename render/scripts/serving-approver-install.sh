@@ -8,8 +8,15 @@ STAGING_DIR="$ROOT/etc/hybrid-cluster/.staging"
 #@ include lib/put-file.sh
 #@ include lib/timer-install.sh
 
-# The approver reads requests with openssl, which the node images ship (Debian's ca-certificates depends on it).
-command -v openssl >/dev/null || die "openssl is not installed: the kubelet serving approver needs it (package openssl)"
+# The approver reads requests with openssl: Debian's ca-certificates depends on it; a RHEL-family image may lack it.
+if ! command -v openssl >/dev/null; then
+  if command -v dnf >/dev/null; then
+    dnf install -y openssl || true
+  elif command -v apt-get >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssl || true
+  fi
+  command -v openssl >/dev/null || die "openssl is not installed and could not be: the kubelet serving approver needs it"
+fi
 mkdir -p "$ROOT$CONFIG_DIR"
 chmod 0700 "$ROOT$CONFIG_DIR"
 printf '%s\n' "$INVENTORY_TEXT" | put_file "$ROOT$CONFIG_DIR/nodes" 0600
