@@ -568,7 +568,17 @@ def test_a_renewal_round_updates_the_provider_without_replacing_anything(built):
     # provider is updated, not replaced: no Kubernetes object is replaced or deleted.
     assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
     assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
-    assert not [s for s in run.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"]
+    objects = [s for s in run.plan.steps if s.type.startswith("kubernetes:") and run.state[s.urn].custom]
+    assert not [s for s in objects if s.op not in ("same", "update")]
+    # What a real preview shows: the provider's configuration is unknown, so it cannot diff its objects
+    # (DiffUnavailable) and every one is shown as an update, with a warning; docs/lifecycle.md says so.
+    assert objects and all(s.op == "update" and s.why == ("diff unavailable",) for s in objects)
+    assert any(w.startswith("diff unavailable") for w in run.plan.warnings)
+    # The `up` itself reads the credential first, so the provider knows its configuration and no object changes.
+    applied = up(values, built.state)
+    assert not [s for s in applied.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"
+                and s.type != "pulumi:providers:kubernetes"]
+    assert not applied.plan.warnings
     provider = run.named("hk-prod-kubeadm-kubernetes")
     assert provider.inputs["clusterIdentifier"] == "hk-prod"
 

@@ -488,8 +488,23 @@ class Deployment:
             for failure in check(dict(old.inputs) if old else {}, dict(reg.inputs)):
                 self.plan.errors.append(f"{reg.name}: {failure}")
 
+    def _diff_unavailable(self, reg: Registration) -> bool:
+        """A preview whose Kubernetes provider has an unknown configuration cannot diff the provider's objects:
+        provider_plugin.go Diff answers DiffUnavailable for an unconfigured provider, and step_generator.go then
+        plans an update of the object with a warning (its outputs unknown). An `up` knows the configuration by then."""
+        if not self.preview or not reg.custom:
+            return False
+        provider = self.new.get(provider_urn(reg.provider)) if reg.provider else None
+        return provider is not None and provider.type == providers.K8S_PROVIDER and contains_unknown(provider.inputs)
+
     def _diff(self, reg: Registration, old: Entry, entry: Entry) -> tuple[str, list[str], Entry]:
         processed = apply_ignore_changes(reg.inputs, old.inputs, reg.ignore_changes)
+        if self._diff_unavailable(reg):
+            if not any(w.startswith("diff unavailable") for w in self.plan.warnings):
+                self.plan.warnings.append("diff unavailable: the Kubernetes provider's configuration is unknown in this "
+                                          "preview, so each of its objects is shown as an update")
+            entry.inputs, entry.generation = processed, old.generation
+            return "update", ["diff unavailable"], entry
         changed = diff_paths(old.inputs, processed)
         why: list[str] = []
         if reg.urn in self.targets:
