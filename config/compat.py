@@ -162,7 +162,8 @@ _RUNC = "1.5.1"
 # SHA-256 the file must have and where that digest was read. A file is checked against its pin, never against a
 # checksum fetched from the server beside it. A URL pinned to None has no digest yet: no authoritative copy was found
 # (there is no network here to take one from the release itself), so its published checksum is checked as before and
-# the node's log says so; tests/test_compat.py fails for any download that is neither pinned nor its reviewed list.
+# the node's log says so; tests/test_compat.py fails for any download that is neither pinned nor on its reviewed list
+# (KNOWN_UNPINNED).
 # Pin one: take the digest from the release's own checksum file on a trusted machine (or kops' pkg/assets/assetdata,
 # which records them), and write it with its source.
 RELEASE_ARCHES: tuple[str, ...] = ("amd64", "arm64")

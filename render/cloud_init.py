@@ -121,9 +121,11 @@ _DISTROS: dict[str, _DistroFacts] = {
         chrony_conf="/etc/chrony.conf", chrony_service="chronyd",
         chrony_driftfile="/var/lib/chrony/drift",
         # gnupg2: the etcd snapshots are encrypted with gpg (render/etcd_backup.py); BaseOS ships it, usually
-        # installed already (dnf's signature checks use it).
+        # installed already (dnf's signature checks use it). openssl: the kubelet-config step checks the serving
+        # certificate with it and the serving approver reads requests with it; Debian's ca-certificates depends on
+        # it, RHEL's does not.
         packages=("ca-certificates", "tar", "chrony", "iscsi-initiator-utils", "nfs-utils",
-                  "qemu-guest-agent", "gnupg2"),
+                  "qemu-guest-agent", "gnupg2", "openssl"),
     ),
     "centos7": _DistroFacts(
         family="rhel", package_manager="yum",

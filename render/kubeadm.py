@@ -359,7 +359,7 @@ def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
     serverTLSBootstrap (``cluster.server_tls_bootstrap``, config `resourceMetrics`): the kubelet asks the cluster CA
     for its serving certificate instead of signing its own, which lets metrics-server verify it. It "requires an
     approver to approve the certificate signing requests" (kubelet v1beta1 types.go) and kubeadm ships none: the
-    platform layer installs one (render/resource_metrics.py), and until it approves, the kubelet serves no TLS at
+    stack runs one on the control-plane nodes (render/serving_approver.py), and until it approves, the kubelet serves no TLS at
     all (no self-signed fallback: InitializeTLS in cmd/kubelet/app/server.go), so `kubectl logs/exec` wait for it.
     Written only when on, so that a cluster without it keeps the document it always had.
     """

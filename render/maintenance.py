@@ -90,8 +90,9 @@ def render_vm_restart(vm_id: int, settings: str, shutdown_timeout_seconds: int =
 
 
 def render_vm_destroy(vm_id: int, name: str, stop_timeout_seconds: int = 300) -> str:
-    """On the Proxmox node of a lost Linux node's VM: destroy the VM if it still exists, succeed if it is gone (the
-    provider's delete fails then), refuse one of that id with another name (render/scripts/vm-destroy.sh)."""
+    """On the Proxmox node of a lost Linux node's VM: destroy the VM if it still exists there, succeed if it is gone
+    (the provider's delete fails then), refuse one on another Proxmox node or of that id with another name
+    (render/scripts/vm-destroy.sh)."""
     check_vm_id(vm_id)
     check_node_name(name)
     check_timeout(stop_timeout_seconds)

@@ -22,6 +22,17 @@ on it:
   every resource it depends on (its transitive dependencies) from being deleted in that run.
 - A resource whose provider is replaced is replaced ("If the resource's provider reference changed, the
   resource must be replaced").
+- step.go DeleteStep (pendingReplace): a delete-before-replace keeps each resource it deleted in the state marked
+  pending replacement until its create succeeds; the next run creates it without deleting it again. A delete that
+  fails inside the cascade stops it: nothing it depends on is deleted, and the run stops.
+- Pending operations (pulumi/pulumi#9293, backend/snapshot.go): a create the CLI was interrupted in stays in the
+  state as a pending operation; an update warns (a preview does not) and keeps it; `pulumi refresh
+  --clear-pending-creates` drops it (clear_pending_creates). The object it may have made exists outside the state,
+  and a provider with a fixed identity (a VM's VMID) refuses to create it again (providers.CREATE_FAILS_WHEN_PRESENT).
+- A delete of an object already gone outside Pulumi fails where the provider reads it first
+  (providers.DELETE_FAILS_WHEN_GONE).
+- provider_plugin.go Diff / step_generator.go: a preview whose Kubernetes provider has an unknown configuration
+  cannot diff that provider's objects (DiffUnavailable), and each is planned as an update, with a warning.
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ matches() {
   done
 }
 
-# A certificate that is there and not expired (openssl is in every supported distribution's base image).
+# A certificate that is there and not expired (openssl: the node preparation installs it, render/cloud_init.py).
 certified() {
   [[ -s $certificate ]] && openssl x509 -in "$certificate" -noout -checkend 0 >/dev/null 2>&1
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The program the kubelet serving approver's timer runs as root on a control-plane node
-# (render/serving_approver.py has what it approves and the sources): every pending kubernetes.io/kubelet-serving
-# request that is, byte for byte, the request a node's kubelet makes for its own name and address in the inventory is
-# approved; any other stays pending, and this log says why. Exits 1 when it could not list or approve.
+# (render/serving_approver.py has what it approves and the sources): of each node's newest MAX_PER_NODE pending
+# kubernetes.io/kubelet-serving requests, one that is, byte for byte, the request the node's kubelet makes for its own
+# name and address in the inventory is approved; any other stays pending, and this log says why. Exits 1 when it
+# could not list or approve.
 set -euo pipefail
 umask 077
 #@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE REQUEST_TIMEOUT MAX_PER_NODE

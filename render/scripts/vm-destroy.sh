@@ -1,7 +1,7 @@
 # On a Proxmox node, as the delete of a lost Linux node's machine (render/maintenance.py render_vm_destroy): its VM
-# destroyed if it still exists anywhere in the Proxmox cluster, and nothing done if it is already gone, which the
-# provider's own delete refuses (docs/lifecycle.md, "A node that is dead for good"). A VM of that id that is not the
-# node's (another name) is never touched.
+# destroyed if it exists on this Proxmox node, and nothing done if it is gone from the cluster, which the provider's
+# own delete refuses (docs/lifecycle.md, "A node that is dead for good"). One on another Proxmox node is refused (the
+# step fails and says where), and a VM of that id that is not the node's (another name) is never touched.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
 #@ inputs VMID NAME STOP_TIMEOUT

@@ -175,8 +175,9 @@ fetch_checked() {
 }
 
 RUNTIME_STAGE=""
-# stage_runtime: the pinned containerd (static release build, its unit file) and runc, downloaded and checked
-# against their pinned SHA-256 (fetch_checked) into RUNTIME_STAGE; nothing on the node is touched.
+# stage_runtime: the pinned containerd (static release build, its unit file) and runc, downloaded and checked by
+# fetch_checked (against its pinned SHA-256, or for a URL with none the checksum published beside it) into
+# RUNTIME_STAGE; nothing on the node is touched.
 stage_runtime() {
   local arch tarball base
   arch="$(release_arch)"
