@@ -385,23 +385,24 @@ class KubeadmCluster(pulumi.ComponentResource):
         # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
         # it has finished (components/control_plane.py waits for it).
         self.certificate_renewal: list[pulumi.Resource] = list(renewal)
-        # The Kubernetes provider's credential: a ServiceAccount token of its own (render/linux_bootstrap.py
-        # render_read_kubeconfig), made once after init. Renewal rounds and upgrades renew admin.conf, not this token, so
-        # nothing re-runs the step and the provider's configuration stays known in every preview (an updated or replaced
-        # command's stdout is unknown in a preview, tools/providers.py, which would leave the provider unconfigured
-        # there and every Kubernetes object's diff unavailable). Any other change of the step (a rotated SSH key, a
-        # bastion, a new script) is ignored for the same reason; a rotation of the token is `pulumi up --replace` of
-        # this step, which runs the current script with the current connection (the engine ignores nothing on a
-        # replacement), makes a new token and revokes the old one (docs/lifecycle.md, "Rotating credentials").
+        # The Kubernetes provider's credential. It is read again only when it may have changed (a renewal round
+        # or a version change renews admin.conf's client certificate): any other change of this command (a
+        # rotated SSH key, a bastion, a new script) would run it again, and in a preview an updated command's stdout is unknown
+        # (tools/providers.py), which makes the provider's kubeconfig unknown. So those inputs are ignored; a
+        # replacement (a new renewal label) still runs with the current connection and script, since the
+        # engine ignores nothing on a replacement.
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_read_kubeconfig()),
             logging=command.remote.Logging.STDERR,
-            triggers=[self.init.id],
+            # A new version too: `kubeadm upgrade apply` renewed admin.conf on this node, and a read at the start
+            # of the next version change carries that renewed certificate to the provider, which therefore
+            # keeps working past the first year as long as the cluster is upgraded or renewed within it.
+            triggers=[self.init.id, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
             # Its previous stdout (the credential) must never travel to sshd as PULUMI_COMMAND_STDOUT.
             add_previous_output_in_env=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],
                                         additional_secret_outputs=SECRET_STDOUT,
                                         ignore_changes=["connection", "create", "addPreviousOutputInEnv"]),
         )

@@ -1,5 +1,4 @@
-"""Rewrites the provider's kubeconfig (made from admin.conf's server and CA, render/linux_bootstrap.py
-render_read_kubeconfig) so that it reaches the API through the cluster endpoint."""
+"""Rewrites the admin kubeconfig kubeadm writes so that it reaches the API through the cluster endpoint."""
 from __future__ import annotations
 
 import yaml
@@ -8,8 +7,8 @@ import yaml
 def point_at_server(kubeconfig: str, server: str) -> str:
     """The same kubeconfig with every cluster's server set to `server` (e.g. https://VIP:6443).
 
-    kubeadm writes controlPlaneEndpoint into admin.conf already, whose server the kubeconfig takes; rewriting keeps the
-    provider on the endpoint even for a cluster initialised with another address.
+    kubeadm writes controlPlaneEndpoint into admin.conf already; rewriting keeps the provider on the
+    endpoint even for a kubeconfig read from a cluster initialised with another address.
     """
     document = yaml.safe_load(kubeconfig)
     if not isinstance(document, dict) or not document.get("clusters"):

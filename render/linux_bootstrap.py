@@ -336,23 +336,9 @@ def static_pod_restart_inputs() -> dict[str, int]:
             "ATTEMPTS": poll_attempts(API_READY_TIMEOUT_SECONDS), "POLL_SECONDS": POLL_SECONDS}
 
 
-# The Kubernetes provider's own identity (render/scripts/read-kubeconfig.sh): a ServiceAccount bound to cluster-admin,
-# with a token Secret made for it (not listed in its .secrets, so LegacyServiceAccountTokenCleanUp never invalidates
-# it: pkg/controller/serviceaccount/legacy_serviceaccount_token_cleaner.go skips Secrets the account does not
-# reference), revoked by deleting the Secret (--service-account-lookup, on by default), untouched by kubeadm's
-# certificate renewals and upgrades (it is signed with sa.key, which neither renews).
-PROVIDER_NAMESPACE = "kube-system"
-PROVIDER_ACCOUNT = "hybrid-cluster-pulumi"
-PROVIDER_TOKEN_SECRET = "hybrid-cluster-pulumi-token"
-PROVIDER_BINDING = "hybrid-cluster-pulumi"
-PROVIDER_TOKEN_TIMEOUT_SECONDS = 60
-
-
 def render_read_kubeconfig() -> str:
-    """Make the provider's ServiceAccount token (revoking the one before) and print a kubeconfig with it, the API
-    server and the cluster CA, and nothing else (the command's stdout is a secret Output)."""
-    return render_script("read-kubeconfig.sh", NAMESPACE=PROVIDER_NAMESPACE, ACCOUNT=PROVIDER_ACCOUNT,
-                         SECRET=PROVIDER_TOKEN_SECRET, BINDING=PROVIDER_BINDING,
-                         ATTEMPTS=poll_attempts(PROVIDER_TOKEN_TIMEOUT_SECONDS), POLL_SECONDS=POLL_SECONDS)
+    """Print /etc/kubernetes/admin.conf and nothing else (the command's stdout is a secret Output)."""
+
+    return render_script("read-kubeconfig.sh")
 
 

@@ -761,12 +761,10 @@ def test_the_steps_wait_for_a_certificate_renewal_round():
 def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
     run = previous_release_run()
     assert not run.plan.errors
-    # The one replacement is the provider's credential step, which now makes the provider's own token (its triggers no
-    # longer name the version or a renewal round); no machine or membership is replaced. The deletes are the pod that
-    # copied the etcd snapshots off-site, which the control-plane nodes now do themselves, encrypted (their schedule
-    # steps run again with the recipients' keys and credentials), and kubelet-csr-approver, whose work the
-    # control-plane nodes now do too, after their approver is in place.
-    assert run.plan.ops("replace") == ["hk-prod-kubeadm-kubeconfig"]
+    # Nothing is replaced; the deletes are the pod that copied the etcd snapshots off-site, which the control-plane
+    # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials),
+    # and kubelet-csr-approver, whose work the control-plane nodes now do too, after their approver is in place.
+    assert not run.plan.ops("replace")
     assert run.plan.ops("delete") == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite",
                                       "hk-prod-kubelet-csr-approver-kubelet-csr-approver", "hk-prod-kubelet-csr-approver"]
     approvers = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}

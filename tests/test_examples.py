@@ -163,6 +163,5 @@ def test_the_lab_renews_the_certificates_of_its_only_control_plane_node(lab_crea
     values["cluster"]["certificateRenewal"] = "2027-10"
     renewed = _run_on(lab_created, values)
     assert not renewed.plan.errors, renewed.plan.errors
-    assert renewed.plan.of("lab-kubeadm-lab-cp-1-certificate-renewal") == ["create"]
-    # The provider's own token is not renewed with the certificates: its credential step stays.
-    assert renewed.plan.of("lab-kubeadm-kubeconfig") == ["same"]
+    renewal = renewed.named("lab-kubeadm-lab-cp-1-certificate-renewal")
+    assert renewal.urn in renewed.named("lab-kubeadm-kubeconfig").dependencies

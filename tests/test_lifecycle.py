@@ -560,42 +560,27 @@ def test_a_rotation_after_an_upgrade_never_moves_a_windows_kubelet_back():
         assert "the upgrade chain moves them" in update and "Invoke-Guest" not in update
 
 
-def test_a_renewal_round_or_an_upgrade_leaves_the_provider_and_its_objects_alone(built):
-    """The provider's credential is its own ServiceAccount token, which neither a renewal round nor an upgrade renews:
-    the credential is not read again, so the provider's configuration stays known and the preview diffs every
-    Kubernetes object (none changes)."""
-    renewal = hk_prod_values()
-    renewal["cluster"]["certificateRenewal"] = "2027-10"
-    older = hk_prod_values()
-    older["cluster"]["kubernetesVersion"] = "1.36.3"
-    # An upgrade changes one object on its own account: Windows kube-proxy's image follows the version.
-    for values, state, changes in ((renewal, built.state, set()),
-                                   (hk_prod_values(), up(older).state,
-                                    {"hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows"})):
-        run = up(values, state, preview=True)
-        assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
-        assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
-        assert {s.name for s in run.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"} == changes
-        assert not run.plan.warnings
-    provider = run.named("hk-prod-kubeadm-kubernetes")
-    assert provider.inputs["clusterIdentifier"] == "hk-prod"
-
-
-def test_a_rotated_provider_token_shows_every_object_as_an_update_in_its_preview_only(built):
-    """`pulumi up --replace` of the credential step makes a new token: its preview cannot know it, so the provider's
-    configuration is unknown there and the engine shows each of its objects as an update (DiffUnavailable), with a
-    warning; with clusterIdentifier the provider is updated, not replaced; the up itself changes no object."""
-    read = "hk-prod-kubeadm-kubeconfig"
-    run = up(hk_prod_values(), built.state, preview=True, replace=(read,))
-    assert run.plan.of(read) == ["replace", "delete-replaced"]
+def test_a_renewal_round_updates_the_provider_without_replacing_anything(built):
+    values = hk_prod_values()
+    values["cluster"]["certificateRenewal"] = "2027-10"
+    run = up(values, built.state, preview=True)
+    # The credential is read again (its stdout unknown in the preview), and with clusterIdentifier set the
+    # provider is updated, not replaced: no Kubernetes object is replaced or deleted.
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
     assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
     objects = [s for s in run.plan.steps if s.type.startswith("kubernetes:") and run.state[s.urn].custom]
+    assert not [s for s in objects if s.op not in ("same", "update")]
+    # What a real preview shows: the provider's configuration is unknown, so it cannot diff its objects
+    # (DiffUnavailable) and every one is shown as an update, with a warning; docs/lifecycle.md says so.
     assert objects and all(s.op == "update" and s.why == ("diff unavailable",) for s in objects)
     assert any(w.startswith("diff unavailable") for w in run.plan.warnings)
-    applied = up(hk_prod_values(), built.state, replace=(read,))
+    # The `up` itself reads the credential first, so the provider knows its configuration and no object changes.
+    applied = up(values, built.state)
     assert not [s for s in applied.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"
                 and s.type != "pulumi:providers:kubernetes"]
     assert not applied.plan.warnings
+    provider = run.named("hk-prod-kubeadm-kubernetes")
+    assert provider.inputs["clusterIdentifier"] == "hk-prod"
 
 
 def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster_identifier_holds(built):
