@@ -3,7 +3,6 @@ from collections.abc import Sequence
 
 import pulumi
 
-from components import cycle_check, gc_thresholds
 from components.admission import AdmissionPolicies
 from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
@@ -44,9 +43,10 @@ from plan.platform import (
     windows_kube_proxy_plan,
 )
 from plan.security import network_policy_plan
+from tuning import cycle_check, gc_thresholds
 
 # The program keeps what it allocates until the run ends; Python's default thresholds spent half the evaluation
-# walking it (components/gc_thresholds.py).
+# walking it (tuning/gc_thresholds.py).
 gc_thresholds.install()
 
 try:
@@ -60,7 +60,7 @@ for warning in stack.warnings:
 
 spec = stack.spec
 # The SDK's cycle check walks every dependency's ancestry; this answers it in constant time where no cycle
-# is possible (components/cycle_check.py), so evaluation stays linear in the node count.
+# is possible (tuning/cycle_check.py), so evaluation stays linear in the node count.
 cycle_check.install()
 secrets = read_secrets(spec)
 

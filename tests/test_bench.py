@@ -5,10 +5,10 @@ import gc
 
 import pytest
 
-from components import gc_thresholds
 from config.loader import load
 from tools import bench
 from tools.mockrun import Recording, Resource
+from tuning import gc_thresholds
 
 
 @pytest.mark.parametrize("nodes", [3, 30, 300])
@@ -71,7 +71,7 @@ def test_the_benchmark_page_says_what_the_code_says_and_the_fleet_targets_hold()
 
 @pytest.mark.slow
 def test_a_thousand_nodes_evaluate_at_pythons_default_recursion_limit():
-    """The graph is as deep as the waves, and the cycle check walks nothing (components/cycle_check.py): no
+    """The graph is as deep as the waves, and the cycle check walks nothing (tuning/cycle_check.py): no
     recursion limit is raised anywhere."""
     import sys
     limit = sys.getrecursionlimit()
@@ -117,7 +117,7 @@ def test_bounded_create_keeps_each_host_and_the_first_control_plane_within_its_l
 
 
 def test_the_program_runs_with_its_collector_thresholds_and_the_harness_puts_the_defaults_back(monkeypatch):
-    """__main__.py sets components/gc_thresholds.py's thresholds before anything else, no full collection walks
+    """__main__.py sets tuning/gc_thresholds.py's thresholds before anything else, no full collection walks
     the heap during a run, and the mock engine's process (which goes on to the next test) gets its own back."""
     calls: list[tuple[int, ...]] = []
     real = gc.set_threshold

@@ -1,4 +1,4 @@
-"""components/cycle_check.py: the same answers as the SDK's cycle check, on random graphs, with and without
+"""tuning/cycle_check.py: the same answers as the SDK's cycle check, on random graphs, with and without
 dependencies against construction order; the SDK code it relies on, pinned; and the program's graph recorded in
 construction order (so every answer took the fast path)."""
 from __future__ import annotations
@@ -12,11 +12,12 @@ import pytest
 from pulumi.runtime import resource_cycle_breaker as breaker
 from pulumi.runtime import rpc
 
-from components import cycle_check
+from tuning import cycle_check
 
 # The SDK file whose functions cycle_check calls (_deps, _add_dep) and replaces (declare_dependency), as pinned in
-# requirements.txt (pulumi==3.272.0); a new SDK fails here until someone has read its cycle check again.
-CYCLE_BREAKER_SHA256 = "58bcb372e5e36ee03b06ca0eaf28dcea9696777d5c047b9ebf9bcfe98595c516"
+# requirements.txt: a new SDK fails here until someone has read its cycle check again (the program itself falls back
+# to the SDK's check at run time).
+CYCLE_BREAKER_SHA256 = cycle_check.CYCLE_BREAKER_SHA256
 
 
 def test_the_sdk_code_relied_on_is_the_one_read():
@@ -78,3 +79,19 @@ def test_the_programs_graph_is_recorded_in_construction_order():
     # __main__.py installed the check, and every answer it gave in that run took the fast path.
     assert recording.resources and cycle_check.in_order()
     assert rpc.declare_dependency is cycle_check.declare_dependency
+
+
+def test_an_sdk_other_than_the_one_read_keeps_its_own_check_with_a_warning(monkeypatch):
+    """Checked at run time, not only here: a different resource_cycle_breaker leaves rpc's function as it is."""
+    warnings = []
+    monkeypatch.setattr(cycle_check, "CYCLE_BREAKER_SHA256", "0" * 64)
+    monkeypatch.setattr(rpc, "declare_dependency", breaker.declare_dependency)
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *args, **kwargs: warnings.append(message))
+    assert cycle_check.install() is False
+    assert rpc.declare_dependency is breaker.declare_dependency
+    assert warnings and "its own check runs" in warnings[0]
+    # And an rpc that no longer calls the function this replaces is not patched either.
+    monkeypatch.setattr(cycle_check, "CYCLE_BREAKER_SHA256", CYCLE_BREAKER_SHA256)
+    other = object()
+    monkeypatch.setattr(rpc, "declare_dependency", other)
+    assert cycle_check.install() is False and rpc.declare_dependency is other

@@ -326,11 +326,11 @@ def graph_row(nodes: int, recording: Recording) -> dict:
 
 def measure_one(nodes: int, default_gc: bool = False) -> dict:
     """One size, in this process: the graph's row, and the evaluation's timings and memory. default_gc: run with
-    Python's default collector thresholds instead of the program's (components/gc_thresholds.py), to show what
+    Python's default collector thresholds instead of the program's (tuning/gc_thresholds.py), to show what
     they save."""
     values = generate_stack(nodes)
     if default_gc:
-        from components import gc_thresholds
+        from tuning import gc_thresholds
         gc_thresholds.THRESHOLDS = gc.get_threshold()
     wall, cpu = time.perf_counter(), time.process_time()
     recording = run_program(raw(values), stack=CLUSTER)
@@ -719,7 +719,7 @@ def markdown(report: dict) -> str:
                      f"{row['cpu_ms_per_resource']} | {row['peak_rss_mib']} |")
     lines += ["", f"Each row is the run with the least CPU of {report.get('runs', 1)}, each run in its own process (the "
               "slowest run's CPU beside it shows how much this machine's other work added). "
-              "The program sets the garbage collector's thresholds (components/gc_thresholds.py): it keeps what it "
+              "The program sets the garbage collector's thresholds (tuning/gc_thresholds.py): it keeps what it "
               "allocates until the run ends, and with Python's defaults the collector walked that growing heap again "
               "and again (the last row)."]
     targets = timing_targets(timings)

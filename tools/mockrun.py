@@ -314,7 +314,7 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))
 
-    # The program sets the collector's thresholds for its process (components/gc_thresholds.py); the CLI's
+    # The program sets the collector's thresholds for its process (tuning/gc_thresholds.py); the CLI's
     # process ends with the run, this one goes on to the next: put back what it had.
     thresholds = gc.get_threshold()
 
