@@ -182,17 +182,18 @@ class MachineReservation(Resource, module="hybrid", name="MachineReservation"):
 
 def machine_reservations(cluster: str, spec: StackSpec, parent: pulumi.Resource) -> dict[str, tuple[pulumi.Resource, ...]]:
     """Per node, the reservations of its VM id (Linux) and address: one resource per value, named after it."""
-    reservations: dict[str, tuple[pulumi.Resource, ...]] = {}
     opts = pulumi.ResourceOptions(parent=parent)
+
+    def address(name: str, ip: object) -> MachineReservation:
+        return MachineReservation(f"{cluster}-address-{str(ip).replace('.', '-')}", name, "address", str(ip), opts)
+
+    reservations: dict[str, tuple[pulumi.Resource, ...]] = {}
     for node in spec.linux_nodes:
         reservations[node.name] = (
             MachineReservation(f"{cluster}-vm-id-{node.vm_id}", node.name, "VM id", node.vm_id, opts),
-            MachineReservation(f"{cluster}-address-{str(node.ip).replace('.', '-')}", node.name, "address", str(node.ip),
-                               opts))
+            address(node.name, node.ip))
     for windows_node in spec.nodes.windows:
-        reservations[windows_node.name] = (
-            MachineReservation(f"{cluster}-address-{str(windows_node.ip).replace('.', '-')}", windows_node.name,
-                               "address", str(windows_node.ip), opts),)
+        reservations[windows_node.name] = (address(windows_node.name, windows_node.ip),)
     return reservations
 
 

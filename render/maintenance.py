@@ -96,7 +96,8 @@ def render_vm_destroy(vm_id: int, name: str, stop_timeout_seconds: int = 300) ->
     check_vm_id(vm_id)
     check_node_name(name)
     check_timeout(stop_timeout_seconds)
-    return render_script("vm-destroy.sh", VMID=vm_id, NAME=name, STOP_TIMEOUT=stop_timeout_seconds)
+    return render_script("vm-destroy.sh", VMID=vm_id, NAME=name, STOP_TIMEOUT=stop_timeout_seconds,
+                         ATTEMPTS=poll_attempts(stop_timeout_seconds), POLL_SECONDS=POLL_SECONDS)
 
 
 def render_maintenance_uncordon(node_name: str, settings: str, timeout_seconds: int = 900) -> str:

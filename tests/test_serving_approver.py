@@ -4,6 +4,7 @@ its identity, its install and remove scripts, its role, and its place in the gra
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import re
@@ -287,11 +288,6 @@ def test_the_longest_node_name_is_approved(node):
     assert run.returncode == 0 and [a["metadata"]["name"] for a in node.approvals()] == ["csr-long"], run.stdout
 
 
-def dataclass_replace(request: Request, **changes) -> Request:
-    import dataclasses
-    return dataclasses.replace(request, **changes)
-
-
 def _built(directory: Path, subject, names, username: str = "system:node:hk-lnx-1", critical: bool = False) -> Request:
     pem = signed_request(directory, lambda spki: request_info(spki, subject, names, critical=critical))
     return Request("csr-x", username, pem)
@@ -320,7 +316,7 @@ IMPOSTORS = {
                              NOT_EXACT),
     "an-extra-subject-field": (lambda d: _built(d, [LNX_1[0], (bytes.fromhex("55040b"), 0x13, "x"), LNX_1[1]],
                                                 kubelet_names("hk-lnx-1", "10.30.30.21")), NOT_EXACT),
-    "another-nodes-subject": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-2", "10.30.30.22"),
+    "another-nodes-subject": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-2", "10.30.30.22"),
                                                           username="system:node:hk-lnx-1"), NOT_EXACT),
     # Right in what openssl prints, but not in Go's layout (UTF8String subject): refused, as anything unusual is.
     "an-openssl-request": (lambda d: Request("csr-x", "system:node:hk-lnx-1", make_request(
@@ -333,18 +329,18 @@ IMPOSTORS = {
     "names-after-an-unprintable-attribute": (lambda d: _fixture("trunc.pem", "csr-x", "hk-lnx-1"), NOT_EXACT),
     "two-pem-blocks": (lambda d: Request("csr-x", "system:node:hk-lnx-1", (FIXTURES / "hk-lnx-1.pem").read_text()
                                          + (FIXTURES / "hk-win-1.pem").read_text()), "not one PEM certificate request"),
-    "not-a-node": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+    "not-a-node": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                username="system:serviceaccount:default:x"), "not by a node"),
-    "a-username-with-a-line-break": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+    "a-username-with-a-line-break": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                                  username="system:node:hk-lnx-1\nx"), "not by a node"),
     "a-node-outside-the-inventory": (lambda d: _node_request(d, "hk-lnx-9", "10.30.30.29"),
                                      "hk-lnx-9 is not a node of the inventory"),
-    "not-in-system-nodes": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+    "not-in-system-nodes": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                         groups=["system:authenticated", "x\x1esystem:nodes"]),
                             "not in the group system:nodes"),
-    "client-auth": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+    "client-auth": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                 usages=[*SERVING, "client auth"]), "are not a kubelet serving"),
-    "server-auth-alone": (lambda d: dataclass_replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
+    "server-auth-alone": (lambda d: dataclasses.replace(_node_request(d, "hk-lnx-1", "10.30.30.21"),
                                                       usages=["server auth"]), "are not a kubelet serving"),
     "not-a-request": (lambda d: Request("csr-x", "system:node:hk-lnx-1", "not a request"),
                       "not one PEM certificate request"),
@@ -367,7 +363,7 @@ def test_any_other_request_is_left_pending_and_the_log_says_why(node, tmp_path, 
 
 
 def test_an_odd_uid_is_passed_over_without_its_text(node, tmp_path):
-    request = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), uid='x","y')
+    request = dataclasses.replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), uid='x","y')
     run = node.run([request])
     assert run.returncode == 0 and node.approvals() == []
     assert "csr-hk-lnx-1: left pending: its uid is not what the API server writes" in run.stdout
@@ -383,7 +379,7 @@ def test_a_request_whose_name_carries_a_forged_line_approves_nothing(node, tmp_p
     decoy = Request("t-1", "system:node:hk-lnx-1", kubelet_request(tmp_path, "hk-lnx-1", "10.30.30.21"),
                     uid=target.uid, resource_version=target.resource_version)
     fake_line = listing_line(decoy.object()).rstrip("\n")
-    carrier = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name=f"a\n{fake_line}\nb",
+    carrier = dataclasses.replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name=f"a\n{fake_line}\nb",
                                 created="2026-12-05T11:00:00Z")
     run = node.run([target, carrier])
     assert run.returncode == 0, run.stderr
@@ -394,9 +390,9 @@ def test_a_request_whose_name_carries_a_forged_line_approves_nothing(node, tmp_p
 
 def test_a_node_with_many_pending_requests_has_only_its_newest_read(node, tmp_path):
     """One node's requests by the thousand cannot hold up the others': each node's newest few are read per run."""
-    own = [dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.22"), name=f"csr-old-{i}",
+    own = [dataclasses.replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.22"), name=f"csr-old-{i}",
                              created=f"2026-12-05T09:0{i}:00Z") for i in range(5)]
-    newest = dataclass_replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name="csr-newest",
+    newest = dataclasses.replace(_node_request(tmp_path, "hk-lnx-1", "10.30.30.21"), name="csr-newest",
                                created="2026-12-05T12:00:00Z")
     other = _fixture("hk-win-1.pem", "csr-hk-win-1", "hk-win-1")
     run = node.run([*own, other, newest])
@@ -408,8 +404,8 @@ def test_a_node_with_many_pending_requests_has_only_its_newest_read(node, tmp_pa
 
 def test_decided_requests_and_other_signers_are_not_touched(node, tmp_path):
     good = _fixture("hk-lnx-1.pem", "csr-hk-lnx-1", "hk-lnx-1")
-    run = node.run([dataclass_replace(good, conditions=["Approved"]), dataclass_replace(good, conditions=["Denied"]),
-                    dataclass_replace(good, signer="kubernetes.io/kube-apiserver-client-kubelet")])
+    run = node.run([dataclasses.replace(good, conditions=["Approved"]), dataclasses.replace(good, conditions=["Denied"]),
+                    dataclasses.replace(good, signer="kubernetes.io/kube-apiserver-client-kubelet")])
     assert run.returncode == 0 and node.approvals() == [] and "left pending" not in run.stdout
 
 
@@ -417,7 +413,7 @@ def test_a_conflict_is_left_to_the_next_run_and_any_other_failure_fails_the_run(
     good = _fixture("hk-lnx-1.pem", "csr-hk-lnx-1", "hk-lnx-1")
     conflict = node.run([good], FAIL_APPROVE="Conflict")
     assert conflict.returncode == 0 and "the next run reads it again" in conflict.stdout
-    forbidden = node.run([good, dataclass_replace(good, name="csr-second")], FAIL_APPROVE="Forbidden")
+    forbidden = node.run([good, dataclasses.replace(good, name="csr-second")], FAIL_APPROVE="Forbidden")
     assert forbidden.returncode == 1
     # Both were tried: one failure does not stop the others.
     assert forbidden.stderr.count("could not approve for hk-lnx-1") == 2

@@ -461,21 +461,23 @@ class Deployment:
             self.plan.pending.append(PendingCreate(reg.urn, reg.type, reg.name, reg.parent, reg.provider,
                                                    copy.deepcopy(reg.inputs)))
             self.outside.add(reg.name)
-            if op == "replace" and old is not None and reg.urn in self.deleted_for_replacement:
-                old = dataclasses.replace(old, pending_replacement=True)
-            return self._keep(reg, old or recreated, "interrupted")
+            return self._keep(reg, self._left_by(op, reg, old) or recreated, "interrupted")
         present = reg.name in self.outside and reg.type in providers.CREATE_FAILS_WHEN_PRESENT
         if op != "same" and (reg.name in self.fail or reg.urn in self.fail or (op in ("create", "replace") and present)):
             self.cancelled = True
-            if op == "replace" and old is not None and reg.urn in self.deleted_for_replacement:
-                # Its delete ran, its create failed: the state keeps it pending replacement.
-                old = dataclasses.replace(old, pending_replacement=True)
-            return self._keep(reg, old or recreated, "failed")
+            return self._keep(reg, self._left_by(op, reg, old) or recreated, "failed")
         if op == "replace":
             self.replaced.add(entry.urn)
         self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name, tuple(why)))
         self.new[entry.urn] = entry
         return entry
+
+    def _left_by(self, op: str, reg: Registration, old: Entry | None) -> Entry | None:
+        """What the state keeps of a resource whose create did not complete: the old entry, marked pending replacement
+        when this run's delete-before-replace already deleted it."""
+        if op == "replace" and old is not None and reg.urn in self.deleted_for_replacement:
+            return dataclasses.replace(old, pending_replacement=True)
+        return old
 
     def _keep(self, reg: Registration, old: Entry | None, op: str) -> Entry:
         """A step that did not happen (failed, or skipped after a failure): the state keeps the old resource."""

@@ -4,7 +4,7 @@
 # step fails and says where), and a VM of that id that is not the node's (another name) is never touched.
 #@ include lib/strict.sh
 #@ include lib/test-root.sh
-#@ inputs VMID NAME STOP_TIMEOUT
+#@ inputs VMID NAME STOP_TIMEOUT ATTEMPTS POLL_SECONDS
 command -v qm >/dev/null || die "qm not found: this step runs on a Proxmox node"
 ## /etc/pve is the cluster file system (pmxcfs): every node's VM configurations, as qm reads them.
 shopt -s nullglob
@@ -25,10 +25,10 @@ grep -qx "name: $NAME" "$config" || die "VM $VMID is not $NAME ($(grep -m1 '^nam
 ## qm destroy refuses a running VM. For one HA manages, qm stop only asks the HA manager, so wait until it is stopped.
 if [[ "$(qm status "$VMID")" != "status: stopped" ]]; then
   qm stop "$VMID"
-  for ((waited = 0; ; waited += 5)); do
+  for ((attempt = 1; ; attempt++)); do
     [[ "$(qm status "$VMID")" == "status: stopped" ]] && break
-    ((waited < STOP_TIMEOUT)) || die "VM $VMID did not stop within ${STOP_TIMEOUT}s: stop it (ha-manager, qm stop), then run pulumi up again"
-    sleep 5
+    ((attempt < ATTEMPTS)) || die "VM $VMID did not stop within ${STOP_TIMEOUT}s: stop it (ha-manager, qm stop), then run pulumi up again"
+    sleep "$POLL_SECONDS"
   done
 fi
 qm destroy "$VMID" --purge 1 --destroy-unreferenced-disks 1
