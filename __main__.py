@@ -1,5 +1,5 @@
 """The hybrid cluster as one Pulumi program: validated configuration, then each layer on the one before."""
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 
@@ -10,6 +10,7 @@ from components.control_plane import ControlPlaneSettings
 from components.custom_metrics import CustomMetrics
 from components.guards import MachinesGuard
 from components.kubelet_config import KubeletConfig
+from components.lifecycle import MemberLocks
 from components.load_balancer import LoadBalancer
 from components.machines import Machines
 from components.maintenance import LinuxNodeRestarts
@@ -71,7 +72,7 @@ version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", sp
 machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
 machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
-EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready, secrets.etcd_offsite)
+etcd_backups = EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready, secrets.etcd_offsite)
 network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)
 windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
                        after=network.windows_prerequisites, lanes=cluster.session_lane_of,
@@ -83,10 +84,11 @@ windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
 # The approver of kubelet serving certificates (resourceMetrics), before anything restarts a kubelet: the upgrade, the
 # restarts and the kubelet-serving steps below.
 resource_metrics = resource_metrics_plan(spec)
-approver: Sequence[pulumi.Resource] = ()
+approver_of: Mapping[str, pulumi.Resource] = {}
 if resource_metrics is not None:
-    approver = KubeletServingApprover(f"{spec.cluster.name}-kubelet-serving-approver", resource_metrics,
-                                      cluster.provider, machines, node_ready).nodes
+    approver_of = KubeletServingApprover(f"{spec.cluster.name}-kubelet-serving-approver", resource_metrics,
+                                         cluster.provider, machines, node_ready).by_node
+approver = list(approver_of.values())
 upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready, after=approver)
 # The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed
 # upgrade the next preview measures a version change from what the nodes still run (its check is the pin's).
@@ -101,6 +103,12 @@ windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy",
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec), cluster.provider, machines.nodes, node_ready,
                         machines.instances)
+# Removing a control-plane member without `retire` is refused before any of its drain, reset or deregistration runs,
+# whatever `--target` or `--exclude` leave out (components/lifecycle.py MemberLocks).
+MemberLocks(f"{spec.cluster.name}-member-locks", [n.name for n in spec.nodes.control_plane], spec.nodes.protected,
+            {m.node.name: [m.vm, node_ready[m.node.name], scheduling.node_labels[m.node.name],
+                           *[r for r in (approver_of.get(m.node.name), etcd_backups.schedules.get(m.node.name)) if r]]
+             for m in machines.linux_nodes if m.role == "control-plane"})
 # The kubelets' configuration (serving certificates from the cluster CA with resourceMetrics, the hardening), rolled onto
 # the nodes that joined before in waves after the upgrade's and the restarts' (each restarts kubelets); metrics-server
 # once every kubelet serves a certificate it can verify.

@@ -256,7 +256,7 @@ class EtcdBackups(pulumi.ComponentResource):
                  offsite_credentials: tuple[pulumi.Output[str], pulumi.Output[str]] | None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:EtcdBackups", name, None, opts)
-        self.schedules: list[command.remote.Command] = []
+        self.schedules: dict[str, command.remote.Command] = {}
         if spec.etcd_backup is not None:
             # The off-site credentials reach the nodes on standard input only (render/etcd_backup.py render_install).
             pair = offsite_credentials
@@ -268,7 +268,7 @@ class EtcdBackups(pulumi.ComponentResource):
             for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
                 params = etcd_backup_params(spec, machine.node.name)
                 install = bash_command(etcd_backup.render_install(params))
-                self.schedules.append(command.remote.Command(
+                self.schedules[machine.node.name] = (command.remote.Command(
                     f"{name}-{machine.node.name}",
                     connection=machine.connection,
                     create=install,
@@ -281,7 +281,7 @@ class EtcdBackups(pulumi.ComponentResource):
                     opts=command_options(machine.node, parent=self, depends_on=[node_ready[machine.node.name]],
                                          delete_before_replace=True),
                 ))
-        self.register_outputs({"nodes": [s.urn for s in self.schedules]})
+        self.register_outputs({"nodes": [s.urn for s in self.schedules.values()]})
 
 
 class CertificateExpiry(pulumi.ComponentResource):

@@ -186,7 +186,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 provider=args.provider,
                 # Losing a control-plane VM loses an etcd member: removing one is a deliberate act, prepared
                 # by `retire` (or `lost`) in the run before (docs/lifecycle.md: Remove a node).
-                protect=args.role == "control-plane" and not node.removable,
+                protect=node.name in spec.nodes.protected,
                 # Its id and name are fixed, so a replacement must remove the old VM first.
                 delete_before_replace=True,
                 # A new template is for new nodes; it must not rebuild existing ones.

@@ -35,9 +35,9 @@ class KubeletServingApprover(pulumi.ComponentResource):
         rbac = [kubernetes_object(f"{name}-role", role, provider=provider, parent=self),
                 kubernetes_object(f"{name}-binding", binding, provider=provider, parent=self)]
         install = bash_command(serving_approver.render_install(plan.nodes))
-        self.nodes: list[command.remote.Command] = []
+        self.by_node: dict[str, command.remote.Command] = {}
         for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
-            self.nodes.append(command.remote.Command(
+            self.by_node[machine.node.name] = (command.remote.Command(
                 f"{name}-{machine.node.name}",
                 connection=machine.connection,
                 create=install,
@@ -50,6 +50,7 @@ class KubeletServingApprover(pulumi.ComponentResource):
                 opts=command_options(machine.node, parent=self,
                                      depends_on=[node_ready[machine.node.name], *rbac], delete_before_replace=True),
             ))
+        self.nodes = list(self.by_node.values())
         self.register_outputs({"nodes": [n.urn for n in self.nodes]})
 
 

@@ -765,8 +765,11 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
     # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials),
     # and kubelet-csr-approver, whose work the control-plane nodes now do too, after their approver is in place.
     assert not run.plan.ops("replace")
-    assert run.plan.ops("delete") == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite",
-                                      "hk-prod-kubelet-csr-approver-kubelet-csr-approver", "hk-prod-kubelet-csr-approver"]
+    deletes = run.plan.ops("delete")
+    assert sorted(deletes) == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite", "hk-prod-kubelet-csr-approver",
+                               "hk-prod-kubelet-csr-approver-kubelet-csr-approver"]
+    # The release before its component (its parent); the CronJob depends on neither (ScheduleDeletes layers).
+    assert deletes.index("hk-prod-kubelet-csr-approver-kubelet-csr-approver") < deletes.index("hk-prod-kubelet-csr-approver")
     approvers = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}
     for node in ("hk-cp-1", "hk-cp-2", "hk-cp-3"):
         [step] = [s for s in run.plan.steps if s.name == f"hk-prod-etcd-backup-{node}"]

@@ -217,10 +217,53 @@ def _replace_control_plane(values: dict) -> dict:
     return values
 
 
+MEMBER_STEPS = [f"hk-prod-{s}" for s in ("hk-cp-3-vm", "hk-cp-3-user-data", "kubeadm-hk-cp-3-drain", "kubeadm-hk-cp-3-join",
+                                          "kubeadm-hk-cp-3-registration", "scheduling-node-hk-cp-3",
+                                          "kubelet-serving-approver-hk-cp-3", "etcd-backup-hk-cp-3")]
+
+
+def acting_deletes(run: Recording, before: Recording) -> list[str]:
+    """The deletes of a run that do something: a command with a delete script, or any other custom resource whose
+    provider deletes it (a VM, a snippet, a label patch)."""
+    acting = []
+    for step in run.plan.steps:
+        entry = before.state.get(step.urn)
+        if step.op not in ("delete", "delete-replaced") or entry is None or not entry.custom:
+            continue
+        if entry.type != "command:remote:Command" or entry.inputs.get("delete"):
+            acting.append(step.name)
+    return acting
+
+
+@pytest.mark.parametrize("how", [{}, {"exclude": ("hk-prod-machines",)}, {"target": ("hk-prod-kubeadm-hk-cp-3-drain",)},
+                                 {"target": tuple(MEMBER_STEPS)}],
+                         ids=["plain", "exclude-guard", "target-drain", "target-all-but-lock"])
+def test_removing_a_control_plane_member_without_retire_runs_nothing_on_it(built, how):
+    """The machines guard refuses it at preview; where its check does not run (`--exclude` it, `--target` something
+    else), the member's lock does: it depends on each of the member's acting steps, is deleted first and refused
+    (protected), and the engine then deletes nothing it depends on."""
+    values = _replace_control_plane(hk_prod_values())
+    for preview in (True, False):
+        run = run_program(raw_config(values), state=built.state, preview=preview, **how)
+        assert run.plan.errors, how
+        assert not [name for name in acting_deletes(run, built) if "hk-cp-3" in name], (how, preview)
+        if not preview:
+            assert {e.name for e in run.state.values()} >= set(MEMBER_STEPS)
+    locked = run_program(raw_config(values), state=built.state, exclude=("hk-prod-machines",))
+    assert any(e.startswith("hk-prod-member-locks-hk-cp-3: resource cannot be deleted because it is protected")
+               for e in locked.plan.errors), locked.plan.errors
+    lock = built.named("hk-prod-member-locks-hk-cp-3")
+    assert lock.protect and {built.named(n).urn for n in ("hk-prod-hk-cp-3-vm", "hk-prod-kubeadm-hk-cp-3-drain",
+                                                          "hk-prod-scheduling-node-hk-cp-3",
+                                                          "hk-prod-kubelet-serving-approver-hk-cp-3",
+                                                          "hk-prod-etcd-backup-hk-cp-3")} <= set(lock.dependencies)
+
+
 def test_a_control_plane_node_is_removed_only_after_a_retire_run(built):
-    # Straight away: its VM is protected, which a preview already refuses (step.go DeleteStep.Apply).
+    # Straight away: the machines guard refuses it, and the preview stops there (a check failure bails).
     refused = run_program(raw_config(_replace_control_plane(hk_prod_values())), state=built.state, preview=True)
-    assert any("hk-prod-hk-cp-3-vm" in e and "protected" in e for e in refused.plan.errors)
+    assert any("hk-cp-3 is a control-plane node: set retire: true" in e for e in refused.plan.errors)
+    assert not deletes_in_order(refused)
 
     retiring = hk_prod_values()
     next(n for n in retiring["nodes"]["controlPlane"] if n["name"] == "hk-cp-3")["retire"] = True
@@ -228,6 +271,7 @@ def test_a_control_plane_node_is_removed_only_after_a_retire_run(built):
     # The retire run changes nothing on any machine: only the protection in the state and the guard's record.
     assert retired.plan.changed == {"hk-prod-machines"}
     assert not retired.state[retired.named("hk-prod-hk-cp-3-vm").urn].protect
+    assert not retired.state[retired.named("hk-prod-member-locks-hk-cp-3").urn].protect
 
     # Not in the run that changes the Secrets encryption key: the leaving API server would keep writing with the old
     # key while the others write with the new one, which it cannot read (components/guards.py).
@@ -725,3 +769,4 @@ def test_the_guards_providers_are_stored_by_reference_to_a_path_that_must_not_mo
     names = {arg for op, arg, _ in pickletools.genops(pickled) if op.name in ("SHORT_BINUNICODE", "BINUNICODE")}
     assert {"components.guards", provider} <= names
     assert len(pickled) < 512       # a reference, not the class's code
+

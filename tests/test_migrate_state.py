@@ -52,9 +52,14 @@ def test_an_unmigrated_state_is_refused_before_anything_runs(built):
     old = format_one(built.state)
     preview = run_program(raw_config(hk_prod_values()), state=old, preview=True)
     assert any("tools.migrate_state" in e for e in preview.plan.errors)
-    # What it would have done without the refusal:
-    assert "replace" in preview.plan.of("hk-prod-kubeadm-hk-lnx-2-join")
-    assert "replace" in preview.plan.of("hk-prod-kubeadm-init")
+    # The check bails the run (step_generator.go): nothing after it has a step, no replacement, no reset.
+    assert preview.plan.of("hk-prod-kubeadm-hk-lnx-2-join") == ["skipped"]
+    assert preview.plan.of("hk-prod-kubeadm-init") == ["skipped"]
+    assert not [s for s in preview.plan.steps if s.op not in ("same", "skipped")]
+    # What it would have done without the refusal (`--exclude` the pin, whose check then does not run):
+    unguarded = run_program(raw_config(hk_prod_values()), state=old, preview=True, exclude=("hk-prod-kubernetes-version",))
+    assert "replace" in unguarded.plan.of("hk-prod-kubeadm-hk-lnx-2-join")
+    assert "replace" in unguarded.plan.of("hk-prod-kubeadm-init")
 
 
 def test_a_migrated_state_runs_without_replacing_or_resetting_anything(built, tmp_path):

@@ -80,10 +80,12 @@ def test_linux_vm_shape(hk):
     assert hk.named("hk-prod-hk-lnx-3-user-data").delete_before_replace
 
 
-def test_only_control_plane_vms_are_protected(hk):
+def test_only_control_plane_vms_and_member_locks_are_protected(hk):
     protected = sorted(r.inputs["name"] for r in hk.by_type(VM) if r.protect)
     assert protected == ["hk-cp-1", "hk-cp-2", "hk-cp-3"]
-    assert not any(r.protect for r in hk.resources if r.type != VM)
+    locks = sorted(r.name for r in hk.resources if r.type == "hybrid:lifecycle:MemberLock" and r.protect)
+    assert locks == [f"hk-prod-member-locks-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")]
+    assert not any(r.protect for r in hk.resources if r.type not in (VM, "hybrid:lifecycle:MemberLock"))
 
 
 def test_nodes_are_created_in_parallel(hk):

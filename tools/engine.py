@@ -359,8 +359,18 @@ class Deployment:
                  replace: Iterable[str] = (),
                  check: Mapping[str, Callable[[dict, dict], list[str]]] | None = None,
                  fail: Iterable[str] = (), gone: Iterable[str] = (), interrupt: Iterable[str] = (),
-                 pending: Sequence[PendingCreate] = (), outside: Iterable[str] = (), fail_delete: Iterable[str] = ()):
+                 pending: Sequence[PendingCreate] = (), outside: Iterable[str] = (), fail_delete: Iterable[str] = (),
+                 target: Iterable[str] = (), exclude: Iterable[str] = ()):
         self.old: dict[str, Entry] = dict(state or {})
+        # `--target` / `--exclude` (names or URNs; without --target-dependents / --exclude-dependents).
+        self.target = set(target)
+        self.exclude = set(exclude)
+        # Set when the step generator bails (a check failure; a protected replacement in an `up`): nothing after it
+        # is registered with the engine and no delete runs (deployment_executor.go handleSingleEvent returns before
+        # performPostSteps).
+        self.bailed = False
+        # New resources left out by `--target` (SkippedCreate): not created, and nothing may depend on them.
+        self.skipped_creates: set[str] = set()
         self.preview = preview
         self.targets = set(replace)
         self.check = dict(check or {})
@@ -400,6 +410,8 @@ class Deployment:
         # Old resources of create-before-replace replacements, deleted at the end of the run.
         self.late: list[Entry] = []
         self.order: list[str] = list(self.old)
+        # The state the run started from, whole: the delete schedule's dependency graph (getDepgraphForScheduling).
+        self.prev: dict[str, Entry] = dict(self.old)
         # Stands for the providers' randomness: a new instance never repeats an id or a MAC of the history,
         # yet the same run from the same state gives the same ones (reproducible synth outputs).
         self.nonce = hashlib.sha256(json.dumps(sorted((u, e.id or "") for u, e in self.old.items())).encode()).hexdigest()
@@ -415,7 +427,31 @@ class Deployment:
         old = self.old.pop(old_urn, None)
         recreated = self.recreating.pop(old_urn, None)
         entry = Entry(**{f.name: copy.copy(getattr(reg, f.name)) for f in fields(Declared)})
+        if self.bailed:
+            return self._keep(reg, old or recreated, "skipped")
+        if not self._included(reg.name, reg.urn):
+            # step_generator.go: an untargeted resource's check is stubbed ("use the old inputs directly") and it is
+            # kept as it is, with no diff (a SameStep); an untargeted new resource is not created (SkippedCreate).
+            if old is not None and recreated is None:
+                self.plan.steps.append(Step("same", reg.urn, reg.type, reg.name, ("not targeted",)))
+                self.new[reg.urn] = old
+                return old
+            self.skipped_creates.add(reg.urn)
+            self.plan.skipped.append(reg.name)
+            return self._unresolved(reg)
+        needs = (set(reg.dependencies) | {u for urns in reg.property_dependencies.values() for u in urns}
+                 | {reg.parent, provider_urn(reg.provider)}) & self.skipped_creates
+        if needs:
+            # step_generator.go: a step that depends on a skipped create is an error; an `up` bails ("untargeted
+            # create"), a preview goes on to list them all.
+            self.plan.errors.append(f"{reg.name}: depends on {sorted(needs)[0]}, which will be created but was not "
+                                    "specified in --target list")
+            if not self.preview:
+                self.bailed = self.cancelled = True
+                return self._keep(reg, old or recreated, "skipped")
         self._check(reg, old)
+        if self.bailed:
+            return self._keep(reg, old or recreated, "skipped")
         blocked = (set(reg.dependencies) | {u for urns in reg.property_dependencies.values() for u in urns}
                    | {reg.parent}) & self.failed
         if blocked:
@@ -433,13 +469,16 @@ class Deployment:
             op, why = "create", ()
         else:
             op, why, entry = self._diff(reg, old, entry)
+            if op == "refused":
+                return self._keep(reg, old, "skipped")
             if op == "failed-delete":
                 self.failed.add(reg.urn)
                 self.new[reg.urn] = old
                 return old
         if op in ("create", "replace"):
-            entry.id = None if self.preview else providers.new_id(entry.type, entry.name, entry.urn, entry.inputs,
-                                                                   entry.generation, self.nonce)
+            known = not self.preview or entry.type in providers.ID_KNOWN_IN_PREVIEW
+            entry.id = providers.new_id(entry.type, entry.name, entry.urn, entry.inputs, entry.generation,
+                                        self.nonce) if known else None
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
         elif old is None:
             # An update or no change comes from _diff, which only runs against the state's entry.
@@ -488,18 +527,32 @@ class Deployment:
         if old is not None:
             self.new[reg.urn] = old
             return old
-        # A create that did not complete resolves nothing the provider computes (its dependents never start: the
-        # program's outputs of it stay unknown, as in a preview).
+        return self._unresolved(reg)
+
+    def _unresolved(self, reg: Registration) -> Entry:
+        """A create that did not happen resolves nothing the provider computes (its dependents never start: the
+        program's outputs of it stay unknown, as in a preview)."""
         entry = Entry(urn=reg.urn, type=reg.type, name=reg.name, parent=reg.parent, custom=reg.custom,
                       inputs=reg.inputs)
         entry.outputs = _outputs(entry, "create", None, True, self.nonce) if reg.custom else {}
         return entry
 
+    def _included(self, name: str, urn: str) -> bool:
+        """step_generator.go isIncludedInOperation: with targets, only they; otherwise all but the excluded."""
+        if self.target:
+            return name in self.target or urn in self.target
+        return name not in self.exclude and urn not in self.exclude
+
     def _check(self, reg: Registration, old: Entry | None) -> None:
+        """A provider check that fails: its failures are printed and the run bails, in a preview too
+        (step_generator.go: `if invalid { return nil, false, result.BailErrorf("resource %s is invalid", urn) }`)."""
         check = self.check.get(reg.type)
         if check is not None:
-            for failure in check(dict(old.inputs) if old else {}, dict(reg.inputs)):
+            failures = check(dict(old.inputs) if old else {}, dict(reg.inputs))
+            for failure in failures:
                 self.plan.errors.append(f"{reg.name}: {failure}")
+            if failures:
+                self.bailed = self.cancelled = True
 
     def _diff_unavailable(self, reg: Registration) -> bool:
         """A preview whose Kubernetes provider has an unknown configuration cannot diff the provider's objects:
@@ -528,13 +581,19 @@ class Deployment:
             why = self.replace_keys(reg.type, changed, reg.replace_on_changes, old.inputs, processed)
         if why:
             if old.protect and reg.protect:
+                # continueStepsFromDiff: a preview goes on to show the rest and fails; an `up` bails here, before any
+                # step of the replacement (`if !sg.deployment.opts.DryRun { return nil, result.BailErrorf(...) }`).
                 self.plan.errors.append(f"{reg.name}: unable to replace resource as it is currently marked for protection")
+                if not self.preview:
+                    self.bailed = self.cancelled = True
+                    return "refused", why, old
             # Replaced: the program's inputs as declared, ignored ones included (continueStepsFromDiff).
             entry.generation = old.generation + 1
             if reg.delete_before_replace:
                 if not self._delete_before_replace(old):
-                    # A delete in the cascade failed: nothing is replaced, the resource stays as it is.
-                    return "failed-delete", why, old
+                    # A delete in the cascade failed (or a protected dependent refused it): nothing is replaced, the
+                    # resource stays as it is.
+                    return ("refused" if self.bailed else "failed-delete"), why, old
             else:
                 # The old resource is deleted at the end of the run.
                 self.late.append(old)
@@ -572,8 +631,10 @@ class Deployment:
             changed = diff_paths(candidate.inputs, apply_ignore_changes(inputs, candidate.inputs, candidate.ignore_changes))
             if self.replace_keys(candidate.type, changed, candidate.replace_on_changes, candidate.inputs, inputs):
                 if candidate.protect:
+                    # Bails in a preview too (step_generator.go, no DryRun exception there).
                     self.plan.errors.append(f"{candidate.name}: unable to replace resource as part of replacing "
                                             f"{root.name} as it is currently marked for protection")
+                    self.bailed = self.cancelled = True
                 result.append(candidate)
                 replace_set.add(urn)
         return result
@@ -582,6 +643,8 @@ class Deployment:
         """The dependents' deletes, then the root's; each deleted one stays in the state pending replacement until
         it is created again. A failed delete stops the cascade (False): what it depends on is not deleted."""
         dependents = self._dependents_to_replace(root)
+        if self.bailed:
+            return False
         for entry in [*self._reverse_topological(dependents), root]:
             if entry.name in self.fail_delete or entry.urn in self.fail_delete:
                 self.plan.failed.append(entry.name)
@@ -600,23 +663,69 @@ class Deployment:
         """Dependents before what they depend on (parents and providers count as dependencies)."""
         return [entry for batch in self._delete_batches(entries) for entry in batch]
 
+    def _dependencies_of(self, entry: Entry) -> set[str]:
+        """graph.DependencyGraph.DependenciesOf over the state the run started from: the provider, `dependsOn`,
+        property dependencies and the parent; a dependency that is a component brings its descendants along, those
+        earlier in the state's order only ("Transitive children of the dependency that are after the resource in
+        the topological sort are not included as this could lead to cycles")."""
+        position = {urn: i for i, urn in enumerate(self.order)}
+        mine = position.get(entry.urn, len(position))
+        direct = self._depends_on(entry)
+        found = {urn for urn in direct if position.get(urn, mine) < mine}
+        for urn in direct - {entry.parent}:
+            dep = self.prev.get(urn)
+            if dep is None or dep.custom or position.get(urn, mine) >= mine:
+                continue
+            found |= {u for u in self._descendants(urn) if position[u] < mine}
+        return found
+
+    def _descendants(self, urn: str) -> set[str]:
+        children: dict[str, list[str]] = {}
+        for u in self.order:
+            e = self.prev.get(u)
+            if e is not None and e.parent:
+                children.setdefault(e.parent, []).append(u)
+        found: set[str] = set()
+        todo = [urn]
+        while todo:
+            for child in children.get(todo.pop(), []):
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
+
+    def _transitive_dependencies(self, urn: str) -> set[str]:
+        """graph.DependencyGraph.TransitiveDependenciesOf (markAsDependency): provider, dependencies and parent chain."""
+        found: set[str] = set()
+        todo = [urn]
+        while todo:
+            entry = self.prev.get(todo.pop())
+            if entry is None:
+                continue
+            for dep in self._depends_on(entry):
+                if dep not in found:
+                    found.add(dep)
+                    todo.append(dep)
+        found.discard(urn)
+        return found
+
     def _delete_batches(self, entries: list[Entry]) -> list[list[Entry]]:
-        """step_executor.go ScheduleDeletes: batches run one after another, each in parallel; a resource is
-        deleted only once everything depending on it is gone."""
+        """step_generator.go ScheduleDeletes: layer 0 holds the condemned resources that depend on no other condemned
+        one, layer k those whose condemned dependencies are all in earlier layers; the layers run in reverse, one
+        after another, each in parallel. So a resource goes in the run's first batch only when it is the deepest in
+        its chain of condemned dependencies, not merely when nothing depends on it."""
         chosen = {e.urn: e for e in entries}
         position = {urn: i for i, urn in enumerate(self.order)}
-        remaining = sorted(chosen, key=lambda u: position.get(u, 0))
-        batches: list[list[Entry]] = []
-        while remaining:
-            blocked = set()
-            for urn in remaining:
-                for dep in self._depends_on(chosen[urn]):
-                    blocked.add(dep)
-            ready = [u for u in remaining if u not in blocked] or remaining[-1:]
-            ready.sort(key=lambda u: -position.get(u, 0))
-            batches.append([chosen[u] for u in ready])
-            remaining = [u for u in remaining if u not in ready]
-        return batches
+        needs = {urn: self._dependencies_of(e) & set(chosen) for urn, e in chosen.items()}
+        condemned = set(chosen)
+        layers: list[list[Entry]] = []
+        while condemned:
+            layer = sorted((u for u in condemned if not needs[u] & condemned), key=lambda u: -position.get(u, 0))
+            if not layer:  # a cycle cannot be in a state the engine wrote; refuse rather than guess an order
+                raise ValueError(f"dependency cycle among {sorted(condemned)}")
+            layers.append([chosen[u] for u in layer])
+            condemned -= set(layer)
+        return layers[::-1]
 
     @staticmethod
     def _depends_on(entry: Entry) -> set[str]:
@@ -630,22 +739,41 @@ class Deployment:
     # --- deletes ---------------------------------------------------------------------------------------
     def finish(self) -> Plan:
         """The end-of-run deletes: the old resources of create-before-replace replacements, then everything
-        the program no longer declares, dependents first. A failed step cancels the rest of the run
-        (step_executor.go cancelDueToError): after a failed create or update no delete runs, and after a
-        failed delete no later batch does (the rest of its own batch was already under way)."""
+        the program no longer declares, in ScheduleDeletes' batches (deployment_executor.go performPostSteps).
+        A failed step cancels the rest of the run (step_executor.go cancelDueToError): after a failed create or
+        update no delete runs, and after a failed delete no later batch does (the rest of its own batch was already
+        under way). A protected resource's refusal does not cancel, but before each batch every errored step's
+        transitive dependencies are taken out (`erroredDeps`), so nothing a protected resource needs is deleted."""
         late = {e.urn: e for e in self.late}
-        entries = list(late.values()) + list(self.old.values())
+        entries = list(late.values()) + [e for e in self.old.values() if self._deletable(e)]
+        untargeted = [e.name for e in entries if e.urn not in late and self.target
+                      and e.name not in self.target and e.urn not in self.target]
+        for name in untargeted:
+            self.plan.errors.append(f"{name}: resource will be destroyed but was not specified in --target list")
+        if untargeted and not self.preview:
+            # GenerateDeletes: "delete untargeted resource"; a preview lists them all and fails.
+            self.bailed = self.cancelled = True
         cancelled = bool(self.failed) or self.cancelled
+        errored: list[str] = []
+        kept_for_errors: set[str] = set()
         for batch in self._delete_batches(entries):
+            for urn in errored:
+                kept_for_errors |= self._transitive_dependencies(urn)
+            errored = []
             failed_here = False
             for entry in batch:
                 if cancelled:
+                    self.plan.skipped.append(entry.name)
+                    continue
+                if entry.urn in kept_for_errors:
+                    # Not executed, nothing shown (performPostSteps drops it from the batch): it stays in the state.
                     self.plan.skipped.append(entry.name)
                     continue
                 replaced = entry.urn in late
                 if entry.protect and not replaced:
                     # deleteProtectedError does not cancel the run; the resource stays.
                     self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
+                    errored.append(entry.urn)
                     continue
                 missing = entry.name in self.gone and entry.type in providers.DELETE_FAILS_WHEN_GONE
                 if entry.name in self.fail or entry.urn in self.fail or (missing and not entry.retain_on_delete):
@@ -656,6 +784,22 @@ class Deployment:
                 self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name))
             cancelled = cancelled or failed_here
         return self.plan
+
+    def _deletable(self, entry: Entry) -> bool:
+        """GenerateDeletes: with `--target`, an undeclared resource is deleted only when targeted or depending on a target
+        (otherwise kept, an UntargetedSameStep); with `--exclude`, neither an excluded resource nor anything it depends on, transitively
+        (getExcludeDependencies)."""
+        if self.target:
+            # determineAllowedResourcesToDeleteFromTargets: the targets and everything depending on them, transitively
+            # (getTargetDependents: dependsOn, property dependencies, children); those not targeted themselves are an
+            # error below unless `--target-dependents` (not modelled) is given.
+            targeted = {u for u, e in self.prev.items() if e.name in self.target or u in self.target}
+            return entry.urn in targeted or bool(self._transitive_dependencies(entry.urn) & targeted)
+        if self.exclude:
+            excluded = {u for u, e in self.prev.items() if e.name in self.exclude or u in self.exclude}
+            forbidden = excluded.union(*(self._transitive_dependencies(u) for u in excluded))
+            return entry.urn not in forbidden
+        return True
 
     @property
     def state(self) -> dict[str, Entry]:

@@ -277,6 +277,8 @@ def run_program(
     pending: Sequence[PendingCreate] = (),
     outside: Collection[str] = (),
     fail_delete: tuple[str, ...] = (),
+    target: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
@@ -286,7 +288,8 @@ def run_program(
     resources whose object was deleted outside Pulumi (their delete fails where the provider's does). interrupt: names
     whose create is under way when the CLI is interrupted (the run stops there; Recording.pending and .outside say
     what it left); pending, outside: what an earlier run left so. fail_delete: names whose delete fails inside a
-    delete-before-replace cascade (`fail` fails the replacement's create). secret_keys: the
+    delete-before-replace cascade (`fail` fails the replacement's create). target, exclude: names given with
+    `--target` / `--exclude`. secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
     secret_values = placeholder_secrets(secrets, secret_keys)
@@ -297,19 +300,21 @@ def run_program(
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
                             state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt, pending=pending,
-                            outside=outside, fail_delete=fail_delete)
+                            outside=outside, fail_delete=fail_delete, target=target, exclude=exclude)
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
                      state: Mapping[str, Entry] | None = None, replace: tuple[str, ...] = (),
                      fail: tuple[str, ...] = (), gone: tuple[str, ...] = (), interrupt: tuple[str, ...] = (),
                      pending: Sequence[PendingCreate] = (), outside: Collection[str] = (),
-                     fail_delete: tuple[str, ...] = ()) -> Recording:
+                     fail_delete: tuple[str, ...] = (), target: tuple[str, ...] = (),
+                     exclude: tuple[str, ...] = ()) -> Recording:
     """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
     deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone,
-                            interrupt=interrupt, pending=pending, outside=outside, fail_delete=fail_delete)
+                            interrupt=interrupt, pending=pending, outside=outside, fail_delete=fail_delete,
+                            target=target, exclude=exclude)
     monitor = RecordingMonitor(recording, deployment)
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))

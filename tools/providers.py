@@ -53,6 +53,13 @@ DELETE_FAILS_WHEN_GONE = frozenset({VM})
 # Types whose create fails when an object of the same identity already exists outside the state: a VM's id is the
 # fixed VMID the program gives (vmCreateClone clones to it), and Proxmox refuses a clone to a VMID in use.
 CREATE_FAILS_WHEN_PRESENT = frozenset({VM})
+# Types whose provider assigns the id in a preview too: the engine calls Create with Preview=true (step.go
+# CreateStep.Apply) and pulumi-command's Create makes the id before it looks at the flag (provider/pkg/provider/
+# remote/commandController.go at v1.2.1: `id, err := resource.NewUniqueHex(name, 8, 0)` ... `if preview { return
+# infer.CreateResponse[CommandOutputs]{ID: id, ...} }`), so the program sees a known id. The bridged providers
+# (Proxmox, TLS) and the Kubernetes provider leave it unknown. A real preview's id is random and differs from the
+# one the `up` makes; the model gives both the same.
+ID_KNOWN_IN_PREVIEW = frozenset({COMMAND})
 FILE = "proxmoxve:index/fileLegacy:FileLegacy"
 K8S_PROVIDER = "pulumi:providers:kubernetes"
 TLS_KEY = "tls:index/privateKey:PrivateKey"
