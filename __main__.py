@@ -8,7 +8,7 @@ from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
 from components.control_plane import ControlPlaneSettings
 from components.custom_metrics import CustomMetrics
-from components.guards import MachinesGuard
+from components.guards import ClusterIdentity, MachinesGuard
 from components.kubelet_config import KubeletConfig
 from components.lifecycle import MemberLocks
 from components.load_balancer import LoadBalancer
@@ -65,12 +65,15 @@ spec = stack.spec
 cycle_check.install()
 secrets = read_secrets(spec)
 
+# Refuses, at preview, a change of cluster.name (a second cluster, and this one deleted); first, before anything named
+# after the cluster is declared.
+identity = ClusterIdentity(spec.cluster.name)
 # Refuses, at preview, a version change kubeadm cannot follow (downgrades, skipped minors); nothing else is
 # touched before it has accepted the plan.
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
 # Refuses, at preview, machine changes that would collide with a removal or cannot be applied in one run.
 machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
-machines = Machines(spec.cluster.name, spec, secrets, guards=(version_pin, machines_guard))
+machines = Machines(spec.cluster.name, spec, secrets, guards=(identity, version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
 etcd_backups = EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready, secrets.etcd_offsite)
 network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)

@@ -133,6 +133,25 @@ def reservation_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
             f"{holder_after} another {what}."]
 
 
+# The cluster's name is in every resource's name (so its URN), each VM's name and kubeadm's clusterName. A stack whose
+# cluster.name changes would declare a second cluster and delete the first at the end of the run (every node drained,
+# reset and destroyed; only the control-plane VMs' protection stops part of it). The identity resource's own name
+# holds no cluster name, so it keeps its URN through the change and its check sees both names.
+CLUSTER_NAME_KEY = "clusterName"
+IDENTITY_NAME = "cluster-identity"
+
+
+def identity_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    before, after = (olds or {}).get(CLUSTER_NAME_KEY), news.get(CLUSTER_NAME_KEY)
+    if not before or before == after:
+        return []
+    return [f"cluster.name changes from {before} to {after}: the name is part of every resource's identity (its URN, "
+            "the VM names, kubeadm's clusterName), so this run would build a second cluster and delete this one. A "
+            f"cluster cannot be renamed in place: keep cluster.name {before}. For a cluster under the new name, create "
+            "a new stack with it (`pulumi stack init`), move the workloads with a backup and a restore (docs/backup.md), "
+            "then `pulumi destroy` this stack."]
+
+
 class _CheckedProvider(ResourceProvider):
     """A dynamic provider that only records its inputs; its `check` refuses what `guard` refuses."""
 
@@ -165,6 +184,18 @@ class MachinesGuard(Resource, module="hybrid", name="MachinesGuard"):
 
     def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
         super().__init__(MachinesGuardProvider(), name, machine_facts(spec), opts)
+
+
+class ClusterIdentityProvider(_CheckedProvider):
+    guard = staticmethod(identity_check)
+    key = CLUSTER_NAME_KEY
+
+
+class ClusterIdentity(Resource, module="hybrid", name="ClusterIdentity"):
+    """The stack's cluster name as the last run left it: refuses, at preview, renaming the cluster (identity_check)."""
+
+    def __init__(self, cluster_name: str, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(ClusterIdentityProvider(), IDENTITY_NAME, {CLUSTER_NAME_KEY: cluster_name}, opts)
 
 
 class MachineReservationProvider(_CheckedProvider):
@@ -201,5 +232,6 @@ def machine_reservations(cluster: str, spec: StackSpec, parent: pulumi.Resource)
 DYNAMIC_CHECKS: dict[str, Callable[[dict[str, Any], dict[str, Any]], list[str]]] = {
     f"pulumi-python:{KubernetesVersionPin._resource_type_name}": version_pin_check,
     f"pulumi-python:{MachinesGuard._resource_type_name}": machines_check,
+    f"pulumi-python:{ClusterIdentity._resource_type_name}": identity_check,
     f"pulumi-python:{MachineReservation._resource_type_name}": reservation_check,
 }

@@ -88,6 +88,45 @@ def test_replace_of_an_unknown_resource_or_a_stale_output_is_refused(tmp_path):
     import pytest
     with pytest.raises(SystemExit, match="no resource named"):
         diff.replace_plan(out, "hk-prod-nope")
+    other = synth_with(tmp_path, "other")
+    import json
+    document = json.loads((other / "stack.json").read_text())
+    (other / "stack.json").write_text(json.dumps({**document, "stack": "hk-other"}))
+    with pytest.raises(SystemExit, match="compare renders of one stack"):
+        diff.change_plan(out, other)
     (out / "stack.json").unlink()
     with pytest.raises(SystemExit, match="no stack.json"):
         diff.replace_plan(out, "hk-prod-hk-lnx-2-vm")
+
+
+def test_two_renders_are_planned_by_the_engine_with_the_programs_guards(tmp_path, capsys):
+    """Removing a lost node shows its retained steps as retained; renaming the cluster and removing a control-plane node
+    without `retire` are refused as the preview would (exit 1, the refusal printed)."""
+    def lose(config):
+        next(n for n in config["hybrid-cluster:nodes"]["linux"] if n["name"] == "hk-lnx-4")["lost"] = True
+
+    def remove(config):
+        config["hybrid-cluster:nodes"]["linux"] = [n for n in config["hybrid-cluster:nodes"]["linux"]
+                                                   if n["name"] != "hk-lnx-4"]
+
+    lost = synth_with(tmp_path, "lost", lose)
+    removed = synth_with(tmp_path, "removed", lambda c: (lose(c), remove(c)))
+    assert diff.main([str(lost), str(removed)]) == 0
+    printed = capsys.readouterr().out
+    assert "- retain  proxmoxve:index/vmLegacy:VmLegacy  hk-prod-hk-lnx-4-vm  (leaves the state" in printed
+    assert "- delete  command:remote:Command  hk-prod-hk-lnx-4-vm-destroy" in printed
+    assert "- delete  command:remote:Command  hk-prod-kubeadm-hk-lnx-4-join\n" not in printed   # frozen: retained
+    assert "- retain  command:remote:Command  hk-prod-kubeadm-hk-lnx-4-join" in printed
+
+    renamed = synth_with(tmp_path, "renamed", lambda c: c["hybrid-cluster:cluster"].update(name="hk-next"))
+    assert diff.main([str(lost), str(renamed)]) == 1
+    printed = capsys.readouterr().out
+    assert "error: cluster-identity: cluster.name changes from hk-prod to hk-next" in printed
+    assert "- delete" not in printed
+
+
+def test_replacing_a_protected_resource_fails_with_the_refusal(tmp_path, capsys):
+    out = synth_with(tmp_path, "one")
+    assert diff.main([str(out), "--replace", "hk-prod-hk-cp-2-vm"]) == 1
+    printed = capsys.readouterr().out
+    assert "error: hk-prod-hk-cp-2-vm: unable to replace resource as it is currently marked for protection" in printed

@@ -753,7 +753,7 @@ def test_a_failed_delete_inside_a_replacement_cascade_replaces_nothing(built):
         assert run.state[built.named(name).urn].pending_replacement, name
 
 
-@pytest.mark.parametrize("provider", ["MachinesGuardProvider", "MachineReservationProvider"])
+@pytest.mark.parametrize("provider", ["MachinesGuardProvider", "MachineReservationProvider", "ClusterIdentityProvider"])
 def test_the_guards_providers_are_stored_by_reference_to_a_path_that_must_not_move(provider):
     """The engine stores a dynamic provider with each resource (pulumi.dynamic serialize_provider: dill), and the
     provider process loads it from there for every later check, update and delete. These pickle by reference to
@@ -770,3 +770,14 @@ def test_the_guards_providers_are_stored_by_reference_to_a_path_that_must_not_mo
     assert {"components.guards", provider} <= names
     assert len(pickled) < 512       # a reference, not the class's code
 
+
+def test_renaming_the_cluster_is_refused_at_preview_and_nothing_runs(built):
+    """Every resource's name holds cluster.name: the rename would create a second cluster and delete this one. The
+    identity's check (its own name holds no cluster name) refuses it in a preview and an `up` alike, before any step."""
+    values = hk_prod_values()
+    values["cluster"]["name"] = "hk-next"
+    for preview in (True, False):
+        run = run_program(raw_config(values), state=built.state, preview=preview)
+        assert any(e.startswith("cluster-identity: cluster.name changes from hk-prod to hk-next") and
+                   "create a new stack" in e for e in run.plan.errors), run.plan.errors
+        assert not [s for s in run.plan.steps if s.op not in ("same", "skipped")], preview

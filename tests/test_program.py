@@ -56,7 +56,7 @@ def test_every_resource_has_a_component_parent_named_after_it(hk):
             # Only the layers hang off the stack, each a component of ours, and the preview-time guards that
             # guard them all (components/guards.py).
             assert (r.type.startswith("hybrid:") and not r.custom) or r.type.endswith(
-                ("/hybrid:KubernetesVersionPin", "/hybrid:MachinesGuard")), r.name
+                ("/hybrid:KubernetesVersionPin", "/hybrid:MachinesGuard", "/hybrid:ClusterIdentity")), r.name
             continue
         parent = by_urn.get(r.parent)
         assert parent is not None, f"{r.name} is not parented to a component"
