@@ -21,7 +21,15 @@ import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
 from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from plan.nodes import api_endpoint, cluster_params, etcd_backup_params, kube_vip_manifest, node_params, windows_params
+from plan.nodes import (
+    api_endpoint,
+    cluster_params,
+    etcd_backup_params,
+    kube_vip_manifest,
+    node_params,
+    replica_store,
+    windows_params,
+)
 from plan.rollout import session_lanes
 from plan.security import control_plane_hardening, encryption_key, kubelet_config_settings
 from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, security, windows_bootstrap
@@ -88,7 +96,8 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[credentials, machine.ready, registration],
                                  delete_before_replace=True),
         )
-        self.drain = node_drain(name, node, access, self.join, etcd_pod, self, lane.ready if lane else ())
+        self.drain = node_drain(name, node, access, self.join, etcd_pod, self, lane.ready if lane else (),
+                                replica_store(spec, control_plane))
         mark_lost(name, node, access, self.drain, etcd_pod, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
@@ -207,15 +216,16 @@ def node_registration(name: str, node_name: str, access: ControlPlaneAccess, mac
 
 def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess,
                join: command.remote.Command, etcd_pod: str | None, parent: pulumi.Resource,
-               after: Sequence[pulumi.Resource] = ()) -> command.remote.Command:
-    """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a
-    control-plane node) before the reset runs. For a lost node it is frozen like the node's own steps
-    (a re-run would wait for a Ready that never comes), but its delete still runs: it only cordons."""
+               after: Sequence[pulumi.Resource] = (), longhorn_namespace: str | None = None) -> command.remote.Command:
+    """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a control-plane node;
+    moving its Longhorn replicas elsewhere first, with `longhorn_namespace`) before the reset runs. For a lost node it
+    is frozen like the node's own steps (a re-run would wait for a Ready that never comes), but its delete still runs:
+    it only cordons."""
     return command.remote.Command(
         f"{name}-drain",
         connection=access.connection,
         create=bash_command(node_steps.render_wait_for_node(node.name)),
-        delete=bash_command(node_steps.render_drain(node.name, etcd_pod=etcd_pod)),
+        delete=bash_command(node_steps.render_drain(node.name, etcd_pod=etcd_pod, longhorn_namespace=longhorn_namespace)),
         # A new join (a replaced machine) is waited for again; its predecessor is drained first.
         triggers=[join.id],
         # `after`: the wait before it in its session lane (provisioning.controlPlaneSessions).

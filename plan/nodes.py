@@ -7,7 +7,7 @@ from typing import Literal
 
 from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, windows_activation, windows_bootstrap
+from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, storage, windows_activation, windows_bootstrap
 from render.cloud_init import LinuxNodeInit
 from render.containerd import RegistryMirror
 from vocab import windows_pods
@@ -94,6 +94,14 @@ def kube_vip_manifest(spec: StackSpec, first_control_plane: bool) -> str | None:
         vip=str(spec.cluster.api_vip), port=spec.cluster.api_port, image=compat.KUBE_VIP_IMAGE,
         interface=None, first_control_plane=first_control_plane,
     )
+
+
+def replica_store(spec: StackSpec, control_plane: bool) -> str | None:
+    """The Longhorn namespace whose replicas a Linux node's removal moves elsewhere before its drain; None without
+    Longhorn, and on a control-plane node (Longhorn's pods run on the Linux workers only: render/storage.py)."""
+    if control_plane or spec.storage is None or spec.storage.longhorn is None:
+        return None
+    return storage.LONGHORN_NAMESPACE
 
 
 def node_summary(node: LinuxNodeSpec | WindowsNodeSpec, role: Role) -> dict[str, str]:

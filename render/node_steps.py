@@ -39,22 +39,34 @@ def render_wait_for_node(node_name: str, timeout_seconds: int = 900, ready_timeo
                          READY_TIMEOUT=ready_timeout_seconds)
 
 
-def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None) -> str:
+# How long a removal waits for Longhorn to rebuild a worker's replicas elsewhere before it fails (the next run resumes).
+LONGHORN_EVICTION_SECONDS = 4 * 3600
+
+
+def render_drain(node_name: str, timeout_seconds: int = 600, etcd_pod: str | None = None,
+                 longhorn_namespace: str | None = None, longhorn_timeout_seconds: int = LONGHORN_EVICTION_SECONDS) -> str:
     """On the first control-plane node: cordon and drain the Node ``node_name``, if it exists
     (render/scripts/node-drain.sh): the delete side of a node's readiness wait, so the first step when a
     node is removed, before ``kubeadm reset`` on the node (render_reset) and render_deregister.
 
     With ``etcd_pod`` (a control-plane node's drain) the removal is refused, before anything is cordoned,
     unless the other etcd members keep quorum. PodDisruptionBudgets are respected and never bypassed: the
-    operator fixes the blocker and runs the destroy again.
+    operator fixes the blocker and runs the destroy again. With ``longhorn_namespace`` (a Linux worker of a stack
+    with Longhorn) its Longhorn replicas are evicted first and the drain waits until none is left on it
+    (render/scripts/lib/longhorn-evict.sh), ``longhorn_timeout_seconds`` at most.
     """
     check_node_name(node_name)
     check_timeout(timeout_seconds)
     if etcd_pod is not None:
         check_node_name(etcd_pod)
 
+    if longhorn_namespace is not None:
+        check_node_name(longhorn_namespace)
+        check_timeout(longhorn_timeout_seconds)
     return render_script("node-drain.sh", NODE=node_name, TIMEOUT=timeout_seconds, ETCD_POD=etcd_pod or "",
-                         SKIP_WAIT_SECONDS=SKIP_WAIT_SECONDS, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT)
+                         SKIP_WAIT_SECONDS=SKIP_WAIT_SECONDS, OUT_OF_SERVICE_TAINT=OUT_OF_SERVICE_TAINT,
+                         LONGHORN_NAMESPACE=longhorn_namespace or "",
+                         LONGHORN_ATTEMPTS=poll_attempts(longhorn_timeout_seconds), POLL_SECONDS=POLL_SECONDS)
 
 
 # The non-graceful node shutdown taint, as `key=value:effect` (render/scripts/node-mark-lost.sh says why).

@@ -194,6 +194,27 @@ def test_removing_a_linux_worker_drains_resets_deregisters_then_deletes_its_vm(b
     assert dialled["hk-prod-kubeadm-hk-lnx-4-registration"] == "10.30.30.11"
 
 
+def test_a_linux_workers_removal_moves_its_longhorn_replicas_before_its_drain(built):
+    """hk-prod has Longhorn on its Linux workers: a worker's drain, the first thing its removal runs on the cluster,
+    moves the node's replicas elsewhere first and waits for that (render/scripts/lib/longhorn-evict.sh, tested with
+    stubs in tests/test_render_linux_bootstrap.py). A control-plane node holds none; a stack without Longhorn moves
+    nothing."""
+    def evicts(recording: Recording, node: str, control_plane: bool = False) -> str:
+        delete = recording.named(f"hk-prod-kubeadm-{node}-drain").inputs["delete"]
+        script = script_from_bash_command(delete)
+        namespace = next(line for line in script.splitlines() if line.startswith("LONGHORN_NAMESPACE="))
+        assert "evict_longhorn_replicas" in script
+        return namespace.partition("=")[2]
+
+    assert evicts(built, "hk-lnx-4") == "'longhorn-system'"
+    assert evicts(built, "hk-cp-2", control_plane=True) == "''"
+    values = hk_prod_values()
+    values["storage"].pop("longhorn")
+    values["storage"].pop("defaultClass", None)
+    without_longhorn = up(values)
+    assert evicts(without_longhorn, "hk-lnx-4") == "''"
+
+
 def test_a_failed_drain_keeps_everything_it_depends_on(built):
     """deployment_executor.go: what a failed delete depends on is not deleted in that run, so a node whose
     drain is refused (a PodDisruptionBudget) keeps its membership and its VM."""

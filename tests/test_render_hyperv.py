@@ -257,6 +257,16 @@ def test_delete_tolerates_absence_and_escalates_stop() -> None:
     assert "[Console]::In" not in script
 
 
+def test_delete_refuses_what_the_program_did_not_make_before_stopping_anything() -> None:
+    """A checkpoint or a disk an operator attached is refused before the VM stops; every other file removed is named."""
+    script = SCRIPTS["delete"]
+    refusals = [script.index("$checkpoints = @(Get-VMSnapshot -VMName $VmName"),
+                script.index("Where-Object { $_.Path -ne $VhdPath }")]
+    assert max(refusals) < script.index("Stop-VmBounded -Reason 'deleting the VM'") < script.index("    Remove-VM -Name $VmName")
+    assert script.count("throw ") == 2 and "Remove-VMSnapshot" in script and "Remove-VMHardDiskDrive" in script
+    assert script.index('Write-Output "Removing $($_.FullName)"') < script.index("Remove-Item -LiteralPath $VmDir")
+
+
 def test_offload_scripts_use_registry_keywords_and_match() -> None:
     disable, restore = SCRIPTS["offload-disable"], SCRIPTS["offload-restore"]
     for script in (disable, restore):

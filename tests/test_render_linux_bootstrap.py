@@ -166,6 +166,31 @@ case "$*" in
       && echo ok && exit 0; exit 1 ;;
   *--raw=/readyz*) [[ -z ${STUB_API_DOWN:-} ]] && echo ok && exit 0; exit 1 ;;
   "-n kube-system get pod "*) [[ -n ${STUB_POD_NOT_READY:-} ]] && echo False || echo True; exit 0 ;;
+  # Longhorn (lib/longhorn-evict.sh): the CRD when STUB_LONGHORN is set, a node object when longhorn-node-<n>
+  # exists, its replicas in longhorn-replicas (one line each); after the eviction request each listing finds one
+  # fewer, unless STUB_LONGHORN_STUCK; the first STUB_LONGHORN_PATCH_FAILS patches are refused by the webhook.
+  "get crd nodes.longhorn.io --ignore-not-found -o name"*)
+    [[ -z ${STUB_LONGHORN:-} ]] || echo "customresourcedefinition.apiextensions.k8s.io/nodes.longhorn.io"; exit 0 ;;
+  "-n longhorn-system get nodes.longhorn.io "*)
+    [[ ! -e $STUB_DIR/longhorn-node-$5 ]] || echo "node.longhorn.io/$5"; exit 0 ;;
+  "-n longhorn-system patch nodes.longhorn.io "*)
+    refused=$(($(cat "$STUB_DIR/patch-refusals" 2>/dev/null || echo 0) + 1))
+    echo "$refused" >"$STUB_DIR/patch-refusals"
+    if ((refused <= ${STUB_LONGHORN_PATCH_FAILS:-0})); then
+      echo 'admission webhook "validator.longhorn.io" denied the request: please retry later.' >&2; exit 1
+    fi
+    : >"$STUB_DIR/longhorn-evicting-$5"; echo "node.longhorn.io/$5 patched"; exit 0 ;;
+  "-n longhorn-system get replicas.longhorn.io -l longhornnode="*)
+    node=${6#longhornnode=}
+    replicas="$STUB_DIR/longhorn-replicas"
+    [[ -e $replicas ]] || exit 0
+    cat "$replicas"
+    if [[ -e $STUB_DIR/longhorn-evicting-$node && -z ${STUB_LONGHORN_STUCK:-} ]]; then
+      tail -n +2 "$replicas" >"$replicas.new"; mv "$replicas.new" "$replicas"
+    fi
+    exit 0 ;;
+  "-n longhorn-system get volumes.longhorn.io "*)
+    echo "$5: degraded precheck new replica failed: hard affinity cannot be satisfied"; exit 0 ;;
 esac
 nodes="$STUB_DIR/nodes"
 if [[ $1 == -n && $3 == exec ]]; then
@@ -794,6 +819,64 @@ def test_drain_cordons_and_drains_but_leaves_the_node_for_reset(control_plane):
     assert drain == ["drain", "hk-prod-worker-1", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=300s"]
     # kubeadm reset on the node still needs its Node object: deregistration deletes it afterwards.
     assert (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
+
+
+def test_a_worker_leaves_longhorn_before_it_is_drained_and_again_finds_nothing_to_move(control_plane):
+    """With Longhorn, the removal's drain first asks Longhorn to move the node's replicas (scheduling off and eviction
+    requested, one merge patch, retried while the webhook asks to), waits until none is left, then drains."""
+    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\npvc-b-r-2 pvc-b\n")
+    script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system")
+    result = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_PATCH_FAILS="1")
+    assert result.returncode == 0, result.stderr
+    calls = control_plane.calls("kubectl")
+    patches = [c for c in calls if c[:3] == ["-n", "longhorn-system", "patch"]]
+    assert len(patches) == 2 and patches[-1] == [
+        "-n", "longhorn-system", "patch", "nodes.longhorn.io", "hk-lnx-4", "--type=merge", "--request-timeout=30s",
+        "-p", '{"spec":{"allowScheduling":false,"evictionRequested":true}}']
+    verbs = [c[0] if c[0] != "-n" else c[2] for c in calls]
+    # Every listing after the request, until the last found none, comes before the cordon and the drain.
+    assert verbs.index("patch") < verbs.index("cordon") < verbs.index("drain")
+    listings = [i for i, c in enumerate(calls) if c[2:4] == ["get", "replicas.longhorn.io"]]
+    assert len(listings) == 4 and listings[-1] < verbs.index("cordon")
+    assert "no Longhorn replica is left on hk-lnx-4" in result.stdout
+    again = control_plane.run(script, STUB_LONGHORN="1")
+    assert again.returncode == 0, again.stderr and "no Longhorn replica is left" in again.stdout
+
+
+def test_without_longhorn_or_its_node_the_drain_moves_nothing(control_plane):
+    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
+    script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system")
+    absent = control_plane.run(script)
+    assert absent.returncode == 0, absent.stderr
+    assert "Longhorn is not installed" in absent.stdout
+    no_node = control_plane.run(script, STUB_LONGHORN="1")
+    assert no_node.returncode == 0 and "Longhorn has no node hk-lnx-4" in no_node.stdout
+    assert not [c for c in control_plane.calls("kubectl") if "patch" in c]
+
+
+def test_a_stuck_longhorn_eviction_fails_the_removal_before_the_drain_and_says_why(control_plane):
+    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\n")
+    script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system", longhorn_timeout_seconds=30)
+    result = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_STUCK="1")
+    assert result.returncode == 1
+    assert "pvc-a: degraded precheck new replica failed: hard affinity cannot be satisfied" in result.stderr
+    assert "did not move every replica off hk-lnx-4 within 30s; nothing was drained" in result.stderr
+    assert not [c for c in control_plane.calls("kubectl") if c[0] in ("cordon", "drain")]
+
+
+def test_a_not_ready_worker_holding_replicas_is_refused_not_waited_on(control_plane):
+    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\n")
+    (control_plane.stubs / "ready-hk-lnx-4").write_text("False\n")
+    result = control_plane.run(steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system"), STUB_LONGHORN="1")
+    assert result.returncode == 1
+    assert "is not Ready and holds the Longhorn replicas above" in result.stderr and "lost: true" in result.stderr
+    assert not [c for c in control_plane.calls("kubectl") if c[0] in ("cordon", "drain") or "patch" in c]
 
 
 ETCD_MEMBERS = (

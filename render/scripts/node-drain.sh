@@ -1,7 +1,8 @@
 # On the first control-plane node: cordon and drain the Node $NODE, if it exists: the first step of
 # removing a node. A node already gone, or a control plane already gone, is a no-op. For a control-plane
 # node ($ETCD_POD set) the removal is refused, before anything is cordoned, unless the other etcd members
-# keep quorum. A drain that times out or is refused fails the delete and leaves the node cordoned.
+# keep quorum. With Longhorn, its replicas move to other nodes first. A drain that times out or is refused fails the
+# delete and leaves the node cordoned.
 ## Upstream's "Remove the node" order is drain, `kubeadm reset`, then `kubectl delete node`
 ## (https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/create-cluster-kubeadm/#remove-the-node);
 ## this program runs them as linux-reset.sh on the node and node-deregister.sh here. reset needs the Node
@@ -16,11 +17,12 @@
 ## drained, but without waiting on pods its kubelet can no longer confirm gone: kubectl drain
 ## `--skip-wait-for-delete-timeout`, "If pod DeletionTimestamp older than N seconds, skip waiting for the pod"
 ## (kubectl drain reference).
-#@ inputs NODE TIMEOUT ETCD_POD SKIP_WAIT_SECONDS OUT_OF_SERVICE_TAINT
+#@ inputs NODE TIMEOUT ETCD_POD SKIP_WAIT_SECONDS OUT_OF_SERVICE_TAINT LONGHORN_NAMESPACE LONGHORN_ATTEMPTS POLL_SECONDS
 #@ include lib/admin-kubeconfig.sh
 #@ include lib/node-gate.sh
 #@ include lib/etcd.sh
 #@ include lib/drain.sh
+#@ include lib/longhorn-evict.sh
 
 exit_unless_node_present drain
 taints="$(kubectl get node "$NODE" -o jsonpath='{.spec.taints[*].key}' --request-timeout=30s)"
@@ -30,6 +32,8 @@ if [[ " $taints " == *" ${OUT_OF_SERVICE_TAINT%%=*} "* ]]; then
   exit 0
 fi
 check_quorum_if_control_plane "$NODE"
+## Before the drain, while the node still runs its longhorn-manager: the drain would stop it.
+evict_longhorn_replicas
 ready="$(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' --request-timeout=30s)"
 ## An empty array expands under `set -u` only as ${skip[@]+...} on bash before 4.4 (CentOS 7 ships 4.2).
 skip=()
