@@ -100,7 +100,8 @@ upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgrade
 # VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
 restarts = LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access,
                              machines.proxmox_connections, after=upgrade.done)
-certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done)
+certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done,
+                                 provider_credential=cluster.provider_credential_expiry)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", windows_kube_proxy_plan(spec),
                                       cluster.provider, network,
                                       windows_nodes_ready=[*windows.node_ready.values(), *upgrade.done])

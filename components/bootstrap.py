@@ -294,13 +294,17 @@ class EtcdBackups(pulumi.ComponentResource):
         self.register_outputs({"nodes": [s.urn for s in self.schedules.values()]})
 
 
+PROVIDER_EXPIRY_KEY = "pulumi:kubernetes-provider"
+
+
 class CertificateExpiry(pulumi.ComponentResource):
     """When each kubeadm certificate expires on each control-plane node, read after the last change that
     renews them (init, a renewal round, an upgrade), as the stack output `certificateExpiry`
     ({node: {certificate: date}}): every node renews its own, so each is read on its node."""
 
     def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
-                 after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+                 after: Sequence[pulumi.Resource], provider_credential: pulumi.Output[str],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:CertificateExpiry", name, None, opts)
         checks = {}
         for machine in (m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost):
@@ -312,8 +316,11 @@ class CertificateExpiry(pulumi.ComponentResource):
                 triggers=[machine.instance, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *after]),
             )
-        self.expiry = pulumi.Output.all(**{node: check.stdout for node, check in checks.items()}).apply(
-            lambda read: {node: linux_bootstrap.parse_certificate_expiry(text) for node, text in read.items()})
+        # And the Kubernetes provider's own credential, under PROVIDER_EXPIRY_KEY (no node has that name: it has a colon).
+        self.expiry = pulumi.Output.all(**{PROVIDER_EXPIRY_KEY: provider_credential},
+                                        **{node: check.stdout for node, check in checks.items()}).apply(
+            lambda read: {node: {"client": text} if node == PROVIDER_EXPIRY_KEY else
+                          linux_bootstrap.parse_certificate_expiry(text) for node, text in read.items()})
         self.register_outputs({"expiry": self.expiry})
 
 
@@ -395,27 +402,29 @@ class KubeadmCluster(pulumi.ComponentResource):
         # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
         # it has finished (components/control_plane.py waits for it).
         self.certificate_renewal: list[pulumi.Resource] = list(renewal)
-        # The Kubernetes provider's credential. It is read again only when it may have changed (a renewal round
-        # or a version change renews admin.conf's client certificate): any other change of this command (a
-        # rotated SSH key, a bastion, a new script) would run it again, and in a preview an updated command's stdout is unknown
-        # (tools/providers.py), which makes the provider's kubeconfig unknown. So those inputs are ignored; a
-        # replacement (a new renewal label) still runs with the current connection and script, since the
-        # engine ignores nothing on a replacement.
+        # The Kubernetes provider's own credential (render/scripts/provider-credential.sh), not admin.conf: kubeadm
+        # renews admin.conf in every renewal round and upgrade, and a credential read again is unknown in that preview,
+        # where the engine then cannot diff a single Kubernetes object (DiffUnavailable). This one changes only with
+        # cluster.providerCredential: a new label replaces the step, the provider moves to the new credential, and
+        # the revocation step below takes the old one back. Any other change of the step (a rotated SSH key, a bastion,
+        # a new script) is ignored: it would issue a new credential in place. It has no delete, so it never dials
+        # with the connection it keeps.
+        label = spec.cluster.provider_credential
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
-            create=bash_command(linux_bootstrap.render_read_kubeconfig()),
+            create=bash_command(linux_bootstrap.render_provider_credential(label)),
             logging=command.remote.Logging.STDERR,
-            # A new version too: `kubeadm upgrade apply` renewed admin.conf on this node, and a read at the start
-            # of the next version change carries that renewed certificate to the provider, which therefore
-            # keeps working past the first year as long as the cluster is upgraded or renewed within it.
-            triggers=[self.init.id, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
+            triggers=[self.init.id, label],
             # Its previous stdout (the credential) must never travel to sshd as PULUMI_COMMAND_STDOUT.
             add_previous_output_in_env=False,
+            # After a renewal round: no Kubernetes object is applied while control-plane components restart.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],
                                         additional_secret_outputs=SECRET_STDOUT,
                                         ignore_changes=["connection", "create", "addPreviousOutputInEnv"]),
         )
+        self.provider_credential_expiry: pulumi.Output[str] = pulumi.Output.unsecret(
+            read.stdout.apply(linux_bootstrap.provider_credential_expiry))
         self.api_server = f"https://{api_endpoint(spec)}"
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
         # With clusterIdentifier set and unchanged, pulumi-kubernetes replaces the provider only when it
@@ -427,6 +436,19 @@ class KubeadmCluster(pulumi.ComponentResource):
         self.provider = kubernetes.Provider(f"{name}-kubernetes", kubeconfig=self.kubeconfig,
                                             cluster_identifier=spec.cluster.name,
                                             opts=pulumi.ResourceOptions(parent=self))
+        # Every other provider credential's binding deleted, once the provider has moved to this one (it depends on
+        # the provider); again with a new label. It runs with the current connection (an update runs it again: nothing
+        # left to delete), so a rotated SSH key or a bastion never leaves it dialling with an old one.
+        revoke = bash_command(linux_bootstrap.render_provider_credential_revoke(label))
+        command.remote.Command(
+            f"{name}-kubeconfig-revoke-others",
+            connection=first.connection,
+            create=revoke,
+            update=revoke,
+            logging=command.remote.Logging.STDOUT_AND_STDERR,
+            triggers=[label],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.provider]),
+        )
         self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})
 
 

@@ -57,13 +57,15 @@ def runs_on_windows(obj: dict[str, Any]) -> bool:
 
 def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.ProviderResource, parent: pulumi.Resource,
                       depends_on: Sequence[pulumi.Resource] = (), patch: bool = False,
-                      aliases: Sequence[pulumi.Alias] = (), ignore_changes: Sequence[str] = ()) -> pulumi.CustomResource:
+                      aliases: Sequence[pulumi.Alias] = (), ignore_changes: Sequence[str] = (),
+                      retain_on_delete: bool = False) -> pulumi.CustomResource:
     """One object as its typed resource (a `...Patch` resource with patch=True); custom kinds as CustomResource.
     A Windows DaemonSet is awaited for WINDOWS_ROLLOUT_MINUTES."""
     group, _, version = obj["apiVersion"].rpartition("/")
     timeout = f"{WINDOWS_ROLLOUT_MINUTES}m"
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on),
                                   aliases=list(aliases) or None, ignore_changes=list(ignore_changes) or None,
+                                  retain_on_delete=retain_on_delete or None,
                                   custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)
                                   if runs_on_windows(obj) else None)
     module_name = _MODULES.get(group)

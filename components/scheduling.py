@@ -23,8 +23,13 @@ class Scheduling(pulumi.ComponentResource):
         super().__init__("hybrid:platform:Scheduling", name, None, opts)
 
         def declare(obj: dict, depends_on: list[pulumi.Resource] | None = None, patch: bool = False):
+            # A node's label patch is never deleted through the provider (which would take the labels off the Node:
+            # pulumi-kubernetes relinquishes a patch's fields): a node's removal drops it from the state, before its
+            # drain, without touching the Node, so the labels stay until the Node goes, and with them the pods placed
+            # by them (Longhorn's manager, which must run there while the drain moves the node's replicas away:
+            # render/scripts/lib/longhorn-evict.sh).
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
-                                     depends_on=depends_on or [], patch=patch)
+                                     depends_on=depends_on or [], patch=patch, retain_on_delete=patch)
 
         self.runtime_classes = {
             obj["metadata"]["name"]: declare(obj)

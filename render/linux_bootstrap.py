@@ -8,7 +8,7 @@ script bodies for ``render.shell.bash_command`` (they run as root under ``sudo -
 * ``render_join_credentials``: on the first control-plane node, print one fresh join line;
 * ``render_join``: ``kubeadm join`` on a new node from the join line on stdin (guarded by kubelet.conf);
 * ``render_reset``: node cleanup, the delete side of init and join;
-* ``render_read_kubeconfig``: print admin.conf (a secret Output).
+* ``render_provider_credential``: the Kubernetes provider's own credential (a secret Output), and its revocation.
 
 The kubeadm YAML itself comes from ``render.kubeadm`` as text with ``@@JOIN_*@@`` placeholders; the
 scripts here only embed it. Secrets (bootstrap token, certificate key) never appear on a command line
@@ -336,9 +336,38 @@ def static_pod_restart_inputs() -> dict[str, int]:
             "ATTEMPTS": poll_attempts(API_READY_TIMEOUT_SECONDS), "POLL_SECONDS": POLL_SECONDS}
 
 
-def render_read_kubeconfig() -> str:
-    """Print /etc/kubernetes/admin.conf and nothing else (the command's stdout is a secret Output)."""
+# The Kubernetes provider's own credential (render/scripts/provider-credential.sh): a user per credential label, bound to
+# cluster-admin by a binding of the same name; one year, as kubeadm's own client certificates.
+PROVIDER_USER_PREFIX = "hybrid-cluster:pulumi:"
+PROVIDER_CREDENTIAL_DAYS = 365
+# How long the new credential's binding may take to reach the API server's authorizer.
+PROVIDER_CREDENTIAL_WAIT_SECONDS = 60
 
-    return render_script("read-kubeconfig.sh")
+
+def provider_user(label: str) -> str:
+    """The user (and ClusterRoleBinding) name of the provider credential named `label` (cluster.providerCredential)."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}", label):
+        raise ValueError(f"provider credential label {label!r}: letters, digits, '.', '_' or '-'")
+    return PROVIDER_USER_PREFIX + label
+
+
+def render_provider_credential(label: str) -> str:
+    """Issue, bind, prove and print the provider's credential `label` (a kubeconfig after one `# valid until` line)."""
+    user = provider_user(label)
+    return render_script("provider-credential.sh", USER_NAME=user, BINDING=user, VALIDITY_DAYS=PROVIDER_CREDENTIAL_DAYS,
+                         ATTEMPTS=poll_attempts(PROVIDER_CREDENTIAL_WAIT_SECONDS), POLL_SECONDS=POLL_SECONDS)
+
+
+def render_provider_credential_revoke(keep: str) -> str:
+    """Delete the bindings of every provider credential but the one named `keep`."""
+    return render_script("provider-credential-revoke.sh", KEEP=provider_user(keep))
+
+
+def provider_credential_expiry(printed: str) -> str:
+    """When the credential provider-credential.sh printed expires, as openssl wrote it ("Dec  5 18:00:00 2027 GMT")."""
+    first = printed.split("\n", 1)[0]
+    if not first.startswith("# valid until "):
+        raise ValueError("not a provider credential: no '# valid until' line")
+    return " ".join(first.removeprefix("# valid until ").split())
 
 

@@ -761,10 +761,11 @@ def test_the_steps_wait_for_a_certificate_renewal_round():
 def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_without_replacing_anything():
     run = previous_release_run()
     assert not run.plan.errors
-    # Nothing is replaced; the deletes are the pod that copied the etcd snapshots off-site, which the control-plane
-    # nodes now do themselves, encrypted (their schedule steps run again with the recipients' keys and credentials),
-    # and kubelet-csr-approver, whose work the control-plane nodes now do too, after their approver is in place.
-    assert not run.plan.ops("replace")
+    # Nothing is replaced but the provider's credential (its own now, not admin.conf); the deletes are the pod that
+    # copied the etcd snapshots off-site, which the control-plane nodes now do themselves, encrypted (their schedule
+    # steps run again with the recipients' keys and credentials), and kubelet-csr-approver, whose work the
+    # control-plane nodes now do too, after their approver is in place.
+    assert run.plan.ops("replace") == ["hk-prod-kubeadm-kubeconfig"]
     deletes = run.plan.ops("delete")
     assert sorted(deletes) == ["hk-prod-backup-cronjob-velero-etcd-snapshots-offsite", "hk-prod-kubelet-csr-approver",
                                "hk-prod-kubelet-csr-approver-kubelet-csr-approver"]

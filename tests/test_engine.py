@@ -198,3 +198,22 @@ def test_a_protected_replacement_fails_a_preview_and_stops_an_up_before_it():
     assert not [s for s in up_.plan.steps if s.op in ("delete-replaced", "replace", "delete")]
     # Unprotected in the same run, it is replaced (only `new.Protect && old.Protect` refuses).
     assert "replace" in run(declare("v1", ["b"]), built.state).plan.of("root")
+
+
+def test_target_and_exclude_follow_the_step_generator():
+    """--target: a dependent a delete-before-replace of the target deleted is re-created though not targeted
+    (step_generator.go `recreating`); an undeclared target that an untargeted resource still depends on is kept
+    (getDependencySteps). --exclude: no untargeted-create error, and an excluded new resource is simply not created."""
+    built = run(declare("v1", ["a"]))
+    replaced = run(declare("v1", ["b"]), built.state, target=("root",))
+    assert "replace" in replaced.plan.of("root") and replaced.plan.of("child") == ["delete-replaced", "replace"]
+    assert {e.name for e in replaced.state.values()} >= {"root", "child"} and not replaced.plan.errors
+
+    plain = run(declare(dependent="depends_on"))
+    alone = run(lambda: command.remote.Command("child", connection=CONNECTION, create="c", delete="undo"),
+                plain.state, target=("root",))
+    assert alone.plan.of("root") == [] and alone.named("child").name == "child"
+    assert "root" in {e.name for e in alone.state.values()}
+
+    excluded = run(lambda: command.remote.Command("only", connection=CONNECTION, create="x"), exclude=("only",))
+    assert excluded.plan.of("only") == ["skipped"] and not excluded.plan.errors and not excluded.state

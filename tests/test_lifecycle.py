@@ -208,6 +208,13 @@ def test_a_linux_workers_removal_moves_its_longhorn_replicas_before_its_drain(bu
 
     assert evicts(built, "hk-lnx-4") == "'longhorn-system'"
     assert evicts(built, "hk-cp-2", control_plane=True) == "''"
+    # The node's labels stay on it while its drain runs: its label patch leaves the state without the provider's delete
+    # (which would take them off, and with them the node's Longhorn manager, which alone moves its replicas).
+    removal = hk_prod_values()
+    removal["nodes"]["linux"] = [n for n in removal["nodes"]["linux"] if n["name"] != "hk-lnx-4"]
+    removed = up(removal, built.state)
+    assert removed.plan.of("hk-prod-scheduling-node-hk-lnx-4") == ["retain"]
+    assert removed.plan.of("hk-prod-kubeadm-hk-lnx-4-drain") == ["delete"]
     values = hk_prod_values()
     values["storage"].pop("longhorn")
     values["storage"].pop("defaultClass", None)
@@ -625,27 +632,60 @@ def test_a_rotation_after_an_upgrade_never_moves_a_windows_kubelet_back():
         assert "the upgrade chain moves them" in update and "Invoke-Guest" not in update
 
 
-def test_a_renewal_round_updates_the_provider_without_replacing_anything(built):
+@pytest.mark.parametrize("change", ["renewal", "version"])
+def test_a_renewal_round_or_a_version_change_leaves_the_providers_credential_so_its_preview_diffs(built, change):
+    """The provider has a credential of its own, which kubeadm's renewals and upgrades do not touch: the preview of
+    either keeps the provider's configuration known, so every Kubernetes object is diffed (no DiffUnavailable)."""
     values = hk_prod_values()
-    values["cluster"]["certificateRenewal"] = "2027-10"
+    if change == "renewal":
+        values["cluster"]["certificateRenewal"] = "2027-10"
+    else:
+        values["cluster"]["kubernetesVersion"] = "1.36.4"
+        built = up({**values, "cluster": {**values["cluster"], "kubernetesVersion": "1.36.3"}})
     run = up(values, built.state, preview=True)
-    # The credential is read again (its stdout unknown in the preview), and with clusterIdentifier set the
-    # provider is updated, not replaced: no Kubernetes object is replaced or deleted.
-    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
-    assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
+    assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
+    assert not [w for w in run.plan.warnings if w.startswith("diff unavailable")]
     objects = [s for s in run.plan.steps if s.type.startswith("kubernetes:") and run.state[s.urn].custom]
-    assert not [s for s in objects if s.op not in ("same", "update")]
-    # What a real preview shows: the provider's configuration is unknown, so it cannot diff its objects
-    # (DiffUnavailable) and every one is shown as an update, with a warning; docs/lifecycle.md says so.
+    assert objects and not [s for s in objects if s.why == ("diff unavailable",)]
+
+
+def test_a_new_provider_credential_moves_the_provider_then_revokes_the_old_one(built):
+    """cluster.providerCredential: the credential step is replaced, the provider updated (not replaced:
+    clusterIdentifier holds); the preview cannot diff the provider's objects (DiffUnavailable, as the real engine
+    plans); the revocation of every other credential runs after the provider has moved, with the current connection."""
+    values = hk_prod_values()
+    values["cluster"]["providerCredential"] = "2027-12"
+    preview = up(values, built.state, preview=True)
+    assert preview.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
+    assert preview.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
+    objects = [s for s in preview.plan.steps if s.type.startswith("kubernetes:") and preview.state[s.urn].custom]
     assert objects and all(s.op == "update" and s.why == ("diff unavailable",) for s in objects)
-    assert any(w.startswith("diff unavailable") for w in run.plan.warnings)
-    # The `up` itself reads the credential first, so the provider knows its configuration and no object changes.
+    assert any(w.startswith("diff unavailable") for w in preview.plan.warnings)
     applied = up(values, built.state)
-    assert not [s for s in applied.plan.steps if s.type.startswith("kubernetes:") and s.op != "same"
+    steps = [s.name for s in applied.plan.steps]
+    assert (steps.index("hk-prod-kubeadm-kubeconfig") < steps.index("hk-prod-kubeadm-kubernetes")
+            < steps.index("hk-prod-kubeadm-kubeconfig-revoke-others"))
+    assert applied.plan.of("hk-prod-kubeadm-kubeconfig-revoke-others") == ["replace", "delete-replaced"]
+    revoke = applied.named("hk-prod-kubeadm-kubeconfig-revoke-others")
+    assert applied.named("hk-prod-kubeadm-kubernetes").urn in revoke.dependencies
+    assert "KEEP='hybrid-cluster:pulumi:2027-12'" in script_from_bash_command(revoke.inputs["create"])
+    assert "USER_NAME='hybrid-cluster:pulumi:2027-12'" in script_from_bash_command(
+        applied.named("hk-prod-kubeadm-kubeconfig").inputs["create"])
+    # Neither has a delete that would dial with a connection the state keeps.
+    assert not applied.named("hk-prod-kubeadm-kubeconfig").inputs.get("delete") and not revoke.inputs.get("delete")
+    assert not [s for s in applied.plan.steps if s.type.startswith("kubernetes:") and s.op not in ("same",)
                 and s.type != "pulumi:providers:kubernetes"]
-    assert not applied.plan.warnings
-    provider = run.named("hk-prod-kubeadm-kubernetes")
-    assert provider.inputs["clusterIdentifier"] == "hk-prod"
+    assert applied.outputs["certificateExpiry"]["pulumi:kubernetes-provider"] == {"client": "Dec 5 18:00:00 2027 GMT"}
+
+
+def test_a_rotated_ssh_key_reaches_the_revocation_but_not_the_credential(built):
+    """The credential step keeps the connection it was made with (it never dials again); the revocation follows the
+    current one, so a later rotation's revocation never dials with a key the nodes no longer accept."""
+    values = hk_prod_values()
+    run = up(values, built.state, secrets={"nodeSshPrivateKey": "rotated-key"})
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig-revoke-others") == ["update"]
 
 
 def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster_identifier_holds(built):

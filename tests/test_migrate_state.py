@@ -36,9 +36,11 @@ def format_one(state: dict[str, Entry]) -> dict[str, Entry]:
     for part in (init.inputs, init.outputs):
         part["triggers"] = [by_name["hk-prod-hk-cp-1-vm"].id]
         part["delete"] = bash_command(linux_bootstrap.render_reset("hk-cp-1"))
+    # The release before read admin.conf for the provider, keyed on the init and a renewal label, with no delete.
     read = by_name["hk-prod-kubeadm-kubeconfig"]
     for part in (read.inputs, read.outputs):
-        part["triggers"] = part["triggers"][:2]
+        part["triggers"] = [part["triggers"][0], ""]
+        part.pop("delete", None)
     for part in (by_name["hk-prod-kubeadm-kubernetes"].inputs, by_name["hk-prod-kubeadm-kubernetes"].outputs):
         part.pop("clusterIdentifier", None)
     for part in (by_name["hk-prod-kubernetes-version"].inputs, by_name["hk-prod-kubernetes-version"].outputs):
@@ -71,11 +73,14 @@ def test_a_migrated_state_runs_without_replacing_or_resetting_anything(built, tm
     for preview in (True, False):
         run = run_program(raw_config(hk_prod_values()), state=migrated, preview=preview)
         assert not run.plan.errors
-        assert not [s for s in run.plan.steps if s.op in ("replace", "delete", "delete-replaced")], \
-            [s.name for s in run.plan.steps if s.op in ("replace", "delete", "delete-replaced")]
+        # Only the provider's credential: its own now, issued on the first control-plane node; the old read's
+        # delete runs nothing (it had none), and the provider is updated, not replaced.
+        assert {s.name for s in run.plan.steps if s.op in ("replace", "delete", "delete-replaced")} == {
+            "hk-prod-kubeadm-kubeconfig"}
+        assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["replace", "delete-replaced"]
+        assert "delete" not in migrated[run.named("hk-prod-kubeadm-kubeconfig").urn].inputs
         assert run.plan.of("hk-prod-kubeadm-init") == ["same"]
-        assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
-        assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["same"]
+        assert run.plan.of("hk-prod-kubeadm-kubernetes") == ["update"]
     # Migrating again changes nothing.
     again = tmp_path / "again.json"
     assert migrate_state.main([str(out), str(again)]) == 0

@@ -183,6 +183,12 @@ case "$*" in
   "-n longhorn-system get replicas.longhorn.io -l longhornnode="*)
     node=${6#longhornnode=}
     replicas="$STUB_DIR/longhorn-replicas"
+    if [[ -e $STUB_DIR/longhorn-evicting-$node ]]; then
+      failed=$(($(cat "$STUB_DIR/list-failures" 2>/dev/null || echo 0) + 1))
+      echo "$failed" >"$STUB_DIR/list-failures"
+      ((failed > ${STUB_LONGHORN_LIST_FAILS:-0})) || { echo "Unable to connect to the server" >&2; exit 1; }
+      [[ -z ${STUB_NOT_READY_WHILE_EVICTING:-} ]] || echo False >"$STUB_DIR/ready-$node"
+    fi
     [[ -e $replicas ]] || exit 0
     cat "$replicas"
     if [[ -e $STUB_DIR/longhorn-evicting-$node && -z ${STUB_LONGHORN_STUCK:-} ]]; then
@@ -369,7 +375,8 @@ ALL_SCRIPTS = {
     "drain-control-plane": lambda: steps.render_drain("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
     "deregister": lambda: steps.render_deregister("hk-prod-worker-1"),
     "deregister-control-plane": lambda: steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
-    "read-kubeconfig": lb.render_read_kubeconfig,
+    "provider-credential": lambda: lb.render_provider_credential("initial"),
+    "provider-credential-revoke": lambda: lb.render_provider_credential_revoke("initial"),
 }
 
 
@@ -821,12 +828,17 @@ def test_drain_cordons_and_drains_but_leaves_the_node_for_reset(control_plane):
     assert (control_plane.stubs / "nodes" / "hk-prod-worker-1").exists()
 
 
+def _longhorn_worker(control_plane: Node, replicas: str) -> None:
+    """hk-lnx-4 in the cluster, Longhorn's node for it, and these replicas on it (one line each)."""
+    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
+    (control_plane.stubs / "longhorn-replicas").write_text(replicas)
+
+
 def test_a_worker_leaves_longhorn_before_it_is_drained_and_again_finds_nothing_to_move(control_plane):
     """With Longhorn, the removal's drain first asks Longhorn to move the node's replicas (scheduling off and eviction
     requested, one merge patch, retried while the webhook asks to), waits until none is left, then drains."""
-    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\npvc-b-r-2 pvc-b\n")
+    _longhorn_worker(control_plane, "pvc-a-r-1 pvc-a\npvc-b-r-2 pvc-b\n")
     script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system")
     result = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_PATCH_FAILS="1")
     assert result.returncode == 0, result.stderr
@@ -841,8 +853,28 @@ def test_a_worker_leaves_longhorn_before_it_is_drained_and_again_finds_nothing_t
     listings = [i for i, c in enumerate(calls) if c[2:4] == ["get", "replicas.longhorn.io"]]
     assert len(listings) == 4 and listings[-1] < verbs.index("cordon")
     assert "no Longhorn replica is left on hk-lnx-4" in result.stdout
+    assert calls[listings[0]] == ["-n", "longhorn-system", "get", "replicas.longhorn.io", "-l", "longhornnode=hk-lnx-4",
+                                  "--request-timeout=30s", "--no-headers", "-o",
+                                  "custom-columns=REPLICA:.metadata.name,VOLUME:.spec.volumeName,"
+                                  "FAILED:.spec.failedAt,STATE:.status.currentState"]
     again = control_plane.run(script, STUB_LONGHORN="1")
-    assert again.returncode == 0, again.stderr and "no Longhorn replica is left" in again.stdout
+    assert again.returncode == 0, again.stderr
+    assert "no Longhorn replica is left" in again.stdout
+
+
+def test_a_longhorn_wait_rides_out_two_failed_listings_and_stops_when_the_node_goes_down(control_plane):
+    _longhorn_worker(control_plane, "pvc-a-r-1 pvc-a <none> running\n")
+    script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system")
+    flaky = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_LIST_FAILS="2")
+    assert flaky.returncode == 0, flaky.stderr
+    assert flaky.stderr.count("Unable to connect to the server") == 2
+    for stale in ("list-failures", "patch-refusals", "longhorn-evicting-hk-lnx-4", "calls.log"):
+        (control_plane.stubs / stale).unlink(missing_ok=True)
+    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a <none> running\n")
+    down = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_STUCK="1", STUB_NOT_READY_WHILE_EVICTING="1")
+    assert down.returncode == 1
+    assert "is no longer Ready (Ready: False) while Longhorn moves its replicas" in down.stderr
+    assert not [c for c in control_plane.calls("kubectl") if c[0] in ("cordon", "drain")]
 
 
 def test_without_longhorn_or_its_node_the_drain_moves_nothing(control_plane):
@@ -857,9 +889,7 @@ def test_without_longhorn_or_its_node_the_drain_moves_nothing(control_plane):
 
 
 def test_a_stuck_longhorn_eviction_fails_the_removal_before_the_drain_and_says_why(control_plane):
-    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\n")
+    _longhorn_worker(control_plane, "pvc-a-r-1 pvc-a\n")
     script = steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system", longhorn_timeout_seconds=30)
     result = control_plane.run(script, STUB_LONGHORN="1", STUB_LONGHORN_STUCK="1")
     assert result.returncode == 1
@@ -869,9 +899,7 @@ def test_a_stuck_longhorn_eviction_fails_the_removal_before_the_drain_and_says_w
 
 
 def test_a_not_ready_worker_holding_replicas_is_refused_not_waited_on(control_plane):
-    (control_plane.stubs / "nodes" / "hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-node-hk-lnx-4").touch()
-    (control_plane.stubs / "longhorn-replicas").write_text("pvc-a-r-1 pvc-a\n")
+    _longhorn_worker(control_plane, "pvc-a-r-1 pvc-a\n")
     (control_plane.stubs / "ready-hk-lnx-4").write_text("False\n")
     result = control_plane.run(steps.render_drain("hk-lnx-4", longhorn_namespace="longhorn-system"), STUB_LONGHORN="1")
     assert result.returncode == 1
@@ -1022,21 +1050,6 @@ def test_drain_without_a_control_plane_is_a_no_op(node):
     result = node.run(steps.render_drain("hk-prod-worker-1"))
     assert result.returncode == 0, result.stderr
     assert node.calls("kubectl") == []
-
-
-def test_read_kubeconfig_prints_admin_conf_and_nothing_else(node):
-    content = "apiVersion: v1\nkind: Config\nusers:\n- name: kubernetes-admin\n"
-    node.path(lb.ADMIN_CONF).parent.mkdir(parents=True)
-    node.path(lb.ADMIN_CONF).write_text(content)
-    result = node.run(lb.render_read_kubeconfig())
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == content and result.stderr == ""
-
-
-def test_read_kubeconfig_fails_clearly_when_missing(node):
-    result = node.run(lb.render_read_kubeconfig())
-    assert result.returncode == 1 and result.stdout == ""
-    assert "admin.conf is missing" in result.stderr
 
 
 def test_scripts_run_through_the_remote_command_wrapper_with_stdin(node, tmp_path):

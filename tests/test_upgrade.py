@@ -125,11 +125,12 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
     values["cluster"]["kubernetesVersion"] = "1.36.3"
     before, after = run_program(raw_config(values)), hk
     chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
-    # Plus the certificate expiry report, read again after the upgrade renewed the certificates.
+    # Plus the certificate expiry report, read again after the upgrade renewed the certificates; not the provider's
+    # credential, which is its own (components/bootstrap.py).
     assert changed_resources(before, after) == chain | {
         "hk-prod-kubernetes-version", "hk-prod-kubernetes-version-upgraded",
         "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
-        "hk-prod-kubeadm-kubeconfig", *(f"hk-prod-certificates-{n}-check" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3"))}
+        *(f"hk-prod-certificates-{n}-check" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3"))}
     # Windows kube-proxy's new image rolls out only after the last node's upgrade.
     proxy = after.named("hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows").urn
     assert step(after, ORDER[-1], "uncordon-after-upgrade").urn in after.waits_for(proxy)
@@ -205,7 +206,7 @@ def test_without_a_renewal_round_nothing_renews_and_the_expiry_is_reported_after
     assert "certificateExpiry" in hk.outputs
 
 
-def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin_conf_again(hk):
+def test_a_renewal_round_renews_each_control_plane_node_in_turn_and_the_provider_waits_for_it(hk):
     values = hk_prod_values()
     values["cluster"]["certificateRenewal"] = "2027-10"
     renewed = run_program(raw_config(values))
@@ -216,11 +217,13 @@ def test_a_renewal_round_renews_each_control_plane_node_in_turn_then_reads_admin
         script = script_from_bash_command(renewal.inputs["create"])
         assert bash_input(script, "NODE") == node and bash_input(script, "LABEL") == "2027-10"
         assert bash_input(script, "ETCD_POD") == f"etcd-{node}" and "check_quorum_without" in script
+    # The provider's credential is its own (not renewed), but nothing applies a Kubernetes object during the round.
     read = renewed.named("hk-prod-kubeadm-kubeconfig")
-    assert rounds[-1].urn in read.dependencies and "2027-10" in read.inputs["triggers"]
-    # Only the renewal, the kubeconfig read (and the provider and what reads through it) and the report change.
+    assert rounds[-1].urn in read.dependencies and "2027-10" not in read.inputs["triggers"]
+    # Only the renewal and the report change.
     touched = changed_resources(hk, renewed)
-    assert {r.name for r in rounds} | {"hk-prod-kubeadm-kubeconfig", "hk-prod-certificates-hk-cp-3-check"} <= touched
+    assert {r.name for r in rounds} | {"hk-prod-certificates-hk-cp-3-check"} <= touched
+    assert "hk-prod-kubeadm-kubeconfig" not in touched
     assert not [name for name in touched if "-join" in name or name.endswith(("-vm", "-prepare", "-init"))]
 
 

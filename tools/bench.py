@@ -66,7 +66,7 @@ DURATIONS: list[tuple[str, str, float, str]] = [
     ("command:remote:Command", "-drain", 180, "node registered and Ready"),
     ("command:remote:Command", "-registration", 1, "nothing on create (deregisters on delete)"),
     ("command:remote:Command", "-ready", 180, "node Ready"),
-    ("command:remote:Command", "-kubeconfig", 2, "read admin.conf"),
+    ("command:remote:Command", "-kubeconfig", 2, "issue the provider's credential"),
     ("kubernetes:helm.sh/v3:Release", "", 150, "Helm release until its workloads are ready"),
     ("kubernetes:helm.sh/v4:Chart", "", 20, "chart rendered locally, its objects applied (CRDs)"),
     ("kubernetes:operator.tigera.io/v1:Installation", "", 240, "Calico rolled out by the operator"),
@@ -463,10 +463,10 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
     def version_dependent(after: Recording, _: dict) -> set[str]:
         # What legitimately follows the version: the pin and the record it moves to after the chain, the
         # upgrade chain (each node drained, upgraded and uncordoned in turn), Windows kube-proxy's image tag,
-        # the certificate expiry report and the provider's credential (an upgrade renews the certificates).
+        # the certificate expiry report (an upgrade renews the certificates; not the provider's own credential).
         # kubeadm init, first-boot snippets and the Windows binaries steps keep the versions they were
         # created with (ignore_changes).
-        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded", f"{CLUSTER}-kubeadm-kubeconfig"}
+        names = {f"{CLUSTER}-kubernetes-version", f"{CLUSTER}-kubernetes-version-upgraded"}
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-certificates-") and r.custom}
         # (A Windows node's runtime step names only the containerd pin, which a patch leaves.)
         names |= {r.name for r in after.resources if r.name.startswith(f"{CLUSTER}-upgrade-")
@@ -476,6 +476,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
 
     def rollout(v: dict) -> None:
         v["rollout"] = {"maxUnavailable": "10%", "zones": "together"}
+
+    def provider_credential(v: dict) -> None:
+        v["cluster"]["providerCredential"] = "2027-12"
 
     def provisioning(v: dict) -> None:
         v["provisioning"] = {"clonesPerProxmoxNode": 2, "copiesPerHypervHost": 1, "controlPlaneSessions": 4}
@@ -515,6 +518,10 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
                  remove_linux),
         Scenario("rotate the SMB password", smb_secret_names(base), secrets={"smbPassword": "rotated"}),
         Scenario("a Kubernetes patch version", version_dependent, patch_version),
+        # The credential issued and the others revoked; the provider then moves to it (an update with the new
+        # credential, which two renders from scratch cannot show: tests/test_lifecycle.py has the run).
+        Scenario("rotate the Kubernetes provider's credential",
+                 {f"{CLUSTER}-kubeadm-kubeconfig", f"{CLUSTER}-kubeadm-kubeconfig-revoke-others"}, provider_credential),
         # Waves and lanes are the order of the graph, not anything a step runs: nothing runs, and only the gates
         # follow the number of waves.
         Scenario("the rollout's waves (10%, zones together)", gates_moved, rollout),

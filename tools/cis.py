@@ -251,10 +251,11 @@ POSITIONS: dict[str, Position] = {
                          "unreachable; images of one tenant are not readable by another through a node's cache only "
                          "when they are public, which the mirror's projects decide"),
     "1.2.20": ("manual", "--request-timeout keeps its default of 60 s"),
-    "3.1.1": ("manual", "users are not given client certificates by this program; admin.conf (a client certificate of "
-                        "the kubeadm:cluster-admins group) is the break-glass credential Pulumi reads, kept on the "
-                        "first control-plane node and as a Pulumi secret. Give people identities from an OIDC provider "
-                        "(the API server's AuthenticationConfiguration takes a jwt section)"),
+    "3.1.1": ("manual", "users are not given client certificates by this program. Pulumi's Kubernetes provider has one "
+                        "of its own (a user in no group, one year, bound to cluster-admin by its own binding, which a "
+                        "rotation deletes; a Pulumi secret); admin.conf stays the break-glass credential on the "
+                        "control-plane nodes. Give people identities from an OIDC provider (the API server's "
+                        "AuthenticationConfiguration takes a jwt section)"),
     "3.1.2": ("manual", "no service account token is handed to a user by this program"),
     "3.1.3": ("manual", "bootstrap tokens are used only by `kubeadm join`, each made for one join and expiring after 30 "
                         "minutes (render/linux_bootstrap.py); the token kubeadm makes at init lives 15 minutes"),
@@ -268,8 +269,11 @@ POSITIONS: dict[str, Position] = {
                         "rotated by the kubelet itself (/var/lib/kubelet/pki/kubelet-server-current.pem); a tlsCertFile "
                         "would pin a certificate that nothing renews. With resourceMetrics off the kubelet signs its "
                         "own"),
-    "5.1.1": ("manual", "this program binds cluster-admin to no one; kubeadm binds it to kubeadm:cluster-admins "
-                        "(admin.conf). The charts' bindings are theirs: review `kubectl get clusterrolebindings`"),
+    "5.1.1": ("manual", "this program binds cluster-admin to one user, Pulumi's own Kubernetes credential "
+                        "(hybrid-cluster:pulumi:<label>, its binding of the same name, deleted when the credential is "
+                        "rotated: kube-bench reports it, and it is required: the provider applies CRDs, RBAC and "
+                        "webhooks); kubeadm binds it to kubeadm:cluster-admins (admin.conf). The charts' bindings are "
+                        "theirs: review `kubectl get clusterrolebindings`"),
     "5.1.2": ("manual", "no binding this program makes lets system:authenticated read Secrets; check the whole "
                         "cluster with `kubectl auth can-i list secrets -A --as-group=system:authenticated --as=x`"),
     "5.1.3": ("manual", "the roles this program writes itself name their resources and verbs; the charts' roles are "

@@ -36,6 +36,7 @@ on it:
 """
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import hashlib
@@ -250,7 +251,9 @@ STAND_IN_JOIN_LINE = (
     "kubeadm join 10.30.30.10:6443 --token abcdef.0123456789abcdef "
     "--discovery-token-ca-cert-hash sha256:" + "0" * 64
 )
-STAND_IN_KUBECONFIG = """apiVersion: v1
+# As render/scripts/provider-credential.sh prints it: one comment line, then the kubeconfig.
+STAND_IN_KUBECONFIG = """# valid until Dec  5 18:00:00 2027 GMT
+apiVersion: v1
 kind: Config
 clusters:
 - cluster: {certificate-authority-data: RkFLRS1DQQ==, server: 'https://10.30.30.11:6443'}
@@ -283,10 +286,14 @@ def _key_ring(entry: Entry, old: Entry | None) -> str:
     return f"{line('writer', writer)}\n{line('target', target)}\n"
 
 
-def _stdout_of(entry: Entry, old: Entry | None) -> str:
+def _stdout_of(entry: Entry, old: Entry | None, nonce: str = "") -> str:
     """`old`: the entry this one updates or replaces, if any."""
     if entry.name.endswith(KEY_RING_SUFFIX):
         return _key_ring(entry, old)
+    if entry.name.endswith("-kubeconfig"):
+        # A credential issued anew on every create: a new client certificate each time (its stand-in bytes).
+        issued = base64.b64encode(providers.new_private_key(entry.urn, entry.generation, nonce).encode()).decode()
+        return STAND_IN_KUBECONFIG.replace("RkFLRS1DRVJU", issued)
     return next((text for suffix, text in STAND_IN_STDOUT.items() if entry.name.endswith(suffix)), "")
 
 
@@ -296,10 +303,10 @@ def _outputs(entry: Entry, op: str, old: Entry | None, preview: bool, nonce: str
     outputs = copy.deepcopy(entry.inputs)
     if entry.type == providers.COMMAND:
         if op == "update" and not preview:
-            outputs.update(stdout=_stdout_of(entry, old), stderr="")
+            outputs.update(stdout=_stdout_of(entry, old, nonce), stderr="")
         elif op in ("create", "replace") and not preview:
             ran = bool(entry.inputs.get("create"))
-            outputs.update(stdout=_stdout_of(entry, old) if ran else "", stderr="")
+            outputs.update(stdout=_stdout_of(entry, old, nonce) if ran else "", stderr="")
         elif op in ("create", "replace", "update"):
             outputs.update(stdout=Unknown(), stderr=Unknown())
     elif entry.type == providers.TLS_KEY:
@@ -371,6 +378,8 @@ class Deployment:
         self.bailed = False
         # New resources left out by `--target` (SkippedCreate): not created, and nothing may depend on them.
         self.skipped_creates: set[str] = set()
+        # What untargeted resources kept as they are depend on: never deleted in this run.
+        self.kept_as_dependencies: set[str] = set()
         self.preview = preview
         self.targets = set(replace)
         self.check = dict(check or {})
@@ -429,19 +438,23 @@ class Deployment:
         entry = Entry(**{f.name: copy.copy(getattr(reg, f.name)) for f in fields(Declared)})
         if self.bailed:
             return self._keep(reg, old or recreated, "skipped")
-        if not self._included(reg.name, reg.urn):
+        if recreated is None and not self._included(reg.name, reg.urn):
             # step_generator.go: an untargeted resource's check is stubbed ("use the old inputs directly") and it is
-            # kept as it is, with no diff (a SameStep); an untargeted new resource is not created (SkippedCreate).
-            if old is not None and recreated is None:
+            # kept as it is, with no diff (a SameStep), and so is what it depends on (getDependencySteps marks its old
+            # dependencies same: GenerateDeletes keeps them); an untargeted new resource is not created
+            # (SkippedCreate). A dependent a delete-before-replace deleted is re-created, targeted or not.
+            if old is not None:
                 self.plan.steps.append(Step("same", reg.urn, reg.type, reg.name, ("not targeted",)))
                 self.new[reg.urn] = old
+                self.kept_as_dependencies |= self._transitive_dependencies(reg.urn)
                 return old
             self.skipped_creates.add(reg.urn)
+            self.plan.steps.append(Step("skipped", reg.urn, reg.type, reg.name, ("not targeted",)))
             self.plan.skipped.append(reg.name)
             return self._unresolved(reg)
         needs = (set(reg.dependencies) | {u for urns in reg.property_dependencies.values() for u in urns}
                  | {reg.parent, provider_urn(reg.provider)}) & self.skipped_creates
-        if needs:
+        if needs and self.target:
             # step_generator.go: a step that depends on a skipped create is an error; an `up` bails ("untargeted
             # create"), a preview goes on to list them all.
             self.plan.errors.append(f"{reg.name}: depends on {sorted(needs)[0]}, which will be created but was not "
@@ -744,6 +757,11 @@ class Deployment:
         update no delete runs, and after a failed delete no later batch does (the rest of its own batch was already
         under way). A protected resource's refusal does not cancel, but before each batch every errored step's
         transitive dependencies are taken out (`erroredDeps`), so nothing a protected resource needs is deleted."""
+        if self.bailed:
+            # The step generator bailed: performPostSteps, where the deletes are generated, is never reached.
+            for entry in [*self.late, *self.old.values()]:
+                self.plan.skipped.append(entry.name)
+            return self.plan
         late = {e.urn: e for e in self.late}
         entries = list(late.values()) + [e for e in self.old.values() if self._deletable(e)]
         untargeted = [e.name for e in entries if e.urn not in late and self.target
@@ -789,6 +807,8 @@ class Deployment:
         """GenerateDeletes: with `--target`, an undeclared resource is deleted only when targeted or depending on a target
         (otherwise kept, an UntargetedSameStep); with `--exclude`, neither an excluded resource nor anything it depends on, transitively
         (getExcludeDependencies)."""
+        if entry.urn in self.kept_as_dependencies:
+            return False
         if self.target:
             # determineAllowedResourcesToDeleteFromTargets: the targets and everything depending on them, transitively
             # (getTargetDependents: dependsOn, property dependencies, children); those not targeted themselves are an

@@ -1,6 +1,6 @@
 """Migrates a stack's state written by an earlier release of this program (state format 1) to the shape
 this release writes (components/version_pin.py STATE_FORMAT), so that the first run of this release
-replaces nothing:
+replaces nothing on the nodes:
 
     pulumi stack export --file before.json
     python -m tools.migrate_state before.json after.json
@@ -13,8 +13,10 @@ What changes, and why each is safe, is what the program now declares for the sam
   state), instead of replacing (and so resetting and deregistering) every node's membership at once;
 - `kubeadm init` is no longer keyed on the first node's VM and has no delete (a replacement would reset the
   node holding the cluster): its `triggers` and `delete` go;
-- the Kubernetes provider gets its `clusterIdentifier` (the cluster's name) and the kubeconfig read its
-  re-read key (the Kubernetes version), so the provider is not replaced in the first preview;
+- the Kubernetes provider gets its `clusterIdentifier` (the cluster's name), so it is not replaced in the first
+  preview. The step that read admin.conf for it is replaced in that run by the provider's own credential
+  (cluster.providerCredential), issued on the first control-plane node; the provider is updated to it (its objects
+  show as updates in that preview: DiffUnavailable), and the old step's delete runs nothing;
 - the version pin records the state format, which its check requires from now on.
 
 Only plain inputs and outputs are touched; secrets (ciphertext in an export) are carried as they are.
@@ -29,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from components.version_pin import STATE_FORMAT, STATE_FORMAT_KEY, VERSION_KEY
+from components.version_pin import STATE_FORMAT, STATE_FORMAT_KEY
 
 VM = "proxmoxve:index/vmLegacy:VmLegacy"
 COMMAND = "command:remote:Command"
@@ -65,7 +67,6 @@ def migrate(deployment: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if (pin.get("inputs") or {}).get(STATE_FORMAT_KEY) == STATE_FORMAT:
         return document, []
     cluster = _name(pin)[: -len("-kubernetes-version")]
-    version = (pin.get("inputs") or {}).get(VERSION_KEY)
 
     macs: dict[str, str] = {}
     for vm in (r for r in resources if r.get("type") == VM):
@@ -81,11 +82,6 @@ def migrate(deployment: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                 part.pop("triggers", None)
                 part.pop("delete", None)
             changes.append(f"{name}: no triggers, no delete (kubeadm init is never re-run or reset by Pulumi)")
-        elif resource.get("type") == COMMAND and name == f"{cluster}-kubeadm-kubeconfig":
-            for part in _both(resource):
-                if isinstance(part.get("triggers"), list) and len(part["triggers"]) == 2 and version:
-                    part["triggers"] = [*part["triggers"], version]
-            changes.append(f"{name}: re-read after a version change")
         elif resource.get("type") == COMMAND:
             for part in _both(resource):
                 triggers = part.get("triggers")

@@ -18,7 +18,12 @@ if ($vm) {
     if ($checkpoints.Count -gt 0) {
         throw "$VmName has checkpoints ($($checkpoints -join ', ')) that the program did not make and would delete with it: export what you need, then remove them (Remove-VMSnapshot) and run pulumi up again"
     }
-    $foreign = @(Get-VMHardDiskDrive -VMName $VmName | Where-Object { $_.Path -ne $VhdPath } | ForEach-Object { $_.Path })
+    # A pass-through disk has no Path (its DiskNumber names it); an .avhdx with no checkpoint left is the system disk's
+    # differencing disk whose merge has not finished: part of the system disk, never to be detached.
+    $foreign = @(Get-VMHardDiskDrive -VMName $VmName | Where-Object { $_.Path -ne $VhdPath } | ForEach-Object {
+        if (-not $_.Path) { "physical disk $($_.DiskNumber)" }
+        elseif ($_.Path -like '*.avhdx') { "$($_.Path) (a checkpoint's differencing disk: let its merge finish, do not detach it)" }
+        else { $_.Path } })
     if ($foreign.Count -gt 0) {
         throw "$VmName has disks the program did not attach ($($foreign -join ', ')): detach them to keep them (Remove-VMHardDiskDrive) or delete them yourself, then run pulumi up again"
     }

@@ -7,6 +7,7 @@
 set -euo pipefail
 umask 077
 #@ inputs CONFIG_DIR PKI_DIR ADMIN_CONF IDENTITY SIGNER VALIDITY_DAYS RENEW_DAYS TEMPLATE REQUEST_TIMEOUT MAX_PER_NODE
+#@ include lib/client-identity.sh
 
 inventory="$CONFIG_DIR/nodes"
 kubeconfig="$CONFIG_DIR/kubeconfig"
@@ -32,20 +33,7 @@ ca_digest="$(sha256sum <"$PKI_DIR/ca.crt")"
 wanted="$server ${ca_digest%% *}"
 if [[ ! -s $kubeconfig || ! -s $certificate || "$(cat "$issued_for" 2>/dev/null)" != "$wanted" ]] \
   || ! openssl x509 -in "$certificate" -noout -checkend $((RENEW_DAYS * 86400)) >/dev/null; then
-  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/client.key" 2>/dev/null
-  openssl req -new -key "$work/client.key" -subj "/CN=$IDENTITY" -out "$work/client.csr"
-  printf '%s\n' 'basicConstraints = critical, CA:FALSE' 'keyUsage = critical, digitalSignature' \
-    'extendedKeyUsage = clientAuth' >"$work/extensions"
-  openssl x509 -req -in "$work/client.csr" -CA "$PKI_DIR/ca.crt" -CAkey "$PKI_DIR/ca.key" \
-    -set_serial "0x$(openssl rand -hex 16)" -days "$VALIDITY_DAYS" -extfile "$work/extensions" \
-    -out "$work/client.crt" 2>/dev/null
-  ## kubectl writes the kubeconfig, the CA and the key pair embedded in it.
-  kubectl config --kubeconfig "$work/kubeconfig" set-cluster cluster --server="$server" \
-    --certificate-authority="$PKI_DIR/ca.crt" --embed-certs=true >/dev/null
-  kubectl config --kubeconfig "$work/kubeconfig" set-credentials approver --client-certificate="$work/client.crt" \
-    --client-key="$work/client.key" --embed-certs=true >/dev/null
-  kubectl config --kubeconfig "$work/kubeconfig" set-context approver --cluster=cluster --user=approver >/dev/null
-  kubectl config --kubeconfig "$work/kubeconfig" use-context approver >/dev/null
+  issue_client_kubeconfig "$work" "$IDENTITY" "$VALIDITY_DAYS" "$server" approver
   install -m 0600 "$work/kubeconfig" "$CONFIG_DIR/.kubeconfig.new"
   install -m 0644 "$work/client.crt" "$CONFIG_DIR/.client.crt.new"
   mv -f "$CONFIG_DIR/.kubeconfig.new" "$kubeconfig"

@@ -11,6 +11,8 @@
 ## - Replicas carry the label longhornnode=<node> (types.LonghornNodeKey, set on every write by labelNode), which is
 ##   how Longhorn itself lists a node's replicas; none left is the end of the eviction (the disks' scheduledReplica
 ##   counts read empty on a disk that is not Ready, so they are not trusted).
+## - A failed replica (spec.failedAt) keeps the label: eviction does not remove it, its stale timeout does (volume
+##   controller, staleReplicaTimeout, default 2880 min), so the diagnostics show failedAt and say what to do.
 ## - Only the node's own longhorn-manager marks its replicas for eviction, and eviction is cancelled on a node that
 ##   is down (node_controller.go shouldEvictReplica): a NotReady node holding replicas is refused, not waited on.
 ## - Detached volumes are attached for the rebuild when another disk can take the replica (volume_eviction_controller,
@@ -20,12 +22,16 @@
 ##   delete webhook refuses it while scheduling is allowed or replicas remain).
 longhorn_replicas() {
   kubectl -n "$LONGHORN_NAMESPACE" get replicas.longhorn.io -l "longhornnode=$NODE" --request-timeout=30s \
-    --no-headers -o custom-columns=REPLICA:.metadata.name,VOLUME:.spec.volumeName
+    --no-headers -o custom-columns=REPLICA:.metadata.name,VOLUME:.spec.volumeName,FAILED:.spec.failedAt,STATE:.status.currentState
+}
+
+node_ready() {
+  kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' --request-timeout=30s
 }
 
 evict_longhorn_replicas() {
   [[ -n $LONGHORN_NAMESPACE ]] || return 0
-  local found remaining attempt
+  local found remaining attempt ready failures=0
   found="$(kubectl get crd nodes.longhorn.io --ignore-not-found -o name --request-timeout=30s)" \
     || die "cannot ask the API server whether Longhorn is installed"
   if [[ -z $found ]]; then
@@ -39,8 +45,8 @@ evict_longhorn_replicas() {
     return 0
   fi
   remaining="$(longhorn_replicas)" || die "cannot list Longhorn's replicas on $NODE"
-  if [[ -n $remaining && $(kubectl get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' \
-      --request-timeout=30s) != True ]]; then
+  ready="$(node_ready)" || die "cannot read whether node $NODE is Ready"
+  if [[ -n $remaining && $ready != True ]]; then
     printf '%s\n' "$remaining" >&2
     die "node $NODE is not Ready and holds the Longhorn replicas above: Longhorn moves replicas only off a running" \
       "node. Bring the node back and run pulumi up again, or, if its machine is gone for good, declare it lost:" \
@@ -54,15 +60,31 @@ evict_longhorn_replicas() {
     ((attempt < 5)) || die "Longhorn refused to evict $NODE's replicas (above); nothing was drained"
     sleep "$POLL_SECONDS"
   done
+  ## Every minute the node must still be Ready (Longhorn cancels the eviction of a node that goes down); every five,
+  ## a line says how many replicas are left; three failed listings in a row stop the wait.
   for ((attempt = 0; attempt < LONGHORN_ATTEMPTS; attempt++)); do
-    remaining="$(longhorn_replicas)" || die "cannot list Longhorn's replicas on $NODE"
+    if ! remaining="$(longhorn_replicas)"; then
+      ((++failures < 3)) || die "cannot list Longhorn's replicas on $NODE (three times in a row); nothing was drained." \
+        "Run pulumi up again: the eviction stays requested and the wait resumes"
+      sleep "$POLL_SECONDS"
+      continue
+    fi
+    failures=0
     if [[ -z $remaining ]]; then
       echo "no Longhorn replica is left on $NODE"
       return 0
     fi
+    if ((attempt % (60 / POLL_SECONDS) == 0)); then
+      ready="$(node_ready)" || ready="unknown"
+      [[ $ready == True ]] || die "node $NODE is no longer Ready (Ready: $ready) while Longhorn moves its replicas:" \
+        "Longhorn cancels the eviction of a node that is down. Bring it back and run pulumi up again"
+    fi
+    if ((attempt % (300 / POLL_SECONDS) == 0)); then
+      echo "$(printf '%s\n' "$remaining" | awk 'END {print NR}') Longhorn replicas still on $NODE after $((attempt * POLL_SECONDS))s"
+    fi
     sleep "$POLL_SECONDS"
   done
-  echo "Longhorn replicas still on $NODE (replica volume), and each volume's scheduling condition:" >&2
+  echo "Longhorn replicas still on $NODE (replica, volume, failed at, state), and each volume's scheduling:" >&2
   printf '%s\n' "$remaining" >&2
   local volume
   for volume in $(printf '%s\n' "$remaining" | awk '!seen[$2]++ {print $2}'); do
@@ -70,6 +92,8 @@ evict_longhorn_replicas() {
       -o jsonpath='{.metadata.name}: {.status.robustness} {.status.conditions[?(@.type=="Scheduled")].message}{"\n"}' >&2 || true
   done
   die "Longhorn did not move every replica off $NODE within $((LONGHORN_ATTEMPTS * POLL_SECONDS))s; nothing was" \
-    "drained. Give the volumes room on the other Linux workers (space, one replica per node and zone), then run" \
-    "pulumi up again: the eviction stays requested and the wait resumes"
+    "drained. Give the volumes room on the other Linux workers (space, one replica per node and zone). A replica" \
+    "with a failed-at time is a failed copy Longhorn keeps until its stale timeout: once its volume is healthy" \
+    "on other nodes, delete it (kubectl -n $LONGHORN_NAMESPACE delete replicas.longhorn.io NAME). Then run pulumi up" \
+    "again: the eviction stays requested and the wait resumes"
 }
