@@ -3,6 +3,7 @@ from collections.abc import Mapping, Sequence
 
 import pulumi
 
+import tuning
 from components.admission import AdmissionPolicies
 from components.backup import Backups
 from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
@@ -44,11 +45,6 @@ from plan.platform import (
     windows_kube_proxy_plan,
 )
 from plan.security import network_policy_plan
-from tuning import cycle_check, gc_thresholds
-
-# The program keeps what it allocates until the run ends; Python's default thresholds spent half the evaluation
-# walking it (tuning/gc_thresholds.py).
-gc_thresholds.install()
 
 try:
     stack = load(from_pulumi_runtime())
@@ -60,9 +56,10 @@ for warning in stack.warnings:
     pulumi.log.warn(f"config {warning}")
 
 spec = stack.spec
-# The SDK's cycle check walks every dependency's ancestry; this answers it in constant time where no cycle
-# is possible (tuning/cycle_check.py), so evaluation stays linear in the node count.
-cycle_check.install()
+# The program keeps what it allocates until the run ends, and the SDK's cycle check walks every dependency's ancestry:
+# on a fleet where it pays, the collector's thresholds and a cycle check in constant time where no cycle is possible
+# keep evaluation linear in the node count (tuning/); put back once the run's resources are registered.
+tuned = tuning.install(len(spec.nodes.control_plane) + len(spec.nodes.linux) + len(spec.nodes.windows))
 secrets = read_secrets(spec)
 
 # Refuses, at preview, a change of cluster.name (a second cluster, and this one deleted); first, before anything named
@@ -180,3 +177,4 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("nodes", machines.nodes)
 pulumi.export("certificateExpiry", certificates.expiry)
 pulumi.export("kubernetesVersion", upgraded.kubernetesVersion)
+tuning.restore_when_registered(tuned)

@@ -5,6 +5,7 @@ import gc
 
 import pytest
 
+import tuning
 from config.loader import load
 from tools import bench
 from tools.mockrun import Recording, Resource
@@ -116,37 +117,54 @@ def test_bounded_create_keeps_each_host_and_the_first_control_plane_within_its_l
     assert len(waits) > 50 and most_at_once(credentials) <= 5 and most_at_once(waits) <= 5
 
 
-def test_the_program_runs_with_its_collector_thresholds_and_the_harness_puts_the_defaults_back(monkeypatch):
-    """__main__.py sets tuning/gc_thresholds.py's thresholds before anything else, no full collection walks
-    the heap during a run, and the mock engine's process (which goes on to the next test) gets its own back."""
+def test_the_program_runs_with_its_tuning_and_puts_the_process_back_itself(monkeypatch):
+    """__main__.py applies tuning/'s adjustments on a fleet where they pay, no full collection walks the heap during
+    the run, and once every resource is registered the program itself puts back the collector's thresholds and the
+    SDK's cycle check (the harness does not: an Automation API host's process goes on as this one does). A small
+    stack, and one the program refuses, change nothing."""
+    from pulumi.runtime import rpc
+
+    from tuning import cycle_check
     calls: list[tuple[int, ...]] = []
     real = gc.set_threshold
     monkeypatch.setattr(gc, "set_threshold", lambda *values: (calls.append(values), real(*values)))
-    before = gc.get_threshold()
+    installed: list[bool] = []
+    monkeypatch.setattr(cycle_check, "install", lambda real_install=cycle_check.install: installed.append(real_install())
+                        or installed[-1])
+    before, sdk_check = gc.get_threshold(), rpc.declare_dependency
     full: list[dict] = []
 
     def note(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 2:
+        # A full collection while the program's thresholds hold (after they are put back, Python's own may run one).
+        if phase == "start" and info["generation"] == 2 and gc.get_threshold() == gc_thresholds.THRESHOLDS:
             full.append(info)
 
+    large = max(tuning.MIN_NODES.values()) + 3
     gc.callbacks.append(note)
     try:
-        bench.run_program(bench.raw(bench.generate_stack(30)), stack=bench.CLUSTER)
+        bench.run_program(bench.raw(bench.generate_stack(large)), stack=bench.CLUSTER)
     finally:
         gc.callbacks.remove(note)
-    if not gc_thresholds.GENERATIONAL:   # an interpreter the thresholds were not measured on keeps its own
-        assert calls == [before] and gc.get_threshold() == before
-        return
-    assert calls == [gc_thresholds.THRESHOLDS, before]
-    assert gc.get_threshold() == before
-    assert full == []
+    assert rpc.declare_dependency is sdk_check and gc.get_threshold() == before
+    assert installed == [True]
+    if gc_thresholds.GENERATIONAL:
+        assert calls == [gc_thresholds.THRESHOLDS, before] and full == []
+    else:   # an interpreter the thresholds were not measured on keeps its own
+        assert calls == []
 
-    # A run the program stops (refused configuration, after the thresholds were set) gets them back too.
-    values = bench.generate_stack(3)
+    # Below the cycle check's fleet size, only what pays there.
+    calls.clear(), installed.clear()
+    small = tuning.MIN_NODES["cycle_check"] - 20
+    assert small >= tuning.MIN_NODES["gc_thresholds"]
+    bench.run_program(bench.raw(bench.generate_stack(small)), stack=bench.CLUSTER)
+    assert installed == [] and rpc.declare_dependency is sdk_check and gc.get_threshold() == before
+    assert calls == ([gc_thresholds.THRESHOLDS, before] if gc_thresholds.GENERATIONAL else [])
+    calls.clear()
+    values = bench.generate_stack(large)
     values["cluster"]["name"] = "Not A Label"
     with pytest.raises(Exception, match="cluster.name"):
         bench.run_program(bench.raw(values), stack=bench.CLUSTER)
-    assert calls[-2:] == [gc_thresholds.THRESHOLDS, before] and gc.get_threshold() == before
+    assert calls == [] and installed == [] and gc.get_threshold() == before
 
 
 def test_the_program_declares_one_gate_per_wave_and_chain():

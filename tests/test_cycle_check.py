@@ -72,13 +72,18 @@ def test_a_cycle_is_still_refused():
     assert cycle_check.in_order()                                # nothing against the order was recorded
 
 
-def test_the_programs_graph_is_recorded_in_construction_order():
-    from tests.conftest import hk_prod_values, raw_config
-    from tools.mockrun import run_program
-    recording = run_program(raw_config(hk_prod_values()))
-    # __main__.py installed the check, and every answer it gave in that run took the fast path.
+def test_the_programs_graph_is_recorded_in_construction_order(monkeypatch):
+    from tools import bench
+    answered = []
+    ours = cycle_check.declare_dependency
+    monkeypatch.setattr(cycle_check, "declare_dependency", lambda a, b: (answered.append(1), ours(a, b))[1])
+    # A fleet the check pays for (tuning.MIN_NODES).
+    recording = bench.run_program(bench.raw(bench.generate_stack(30)), stack=bench.CLUSTER)
+    assert len(answered) > len(recording.resources)   # every dependency of the run went through it
+    # __main__.py installed the check, every answer it gave in that run took the fast path, and the SDK's own check
+    # is back once the run's resources were registered (tuning.restore_when_registered).
     assert recording.resources and cycle_check.in_order()
-    assert rpc.declare_dependency is cycle_check.declare_dependency
+    assert rpc.declare_dependency is breaker.declare_dependency
 
 
 def test_an_sdk_other_than_the_one_read_keeps_its_own_check_with_a_warning(monkeypatch):

@@ -9,7 +9,6 @@ the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import runpy
@@ -319,10 +318,6 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     sdk.set_mocks(_NoMocks(), project=PROJECT, stack=stack, preview=preview, monitor=monitor,
                   logger=_LogCollector(recording))
 
-    # The program sets the collector's thresholds for its process (tuning/gc_thresholds.py); the CLI's
-    # process ends with the run, this one goes on to the next: put back what it had.
-    thresholds = gc.get_threshold()
-
     async def program() -> None:
         recording.program = declare() or {}
         # Stack outputs: the mock engine registered the root stack before the program ran, so read
@@ -341,7 +336,6 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
         sdk.reset_root_stack()
-        gc.set_threshold(*thresholds)
     recording.plan = deployment.finish()
     recording.state = deployment.state
     recording.outside = set(deployment.outside)

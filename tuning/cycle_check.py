@@ -90,6 +90,13 @@ def sdk_matches() -> bool:
             and _rpc.declare_dependency in (_SDK_DECLARE, declare_dependency))
 
 
+def uninstall() -> None:
+    """The SDK's own cycle check again, for whatever runs in this process next (in_order() still tells how the run
+    went; install() starts over)."""
+    if _rpc.declare_dependency is declare_dependency:
+        _rpc.declare_dependency = _SDK_DECLARE
+
+
 def install() -> bool:
     """For this program run: number the resources from here on, and route the SDK's dependency registration
     through declare_dependency. Call it before the program declares its first resource. With an SDK other than the
