@@ -38,7 +38,7 @@ from render.kubeconfig import point_at_server
 from render.kubelet_config import render_kubelet_config_sync
 from render.shell import bash_command
 
-from .lifecycle import command_options
+from .lifecycle import COMMAND_INPUTS, command_options
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
 # Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
@@ -407,8 +407,9 @@ class KubeadmCluster(pulumi.ComponentResource):
         # where the engine then cannot diff a single Kubernetes object (DiffUnavailable). This one changes only with
         # cluster.providerCredential: a new label replaces the step, the provider moves to the new credential, and
         # the revocation step below takes the old one back. Any other change of the step (a rotated SSH key, a bastion,
-        # a new script) is ignored: it would issue a new credential in place. It has no delete, so it never dials
-        # with the connection it keeps.
+        # a new script, its logging) is ignored: pulumi-command's update would run the script again and issue a new
+        # certificate for the same user in place, leaving the old one bound. It has no delete, so it never dials with
+        # the connection it keeps. (`--replace` of it does the same: rotate with a new label, never that way.)
         label = spec.cluster.provider_credential
         read = command.remote.Command(
             f"{name}-kubeconfig",
@@ -421,7 +422,7 @@ class KubeadmCluster(pulumi.ComponentResource):
             # After a renewal round: no Kubernetes object is applied while control-plane components restart.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init, *renewal],
                                         additional_secret_outputs=SECRET_STDOUT,
-                                        ignore_changes=["connection", "create", "addPreviousOutputInEnv"]),
+                                        ignore_changes=[i for i in COMMAND_INPUTS if i != "triggers"]),
         )
         self.provider_credential_expiry: pulumi.Output[str] = pulumi.Output.unsecret(
             read.stdout.apply(linux_bootstrap.provider_credential_expiry))
@@ -437,16 +438,19 @@ class KubeadmCluster(pulumi.ComponentResource):
                                             cluster_identifier=spec.cluster.name,
                                             opts=pulumi.ResourceOptions(parent=self))
         # Every other provider credential's binding deleted, once the provider has moved to this one (it depends on
-        # the provider); again with a new label. It runs with the current connection (an update runs it again: nothing
-        # left to delete), so a rotated SSH key or a bastion never leaves it dialling with an old one.
-        revoke = bash_command(linux_bootstrap.render_provider_credential_revoke(label))
+        # the provider); again with each new credential. What it keeps is read from the credential the provider holds,
+        # not from the configuration, so a run that leaves the credential step out (`--exclude`, `--target`) never
+        # revokes the provider's own. It runs with the current connection (an update runs it again: nothing left to
+        # delete), so a rotated SSH key or a bastion never leaves it dialling with an old one.
+        holder = pulumi.Output.unsecret(read.stdout.apply(linux_bootstrap.provider_credential_user))
+        revoke = holder.apply(lambda user: bash_command(linux_bootstrap.render_provider_credential_revoke(user)))
         command.remote.Command(
             f"{name}-kubeconfig-revoke-others",
             connection=first.connection,
             create=revoke,
             update=revoke,
             logging=command.remote.Logging.STDOUT_AND_STDERR,
-            triggers=[label],
+            triggers=[read.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.provider]),
         )
         self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})

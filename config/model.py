@@ -152,8 +152,9 @@ class ClusterSpec(Spec):
     provider_credential: Annotated[str, matching(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$",
                                                  'a label of letters, digits, ".", "_" or "-", e.g. "2027-12"')] = "initial"
     """The name of Pulumi's own Kubernetes credential (a client certificate valid one year, bound to cluster-admin by a
-    binding of its own). Changing it issues a new one and revokes the old at the end of that run; do so within the
-    year (the stack output certificateExpiry shows until when), and after any suspicion that the state leaked."""
+    binding of its own). Changing it issues a new one and revokes every other once the provider has moved to it; do so
+    within the year (the stack output certificateExpiry shows until when), after an etcd snapshot restore, and after
+    any suspicion that the state leaked."""
 
     @property
     def node_ports(self) -> tuple[int, int]:

@@ -358,16 +358,36 @@ def render_provider_credential(label: str) -> str:
                          ATTEMPTS=poll_attempts(PROVIDER_CREDENTIAL_WAIT_SECONDS), POLL_SECONDS=POLL_SECONDS)
 
 
-def render_provider_credential_revoke(keep: str) -> str:
-    """Delete the bindings of every provider credential but the one named `keep`."""
-    return render_script("provider-credential-revoke.sh", KEEP=provider_user(keep))
+def render_provider_credential_revoke(keep_user: str) -> str:
+    """Delete the bindings of every provider credential but the one of `keep_user` (as provider_credential_user reads
+    it from the credential the provider holds)."""
+    if not keep_user.startswith(PROVIDER_USER_PREFIX):
+        raise ValueError(f"{keep_user!r} is not a provider credential's user")
+    provider_user(keep_user.removeprefix(PROVIDER_USER_PREFIX))   # the same check as where it was made
+    return render_script("provider-credential-revoke.sh", KEEP=keep_user)
+
+
+def _comment(printed: str, key: str) -> str | None:
+    """The value of a `# <key> <value>` line among the comment lines provider-credential.sh prints first."""
+    for line in printed.splitlines():
+        if not line.startswith("# "):
+            break
+        if line.startswith(f"# {key} "):
+            return " ".join(line.removeprefix(f"# {key} ").split())
+    return None
 
 
 def provider_credential_expiry(printed: str) -> str:
-    """When the credential provider-credential.sh printed expires, as openssl wrote it ("Dec  5 18:00:00 2027 GMT")."""
-    first = printed.split("\n", 1)[0]
-    if not first.startswith("# valid until "):
-        raise ValueError("not a provider credential: no '# valid until' line")
-    return " ".join(first.removeprefix("# valid until ").split())
+    """When the credential provider-credential.sh printed expires, as openssl wrote it ("Dec 5 18:00:00 2027 GMT");
+    "unknown" for a credential an earlier release read (admin.conf)."""
+    return _comment(printed, "valid until") or "unknown"
+
+
+def provider_credential_user(printed: str) -> str:
+    """The user of the credential provider-credential.sh printed."""
+    user = _comment(printed, "user")
+    if user is None:
+        raise ValueError("not a provider credential: no '# user' line")
+    return user
 
 

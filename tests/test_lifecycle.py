@@ -842,3 +842,15 @@ def test_renaming_the_cluster_is_refused_at_preview_and_nothing_runs(built):
         assert any(e.startswith("cluster-identity: cluster.name changes from hk-prod to hk-next") and
                    "create a new stack" in e for e in run.plan.errors), run.plan.errors
         assert not [s for s in run.plan.steps if s.op not in ("same", "skipped")], preview
+
+
+def test_a_run_that_leaves_the_credential_step_out_never_revokes_the_providers_own(built):
+    """The revocation keeps what the provider holds, read from the credential itself: with the credential step
+    excluded from a rotation run, the provider keeps its credential and nothing revokes it."""
+    values = hk_prod_values()
+    values["cluster"]["providerCredential"] = "2027-12"
+    run = up(values, built.state, exclude=("hk-prod-kubeadm-kubeconfig",))
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
+    assert run.plan.of("hk-prod-kubeadm-kubeconfig-revoke-others") == ["same"]
+    revoke = run.state[run.named("hk-prod-kubeadm-kubeconfig-revoke-others").urn]
+    assert "KEEP='hybrid-cluster:pulumi:initial'" in script_from_bash_command(revoke.inputs["create"])

@@ -36,7 +36,9 @@ def format_one(state: dict[str, Entry]) -> dict[str, Entry]:
     for part in (init.inputs, init.outputs):
         part["triggers"] = [by_name["hk-prod-hk-cp-1-vm"].id]
         part["delete"] = bash_command(linux_bootstrap.render_reset("hk-cp-1"))
-    # The release before read admin.conf for the provider, keyed on the init and a renewal label, with no delete.
+    # The release before read admin.conf for the provider, keyed on the init and a renewal label, with no delete, and
+    # had no step revoking other credentials.
+    del old[by_name["hk-prod-kubeadm-kubeconfig-revoke-others"].urn]
     read = by_name["hk-prod-kubeadm-kubeconfig"]
     for part in (read.inputs, read.outputs):
         part["triggers"] = [part["triggers"][0], ""]

@@ -376,7 +376,7 @@ ALL_SCRIPTS = {
     "deregister": lambda: steps.render_deregister("hk-prod-worker-1"),
     "deregister-control-plane": lambda: steps.render_deregister("hk-cp-3", etcd_pod="etcd-hk-cp-1"),
     "provider-credential": lambda: lb.render_provider_credential("initial"),
-    "provider-credential-revoke": lambda: lb.render_provider_credential_revoke("initial"),
+    "provider-credential-revoke": lambda: lb.render_provider_credential_revoke("hybrid-cluster:pulumi:initial"),
 }
 
 

@@ -253,6 +253,7 @@ STAND_IN_JOIN_LINE = (
 )
 # As render/scripts/provider-credential.sh prints it: one comment line, then the kubeconfig.
 STAND_IN_KUBECONFIG = """# valid until Dec  5 18:00:00 2027 GMT
+# user offline-admin
 apiVersion: v1
 kind: Config
 clusters:
@@ -266,6 +267,7 @@ users:
 - name: offline-admin
   user: {client-certificate-data: RkFLRS1DRVJU, client-key-data: RkFLRS1LRVk=}
 """
+_PROVIDER_USER = re.compile(r"USER_NAME='([^']+)'")
 STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND_IN_KUBECONFIG}
 # The Secrets encryption key ring (render/scripts/encryption-keys.sh): `writer` is the key the previous run's ring
 # targeted (the cluster writes with it once that change went through), `target` the one this run's script names; the
@@ -291,9 +293,12 @@ def _stdout_of(entry: Entry, old: Entry | None, nonce: str = "") -> str:
     if entry.name.endswith(KEY_RING_SUFFIX):
         return _key_ring(entry, old)
     if entry.name.endswith("-kubeconfig"):
-        # A credential issued anew on every create: a new client certificate each time (its stand-in bytes).
+        # A credential issued anew on every create: a new client certificate each time (its stand-in bytes), for the
+        # user the script names.
         issued = base64.b64encode(providers.new_private_key(entry.urn, entry.generation, nonce).encode()).decode()
-        return STAND_IN_KUBECONFIG.replace("RkFLRS1DRVJU", issued)
+        user = _PROVIDER_USER.search(str(entry.inputs.get("create") or ""))
+        return (STAND_IN_KUBECONFIG.replace("RkFLRS1DRVJU", issued)
+                .replace("# user offline-admin", f"# user {user.group(1) if user else 'offline-admin'}"))
     return next((text for suffix, text in STAND_IN_STDOUT.items() if entry.name.endswith(suffix)), "")
 
 
