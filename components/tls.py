@@ -26,7 +26,7 @@ class Tls(pulumi.ComponentResource):
         super().__init__("hybrid:platform:Tls", name, None, opts)
         release = f"{name}-cert-manager"
         chart = helm_release(release, CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
-                             tls.cert_manager_values(), provider=provider, parent=self, depends_on=list(linux_ready))
+                             tls.cert_manager_values(plan.gateway_api), provider=provider, parent=self, depends_on=list(linux_ready))
         issuer_after: list[pulumi.Resource] = [chart]
         if plan.ca:
             if ca is None:

@@ -608,6 +608,11 @@ def tls_host(spec: StackSpec) -> Iterator[Problem]:
     """cert-manager issues a Gateway certificate only for a listener with a hostname (certificate-shim sync.go:
     "the hostname cannot be empty"), and an HTTP-01 challenge cannot prove a wildcard name (Let's Encrypt,
     docs/challenge-types: HTTP-01 "can't be used to issue wildcard certificates")."""
+    if spec.tls is not None and spec.tls.acme is not None and spec.workloads is None:
+        # The ACME issuer answers HTTP-01 challenges through the samples' Gateway (render/tls.py acme_cluster_issuer:
+        # gatewayHTTPRoute parentRefs), and only then is cert-manager's Gateway API support on (it needs the CRDs).
+        yield Problem("tls.acme", "ACME proves names over HTTP-01 through the samples' Gateway, which this stack does "
+                                  "not have: add a workloads section, or use tls.ca")
     if spec.tls is None or spec.workloads is None:
         return
     host = spec.workloads.sample_host

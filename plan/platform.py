@@ -261,6 +261,7 @@ class TlsPlan:
     issuer: dict[str, Any]                            # the ClusterIssuer (render/tls.py)
     ca: bool                                          # an internal CA: its key pair Secret from Pulumi secrets
     grants: tuple[tls.Grant, ...] = ()                # what approver-policy lets the issuer sign, per namespace
+    gateway_api: bool = False                         # the Gateway API CRDs are installed (the samples' Envoy Gateway)
 
 
 def tls_grants(spec: StackSpec) -> tuple[tls.Grant, ...]:
@@ -281,8 +282,8 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
     if spec.tls.acme is not None:
         return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
                                                       workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False,
-                       grants=tls_grants(spec))
-    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec))
+                       grants=tls_grants(spec), gateway_api=spec.workloads is not None)
+    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec), gateway_api=spec.workloads is not None)
 
 
 @dataclass(frozen=True)

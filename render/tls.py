@@ -58,12 +58,16 @@ class Grant:
     usages: tuple[str, ...] = SERVER_USAGES
 
 
-def cert_manager_values() -> dict[str, Any]:
+def cert_manager_values(gateway_api: bool) -> dict[str, Any]:
+    """`gateway_api`: the stack installs the Gateway API CRDs (the samples' Envoy Gateway). cert-manager's Gateway API
+    support needs them: with it on and no CRDs, the controller exits at start-up (v1.21.1 pkg/controller/context.go:
+    "If they are not found return an error which will cause cert-manager to crashloopbackoff", "the Gateway API CRDs
+    do not seem to be present"), so a stack without the samples would never get a running cert-manager."""
     return {
         "crds": {"enabled": True, "keep": True},
         "disableAutoApproval": True,
         "config": {"apiVersion": "controller.config.cert-manager.io/v1alpha1", "kind": "ControllerConfiguration",
-                   "gatewayAPI": {"enabled": True}},
+                   "gatewayAPI": {"enabled": gateway_api}},
     }
 
 

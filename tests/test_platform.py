@@ -237,8 +237,10 @@ def test_samples_can_be_switched_off(hk):
     approval = {"hk-prod-tls-certificaterequestpolicy-hybrid-cluster-samples-gateway", "hk-prod-tls-approver-policy-webhook",
                 "hk-prod-tls-clusterrole-hybrid-cluster-certificate-policies",
                 "hk-prod-tls-clusterrolebinding-hybrid-cluster-certificate-policies"}
-    assert changed_resources(hk, recording) == {r.name for r in hk.resources
-                                                if r.name.startswith("hk-prod-samples")} | gateway_policies | approval
+    # And cert-manager's Gateway API support, which would keep it from starting without the Gateway API's CRDs.
+    assert changed_resources(hk, recording) == {r.name for r in hk.resources if r.name.startswith("hk-prod-samples")} | \
+        gateway_policies | approval | {"hk-prod-tls-cert-manager"}
+    assert recording.named("hk-prod-tls-cert-manager").inputs["values"]["config"]["gatewayAPI"] == {"enabled": False}
 
 
 def test_storage_classes_and_the_smb_secret(hk):

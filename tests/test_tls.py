@@ -29,12 +29,33 @@ def test_both_issuers_pass_the_crd_schema_strictly():
         validate_custom_resource({**tls.ca_cluster_issuer(), "spec": {"ca": {"secret": "x"}}}, ISSUER_SCHEMA)
 
 
-def test_cert_manager_values_turn_on_its_crds_and_gateway_api_support():
-    values = tls.cert_manager_values()
+def test_cert_manager_values_turn_on_its_crds_and_gateway_api_support_only_with_the_gateway_api_crds():
+    values = tls.cert_manager_values(gateway_api=True)
     assert values["crds"] == {"enabled": True, "keep": True}
     assert values["disableAutoApproval"] is True         # approver-policy decides, not cert-manager
     assert values["config"]["gatewayAPI"] == {"enabled": True}
     assert "nodeSelector" not in repr(values)    # the chart's defaults already select Linux
+    assert tls.cert_manager_values(gateway_api=False)["config"]["gatewayAPI"] == {"enabled": False}
+
+
+def test_tls_without_the_samples_runs_cert_manager_without_gateway_api_support_and_refuses_acme():
+    """cert-manager v1.21.1 exits at start-up when its Gateway API support is on and the CRDs are absent; only the
+    samples install them. A stack with `tls` (a CA) and no `workloads` (docs/backup.md's DR stack) gets it off; ACME,
+    whose HTTP-01 solver is the samples' Gateway, is refused there with the fix."""
+    from plan.platform import tls_plan
+    from tests.conftest import hk_prod_values, raw_config
+    from tools.mockrun import run_program
+    values = hk_prod_values()
+    values.pop("workloads")
+    values["tls"] = {"ca": {}}
+    run = run_program(raw_config(values))
+    release = run.named("hk-prod-tls-cert-manager")
+    assert release.inputs["values"]["config"]["gatewayAPI"] == {"enabled": False}
+    with_samples = hk_prod_spec()
+    assert tls_plan(with_samples).gateway_api is True
+    values["tls"] = {"acme": {"server": "https://acme.example/directory", "email": "ops@example.com"}}
+    with pytest.raises(Exception, match="tls.acme: ACME proves names over HTTP-01 through the samples' Gateway"):
+        run_program(raw_config(values))
 
 
 def test_the_gateway_serves_https_with_a_cert_manager_certificate_and_redirects_http():
