@@ -126,8 +126,7 @@ class Spec(BaseModel):
 class ClusterSpec(Spec):
     """The cluster itself: name, Kubernetes release, address ranges and the API endpoint."""
     name: Label
-    """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label of at most 17 characters, so that
-    every name made from it stays within its limit). It cannot change later: it is the identity of every resource."""
+    """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label)."""
     kubernetes_version: Annotated[str, matching(r"^1\.\d+\.\d+$", 'a Kubernetes release MAJOR.MINOR.PATCH, quoted, e.g. "1.36.4"')]
     """Kubernetes release the nodes run, quoted (e.g. "1.36.4"); config/compat.py lists the supported ones. Changing it
     upgrades the cluster node by node."""

@@ -93,22 +93,6 @@ def _host_address(path: str, address: IPv4Address, vlan: VlanSpec, vlan_path: st
         yield Problem(path, f"{address} is {_reserved(vlan)[address]} of {vlan_path} {vlan.cidr}")
 
 
-# The longest name the program makes from cluster.name within a limit: the Helm release
-# `<cluster>-observability-kube-prometheus-stack` (36 characters after the name), whose name Helm caps at 53
-# (helm pkg/chartutil/validate_name.go: "maxReleaseNameLen = 53", checked by ValidateReleaseName on install).
-# tests/test_config.py renders the program with a name this long and checks every generated name against its limit.
-MAX_CLUSTER_NAME = 53 - len("-observability-kube-prometheus-stack")
-
-
-@rule("cluster")
-def cluster_name_length(spec: StackSpec) -> Iterator[Problem]:
-    if len(spec.cluster.name) > MAX_CLUSTER_NAME:
-        yield Problem("cluster.name", f"{spec.cluster.name} has {len(spec.cluster.name)} characters; at most "
-                                      f"{MAX_CLUSTER_NAME}: names made from it (the Helm release "
-                                      f"{spec.cluster.name}-observability-kube-prometheus-stack) must stay within "
-                                      "Helm's 53")
-
-
 @rule("cluster", "network")
 def networks_disjoint(spec: StackSpec) -> Iterator[Problem]:
     networks = _networks(spec)

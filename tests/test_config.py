@@ -554,28 +554,3 @@ def test_a_ca_certificate_is_pem_and_goes_with_tls(hk_values):
     plain = copy.deepcopy(hk_values)
     plain["observability"]["logs"]["tls"] = False
     assert any(p.startswith("observability.logs") and "ship with tls: true" in p for p in problems(plain))
-
-
-def test_the_longest_names_the_model_allows_stay_within_every_limit(hk_values):
-    """cluster.name at the length the rules allow, and a node name at the DNS label's 63: every Helm release name within
-    Helm's 53 (the longest exactly at it, so the rule is not stricter than it must be), every Kubernetes object name
-    within 253 and label value within 63, every VM name within 63. One character more is refused at cluster.name."""
-    from config.rules import MAX_CLUSTER_NAME
-    from tools.mockrun import run_program
-    values = copy.deepcopy(hk_values)
-    values["cluster"]["name"] = "c" * MAX_CLUSTER_NAME
-    values["nodes"]["linux"][0]["name"] = "n" * 63
-    recording = run_program(raw_config(values))
-    releases = [r.inputs["name"] for r in recording.resources if r.type == "kubernetes:helm.sh/v3:Release"]
-    assert releases and max(len(n) for n in releases) == 53, sorted(releases, key=len)[-1]
-    for resource in recording.resources:
-        metadata = resource.inputs.get("metadata") if resource.type.startswith("kubernetes:") else None
-        if isinstance(metadata, dict):
-            assert len(metadata.get("name") or "") <= 253, resource.name
-            for key, value in (metadata.get("labels") or {}).items():
-                assert not isinstance(value, str) or len(value) <= 63, (resource.name, key)
-        if resource.type == "proxmoxve:index/vmLegacy:VmLegacy":
-            assert len(resource.inputs["name"]) <= 63
-    values["cluster"]["name"] = "c" * (MAX_CLUSTER_NAME + 1)
-    assert any(p.startswith(f"cluster.name: {'c' * (MAX_CLUSTER_NAME + 1)} has 18 characters; at most 17")
-               for p in problems(values))
