@@ -424,8 +424,14 @@ class Deployment:
         # Old resources of create-before-replace replacements, deleted at the end of the run.
         self.late: list[Entry] = []
         self.order: list[str] = list(self.old)
-        # The state the run started from, whole: the delete schedule's dependency graph (getDepgraphForScheduling).
+        # The state the run started from, whole: the delete schedule's dependency graph (getDepgraphForScheduling),
+        # each resource's place in it, and each one's children.
         self.prev: dict[str, Entry] = dict(self.old)
+        self.position = {urn: i for i, urn in enumerate(self.order)}
+        self.children: dict[str, list[str]] = {}
+        for urn in self.order:
+            if self.prev[urn].parent:
+                self.children.setdefault(self.prev[urn].parent, []).append(urn)
         # Stands for the providers' randomness: a new instance never repeats an id or a MAC of the history,
         # yet the same run from the same state gives the same ones (reproducible synth outputs).
         self.nonce = hashlib.sha256(json.dumps(sorted((u, e.id or "") for u, e in self.old.items())).encode()).hexdigest()
@@ -686,7 +692,7 @@ class Deployment:
         property dependencies and the parent; a dependency that is a component brings its descendants along, those
         earlier in the state's order only ("Transitive children of the dependency that are after the resource in
         the topological sort are not included as this could lead to cycles")."""
-        position = {urn: i for i, urn in enumerate(self.order)}
+        position = self.position
         mine = position.get(entry.urn, len(position))
         direct = self._depends_on(entry)
         found = {urn for urn in direct if position.get(urn, mine) < mine}
@@ -698,15 +704,10 @@ class Deployment:
         return found
 
     def _descendants(self, urn: str) -> set[str]:
-        children: dict[str, list[str]] = {}
-        for u in self.order:
-            e = self.prev.get(u)
-            if e is not None and e.parent:
-                children.setdefault(e.parent, []).append(u)
         found: set[str] = set()
         todo = [urn]
         while todo:
-            for child in children.get(todo.pop(), []):
+            for child in self.children.get(todo.pop(), []):
                 if child not in found:
                     found.add(child)
                     todo.append(child)
@@ -733,7 +734,7 @@ class Deployment:
         after another, each in parallel. So a resource goes in the run's first batch only when it is the deepest in
         its chain of condemned dependencies, not merely when nothing depends on it."""
         chosen = {e.urn: e for e in entries}
-        position = {urn: i for i, urn in enumerate(self.order)}
+        position = self.position
         needs = {urn: self._dependencies_of(e) & set(chosen) for urn, e in chosen.items()}
         condemned = set(chosen)
         layers: list[list[Entry]] = []
@@ -768,7 +769,8 @@ class Deployment:
                 self.plan.skipped.append(entry.name)
             return self.plan
         late = {e.urn: e for e in self.late}
-        entries = list(late.values()) + [e for e in self.old.values() if self._deletable(e)]
+        deletable = self._deletable()
+        entries = list(late.values()) + [e for e in self.old.values() if deletable(e.urn)]
         untargeted = [e.name for e in entries if e.urn not in late and self.target
                       and e.name not in self.target and e.urn not in self.target]
         for name in untargeted:
@@ -808,23 +810,22 @@ class Deployment:
             cancelled = cancelled or failed_here
         return self.plan
 
-    def _deletable(self, entry: Entry) -> bool:
+    def _deletable(self) -> Callable[[str], bool]:
         """GenerateDeletes: with `--target`, an undeclared resource is deleted only when targeted or depending on a target
         (otherwise kept, an UntargetedSameStep); with `--exclude`, neither an excluded resource nor anything it depends on, transitively
-        (getExcludeDependencies)."""
-        if entry.urn in self.kept_as_dependencies:
-            return False
+        (getExcludeDependencies). Never what an untargeted resource kept as it is depends on."""
+        kept = self.kept_as_dependencies
         if self.target:
             # determineAllowedResourcesToDeleteFromTargets: the targets and everything depending on them, transitively
             # (getTargetDependents: dependsOn, property dependencies, children); those not targeted themselves are an
             # error below unless `--target-dependents` (not modelled) is given.
             targeted = {u for u, e in self.prev.items() if e.name in self.target or u in self.target}
-            return entry.urn in targeted or bool(self._transitive_dependencies(entry.urn) & targeted)
+            return lambda urn: urn not in kept and (urn in targeted or bool(self._transitive_dependencies(urn) & targeted))
         if self.exclude:
             excluded = {u for u, e in self.prev.items() if e.name in self.exclude or u in self.exclude}
             forbidden = excluded.union(*(self._transitive_dependencies(u) for u in excluded))
-            return entry.urn not in forbidden
-        return True
+            return lambda urn: urn not in kept and urn not in forbidden
+        return lambda urn: urn not in kept
 
     @property
     def state(self) -> dict[str, Entry]:
