@@ -153,9 +153,14 @@ load_balancer_ready: Sequence[pulumi.Resource] = ()
 if (load_balancer := load_balancer_plan(spec)) is not None:
     load_balancer_ready = LoadBalancer(f"{spec.cluster.name}-load-balancer", load_balancer, cluster.provider,
                                        linux_ready).ready
+# The samples and their Gateway API CRDs first: cert-manager's Gateway API support waits for the CRDs.
+samples = None
+if (samples_spec := samples_plan(spec)) is not None:
+    samples = SampleWorkloads(f"{spec.cluster.name}-samples", samples_spec, cluster.provider)
 issuer: Sequence[pulumi.Resource] = ()
 if (tls := tls_plan(spec)) is not None:
-    issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready, cluster.access).issuer]
+    issuer = [Tls(f"{spec.cluster.name}-tls", tls, cluster.provider, secrets.tls_ca, linux_ready, cluster.access,
+                  gateway_api_crds=[samples.gateway_api_crds] if samples is not None and tls.gateway_api else []).issuer]
 progressive_delivery_ready: Sequence[pulumi.Resource] = ()
 if spec.progressive_delivery is not None:
     progressive_delivery_ready = ProgressiveDelivery(f"{spec.cluster.name}-progressive-delivery", cluster.provider,
@@ -166,9 +171,8 @@ if (tracing := tracing_plan(spec)) is not None:
 if (backups := backup_plan(spec)) is not None:
     Backups(f"{spec.cluster.name}-backup", backups, cluster.provider, secrets.backup_primary, secrets.backup_offsite,
             linux_ready, windows_ready, cluster.access, secrets.velero_repository_password)
-if (samples := samples_plan(spec)) is not None:
-    SampleWorkloads(f"{spec.cluster.name}-samples", samples, cluster.provider, scheduling, node_ready,
-                    windows_networking=windows_kube_proxy.resources, access=cluster.access,
+if samples is not None:
+    samples.declare(scheduling, node_ready, windows_networking=windows_kube_proxy.resources, access=cluster.access,
                     policy_declared=policy_declared, load_balancer=load_balancer_ready, issuer=issuer,
                     autoscaling_ready=autoscaling_ready, progressive_delivery_ready=progressive_delivery_ready)
 

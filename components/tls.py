@@ -22,11 +22,17 @@ from .k8s import helm_release, kubernetes_object, resource_name
 class Tls(pulumi.ComponentResource):
     def __init__(self, name: str, plan: TlsPlan, provider: pulumi.ProviderResource,
                  ca: tuple[pulumi.Output[str], pulumi.Output[str]] | None, linux_ready: Sequence[pulumi.Resource],
-                 access: ControlPlaneAccess, opts: pulumi.ResourceOptions | None = None):
+                 access: ControlPlaneAccess, gateway_api_crds: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Tls", name, None, opts)
+        if plan.gateway_api and not gateway_api_crds:
+            raise ValueError("cert-manager's Gateway API support needs the resource that installs the Gateway API's CRDs")
         release = f"{name}-cert-manager"
+        # With its Gateway API support on, cert-manager exits at start-up until the Gateway API's CRDs exist
+        # (v1.21.1 pkg/controller/context.go): after them.
         chart = helm_release(release, CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
-                             tls.cert_manager_values(plan.gateway_api), provider=provider, parent=self, depends_on=list(linux_ready))
+                             tls.cert_manager_values(plan.gateway_api), provider=provider, parent=self,
+                             depends_on=[*linux_ready, *gateway_api_crds])
         issuer_after: list[pulumi.Resource] = [chart]
         if plan.ca:
             if ca is None:

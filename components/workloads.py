@@ -21,13 +21,27 @@ from .scheduling import Scheduling
 
 
 class SampleWorkloads(pulumi.ComponentResource):
-    def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
-                 node_ready: Mapping[str, pulumi.Resource], windows_networking: Sequence[pulumi.Resource],
-                 access: ControlPlaneAccess, policy_declared: Sequence[pulumi.Resource],
-                 load_balancer: Sequence[pulumi.Resource] = (), issuer: Sequence[pulumi.Resource] = (),
-                 autoscaling_ready: Sequence[pulumi.Resource] = (),
-                 progressive_delivery_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+    """Declared in two steps, so that what needs the Gateway API's CRDs can wait for them before the samples are
+    declared (cert-manager's Gateway API support, components/tls.py): the component and the CRDs, then `declare`,
+    which declares the rest and registers the outputs."""
+
+    def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:SampleWorkloads", name, None, opts)
+        # Kept for `declare` (not in Resource's own _name or _provider).
+        self._declared_as = (name, plan, provider)
+        # Gateway API's standard channel and Envoy Gateway's CRDs, rendered locally and applied as plain
+        # objects (like Calico's), so a pin bump upgrades them; kept when the samples are switched off.
+        self.gateway_api_crds = crd_chart(f"{name}-envoy-gateway-crds", compat.CHARTS["envoy-gateway-crds"],
+                                          workloads.GATEWAY_NAMESPACE, workloads.envoy_gateway_crd_values(),
+                                          provider=provider, parent=self)
+
+    def declare(self, scheduling: Scheduling, node_ready: Mapping[str, pulumi.Resource],
+                windows_networking: Sequence[pulumi.Resource], access: ControlPlaneAccess,
+                policy_declared: Sequence[pulumi.Resource], load_balancer: Sequence[pulumi.Resource] = (),
+                issuer: Sequence[pulumi.Resource] = (), autoscaling_ready: Sequence[pulumi.Resource] = (),
+                progressive_delivery_ready: Sequence[pulumi.Resource] = ()) -> None:
+        (name, plan, provider), crds = self._declared_as, self.gateway_api_crds
         params = plan.params
 
         # An autoscaled Deployment's replica count is its autoscaler's: Pulumi states it at creation only. With
@@ -54,10 +68,6 @@ class SampleWorkloads(pulumi.ComponentResource):
                     for obj in objs]
 
         linux_ready = [node_ready[n] for n in plan.linux_nodes]
-        # Gateway API's standard channel and Envoy Gateway's CRDs, rendered locally and applied as plain
-        # objects (like Calico's), so a pin bump upgrades them; kept when the samples are switched off.
-        crds = crd_chart(f"{name}-envoy-gateway-crds", compat.CHARTS["envoy-gateway-crds"], workloads.GATEWAY_NAMESPACE,
-                         workloads.envoy_gateway_crd_values(), provider=provider, parent=self)
         envoy_gateway = helm_release(
             f"{name}-envoy-gateway", compat.CHARTS["envoy-gateway"], workloads.GATEWAY_NAMESPACE,
             workloads.envoy_gateway_values(), provider=provider, parent=self, depends_on=[crds, *linux_ready])

@@ -126,7 +126,9 @@ class Spec(BaseModel):
 class ClusterSpec(Spec):
     """The cluster itself: name, Kubernetes release, address ranges and the API endpoint."""
     name: Label
-    """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label)."""
+    """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label). It cannot be changed later,
+    and each Helm release is named `<name>-<section>-<chart>` within Helm's 53 characters: up to 29 characters
+    without optional sections, fewer with some (at most 17 with observability.metrics, whose release is the longest)."""
     kubernetes_version: Annotated[str, matching(r"^1\.\d+\.\d+$", 'a Kubernetes release MAJOR.MINOR.PATCH, quoted, e.g. "1.36.4"')]
     """Kubernetes release the nodes run, quoted (e.g. "1.36.4"); config/compat.py lists the supported ones. Changing it
     upgrades the cluster node by node."""

@@ -5,6 +5,7 @@ so one run reports every problem it can find, each at its config key path.
 """
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -196,6 +197,48 @@ def node_names(spec: StackSpec) -> Iterator[Problem]:
                                                            "1-15 letters, digits or '-', not only digits); set computerName")
         elif netbios[node.netbios_name.upper()] > 1:
             yield Problem(f"nodes.windows[{index}].{key}", f"Windows computer name {node.netbios_name!r} is used more than once")
+
+
+# Helm's limit on a release name (helm pkg/chartutil/validate_name.go maxReleaseNameLen: "a Helm release name
+# must be at most 53 characters", so that the names a chart derives from it fit a DNS label).
+HELM_RELEASE_NAME_MAX = 53
+# The Helm releases the program installs, <cluster.name>-<suffix>, by the optional section that declares them (None:
+# always). tests/test_addons.py checks this table against the releases each section renders.
+HELM_RELEASES: dict[str | None, tuple[str, ...]] = {
+    None: ("network-tigera-operator",),
+    "resourceMetrics": ("metrics-server-metrics-server",),
+    "storage.smb": ("storage-csi-driver-smb",), "storage.nfs": ("storage-csi-driver-nfs",),
+    "storage.longhorn": ("storage-longhorn",),
+    "observability.metrics": ("observability-kube-prometheus-stack",),
+    "observability.logs": ("observability-fluent-bit",),
+    "policy": ("policy-gatekeeper",), "tls": ("tls-cert-manager", "tls-approver-policy"),
+    "loadBalancer": ("load-balancer-metallb",), "workloads": ("samples-envoy-gateway",),
+    "customMetrics": ("custom-metrics-keda",), "progressiveDelivery": ("progressive-delivery-argo-rollouts",),
+    "tracing": ("tracing-opentelemetry-collector",), "backup": ("backup-velero",),
+}
+
+
+def helm_releases(spec: StackSpec) -> list[tuple[str | None, str]]:
+    """(section, release name) of every Helm release the stack installs."""
+    return [(section, f"{spec.cluster.name}-{suffix}") for section, suffixes in HELM_RELEASES.items()
+            if section is None or section_on(spec, section) for suffix in suffixes]
+
+
+@rule("cluster", "storage", "observability", "policy", "tls", "loadBalancer", "workloads", "customMetrics",
+      "progressiveDelivery", "tracing", "backup", "resourceMetrics")
+def release_names(spec: StackSpec) -> Iterator[Problem]:
+    """Every Helm release name within Helm's limit, checked for the sections the stack has: a cluster name cannot be
+    changed later (components/guards.py ClusterIdentity), so the message says how long it may be and what makes it
+    so."""
+    releases = helm_releases(spec)
+    section, longest = max(releases, key=lambda item: len(item[1]))
+    if len(longest) > HELM_RELEASE_NAME_MAX:
+        room = HELM_RELEASE_NAME_MAX - (len(longest) - len(spec.cluster.name))
+        cause = f"with {section} on, " if section is not None else ""
+        yield Problem("cluster.name", f"{spec.cluster.name} has {len(spec.cluster.name)} characters: {cause}the Helm "
+                                      f"release {longest} would have {len(longest)}, past Helm's "
+                                      f"{HELM_RELEASE_NAME_MAX}; a cluster of this stack's sections may have a name of "
+                                      f"at most {room} characters")
 
 
 @rule("nodes")
@@ -608,11 +651,6 @@ def tls_host(spec: StackSpec) -> Iterator[Problem]:
     """cert-manager issues a Gateway certificate only for a listener with a hostname (certificate-shim sync.go:
     "the hostname cannot be empty"), and an HTTP-01 challenge cannot prove a wildcard name (Let's Encrypt,
     docs/challenge-types: HTTP-01 "can't be used to issue wildcard certificates")."""
-    if spec.tls is not None and spec.tls.acme is not None and spec.workloads is None:
-        # The ACME issuer answers HTTP-01 challenges through the samples' Gateway (render/tls.py acme_cluster_issuer:
-        # gatewayHTTPRoute parentRefs), and only then is cert-manager's Gateway API support on (it needs the CRDs).
-        yield Problem("tls.acme", "ACME proves names over HTTP-01 through the samples' Gateway, which this stack does "
-                                  "not have: add a workloads section, or use tls.ca")
     if spec.tls is None or spec.workloads is None:
         return
     host = spec.workloads.sample_host
@@ -642,6 +680,43 @@ def tls_grants(spec: StackSpec) -> Iterator[Problem]:
                                                                "HTTP-01: list the plain names, or use tls.ca")
 
 
+# What an optional section cannot work without: section -> (what it needs, why). A need the program can meet by itself
+# (cert-manager's Gateway API support only with the Gateway API's CRDs, plan/platform.py tls_plan) is met there; these
+# are the ones only the stack can. tests/test_addons.py renders every optional section alone with its needs, and with
+# each other section, and checks that every custom resource and every release waits for what installs its CRDs.
+NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
+    # KEDA's prometheus trigger reads the cluster's Prometheus, and its cpu trigger metrics-server (keda-docs
+    # scalers/cpu.md: "The Kubernetes Metrics Server must be installed").
+    "customMetrics": (("observability.metrics", "KEDA scales on metrics from the cluster's Prometheus"),
+                      ("resourceMetrics", "KEDA's CPU trigger reads metrics-server")),
+    # The ACME issuer answers HTTP-01 challenges through the samples' Gateway (render/tls.py acme_cluster_issuer:
+    # gatewayHTTPRoute parentRefs).
+    "tls.acme": (("workloads", "ACME proves names over HTTP-01 through the samples' Gateway"),),
+}
+
+
+def section_on(spec: StackSpec, path: str) -> bool:
+    """Whether the optional section at `path` (a stack-file key path, e.g. observability.metrics) is on."""
+    if path == "resourceMetrics":
+        return spec.resource_metrics.enabled
+    value: object = spec
+    for key in path.split("."):
+        value = getattr(value, re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(), None)
+        if value is None:
+            return False
+    return True
+
+
+@rule("customMetrics", "observability", "resourceMetrics", "tls", "workloads")
+def section_needs(spec: StackSpec) -> Iterator[Problem]:
+    for section, needs in NEEDS.items():
+        if section_on(spec, section):
+            for needed, why in needs:
+                if not section_on(spec, needed):
+                    how = "set resourceMetrics.enabled to true" if needed == "resourceMetrics" else f"add {needed}"
+                    yield Problem(section, f"{why}, which this stack does not have: {how}, or leave out {section}")
+
+
 def _untested_minor(spec: StackSpec, path: str, component: str, tested: tuple[str, ...], note: str) -> Iterator[Problem]:
     """A warning when the stack's Kubernetes minor is outside the ones a pinned component was tested on upstream."""
     minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
@@ -650,18 +725,10 @@ def _untested_minor(spec: StackSpec, path: str, component: str, tested: tuple[st
                       "warning")
 
 
-@rule("customMetrics", "observability", "resourceMetrics", "cluster")
+@rule("customMetrics", "cluster")
 def custom_metrics(spec: StackSpec) -> Iterator[Problem]:
-    """KEDA reads the cluster's Prometheus (observability.metrics), and its cpu trigger reads metrics-server
-    (keda-docs scalers/cpu.md: "The Kubernetes Metrics Server must be installed")."""
     if spec.custom_metrics is None:
         return
-    if spec.observability is None or spec.observability.metrics is None:
-        yield Problem("customMetrics", "KEDA scales on metrics from the cluster's Prometheus: add observability.metrics, "
-                                       "or leave out customMetrics")
-    if not spec.resource_metrics.enabled:
-        yield Problem("customMetrics", "KEDA's CPU trigger reads metrics-server: set resourceMetrics.enabled to true, "
-                                       "or leave out customMetrics")
     yield from _untested_minor(spec, "customMetrics", f"KEDA {compat.CHARTS['keda'].version}", compat.KEDA_TESTED_KUBERNETES,
                                "; it uses only stable APIs, so it is installed, but untested on this minor")
 
