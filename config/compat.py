@@ -323,6 +323,9 @@ DISTROS: dict[str, LinuxDistro] = {
 # decommissioned" (github.com/kubernetes-sigs/sig-windows-tools/issues/353, 2024-01); that a tag exists
 # for each pinned patch was not confirmed.
 _KUBE_PROXY_HOSTPROCESS = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
+# The minors whose tag of that image was seen to exist. None of the matrix's: tags were seen in use up to
+# v1.34.6-calico-hostprocess (public deployment code in the search index, 2026-12); config.rules warns.
+WINDOWS_KUBE_PROXY_CONFIRMED: tuple[str, ...] = ()
 
 # windows_exporter: "One image works on every Windows version that supports HostProcess containers"
 # (prometheus-community/windows_exporter docs/kubernetes/kubernetes.md). 0.31.8 is the newest patch of

@@ -470,6 +470,9 @@ class RegistryMirrorSpec(Spec):
     # Harbor proxy-cache projects serve under /v2/<project>/, so containerd must not append /v2.
     override_path: bool = False
     """The endpoint already includes the /v2/ path (Harbor proxy-cache projects)."""
+    ca_certificate: PemCertificate | None = None
+    """PEM certificate of the CA that signed the mirror's HTTPS certificate, when it is not a public one: containerd
+    on every node checks the mirror against it (and only the mirror)."""
 
 
 class RegistrySpec(Spec):
@@ -641,6 +644,9 @@ class AcmeSpec(Spec):
     email: Annotated[str, AfterValidator(_must_be(
         lambda v: bool(re.match(r"^[^@\s]+@[^@\s]+\.[^@\s]+$", v)), "an e-mail address, e.g. ops@example.com"))]
     """The account's contact address."""
+    ca_certificate: PemCertificate | None = None
+    """PEM certificate of the CA that signed the ACME server's HTTPS certificate, when it is not a public one (a
+    site's own ACME server)."""
 
 
 class CertificateGrantSpec(Spec):

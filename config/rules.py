@@ -15,7 +15,7 @@ from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from vocab import samples, windows_pods
-from vocab.checks import NETBIOS_NAME, openpgp_fingerprint
+from vocab.checks import NETBIOS_NAME, PLACEHOLDER_SSH_KEY, openpgp_fingerprint
 from vocab.namespaces import check_namespace, parse_quantity, quota
 
 from . import compat
@@ -961,3 +961,161 @@ def security_relaxations(spec: StackSpec) -> Iterator[Problem]:
         yield Problem("resourceMetrics.enabled", "false: kubelets serve self-signed certificates, so the API server "
                                                  "cannot verify them (--kubelet-certificate-authority is left out)",
                       "warning")
+
+
+# kubeadm refuses a larger service subnet: "the largest supported service subnet is /12 for IPv4"
+# (cmd/kubeadm/app/constants/constants.go MaximumBitsForServiceSubnet = 20; validation.go ValidateServiceSubnetSize).
+MAX_SERVICE_HOST_BITS = 20
+
+
+@rule("cluster")
+def service_cidr_size(spec: StackSpec) -> Iterator[Problem]:
+    prefix = spec.cluster.service_cidr.prefixlen
+    if 32 - prefix > MAX_SERVICE_HOST_BITS:
+        yield Problem("cluster.serviceCidr", f"/{prefix} is larger than kubeadm accepts (at most /{32 - MAX_SERVICE_HOST_BITS} "
+                                             "for IPv4): use e.g. 10.96.0.0/12")
+
+
+@rule("cluster", "network", "ntpServers")
+def site_servers_outside_the_cluster_ranges(spec: StackSpec) -> Iterator[Problem]:
+    """A DNS or NTP server inside the pod or service range is unreachable from every node and pod: the range's
+    addresses are routed to pods and Services (Calico's routes, kube-proxy's rules) before the site's network."""
+    ranges = (("cluster.podCidr", spec.cluster.pod_cidr), ("cluster.serviceCidr", spec.cluster.service_cidr))
+    servers = [(f"network.dnsServers[{i}]", str(server)) for i, server in enumerate(spec.network.dns_servers)]
+    servers += [(f"ntpServers[{i}]", server) for i, server in enumerate(spec.ntp_servers)]
+    for path, server in servers:
+        try:
+            address = IPv4Address(server)
+        except ValueError:
+            continue    # a host name: resolved by the site's DNS
+        for range_path, network in ranges:
+            if address in network:
+                yield Problem(path, f"{address} is inside {range_path} {network}, whose addresses are pods' or "
+                                    "Services': give the server's address on the site's network, or move the range")
+
+
+# What listens on every node's own addresses (kubernetes pkg/cluster/ports/ports.go: kubelet 10250 and its healthz
+# 10248, kube-proxy 10249 and 10256; kube-controller-manager 10257, kube-scheduler 10259; etcd 2379-2380; sshd 22).
+NODE_PORTS = ((22, "sshd"), (2379, "etcd"), (2380, "etcd peers"), (10248, "kubelet healthz"), (10249, "kube-proxy metrics"),
+              (10250, "kubelet"), (10256, "kube-proxy healthz"), (10257, "kube-controller-manager"),
+              (10259, "kube-scheduler"))
+
+
+@rule("cluster")
+def node_port_range(spec: StackSpec) -> Iterator[Problem]:
+    """kube-proxy sends a node's traffic to a NodePort to the Service's pods, whatever else listens there, and nothing
+    in kube-apiserver or kubeadm keeps the range off the node's own ports (kubernetes/kubernetes#76892: a NodePort on
+    6443 took the API server's traffic)."""
+    low, high = spec.cluster.node_ports
+    own = [*NODE_PORTS, (spec.cluster.api_port, "the API server")]
+    inside = [f"{port} ({what})" for port, what in sorted(set(own)) if low <= port <= high]
+    if inside:
+        yield Problem("cluster.nodePortRange", f"{low}-{high} contains ports the nodes listen on: {', '.join(inside)}; "
+                                               "keep it clear of them, e.g. the default 30000-32767")
+
+
+# A five-field cron expression ("0 2 * * *"), which systemd's OnCalendar does not parse (systemd.time(7), "Calendar
+# Events": [DayOfWeek] Year-Month-Day Hour:Minute:Second).
+_CRON = re.compile(r"^\s*([0-9*/,-]+\s+){4}[0-9*/,-]+\s*$")
+
+
+@rule("etcdBackup")
+def etcd_backup_schedule(spec: StackSpec) -> Iterator[Problem]:
+    if spec.etcd_backup is not None and _CRON.match(spec.etcd_backup.schedule):
+        yield Problem("etcdBackup.schedule", f"{spec.etcd_backup.schedule!r} is a cron expression; this is a systemd "
+                                             "OnCalendar expression: e.g. \"*-*-* 00/6:00:00\" (every six hours) or "
+                                             "\"*-*-* 02:00:00\" (daily at 02:00)")
+
+
+# Hyper-V's "Default Switch" is an internal switch with its own DHCP and NAT that Windows creates (Microsoft
+# azure-docs iot-edge-for-linux-on-windows-networking.md): a VM on it is not on the node network.
+DEFAULT_SWITCH = "default switch"
+
+
+@rule("hyperv")
+def hyperv_hosts(spec: StackSpec) -> Iterator[Problem]:
+    for index, host in enumerate(spec.hyperv.hosts):
+        if host.switch_name.strip().lower() == DEFAULT_SWITCH:
+            yield Problem(f"hyperv.hosts[{index}].switchName", "Default Switch is Hyper-V's internal NAT switch: the "
+                                                               "nodes would not be on the node network; give the host's "
+                                                               "external switch (Get-VMSwitch -SwitchType External)")
+        for key, path in host.golden_images.items():
+            if not path.lower().endswith(".vhdx"):
+                kind = "an installation ISO" if path.lower().endswith(".iso") else "not a .vhdx file"
+                yield Problem(f"hyperv.hosts[{index}].goldenImages.{key}",
+                              f"{path} is {kind}: give the sysprepped golden VHDX built from it (images/windows)")
+
+
+@rule("access")
+def ssh_keys_not_placeholders(spec: StackSpec) -> Iterator[Problem]:
+    placeholder = PLACEHOLDER_SSH_KEY.split()[1]
+    for index, key in enumerate(spec.access.ssh_public_keys):
+        if key.split()[1:2] == [placeholder]:
+            yield Problem(f"access.sshPublicKeys[{index}]", "is the placeholder tools.init writes when it finds no key: "
+                                                            "give your own public key (the nodeSshPrivateKey secret's)")
+
+
+@rule("cluster", "nodes")
+def windows_kube_proxy_image(spec: StackSpec) -> Iterator[Problem]:
+    minor = compat.kubernetes_minor(spec.cluster.kubernetes_version)
+    if spec.nodes.windows and minor in compat.KUBERNETES and minor not in compat.WINDOWS_KUBE_PROXY_CONFIRMED:
+        image = compat.WINDOWS[spec.nodes.windows[0].version].kube_proxy_image
+        if image is not None:
+            yield Problem("cluster.kubernetesVersion",
+                          f"the Windows kube-proxy image {image.format(version=spec.cluster.kubernetes_version)} could "
+                          f"not be confirmed to exist for Kubernetes {minor} (config/compat.py "
+                          "WINDOWS_KUBE_PROXY_CONFIRMED); check that the tag exists before `pulumi up`", "warning")
+
+
+# Names and addresses no public CA may certify: the CA/Browser Forum's Baseline Requirements forbid certificates for
+# internal names and reserved IP addresses (section 4.2.2), so such an HTTPS endpoint's certificate is the site's own
+# CA's. The names: single labels, and domains reserved for private or special use (ICANN's .internal, 2024; RFC 6762
+# .local; RFC 8375 home.arpa; RFC 2606 .test, .example, .invalid, .localhost), and the ones sites commonly use
+# without registering them (.lan, .home, .corp, .intranet, .private, .localdomain).
+_PRIVATE_SUFFIXES = ("internal", "local", "home.arpa", "test", "example", "invalid", "localhost", "lan", "home", "corp",
+                     "intranet", "private", "localdomain")
+_SHARED_ADDRESS_SPACE = IPv4Network("100.64.0.0/10")   # RFC 6598, not is_private in Python's ipaddress
+
+
+def private_host(host: str) -> bool:
+    """Whether `host` (an address or a DNS name) is one no public CA can certify."""
+    try:
+        address = IPv4Address(host)
+    except ValueError:
+        name = host.lower().rstrip(".")
+        return "." not in name or any(name == s or name.endswith("." + s) for s in _PRIVATE_SUFFIXES)
+    return address.is_private or address in _SHARED_ADDRESS_SPACE
+
+
+def _url_host(url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+
+
+@rule("backup", "observability", "tracing", "registry", "tls")
+def private_endpoints_have_a_ca(spec: StackSpec) -> Iterator[Problem]:
+    """An HTTPS endpoint of a private name or address is checked against the CA the stack gives for it: the system's
+    CAs cannot have issued its certificate, and skipping the check is not offered."""
+    endpoints: list[tuple[str, str, bool, bool]] = []    # (path of its CA field, host, over TLS, CA given)
+    if spec.backup is not None:
+        for key in ("primary", "offsite", "recover_from"):
+            store = getattr(spec.backup, key)
+            if store is not None:
+                camel = "recoverFrom" if key == "recover_from" else key
+                endpoints.append((f"backup.{camel}.caCertificate", _url_host(store.endpoint),
+                                  store.endpoint.startswith("https://"), store.ca_certificate is not None))
+    logs = spec.observability.logs if spec.observability is not None else None
+    if logs is not None:
+        endpoints.append(("observability.logs.caCertificate", logs.host, logs.tls, logs.ca_certificate is not None))
+    if spec.tracing is not None:
+        endpoints.append(("tracing.caCertificate", spec.tracing.endpoint.rsplit(":", 1)[0], not spec.tracing.insecure,
+                          spec.tracing.ca_certificate is not None))
+    for index, mirror in enumerate(spec.registry.mirrors):
+        endpoints.append((f"registry.mirrors[{index}].caCertificate", _url_host(mirror.endpoint),
+                          mirror.endpoint.startswith("https://"), mirror.ca_certificate is not None))
+    if spec.tls is not None and spec.tls.acme is not None:
+        endpoints.append(("tls.acme.caCertificate", _url_host(spec.tls.acme.server), True,
+                          spec.tls.acme.ca_certificate is not None))
+    for path, host, over_tls, has_ca in endpoints:
+        if over_tls and not has_ca and private_host(host):
+            yield Problem(path, f"{host} is a private name or address, which no public CA certifies: give the PEM "
+                                "certificate of the CA that signed its HTTPS certificate")

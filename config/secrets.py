@@ -7,7 +7,7 @@ import pulumi
 
 from .loader import PROJECT
 from .model import StackSpec
-from .secret_keys import required_secrets
+from .secret_keys import SECRETS, format_problem, required_secrets
 
 
 @dataclass(frozen=True)
@@ -36,13 +36,30 @@ class Secrets:
     velero_repository_password: pulumi.Output[str] | None = None
 
 
+class SecretFormatError(ValueError):
+    """A secret whose value cannot be what its key holds; the message names the key and the fix, never the value."""
+
+
+def _check(key: str, value: str) -> str:
+    problem = format_problem(SECRETS[key].kind, value)
+    if problem is not None:
+        raise SecretFormatError(f"secret {key} {problem} (pulumi config set --secret {key} ...)")
+    return value
+
+
+def checked(key: str, value: pulumi.Output[str] | None) -> pulumi.Output[str] | None:
+    """`value` once its format is checked: a wrong one fails the preview (config secrets are known in a preview) at the
+    first resource that uses it, before anything is created with it."""
+    return None if value is None else value.apply(lambda text: _check(key, text))
+
+
 def read_secrets(spec: StackSpec) -> Secrets:
     """Each secret the stack needs (config.secret_keys), required; the others are not read at all."""
     config = pulumi.Config(PROJECT)
     needed = set(required_secrets(spec))
 
     def secret(key: str) -> pulumi.Output[str] | None:
-        return config.require_secret(key) if key in needed else None
+        return checked(key, config.require_secret(key)) if key in needed else None
 
     def always(key: str) -> pulumi.Output[str]:
         value = secret(key)
@@ -66,7 +83,9 @@ def read_secrets(spec: StackSpec) -> Secrets:
         hyperv_ssh_password=secret("hypervSshPassword"),
         windows_admin_password=secret("windowsAdminPassword"),
         bastion_ssh_private_key=secret("bastionSshPrivateKey"),
-        windows_admin_password_previous=config.get_secret("windowsAdminPasswordPrevious") if spec.nodes.windows else None,
+        windows_admin_password_previous=checked("windowsAdminPasswordPrevious",
+                                                config.get_secret("windowsAdminPasswordPrevious"))
+        if spec.nodes.windows else None,
         backup_primary=pair("backupAccessKeyId", "backupSecretAccessKey"),
         backup_offsite=pair("offsiteAccessKeyId", "offsiteSecretAccessKey"),
         etcd_offsite=pair("etcdOffsiteAccessKeyId", "etcdOffsiteSecretAccessKey"),

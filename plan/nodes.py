@@ -78,7 +78,7 @@ def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.
         ntp_servers=tuple(spec.ntp_servers),
         dynamic_port_start=spec.windows.dynamic_port_start,
         dynamic_port_count=spec.windows.dynamic_port_count,
-        registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path) for m in spec.registry.mirrors),
+        registry_mirrors=tuple((m.upstream, m.endpoint, m.override_path, m.ca_certificate) for m in spec.registry.mirrors),
         cni_bin_dir=windows_bootstrap.DEFAULT_CNI_BIN_DIR,
         cni_conf_dir=windows_bootstrap.DEFAULT_CNI_CONF_DIR,
         node_firewall_sources=(str(spec.network.nodes.cidr), str(spec.cluster.pod_cidr)),
@@ -134,7 +134,8 @@ def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
         ssh_authorized_keys=tuple(spec.access.ssh_public_keys),
         ntp_servers=tuple(spec.ntp_servers),
         registry_mirrors=tuple(
-            RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path)
+            RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path,
+                           ca_certificate=m.ca_certificate)
             for m in spec.registry.mirrors
         ),
         selinux=spec.security.selinux,

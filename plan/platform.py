@@ -281,7 +281,8 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
         return None
     if spec.tls.acme is not None:
         return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
-                                                      workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE), ca=False,
+                                                      workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE,
+                                                      spec.tls.acme.ca_certificate), ca=False,
                        grants=tls_grants(spec), gateway_api=spec.workloads is not None)
     return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec), gateway_api=spec.workloads is not None)
 

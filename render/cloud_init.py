@@ -51,9 +51,11 @@ import yaml
 from render.containerd import (
     LINUX_CERTS_DIR,
     MANAGED_MARKER,
+    MIRROR_CA_DIR,
     RegistryMirror,
     containerd_major,
     linux_config_toml,
+    registry_ca_files,
     registry_hosts_files,
 )
 from render.host_keys import HostKeyPair, cloud_init_ssh_keys
@@ -305,7 +307,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     minor = _kubernetes_minor(node.kubernetes_version)
     if not install_kubernetes:
         minor, repo_content = "", ""
-    hosts = registry_hosts_files(node.registry_mirrors)
+    hosts, cas = registry_hosts_files(node.registry_mirrors), registry_ca_files(node.registry_mirrors)
     return render_script(
         "prepare-k8s-node.sh",
         NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family, SELINUX_MODE=node.selinux,
@@ -324,7 +326,8 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
         CONTAINERD_CONFIG_TEXT=_text(linux_config_toml(node.sandbox_image, node.containerd_version)),
         KUBERNETES_REPO_TEXT=_text(repo_content) if repo_content else "",
         MIRRORED_REGISTRIES=list(hosts),
-        REGISTRY_HOSTS_TEXTS=[_text(text) for text in hosts.values()])
+        REGISTRY_HOSTS_TEXTS=[_text(text) for text in hosts.values()],
+        MIRROR_CA_DIR=MIRROR_CA_DIR, MIRROR_CA_NAMES=list(cas), MIRROR_CA_TEXTS=list(cas.values()))
 
 
 # libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.

@@ -5,6 +5,7 @@ embed the text.
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -23,6 +24,19 @@ class RegistryMirror:
     upstream: str          # "docker.io", "registry.k8s.io", "mcr.microsoft.com", "ghcr.io"
     endpoint: str          # e.g. "https://harbor.hk.example.internal/v2/dockerhub"
     override_path: bool    # containerd hosts.toml override_path (true for Harbor proxy-cache projects)
+    ca_certificate: str | None = None   # PEM of the CA of the mirror's certificate, when not a public one
+
+
+# The mirrors' CAs, each distinct one once (a site's mirrors usually share one), in a folder of certs.d that no
+# registry is named after, each named by its SHA-256; a mirror's hosts.toml names its CA relative to itself, as
+# containerd takes a relative `ca` path from the hosts.toml's directory (core/remotes/docker/config/hosts.go
+# makeAbsPath), so the same text serves both OSes. Each starts with MANAGED_MARKER, which PEM readers skip (Go
+# encoding/pem Decode finds the first BEGIN line).
+MIRROR_CA_DIR = "_mirror-cas"
+
+
+def mirror_ca_name(ca_certificate: str) -> str:
+    return hashlib.sha256(ca_certificate.strip().encode()).hexdigest()[:16] + ".crt"
 
 
 def containerd_major(containerd_version: str) -> int:
@@ -122,6 +136,8 @@ def registry_hosts_toml(upstream: str, mirrors: Iterable[RegistryMirror]) -> str
         ]
         if mirror.override_path:
             lines.append("  override_path = true")
+        if mirror.ca_certificate:
+            lines.append(f"  ca = {_toml_string(f'../{MIRROR_CA_DIR}/{mirror_ca_name(mirror.ca_certificate)}')}")
     return "\n".join(lines) + "\n"
 
 
@@ -132,6 +148,12 @@ def registry_hosts_files(mirrors: Iterable[RegistryMirror]) -> dict[str, str]:
     for mirror in mirrors:
         grouped.setdefault(mirror.upstream, []).append(mirror)
     return {upstream: registry_hosts_toml(upstream, group) for upstream, group in grouped.items()}
+
+
+def registry_ca_files(mirrors: Iterable[RegistryMirror]) -> dict[str, str]:
+    """MIRROR_CA_DIR's files: each distinct CA of the mirrors, by mirror_ca_name, in the order the mirrors name them."""
+    return {mirror_ca_name(m.ca_certificate): f"{MANAGED_MARKER}; a registry mirror's CA\n{m.ca_certificate.strip()}\n"
+            for m in mirrors if m.ca_certificate}
 
 
 def windows_config_toml(pause_image: str, cni_bin_dir: str, cni_conf_dir: str) -> str:

@@ -28,6 +28,7 @@ use each policy here, and each policy's namespace selector is what limits it to 
 """
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,11 +85,14 @@ def ca_cluster_issuer() -> dict[str, Any]:
             "spec": {"ca": {"secretName": CA_SECRET_NAME}}}
 
 
-def acme_cluster_issuer(server: str, email: str, gateway_name: str, gateway_namespace: str) -> dict[str, Any]:
-    """An ACME ClusterIssuer answering HTTP-01 through the Gateway's HTTP listener; its solver pods on Linux."""
+def acme_cluster_issuer(server: str, email: str, gateway_name: str, gateway_namespace: str,
+                        ca_certificate: str | None = None) -> dict[str, Any]:
+    """An ACME ClusterIssuer answering HTTP-01 through the Gateway's HTTP listener; its solver pods on Linux. With
+    `ca_certificate` (PEM), the ACME server's certificate is checked against it (ACMEIssuer caBundle, base64 PEM)."""
+    bundle = {"caBundle": base64.b64encode(ca_certificate.encode()).decode()} if ca_certificate else {}
     return {"apiVersion": CERT_MANAGER_API_VERSION, "kind": "ClusterIssuer", "metadata": {"name": ISSUER_NAME},
             "spec": {"acme": {
-                "server": server, "email": email,
+                "server": server, "email": email, **bundle,
                 "privateKeySecretRef": {"name": f"{ISSUER_NAME}-acme-account"},
                 "solvers": [{"http01": {"gatewayHTTPRoute": {
                     "parentRefs": [{"name": gateway_name, "namespace": gateway_namespace, "sectionName": "http"}],

@@ -72,7 +72,7 @@ class WindowsNodeParams:
     ntp_servers: tuple[str, ...]
     dynamic_port_start: int
     dynamic_port_count: int
-    registry_mirrors: tuple[tuple[str, str, bool], ...]  # (upstream, endpoint, override_path)
+    registry_mirrors: tuple[tuple[str, str, bool, str | None], ...]  # (upstream, endpoint, override_path, CA PEM)
     cni_bin_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniBinDir
     cni_conf_dir: str  # must equal the Calico Installation's spec.windowsNodes.cniConfigDir
     # Where the kubelet and windows_exporter rules admit connections from: the cluster's networks (the nodes', where
@@ -223,7 +223,7 @@ def _validate(p: WindowsNodeParams) -> None:
         raise ValueError("dynamic_port_start must be 1025-65281")
     if p.dynamic_port_count < 255 or p.dynamic_port_start + p.dynamic_port_count - 1 > 65535:
         raise ValueError("dynamic_port_count must be at least 255 and end at or below port 65535")
-    for upstream, endpoint, override_path in p.registry_mirrors:
+    for upstream, endpoint, override_path, _ in p.registry_mirrors:
         if not REGISTRY_HOST.match(upstream):
             raise ValueError(f"registry upstream {upstream!r} must be a host name without port")
         if not HTTP_ENDPOINT.match(endpoint):
@@ -305,7 +305,8 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
 
 
 def _render_containerd(p: WindowsNodeParams) -> str:
-    hosts = containerd.registry_hosts_files(containerd.RegistryMirror(*mirror) for mirror in p.registry_mirrors)
+    mirrors = [containerd.RegistryMirror(*mirror) for mirror in p.registry_mirrors]
+    hosts, cas = containerd.registry_hosts_files(mirrors), containerd.registry_ca_files(mirrors)
     return render_script(
         "windows-containerd.ps1",
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
@@ -315,6 +316,7 @@ def _render_containerd(p: WindowsNodeParams) -> str:
         # The script builds its upstream -> hosts.toml table from the two lists, paired by index.
         HostsUpstreams=list(hosts),
         HostsTexts=list(hosts.values()),
+        CaDir=containerd.MIRROR_CA_DIR, CaNames=list(cas), CaTexts=list(cas.values()),
         ManagedMarker=containerd.MANAGED_MARKER,
     )
 

@@ -156,7 +156,8 @@ def _new_site() -> dict:
     values = hk_prod_values()
     values["cluster"]["name"] = "sg-dr"
     old = values["backup"]["offsite"]
-    values["backup"] = {"primary": {"endpoint": "https://s3.sg-dr.internal", "bucket": "velero-sg-dr", "provider": "ceph"},
+    values["backup"] = {"primary": {"endpoint": "https://s3.sg-dr.internal", "bucket": "velero-sg-dr", "provider": "ceph",
+                                    "caCertificate": old["caCertificate"]},
                         "recoverFrom": {**old, "prefix": "hk-prod"}}
     return values
 

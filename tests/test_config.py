@@ -25,14 +25,18 @@ VELERO_UNTESTED = ("backup: Velero v1.18.1 was tested upstream on Kubernetes 1.3
                    "matrix: newer minors are expected to work, untested)")
 ROLLOUTS_UNTESTED = ("progressiveDelivery: Argo Rollouts 2.41.0 (controller 1.9) was tested upstream on Kubernetes "
                      "1.32-1.35, not 1.36 (its end-to-end test matrix)")
-HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED, ROLLOUTS_UNTESTED]   # rule order
+# And that the Windows kube-proxy image's tag could not be confirmed (config.compat WINDOWS_KUBE_PROXY_CONFIRMED).
+KUBE_PROXY_UNCONFIRMED = ("cluster.kubernetesVersion: the Windows kube-proxy image docker.io/sigwindowstools/kube-proxy:"
+                          "v1.36.4-calico-hostprocess could not be confirmed to exist for Kubernetes 1.36 (config/compat.py "
+                          "WINDOWS_KUBE_PROXY_CONFIRMED); check that the tag exists before `pulumi up`")
+HK_PROD_WARNINGS = [KEDA_UNTESTED, VELERO_UNTESTED, ROLLOUTS_UNTESTED, KUBE_PROXY_UNCONFIRMED]   # rule order
 
 
 def test_hk_prod_is_valid_with_only_the_untested_component_warnings(hk_values):
     loaded = load(raw_config(hk_values))
     assert [str(w) for w in loaded.warnings] == HK_PROD_WARNINGS
     del hk_values["customMetrics"], hk_values["backup"], hk_values["progressiveDelivery"], hk_values["tracing"]
-    assert [str(w) for w in load(raw_config(hk_values)).warnings] == []
+    assert [str(w) for w in load(raw_config(hk_values)).warnings] == [KUBE_PROXY_UNCONFIRMED]
     assert loaded.spec.cluster.name == "hk-prod"
     assert len(loaded.spec.linux_nodes) == 7
 

@@ -12,8 +12,9 @@ from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
+from tools import mockrun
 from tools.engine import without
-from tools.mockrun import Recording, run_program
+from tools.mockrun import Recording, placeholder, run_program
 from tools.providers import new_host_key
 
 NODE_STEPS_LINUX = ["host-key-install", "user-data-private", "cloud-init", "prepare", "authorized-keys"]
@@ -489,8 +490,7 @@ DISRUPTIVE_STEPS = ("-drain-for-upgrade", "-node-upgrade", "-drain-for-restart",
 
 
 def carries(resource_inputs: dict, key: str, secret_value: str) -> bool:
-    value = resource_inputs.get(key)
-    return secret_value in repr(getattr(value, "value", value))
+    return mockrun.carries(resource_inputs.get(key), secret_value)
 
 
 @functools.cache
@@ -543,7 +543,8 @@ def test_rotating_the_node_ssh_key_updates_only_what_dials_with_it_and_leaves_th
     carrying = {r.name for r in built.resources if r.type == "command:remote:Command"
                 and carries(r.inputs, "connection", old_key) and "connection" not in r.ignore_changes}
     for preview in (True, False):
-        run = up(hk_prod_values(), built.state, secrets={"nodeSshPrivateKey": "rotated-node-key"}, preview=preview)
+        run = up(hk_prod_values(), built.state, preview=preview,
+                 secrets={"nodeSshPrivateKey": placeholder("nodeSshPrivateKey", "rotated-node-key")})
         # A preview also shows the commands reading an updated command's stdout (the VM restarts read their
         # drain's decision, the Windows joins their credentials): unknown until it runs.
         assert run.plan.changed == (with_stdin_readers(built, carrying) if preview else carrying)
@@ -683,7 +684,7 @@ def test_a_rotated_ssh_key_reaches_the_revocation_but_not_the_credential(built):
     """The credential step keeps the connection it was made with (it never dials again); the revocation follows the
     current one, so a later rotation's revocation never dials with a key the nodes no longer accept."""
     values = hk_prod_values()
-    run = up(values, built.state, secrets={"nodeSshPrivateKey": "rotated-key"})
+    run = up(values, built.state, secrets={"nodeSshPrivateKey": placeholder("nodeSshPrivateKey", "rotated-key")})
     assert run.plan.of("hk-prod-kubeadm-kubeconfig") == ["same"]
     assert run.plan.of("hk-prod-kubeadm-kubeconfig-revoke-others") == ["update"]
 

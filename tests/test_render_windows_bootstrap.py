@@ -121,7 +121,7 @@ def test_hk_prod_scripts_leave_headroom_under_the_limit() -> None:
 
 
 def test_too_many_mirrors_fail_at_render_time_not_on_the_host() -> None:
-    mirrors = tuple((f"registry{i}.example.com", f"https://harbor.example.com/v2/proxy-{i}", True) for i in range(40))
+    mirrors = tuple((f"registry{i}.example.com", f"https://harbor.example.com/v2/proxy-{i}", True, None) for i in range(40))
     with pytest.raises(ValueError, match="over the"):
         render_prepare_steps(dataclasses.replace(HK_PROD, registry_mirrors=mirrors))
 
@@ -537,9 +537,12 @@ def test_registry_hosts_files_one_per_upstream() -> None:
     assert sorted(files) == ["docker.io", "ghcr.io", "mcr.microsoft.com", "quay.io", "registry.k8s.io"]
     docker = tomllib.loads(files["docker.io"])
     assert docker["server"] == "https://registry-1.docker.io"
+    # Harbor's CA from the stack, named relative to the hosts.toml (render/containerd.py MIRROR_CA_DIR).
+    ca = containerd.mirror_ca_name(HK_PROD.registry_mirrors[0][3])
     assert docker["host"]["https://harbor.hk-prod.internal/v2/dockerhub-proxy"] == {
-        "capabilities": ["pull", "resolve"], "override_path": True,
+        "capabilities": ["pull", "resolve"], "override_path": True, "ca": f"../{containerd.MIRROR_CA_DIR}/{ca}",
     }
+    assert f"$CaNames = {ps_array([ca])}" in HK["prepare-containerd"].splitlines()
     # The script builds its upstream -> hosts.toml table from two inputs paired by index.
     lines = HK["prepare-containerd"].splitlines()
     assert f"$HostsUpstreams = {ps_array(list(files))}" in lines
@@ -597,9 +600,9 @@ def test_reset_cleans_kubeadm_kubelet_hns_and_cni_state() -> None:
         {"dynamic_port_start": 1024},
         {"dynamic_port_count": 254},
         {"dynamic_port_start": 60000, "dynamic_port_count": 6000},
-        {"registry_mirrors": (("docker.io:5000", "https://harbor/v2/x", True),)},
-        {"registry_mirrors": (("docker.io", "ftp://harbor/v2/x", True),)},
-        {"registry_mirrors": (("docker.io", "https://harbor/v2/x", "yes"),)},
+        {"registry_mirrors": (("docker.io:5000", "https://harbor/v2/x", True, None),)},
+        {"registry_mirrors": (("docker.io", "ftp://harbor/v2/x", True, None),)},
+        {"registry_mirrors": (("docker.io", "https://harbor/v2/x", "yes", None),)},
         {"cni_bin_dir": "opt/cni/bin"},
         {"cni_conf_dir": "C:\\etc\\cni\\net.d'"},
     ],

@@ -116,7 +116,7 @@ def test_invalid_stack_exits_2_with_key_paths_and_writes_nothing(tmp_path):
 
 def test_secret_flag_overrides_placeholder(tmp_path):
     out = tmp_path / "out"
-    assert synth.main(["--out", str(out), "--secret", "proxmoxApiToken=root@pam!ci=00000000"]) == 0
+    assert synth.main(["--out", str(out), "--secret", "proxmoxApiToken=root@pam!ci=00000000-0000-4000-8000-000000000000"]) == 0
     assert "root@pam!ci" not in (out / "resources.json").read_text()
     with pytest.raises(SystemExit):
         synth.main(["--out", str(out), "--secret", "notASecret=1"])

@@ -28,7 +28,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from components.waves import GATE_MARK, gate_name
-from tools.mockrun import Recording, Resource, changed_resources, placeholder_secrets, run_program
+from tools.mockrun import Recording, Resource, carries, changed_resources, placeholder, placeholder_secrets, run_program
 from tools.providers import new_host_key
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -391,11 +391,8 @@ COMMAND = "command:remote:Command"
 
 def _carrying(recording: Recording, key: str, text: str) -> set[str]:
     """Commands whose input `key` carries `text` (a secret's placeholder), unless they ignore its changes."""
-    def value(r) -> str:
-        v = r.inputs.get(key)
-        return repr(getattr(v, "value", v))
     return {r.name for r in recording.resources
-            if r.type == COMMAND and text in value(r) and key not in r.ignore_changes}
+            if r.type == COMMAND and carries(r.inputs.get(key), text) and key not in r.ignore_changes}
 
 
 BASTION = "10.30.0.5"
@@ -546,9 +543,9 @@ def _scenarios(values: dict, base: Recording) -> list[Scenario]:
         # Credentials (docs/lifecycle.md: Rotating credentials): every command that dials with the credential runs
         # its update, which finds its work done; the provider's kubeconfig read ignores the connection.
         Scenario("rotate the node SSH key", _carrying(base, "connection", placeholders["nodeSshPrivateKey"]),
-                 secrets={"nodeSshPrivateKey": "rotated"}),
+                 secrets={"nodeSshPrivateKey": placeholder("nodeSshPrivateKey", "rotated")}),
         # The bastion is infrastructure too: the network policies that keep pods off it name its address.
-        Scenario("add a bastion", lambda after, _: _carrying(after, "connection", "'proxy'") | _policies_naming(after, BASTION),
+        Scenario("add a bastion", lambda after, _: _carrying(after, "connection", BASTION) | _policies_naming(after, BASTION),
                  bastion),
         # A reinstalled host presents a new host key: the commands that dial it run their update. The reads of the
         # guests' keys ignore the connection (the keys are the guests'), a restart's drain carries its restart's

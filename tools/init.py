@@ -13,7 +13,6 @@ the validator refuses, exits with status 2 and writes nothing; an existing file 
 from __future__ import annotations
 
 import argparse
-import base64
 import os
 import sys
 import tempfile
@@ -36,9 +35,6 @@ ROOT = Path(__file__).resolve().parent.parent
 # Hyper-V assigns memory in 2 MB units (an even memoryMb).
 SIZES = {"cp": (2, 4096, 40), "lnx": (4, 8192, 60), "win": (4, 8192, 80)}
 FIRST_VM_ID = 201
-# Valid in form only (an ed25519 key of zero bytes): clearly not anyone's key.
-PLACEHOLDER_KEY = ("ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(32)).decode()
-                   + " PLACEHOLDER-replace-with-your-own-key")
 T = TypeVar("T")
 
 
@@ -160,7 +156,7 @@ def parser() -> argparse.ArgumentParser:
                    help="the first node address, the others follow (default: network address +50)")
     p.add_argument("--api-vip", metavar="IP", type=address, help="the API server's virtual IP; required with 3 control planes")
     p.add_argument("--ssh-public-key", metavar="FILE", type=Path, default=Path("~/.ssh/id_ed25519.pub"),
-                   help="public key file for the nodes' admin user (default ~/.ssh/id_ed25519.pub; missing: a placeholder)")
+                   help="public key file for the nodes' admin user (default ~/.ssh/id_ed25519.pub; it must exist)")
     p.add_argument("--kubernetes-version", metavar="VERSION", default=default_kubernetes_version(),
                    help=f"Kubernetes version (default %(default)s; supported minors: {', '.join(compat.supported_versions())})")
     p.add_argument("--zone", default="site", metavar="NAME", type=_arg(_checked(Label), "a DNS-1123 label, e.g. site"),
@@ -177,11 +173,13 @@ def _inside(flag: str, address: IPv4Address, network: IPv4Network) -> IPv4Addres
     return address
 
 
-def _public_key(path: Path) -> str | None:
-    """The key line of the file, or None when there is no file. Never prints the file: it could be a private key."""
+def _public_key(path: Path) -> str:
+    """The key line of the file. Never prints the file: it could be a private key. No file: refused, as a stack without
+    a key of the operator's cannot be signed in to (config.rules refuses the placeholder earlier releases wrote)."""
     path = path.expanduser()
     if not path.is_file():
-        return None
+        raise FlagError(f"--ssh-public-key: {path} does not exist; make a key pair (ssh-keygen -t ed25519) or give the "
+                        "public key file of the private key you will set as the nodeSshPrivateKey secret")
     lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     if len(lines) != 1 or not _valid(PublicKey, lines[0]):
         raise FlagError(f"--ssh-public-key: {path} is not a public key file of one line (ssh-ed25519 AAAA... comment), "
@@ -293,7 +291,7 @@ def schema_modeline(output: Path) -> str:
     return f"# yaml-language-server: $schema={Path(schema).as_posix()}\n"
 
 
-def header(spec: StackSpec, secrets: list[str], placeholder: bool) -> str:
+def header(spec: StackSpec, secrets: list[str]) -> str:
     nodes, vlan = spec.nodes, spec.network.nodes
     api = f"API VIP {spec.cluster.api_vip}" if spec.cluster.api_vip else "no API VIP: the API is its address"
     lines = [
@@ -309,8 +307,6 @@ def header(spec: StackSpec, secrets: list[str], placeholder: bool) -> str:
         f"Secrets this stack needs: {', '.join(secrets)}",
         f"  set each with: pulumi config set --secret --stack {spec.cluster.name} KEY",
     ]
-    if placeholder:
-        lines.append("access.sshPublicKeys holds a PLACEHOLDER key: replace it with your own public key.")
     return "".join(f"# {line}".rstrip() + "\n" for line in lines)
 
 
@@ -326,15 +322,13 @@ def main(argv: list[str] | None = None) -> int:
         if not output.parent.is_dir():
             raise FlagError(f"--output: {output.parent} is not a folder")
         key = _public_key(args.ssh_public_key)
-        data = document(args, key or PLACEHOLDER_KEY)
+        data = document(args, key)
     except FlagError as error:
         print(f"python -m tools.init: error: {error}; nothing written", file=sys.stderr)
         return 2
     if args.vlan_id is not None and args.proxmox_bridge == "vmbr0":
         print(f"warning: --vlan-id {args.vlan_id}: the Linux VMs' NICs carry no tag of their own; --proxmox-bridge must be a "
               f"bridge already on VLAN {args.vlan_id} (e.g. vmbr{args.vlan_id} on eno1.{args.vlan_id}), not vmbr0", file=sys.stderr)
-    if key is None:
-        print(f"warning: no {args.ssh_public_key}: access.sshPublicKeys gets a PLACEHOLDER key; replace it", file=sys.stderr)
     body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, width=4096)
     try:
         loaded = validate(args.stack, body)
@@ -347,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  warning: {warning}", file=sys.stderr)
     secrets = required_secrets(loaded.spec)
     with output.open("w" if args.force else "x") as handle:
-        handle.write(schema_modeline(output) + header(loaded.spec, secrets, key is None) + body)
+        handle.write(schema_modeline(output) + header(loaded.spec, secrets) + body)
 
     stack = args.stack
     print(f"wrote {output}")

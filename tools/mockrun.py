@@ -9,6 +9,7 @@ the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import runpy
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
-from config.secret_keys import OPTIONAL_SECRET_KEYS
+from config.secret_keys import OPTIONAL_SECRET_KEYS, SECRETS
 from tools import engine, sdk
 from tools.engine import (  # noqa: F401
     KEY_RING_SUFFIX,
@@ -245,12 +246,41 @@ class _LogCollector:
         self._add("error", message)
 
 
+def carries(value: Any, text: str) -> bool:
+    """Whether a string inside `value` (secrets unwrapped, dicts and lists walked) contains `text`."""
+    value = getattr(value, "value", value)
+    if isinstance(value, dict):
+        return any(carries(item, text) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(carries(item, text) for item in value)
+    return isinstance(value, str) and text in value
+
+
+def placeholder(key: str, text: str | None = None) -> str:
+    """An obviously fake value of the secret `key`, in the form its kind must have (config.secret_keys format_problem):
+    `text` (default FAKE-<key>-offline-placeholder), inside a token's, key's or certificate's shape where it has one."""
+    text = text or f"FAKE-{key}-offline-placeholder"
+    kind = SECRETS[key].kind
+    if kind == "proxmox-token":
+        return f"{text}@pve!offline=00000000-0000-4000-8000-000000000000"
+    if kind == "ssh-private-key":
+        def field(value: bytes) -> bytes:
+            return len(value).to_bytes(4, "big") + value
+        body = b"openssh-key-v1\0" + field(b"none") + field(b"none") + field(b"") + (1).to_bytes(4, "big") + field(text.encode())
+        return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{base64.b64encode(body).decode()}\n-----END OPENSSH PRIVATE KEY-----\n"
+    if kind == "pem-certificate":
+        return f"-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n"
+    if kind == "pem-private-key":
+        return f"-----BEGIN PRIVATE KEY-----\n{text}\n-----END PRIVATE KEY-----\n"
+    return text
+
+
 def placeholder_secrets(overrides: Mapping[str, str] | None = None,
                         keys: Collection[str] | None = None) -> dict[str, str]:
     """A clearly fake value for each secret key the stack sets: `keys`, or every one but those set only for an
     operation (a rotation); overrides given explicitly are set too."""
     chosen = keys if keys is not None else [key for key in SECRET_KEYS if key not in OPTIONAL_SECRET_KEYS]
-    values = {key: f"FAKE-{key}-offline-placeholder" for key in chosen}
+    values = {key: placeholder(key) for key in chosen}
     values.update(overrides or {})
     return values
 

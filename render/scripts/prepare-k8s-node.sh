@@ -7,7 +7,7 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION RUNTIME_SHA256[] DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[]
+#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION RUNTIME_SHA256[] DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[] MIRROR_CA_DIR MIRROR_CA_NAMES[] MIRROR_CA_TEXTS[]
 readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
   RUNC_VERSION RUNTIME_SHA256 DISTRO_PACKAGES CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE \
   MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
@@ -281,15 +281,30 @@ install_containerd() {
   [[ -f "${CONTAINERD_UNIT}" ]] || die "containerd.service is missing"
 }
 
+# remove_managed FILE: removes FILE if this script wrote it (its first line is MANAGED_MARK).
+remove_managed() {
+  local first_line=""
+  [[ -f "$1" ]] || return 0
+  read -r first_line <"$1" || true
+  if [[ "${first_line}" == "${MANAGED_MARK}"* ]]; then
+    rm -f "$1"
+  fi
+}
+
 # write_registry_hosts DIR: one hosts.toml per mirrored upstream registry (MIRRORED_REGISTRIES[i] gets
-# REGISTRY_HOSTS_TEXTS[i]), and removal of the hosts.toml files this script wrote earlier for upstreams
-# that are no longer mirrored. containerd re-reads this directory on every pull; no restart is needed
-# (docs/hosts.md).
+# REGISTRY_HOSTS_TEXTS[i]), the mirrors' CAs in DIR/MIRROR_CA_DIR (MIRROR_CA_NAMES[i] gets MIRROR_CA_TEXTS[i]),
+# and removal of the files this script wrote earlier that are no longer wanted. containerd re-reads this
+# directory on every pull; no restart is needed (docs/hosts.md).
 write_registry_hosts() {
-  local certs_dir="$1" hosts_file upstream first_line index
-  # A space-separated string, not an array: bash 4.2 (CentOS 7) treats "${empty[*]}" as unbound.
-  local wanted=" "
+  local certs_dir="$1" hosts_file upstream first_line index ca_file
+  # Space-separated strings, not arrays: bash 4.2 (CentOS 7) treats "${empty[*]}" as unbound.
+  local wanted=" " wanted_cas=" "
   mkdir -p "${certs_dir}"
+  # The CAs before the hosts.toml files that name them, so containerd never reads a `ca` it cannot open.
+  for ((index = 0; index < ${#MIRROR_CA_NAMES[@]}; index++)); do
+    put_text "${certs_dir}/${MIRROR_CA_DIR}/${MIRROR_CA_NAMES[index]}" 0644 "${MIRROR_CA_TEXTS[index]}"
+    wanted_cas+="${MIRROR_CA_NAMES[index]} "
+  done
   for ((index = 0; index < ${#MIRRORED_REGISTRIES[@]}; index++)); do
     put_text "${certs_dir}/${MIRRORED_REGISTRIES[index]}/hosts.toml" 0644 "${REGISTRY_HOSTS_TEXTS[index]}"
     wanted+="${MIRRORED_REGISTRIES[index]} "
@@ -306,6 +321,18 @@ write_registry_hosts() {
       rmdir --ignore-fail-on-non-empty "$(dirname "${hosts_file}")"
     fi
   done
+  for ca_file in "${certs_dir}/${MIRROR_CA_DIR}"/*; do
+    [[ -f "${ca_file}" ]] || continue
+    first_line=""
+    read -r first_line <"${ca_file}" || true
+    if [[ "${first_line}" == "${MANAGED_MARK}"* && "${wanted_cas}" != *" $(basename "${ca_file}") "* ]]; then
+      log "removing mirror CA $(basename "${ca_file}")"
+      rm -f "${ca_file}"
+    fi
+  done
+  if [[ -d "${certs_dir}/${MIRROR_CA_DIR}" ]]; then
+    rmdir --ignore-fail-on-non-empty "${certs_dir}/${MIRROR_CA_DIR}"
+  fi
 }
 # write_containerd_config PATH: sets CHANGED like put_file.
 write_containerd_config() {

@@ -1,18 +1,20 @@
 # Configure and run containerd in a Windows node VM (its binaries: windows-containerd-binaries.ps1). Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec ConfigText Directories[] HostsDir HostsUpstreams[] HostsTexts[] ManagedMarker
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec ConfigText Directories[] HostsDir HostsUpstreams[] HostsTexts[] CaDir CaNames[] CaTexts[] ManagedMarker
 $HostsFiles = @{}
 for ($i = 0; $i -lt $HostsUpstreams.Count; $i++) { $HostsFiles[$HostsUpstreams[$i]] = $HostsTexts[$i] }
+$CaFiles = @{}
+for ($i = 0; $i -lt $CaNames.Count; $i++) { $CaFiles[$CaNames[$i]] = $CaTexts[$i] }
 $Step = 'containerd'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
 #@ include lib/windows-host-functions.ps1
 $GuestStep = {
     param([string]$ConfigText, [string[]]$Directories,
-        [string]$HostsDir, [hashtable]$HostsFiles, [string]$ManagedMarker)
+        [string]$HostsDir, [hashtable]$HostsFiles, [hashtable]$CaFiles, [string]$CaDir, [string]$ManagedMarker)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
-    #@ include lib/windows-guest-download.ps1
+    #@ include lib/windows-guest-set-file.ps1
     ## The service reads $env:ProgramFiles\containerd\config.toml; `containerd.exe --register-service` registers
     ## it (containerd docs/getting-started.md; sig-windows-tools Install-Containerd.ps1).
     $containerdDir = Join-Path $env:ProgramFiles 'containerd'
@@ -26,10 +28,23 @@ $GuestStep = {
     }
     $configChanged = Set-FileText (Join-Path $containerdDir 'config.toml') $ConfigText
     if ($configChanged) { $changes += 'wrote containerd config.toml' }
+    ## The mirrors' CAs (render/containerd.py MIRROR_CA_DIR) before the hosts.toml files that name them.
+    $caDirectory = Join-Path $HostsDir $CaDir
+    foreach ($name in $CaFiles.Keys) {
+        if (Set-FileText (Join-Path $caDirectory $name) $CaFiles[$name]) { $changes += "wrote the registry mirror CA $name" }
+    }
+    if (Test-Path -LiteralPath $caDirectory) {
+        foreach ($old in @(Get-ChildItem -LiteralPath $caDirectory -File | Where-Object { -not $CaFiles.ContainsKey($_.Name) })) {
+            if ((Get-Content -LiteralPath $old.FullName -TotalCount 1) -like "$ManagedMarker*") {
+                Remove-Item -LiteralPath $old.FullName -Force
+                $changes += "removed the registry mirror CA $($old.Name)"
+            }
+        }
+    }
     foreach ($upstream in $HostsFiles.Keys) {
         if (Set-FileText (Join-Path $HostsDir "$upstream\hosts.toml") $HostsFiles[$upstream]) { $changes += "wrote registry mirror hosts.toml for $upstream" }
     }
-    foreach ($stale in @(Get-ChildItem -LiteralPath $HostsDir -Directory | Where-Object { -not $HostsFiles.ContainsKey($_.Name) })) {
+    foreach ($stale in @(Get-ChildItem -LiteralPath $HostsDir -Directory | Where-Object { -not $HostsFiles.ContainsKey($_.Name) -and $_.Name -ne $CaDir })) {
         $hostsFile = Join-Path $stale.FullName 'hosts.toml'
         if ((Test-Path -LiteralPath $hostsFile) -and (Get-Content -LiteralPath $hostsFile -TotalCount 1) -like "$ManagedMarker*") {
             Remove-Item -LiteralPath $stale.FullName -Recurse -Force
@@ -55,5 +70,5 @@ $GuestStep = {
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($ConfigText, $Directories, $HostsDir, $HostsFiles, $ManagedMarker)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($ConfigText, $Directories, $HostsDir, $HostsFiles, $CaFiles, $CaDir, $ManagedMarker)
 #@ include lib/windows-host-report.ps1

@@ -1,4 +1,4 @@
-## Runs in the guest (Get-PublishedSha256, Get-FileSha256, Save-Verified, Set-FileText). Downloads use the
+## Runs in the guest (Get-PublishedSha256, Get-FileSha256, Save-Verified, and Set-FileText from its own fragment). Downloads use the
 ## curl.exe that ships with Windows Server 2019 and later, as sig-windows-tools Install-Containerd.ps1 and
 ## PrepareNode.ps1 do (Windows PowerShell 5.1's Invoke-WebRequest may not negotiate TLS 1.2).
 function Get-PublishedSha256([string]$Url, [string]$Scratch) {
@@ -24,9 +24,4 @@ function Save-Verified([string]$Url, [string]$Digest, [string]$Path) {
     Copy-Item -LiteralPath $partial -Destination $Path -Force
     Remove-Item -LiteralPath $partial -Force
 }
-function Set-FileText([string]$Path, [string]$Text) {
-    if ((Test-Path -LiteralPath $Path) -and ([System.IO.File]::ReadAllText($Path) -ceq $Text)) { return $false }
-    $null = New-Item -ItemType Directory -Path (Split-Path -Parent $Path) -Force
-    [System.IO.File]::WriteAllText($Path, $Text, (New-Object System.Text.UTF8Encoding($false)))
-    $true
-}
+#@ include lib/windows-guest-set-file.ps1

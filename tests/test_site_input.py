@@ -1,0 +1,144 @@
+"""Input that loads but breaks at `pulumi up` or after (#39 item 7): each is refused or warned about at its key path,
+with the fix; a secret's format is checked when the program reads it, before anything uses it, and the message never
+holds its value."""
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+
+import pytest
+
+from config.loader import load
+from config.secret_keys import SECRETS, format_problem
+from tests.conftest import hk_prod_values, problems, raw_config
+from tools.mockrun import placeholder, run_program
+from vocab.checks import PLACEHOLDER_SSH_KEY
+
+
+def refused(mutate) -> list[str]:
+    values = hk_prod_values()
+    mutate(values)
+    return problems(values)
+
+
+def test_a_service_range_wider_than_kubeadm_accepts_is_refused():
+    def wide(values):
+        values["cluster"]["serviceCidr"] = "10.96.0.0/11"
+    assert any(p.startswith("cluster.serviceCidr: /11 is larger than kubeadm accepts (at most /12") for p in refused(wide))
+
+
+@pytest.mark.parametrize("key, index, value, inside", [
+    ("dns", 0, "10.96.0.10", "cluster.serviceCidr"), ("ntp", 0, "10.244.1.1", "cluster.podCidr")])
+def test_dns_and_ntp_servers_inside_the_cluster_ranges_are_refused(key, index, value, inside):
+    def put(values):
+        if key == "dns":
+            values["network"]["dnsServers"][index] = value
+        else:
+            values["ntpServers"][index] = value
+    path = f"network.dnsServers[{index}]" if key == "dns" else f"ntpServers[{index}]"
+    assert any(p.startswith(f"{path}: {value} is inside {inside}") for p in refused(put))
+
+
+@pytest.mark.parametrize("node_ports, listed", [("6000-7000", "6443 (the API server)"),
+                                                ("10000-11000", "10250 (kubelet)"), ("1-1000", "22 (sshd)")])
+def test_a_node_port_range_around_the_nodes_own_ports_is_refused(node_ports, listed):
+    def put(values):
+        values["cluster"]["nodePortRange"] = node_ports
+        values["windows"]["dynamicPortStart"] = 33000
+    found = [p for p in refused(put) if p.startswith("cluster.nodePortRange:")]
+    assert len(found) == 1 and listed in found[0]
+
+
+def test_a_cron_expression_for_the_etcd_snapshot_timer_is_refused_and_systemd_agrees():
+    cron, calendar = "0 2 * * *", "*-*-* 00/6:00:00"
+
+    def put(values):
+        values["etcdBackup"]["schedule"] = cron
+    assert any(p.startswith("etcdBackup.schedule: '0 2 * * *' is a cron expression") for p in refused(put))
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed: the calendar expressions were not checked by systemd")
+    # The real parser: the cron expression is not an OnCalendar expression, the default and the suggestions are.
+    assert subprocess.run(["systemd-analyze", "calendar", cron], capture_output=True).returncode != 0
+    for good in (calendar, "*-*-* 02:00:00", hk_prod_values()["etcdBackup"]["schedule"]):
+        assert subprocess.run(["systemd-analyze", "calendar", good], capture_output=True).returncode == 0, good
+
+
+def test_hyper_vs_default_switch_and_an_iso_for_a_golden_vhdx_are_refused():
+    def put(values):
+        host = values["hyperv"]["hosts"][0]
+        host["switchName"] = "Default Switch"
+        host["goldenImages"]["win2022"] = "D:\\iso\\SERVER_EVAL_x64FRE_en-us.iso"
+    found = refused(put)
+    assert any(p.startswith("hyperv.hosts[0].switchName: Default Switch is Hyper-V's internal NAT switch") for p in found)
+    assert any(p.startswith("hyperv.hosts[0].goldenImages.win2022: D:\\iso\\SERVER_EVAL_x64FRE_en-us.iso is an "
+                            "installation ISO") for p in found)
+
+
+def test_the_placeholder_key_tools_init_writes_is_refused():
+    def put(values):
+        values["access"]["sshPublicKeys"].append(PLACEHOLDER_SSH_KEY)
+    index = len(hk_prod_values()["access"]["sshPublicKeys"])
+    assert any(p.startswith(f"access.sshPublicKeys[{index}]: is the placeholder tools.init writes") for p in refused(put))
+
+
+def test_a_windows_kube_proxy_image_not_confirmed_is_warned_about_and_not_without_windows_nodes():
+    values = hk_prod_values()
+    warnings = [str(w) for w in load(raw_config(values)).warnings]
+    assert any(w.startswith("cluster.kubernetesVersion: the Windows kube-proxy image docker.io/sigwindowstools/kube-proxy:"
+                            "v1.36.4-calico-hostprocess could not be confirmed") for w in warnings)
+    values["nodes"]["windows"] = []
+    assert not any("kube-proxy image" in str(w) for w in load(raw_config(values)).warnings)
+
+
+def _openssh(cipher: bytes) -> str:
+    def field(value: bytes) -> bytes:
+        return len(value).to_bytes(4, "big") + value
+    body = b"openssh-key-v1\0" + field(cipher) + field(b"bcrypt" if cipher != b"none" else b"none") + field(b"")
+    return f"-----BEGIN OPENSSH PRIVATE KEY-----\n{base64.b64encode(body).decode()}\n-----END OPENSSH PRIVATE KEY-----\n"
+
+
+@pytest.mark.parametrize("kind, value, message", [
+    ("proxmox-token", "root@pam!tok", "is not a Proxmox API token USER@REALM!TOKENID=UUID"),
+    ("proxmox-token", "root@pam!tok=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0\n", "has white space around it"),
+    ("proxmox-token", "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "is not a Proxmox API token"),
+    ("ssh-private-key", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP me@host",
+     "is a public key (the .pub file)"),
+    ("ssh-private-key", _openssh(b"aes256-ctr"), "is protected by a passphrase"),
+    ("ssh-private-key", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n\nAAAA\n"
+                        "-----END RSA PRIVATE KEY-----\n", "is protected by a passphrase"),
+    ("ssh-private-key", "hunter2", "is not an SSH private key"),
+    ("password", "", "is empty"), ("password", "  \n", "is empty"),
+    ("pem-certificate", "MIIB...", "is not a PEM certificate"),
+    ("pem-private-key", "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----",
+     "is not an unencrypted PEM private key"),
+])
+def test_secret_formats(kind, value, message):
+    assert (format_problem(kind, value) or "").startswith(message)
+
+
+def test_well_formed_secrets_pass():
+    assert format_problem("proxmox-token", "pulumi@pve!hybrid-cluster=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0") is None
+    assert format_problem("ssh-private-key", _openssh(b"none")) is None
+    assert format_problem("ssh-private-key", "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----") is None
+    assert all(format_problem(secret.kind, placeholder(key)) is None for key, secret in SECRETS.items())
+
+
+def test_a_real_openssh_key_passes_and_its_public_half_does_not(tmp_path):
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "plain")], check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "a passphrase", "-f", str(tmp_path / "locked")], check=True)
+    assert format_problem("ssh-private-key", (tmp_path / "plain").read_text()) is None
+    assert format_problem("ssh-private-key", (tmp_path / "plain.pub").read_text()).startswith("is a public key")
+    assert format_problem("ssh-private-key", (tmp_path / "locked").read_text()).startswith("is protected by a passphrase")
+
+
+@pytest.mark.parametrize("key, value", [("proxmoxApiToken", "root@pam!tok"),
+                                        ("nodeSshPrivateKey", "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5 me@host"),
+                                        ("windowsAdminPassword", "")])
+def test_a_malformed_secret_stops_the_program_naming_the_key_and_never_the_value(key, value):
+    with pytest.raises(Exception) as raised:
+        run_program(raw_config(hk_prod_values()), secrets={key: value}, preview=True)
+    text = str(raised.value)
+    assert f"secret {key} " in text and (value == "" or value not in text)
