@@ -130,14 +130,15 @@ if (network_policies := network_policy_plan(spec)) is not None:
     NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider,
                     [network.crds, network.installation], scheduling.namespaces)
 # The optional subsystems: each plan is None when its section is left out, and then nothing is declared for it.
+storage_classes: Mapping[str, pulumi.Resource] = {}
 if (storage := storage_params(spec)) is not None:
-    Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,
+    storage_classes = Storage(f"{spec.cluster.name}-storage", storage, cluster.provider, secrets.smb_credentials,
             worker_labels=[scheduling.node_labels[n.name] for n in spec.nodes.linux], linux_ready=linux_ready,
-            windows_ready=windows_ready)
+            windows_ready=windows_ready).classes
 metrics_stack: Sequence[pulumi.Resource] = ()
 if (observability := observability_plan(spec)) is not None:
     monitoring = Observability(f"{spec.cluster.name}-observability", observability, cluster.provider, scheduling,
-                               secrets.grafana_admin_password, linux_ready, windows_ready)
+                               secrets.grafana_admin_password, linux_ready, windows_ready, storage_classes)
     metrics_stack = [monitoring.metrics_stack] if monitoring.metrics_stack is not None else []
 autoscaling_ready: Sequence[pulumi.Resource] = ()
 if spec.custom_metrics is not None:

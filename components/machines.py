@@ -153,7 +153,9 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 )
             ],
             network_devices=[
-                proxmoxve.VmLegacyNetworkDeviceArgs(bridge=vlan.proxmox_bridge, model="virtio")
+                # On a VLAN-aware bridge the NIC carries the tag (Proxmox's per-NIC `tag`); else the bridge is the VLAN.
+                proxmoxve.VmLegacyNetworkDeviceArgs(bridge=vlan.proxmox_bridge, model="virtio",
+                                                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None)
                 for vlan, _, _ in nics
             ],
             agent=proxmoxve.VmLegacyAgentArgs(enabled=True),

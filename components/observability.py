@@ -5,7 +5,7 @@ every Windows build) shipped to one configured output.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pulumi
 import pulumi_kubernetes as kubernetes
@@ -24,7 +24,8 @@ GRAFANA_ADMIN_SECRET = "grafana-admin"
 class Observability(pulumi.ComponentResource):
     def __init__(self, name: str, plan: ObservabilityPlan, provider: pulumi.ProviderResource, scheduling: Scheduling,
                  grafana_admin_password: pulumi.Output[str] | None, linux_ready: Sequence[pulumi.Resource],
-                 windows_ready: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+                 windows_ready: Sequence[pulumi.Resource] = (), storage_classes: Mapping[str, pulumi.Resource] | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Observability", name, None, opts)
 
         def declare(obj: dict, depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.CustomResource:
@@ -52,11 +53,14 @@ class Observability(pulumi.ComponentResource):
                 f"{name}-kube-prometheus-stack", compat.CHARTS["kube-prometheus-stack"], metrics.MONITORING_NAMESPACE,
                 metrics.kube_prometheus_stack_values(retention=plan.metrics.retention,
                                                      grafana_admin_secret=GRAFANA_ADMIN_SECRET,
-                                                     windows_exporter_image=plan.metrics.windows_exporter_image),
+                                                     windows_exporter_image=plan.metrics.windows_exporter_image,
+                                                     volume=plan.metrics.volume),
                 provider=provider, parent=self,
                 # The windows-exporter subchart deploys into the privileged windows-system namespace, onto the
                 # Windows nodes: Helm would otherwise wait out its timeout for nodes still joining.
+                # With a volume, after its StorageClass (and the driver that class waits for).
                 depends_on=[monitoring, grafana_admin, *linux_ready, *windows_ready,
+                            *([(storage_classes or {})[plan.metrics.volume[0]]] if plan.metrics.volume else []),
                             *([scheduling.namespaces[WINDOWS_SYSTEM_NAMESPACE]] if windows else [])],
                 windows_workloads=windows)
             self.metrics_stack = stack

@@ -195,7 +195,9 @@ def load(raw: RawConfig) -> LoadedStack:
         try:
             # Strict: no bool/str/float coercion (`cpu: true`, `insecure: "yes"` are errors, not 1 and true).
             # By alias only: a snake_case spelling (pod_cidr) is an unknown key, as the CLI would keep it apart.
-            sections[name] = TypeAdapter(field.annotation).validate_python(
+            # A field's own Annotated constraints (a top-level scalar such as `timezone`) are in its metadata.
+            annotation: Any = Annotated[field.annotation, *field.metadata] if field.metadata else field.annotation
+            sections[name] = TypeAdapter(annotation).validate_python(
                 _decode(raw.values[alias]), strict=True, by_alias=True, by_name=False)
         except ValidationError as error:
             problems += [Problem(_path(alias, e["loc"]), _message(e, field.annotation)) for e in error.errors()]

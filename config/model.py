@@ -6,6 +6,7 @@ live in config.rules. Secrets never appear in these models: config.secrets reads
 from __future__ import annotations
 
 import re
+import zoneinfo
 from collections.abc import Callable
 from ipaddress import IPv4Address, IPv4Network
 from typing import Annotated, Any, Literal
@@ -84,6 +85,15 @@ RegistryHost = Annotated[str, AfterValidator(_must_be(
     _matches(checks.REGISTRY_HOST), "a registry host as image names write it, e.g. docker.io (no port)"))]
 HttpEndpoint = Annotated[str, AfterValidator(_must_be(
     _matches(checks.HTTP_ENDPOINT), "an http(s) URL of a host, optional port and path, without user:password@ or query"))]
+def _iana_zone(value: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return "/" in value or value == "UTC"
+
+
+IanaZone = Annotated[str, AfterValidator(_must_be(_iana_zone, "an IANA time zone name, e.g. Asia/Hong_Kong or Etc/UTC"))]
 HttpsEndpoint = Annotated[str, AfterValidator(_must_be(
     lambda v: v.startswith("https://") and bool(checks.HTTP_ENDPOINT.match(v)),
     "an https URL of a host, optional port and path, without user:password@ or query"))]
@@ -127,8 +137,9 @@ class ClusterSpec(Spec):
     """The cluster itself: name, Kubernetes release, address ranges and the API endpoint."""
     name: Label
     """Cluster name: prefixes every resource, VM tag and file name (a DNS-1123 label). It cannot be changed later,
-    and each Helm release is named `<name>-<section>-<chart>` within Helm's 53 characters: up to 29 characters
-    without optional sections, fewer with some (at most 17 with observability.metrics, whose release is the longest)."""
+    and each Helm release is named `<name>-<section>-<chart>` within Helm's 53 characters: up to 23 characters with
+    the defaults (metrics-server's release), 29 with resourceMetrics off and no optional section, fewer with some (at
+    most 17 with observability.metrics, whose release is the longest)."""
     kubernetes_version: Annotated[str, matching(r"^1\.\d+\.\d+$", 'a Kubernetes release MAJOR.MINOR.PATCH, quoted, e.g. "1.36.4"')]
     """Kubernetes release the nodes run, quoted (e.g. "1.36.4"); config/compat.py lists the supported ones. Changing it
     upgrades the cluster node by node."""
@@ -193,8 +204,8 @@ class CalicoSpec(Spec):
 class VlanSpec(Spec):
     """One network the VMs attach to."""
     vlan_id: Annotated[int, Field(ge=1, le=4094)] | None = None
-    """VLAN tag on the Hyper-V VM NICs; absent: untagged (a flat network). Proxmox NICs take the VLAN from
-    proxmoxBridge."""
+    """VLAN tag on the Hyper-V VM NICs, and on the Proxmox ones with proxmoxVlanAware; absent: untagged (a flat
+    network). Without proxmoxVlanAware, Proxmox NICs take the VLAN from proxmoxBridge."""
     cidr: IPv4Net
     """The network, e.g. 10.30.30.0/24."""
     gateway: IPv4Addr | None = None
@@ -203,6 +214,9 @@ class VlanSpec(Spec):
                                             "a Linux bridge name of at most 15 characters, e.g. vmbr0")] | None = None
     """The Proxmox bridge of this network (e.g. vmbr0, or vmbr30 bound to eno1.30); required for networks Linux nodes
     use."""
+    proxmox_vlan_aware: bool = False
+    """proxmoxBridge is VLAN-aware (bridge-vlan-aware yes): the Linux VMs' NICs carry vlanId themselves. false: the
+    bridge is on the VLAN already (e.g. vmbr30 bound to eno1.30) and they carry no tag."""
 
 
 class NetworkSpec(Spec):
@@ -506,7 +520,9 @@ class NfsStorageSpec(Spec):
 class LonghornSpec(Spec):
     """Longhorn block volumes on the Linux workers (StorageClass longhorn)."""
     replicas: Annotated[int, Field(ge=1, le=3)] | None = None
-    """Replicas of each volume, each in a different zone; absent: as many as the zones allow, at most 3."""
+    """Replicas of each volume, each on its own Linux worker and in its own zone while the zones with a Linux worker
+    are as many (else spread over them where possible); absent: 3, or fewer on fewer Linux workers. A change applies
+    to new volumes (each volume keeps its count: change it on the volume in Longhorn's UI or API)."""
 
 
 class StorageSpec(Spec):
@@ -713,6 +729,10 @@ class MetricsSpec(Spec):
     grafanaAdminPassword."""
     retention: Annotated[str, matching(r"^\d+[dhw]$", "a number of days, hours or weeks, e.g. 15d")] = "15d"
     """How long Prometheus keeps metrics."""
+    volume_gb: Annotated[int, Field(ge=5, le=16384)] = 50
+    """Size of Prometheus's volume: a Longhorn volume when the stack has storage.longhorn (Prometheus's storage must
+    be a POSIX block file system, not NFS or SMB); without Longhorn its data is on its node's disk and is lost when
+    the pod moves (synth warns)."""
 
 
 class ObservabilitySpec(Spec):
@@ -1037,6 +1057,9 @@ class StackSpec(Spec):
     """Registry mirrors."""
     ntp_servers: Annotated[list[Host], Field(min_length=1)]
     """NTP servers for every node."""
+    timezone: IanaZone = "Etc/UTC"
+    """The Linux nodes' time zone (an IANA name, e.g. Asia/Hong_Kong): their logs' local time and when their timers
+    (etcdBackup.schedule) fire. Earlier releases set Asia/Hong_Kong on every node: set it to keep that."""
     storage: StorageSpec | None = None
     """Persistent storage (optional)."""
     windows: WindowsSpec = WindowsSpec()

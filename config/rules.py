@@ -121,6 +121,15 @@ def proxmox_bridges(spec: StackSpec) -> Iterator[Problem]:
     management = spec.network.management
     if management is not None and management.proxmox_bridge is None and any(n.management_ip for n in spec.linux_nodes):
         yield Problem("network.management.proxmoxBridge", "nodes with a managementIp need the Proxmox bridge of the management VLAN")
+    for key in ("nodes", "management", "storage"):
+        vlan = getattr(spec.network, key)
+        if vlan is not None and vlan.proxmox_vlan_aware and vlan.vlan_id is None:
+            yield Problem(f"network.{key}.proxmoxVlanAware", "tags the Linux NICs with vlanId, which this network does "
+                                                              "not have: add vlanId, or leave proxmoxVlanAware out")
+        elif vlan is not None and vlan.vlan_id is not None and not vlan.proxmox_vlan_aware and vlan.proxmox_bridge == "vmbr0":
+            yield Problem(f"network.{key}.proxmoxBridge", f"vmbr0 with vlanId {vlan.vlan_id}: the Linux NICs carry no tag, "
+                                                          f"so vmbr0 must be on VLAN {vlan.vlan_id} already; if it is "
+                                                          "VLAN-aware, set proxmoxVlanAware: true", "warning")
 
 
 @rule("network", "nodes")
@@ -475,12 +484,18 @@ def storage_backends(spec: StackSpec) -> Iterator[Problem]:
     if storage is None:
         return
     longhorn = storage.longhorn
-    # Longhorn runs on Linux workers only and keeps each replica in a different zone.
-    worker_zones = spec.linux_worker_zones
-    if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > len(worker_zones):
-        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many zones with a Linux worker; "
-                      f"the stack has {len(worker_zones)} (Longhorn keeps replicas in different zones, on Linux workers): "
-                      f"use at most {len(worker_zones)}, or leave replicas out")
+    # Longhorn runs on Linux workers only and keeps each replica of a volume on its own node, and in its own zone
+    # while there are zones enough (plan/platform.py longhorn_params).
+    worker_zones, workers = spec.linux_worker_zones, len(spec.nodes.linux)
+    if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > workers:
+        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many Linux workers; the stack "
+                      f"has {workers} (Longhorn keeps each replica on its own worker): use at most {workers}, or leave "
+                      "replicas out")
+    elif longhorn is not None and len(worker_zones) > 1 and (longhorn.replicas or min(3, workers)) > len(worker_zones):
+        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas or min(3, workers)} replicas in "
+                      f"{len(worker_zones)} zones with a Linux worker: two replicas of a volume can share a zone, and "
+                      "losing that zone loses both; add a worker in another zone, or set replicas to "
+                      f"{len(worker_zones)}", "warning")
     enabled = {"shared-files": ("smb", storage.smb), "nfs-files": ("nfs", storage.nfs), "longhorn": ("longhorn", longhorn)}
     if storage.default_class is not None:
         section, backend = enabled[storage.default_class]
@@ -996,27 +1011,40 @@ def site_servers_outside_the_cluster_ranges(spec: StackSpec) -> Iterator[Problem
 
 # What listens on every node's own addresses (kubernetes pkg/cluster/ports/ports.go: kubelet 10250 and its healthz
 # 10248, kube-proxy 10249 and 10256; kube-controller-manager 10257, kube-scheduler 10259; etcd 2379-2380; sshd 22).
-NODE_PORTS = ((22, "sshd"), (2379, "etcd"), (2380, "etcd peers"), (10248, "kubelet healthz"), (10249, "kube-proxy metrics"),
-              (10250, "kubelet"), (10256, "kube-proxy healthz"), (10257, "kube-controller-manager"),
-              (10259, "kube-scheduler"))
+# And what the add-ons listen on there: Calico's VXLAN (WINDOWS_VXLAN_PORT, the stack's calico.vxlanPort) and Typha
+# 5473 (Calico's "Network requirements"), node-exporter 9100, windows_exporter 9182, MetalLB's speaker 7472 and
+# memberlist 7946 (metallb.universe.tf installation, "Requirements").
+NODE_PORTS = ((22, "sshd"), (2379, "etcd"), (2380, "etcd peers"), (5473, "Calico Typha"), (7472, "MetalLB speaker"),
+              (7946, "MetalLB memberlist"), (9100, "node-exporter"), (9182, "windows_exporter"),
+              (10248, "kubelet healthz"), (10249, "kube-proxy metrics"), (10250, "kubelet"), (10256, "kube-proxy healthz"),
+              (10257, "kube-controller-manager"), (10259, "kube-scheduler"))
+# Linux's ephemeral ports (net.ipv4.ip_local_port_range default 32768 60999, kernel Documentation/networking/
+# ip-sysctl.rst): a NodePort inside them can be taken by an outgoing connection first (kubernetes/kubernetes#111682).
+LINUX_EPHEMERAL_PORTS = (32768, 60999)
 
 
-@rule("cluster")
+@rule("cluster", "calico")
 def node_port_range(spec: StackSpec) -> Iterator[Problem]:
     """kube-proxy sends a node's traffic to a NodePort to the Service's pods, whatever else listens there, and nothing
     in kube-apiserver or kubeadm keeps the range off the node's own ports (kubernetes/kubernetes#76892: a NodePort on
     6443 took the API server's traffic)."""
     low, high = spec.cluster.node_ports
-    own = [*NODE_PORTS, (spec.cluster.api_port, "the API server")]
+    own = [*NODE_PORTS, (spec.cluster.api_port, "the API server"), (spec.calico.vxlan_port, "Calico VXLAN")]
     inside = [f"{port} ({what})" for port, what in sorted(set(own)) if low <= port <= high]
     if inside:
         yield Problem("cluster.nodePortRange", f"{low}-{high} contains ports the nodes listen on: {', '.join(inside)}; "
                                                "keep it clear of them, e.g. the default 30000-32767")
+    first, last = LINUX_EPHEMERAL_PORTS
+    if low <= last and first <= high:
+        yield Problem("cluster.nodePortRange", f"{low}-{high} overlaps Linux's ephemeral ports {first}-{last}, which "
+                                               "outgoing connections take: keep it below them, e.g. the default "
+                                               "30000-32767")
 
 
-# A five-field cron expression ("0 2 * * *"), which systemd's OnCalendar does not parse (systemd.time(7), "Calendar
-# Events": [DayOfWeek] Year-Month-Day Hour:Minute:Second).
-_CRON = re.compile(r"^\s*([0-9*/,-]+\s+){4}[0-9*/,-]+\s*$")
+# A cron expression of five or six fields ("0 2 * * *", "0 2 * * MON-FRI", Quartz's "0 0 2 * * ?"), which systemd's
+# OnCalendar does not parse (systemd.time(7), "Calendar Events": [DayOfWeek] Year-Month-Day Hour:Minute:Second); an
+# OnCalendar expression has at most three fields, or a ':' in its time.
+_CRON = re.compile(r"^\s*([0-9A-Za-z*/,?#LW-]+\s+){4,5}[0-9A-Za-z*/,?#LW-]+\s*$")
 
 
 @rule("etcdBackup")
@@ -1119,3 +1147,14 @@ def private_endpoints_have_a_ca(spec: StackSpec) -> Iterator[Problem]:
         if over_tls and not has_ca and private_host(host):
             yield Problem(path, f"{host} is a private name or address, which no public CA certifies: give the PEM "
                                 "certificate of the CA that signed its HTTPS certificate")
+
+
+@rule("observability", "storage")
+def prometheus_volume(spec: StackSpec) -> Iterator[Problem]:
+    """Prometheus's TSDB needs a POSIX block file system ("Non-POSIX compliant filesystems are not supported ... NFS
+    filesystems ... are not supported", prometheus docs/storage.md): a Longhorn volume, or the node's disk."""
+    metrics = spec.observability.metrics if spec.observability is not None else None
+    if metrics is not None and (spec.storage is None or spec.storage.longhorn is None):
+        yield Problem("observability.metrics", f"Prometheus keeps its {metrics.retention} of metrics on its node's disk "
+                                               "(emptyDir), lost whenever its pod moves: add storage.longhorn for a "
+                                               "volume", "warning")

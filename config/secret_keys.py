@@ -23,11 +23,12 @@ class SecretKey:
     kind: Kind = "text"                           # what its value must look like (format_problem)
 
 
-# What Proxmox VE issues and the bpg provider accepts: USER@REALM!TOKENID=UUID. Realm and token id are a letter then
+# What Proxmox VE issues and the bpg provider accepts: USER@REALM!TOKENID=UUID. The user may hold '@' (an e-mail
+# address: the realm is what follows the last '@' that leaves one). Realm and token id are a letter then
 # letters, digits, '.', '-', '_' (pve-access-control src/PVE/Auth/Plugin.pm $realm_regex, src/PVE/AccessControl.pm
 # $token_subid_regex); the secret is a UUID (src/PVE/TokenConfig.pm UUID::uuid()); the provider refuses anything
 # else before any call (terraform-provider-proxmox v0.111.1 proxmox/api/credentials.go ErrInvalidAPIToken).
-_PROXMOX_TOKEN = re.compile(r"[^\s:/@]+@[A-Za-z][A-Za-z0-9._-]+![A-Za-z][A-Za-z0-9._-]+="
+_PROXMOX_TOKEN = re.compile(r"[^\s:/]+@[A-Za-z][A-Za-z0-9._-]+![A-Za-z][A-Za-z0-9._-]+="
                             r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # An OpenSSH private key file: the armour, then "openssh-key-v1\0" and the cipher name, "none" when the key has no
 # passphrase (openssh-portable V_10_5_P1 sshkey.c MARK_BEGIN, PROTOCOL.key AUTH_MAGIC and "For unencrypted keys the

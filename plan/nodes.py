@@ -84,6 +84,7 @@ def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.
         node_firewall_sources=(str(spec.network.nodes.cidr), str(spec.cluster.pod_cidr)),
         pod_guard_sources=guard_sources,
         pod_guard_ports=guard_ports,
+        search_domain=spec.network.search_domain or "",
     )
 
 
@@ -133,6 +134,7 @@ def linux_node_init(spec: StackSpec, node: LinuxNodeSpec) -> LinuxNodeInit:
         admin_user=spec.access.admin_user,
         ssh_authorized_keys=tuple(spec.access.ssh_public_keys),
         ntp_servers=tuple(spec.ntp_servers),
+        timezone=spec.timezone,
         registry_mirrors=tuple(
             RegistryMirror(upstream=m.upstream, endpoint=m.endpoint, override_path=m.override_path,
                            ca_certificate=m.ca_certificate)

@@ -57,13 +57,26 @@ def storage_params(spec: StackSpec) -> storage.StorageParams | None:
         smb=storage.SmbParams(source=s.smb.source, dir_mode=s.smb.dir_mode, file_mode=s.smb.file_mode,
                               uid=s.smb.uid, gid=s.smb.gid) if s.smb else None,
         nfs=storage.NfsParams(server=str(s.nfs.server), path=s.nfs.path) if s.nfs else None,
-        # One replica per zone at most (hard zone anti-affinity), and Longhorn runs only on Linux workers: absent,
-        # as many as the zones that have one allow, up to 3.
-        longhorn=storage.LonghornParams(
-            replicas=s.longhorn.replicas if s.longhorn.replicas is not None else min(3, len(spec.linux_worker_zones)),
-            zones=zones) if s.longhorn else None,
+        longhorn=longhorn_params(spec, zones) if s.longhorn else None,
         reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
     )
+
+
+def longhorn_replicas(spec: StackSpec) -> int:
+    """Replicas of each Longhorn volume: as the stack says, else 3, or fewer on fewer Linux workers (Longhorn runs on
+    them only, and keeps each replica of a volume on its own node)."""
+    longhorn = spec.storage.longhorn if spec.storage is not None else None
+    if longhorn is not None and longhorn.replicas is not None:
+        return longhorn.replicas
+    return max(1, min(3, len(spec.nodes.linux)))
+
+
+def longhorn_params(spec: StackSpec, zones: tuple[str, ...]) -> storage.LonghornParams:
+    """Each replica in its own zone while the zones with a Linux worker are enough; on fewer, spread where possible
+    (a site of one zone still keeps its replicas on different workers)."""
+    replicas = longhorn_replicas(spec)
+    return storage.LonghornParams(replicas=replicas, zones=zones,
+                                  zone_per_replica=replicas <= len(spec.linux_worker_zones))
 
 
 def windows_builds(spec: StackSpec) -> dict[str, str]:
@@ -136,6 +149,7 @@ class MetricsPlan:
     retention: str
     windows_exporter_image: str | None                # None without Windows nodes
     etcd_snapshot_alert_hours: int | None             # None without `etcdBackup`
+    volume: tuple[str, int] | None = None             # (StorageClass, GiB) of Prometheus's volume; None: emptyDir
 
 
 @dataclass(frozen=True)
@@ -160,6 +174,8 @@ def observability_plan(spec: StackSpec) -> ObservabilityPlan | None:
     return ObservabilityPlan(
         metrics=MetricsPlan(
             retention=o.metrics.retention,
+            volume=(storage.LONGHORN_CLASS, o.metrics.volume_gb)
+            if spec.storage is not None and spec.storage.longhorn is not None else None,
             # One image serves every Windows build (HostProcess); config.rules checked that each build has one.
             windows_exporter_image=windows_image(spec, "windows_exporter_image") if spec.nodes.windows else None,
             etcd_snapshot_alert_hours=spec.etcd_backup.alert_after_hours if spec.etcd_backup is not None else None,

@@ -86,7 +86,7 @@ class LinuxNodeInit:
     ntp_servers: tuple[str, ...]
     registry_mirrors: tuple[RegistryMirror, ...]
     runc_version: str              # from config.compat.KUBERNETES[minor].runc
-    timezone: str = "Asia/Hong_Kong"
+    timezone: str                  # IANA name (the stack's `timezone`)
     selinux: str = "enforcing"     # "enforcing" | "permissive": the RHEL family's mode (security.selinux)
     pod_guard: str = ""            # render.security.pod_guard_rules, "" with security.networkPolicy off
     # (URL, SHA-256) of every runtime download config.compat pins (compat.runtime_downloads); the rest are checked
@@ -310,7 +310,8 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
     hosts, cas = registry_hosts_files(node.registry_mirrors), registry_ca_files(node.registry_mirrors)
     return render_script(
         "prepare-k8s-node.sh",
-        NODE_HOSTNAME=node.hostname, NODE_DISTRO=node.distro, OS_FAMILY=facts.family, SELINUX_MODE=node.selinux,
+        NODE_HOSTNAME=node.hostname, NODE_TIMEZONE=node.timezone, NODE_DISTRO=node.distro, OS_FAMILY=facts.family,
+        SELINUX_MODE=node.selinux,
         POD_GUARD_TABLE=POD_GUARD_TABLE, POD_GUARD_TEXT=_text(node.pod_guard) if node.pod_guard else "",
         PKG_MANAGER=facts.package_manager, INSTALL_KUBERNETES=int(install_kubernetes),
         K8S_VERSION=node.kubernetes_version if install_kubernetes else "", K8S_MINOR=minor,

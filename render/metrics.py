@@ -152,12 +152,15 @@ POD_CREATING_KEYS: tuple[tuple[str, ...], ...] = (
 
 
 def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: str = "grafana-admin",
-                                 windows_exporter_image: str | None = None) -> dict[str, Any]:
+                                 windows_exporter_image: str | None = None,
+                                 volume: tuple[str, int] | None = None) -> dict[str, Any]:
     """Helm values for the kube-prometheus-stack chart; with ``windows_exporter_image`` (a stack with
     Windows nodes) its Windows monitoring too (module docstring).
 
     ``grafana_admin_secret`` names a Secret in MONITORING_NAMESPACE holding GRAFANA_ADMIN_USER_KEY and
     GRAFANA_ADMIN_PASSWORD_KEY; the lead creates it from a Pulumi secret, so no password is in the values.
+    ``volume`` (StorageClass, GiB): Prometheus's data on a volume claimed from that class (prometheusSpec.storageSpec
+    volumeClaimTemplate, the chart's values.yaml "Using PersistentVolumeClaim"); None: the pod's emptyDir.
     """
     # The CRD pattern also admits "" and "0"; neither is a retention anyone means to configure.
     if retention in ("", "0") or not _RETENTION.match(retention):
@@ -184,6 +187,9 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
             "prometheusSpec": {
                 **_linux({"cpu": "500m", "memory": "2Gi"}),
                 "retention": retention,
+                **({"storageSpec": {"volumeClaimTemplate": {"spec": {
+                    "storageClassName": volume[0], "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": f"{volume[1]}Gi"}}}}}} if volume is not None else {}),
                 # false: an empty selector selects every ServiceMonitor/PodMonitor/PrometheusRule instead of
                 # only those carrying this release's label (values.yaml, "If true, a nil or {} value ...
                 # will cause the prometheus resource to be created with selectors based on values in the

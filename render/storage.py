@@ -137,8 +137,11 @@ class NfsParams:
 
 @dataclass(frozen=True)
 class LonghornParams:
-    replicas: int                    # one replica per zone (hard zone anti-affinity)
+    replicas: int                    # each on a different node (hard node anti-affinity)
     zones: tuple[str, ...]
+    # Each replica in a different zone too (hard zone anti-affinity): when the zones with a Linux worker are at
+    # least as many as the replicas. Otherwise soft: spread over the zones where it can, never two on one node.
+    zone_per_replica: bool = True
 
 
 @dataclass(frozen=True)
@@ -212,7 +215,7 @@ def _check_longhorn(p: LonghornParams) -> None:
     require(isinstance(p.replicas, int) and p.replicas >= 1, "longhorn replicas must be >= 1")
     # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
     # than zones could never all be scheduled and every volume would stay degraded.
-    require(p.replicas <= len(p.zones),
+    require(not p.zone_per_replica or p.replicas <= len(p.zones),
              f"longhorn replicas {p.replicas} exceeds the {len(p.zones)} zones hard zone anti-affinity spreads over")
 
 
@@ -369,10 +372,12 @@ def longhorn_values(p: StorageParams) -> dict[str, Any]:
             # label needed); the selectors above already limit that to Linux workers.
             "createDefaultDiskLabeledNodes": False,
             "defaultReplicaCount": longhorn.replicas,
-            # false = hard: never two replicas of a volume in one zone. Longhorn takes a node's zone from
+            # false = hard: never two replicas of a volume in one zone; true where the zones are fewer than the
+            # replicas (a single-zone site): spread over zones where possible, and the node-level rule below
+            # still keeps each replica on its own node. Longhorn takes a node's zone from
             # topology.kubernetes.io/zone (chart/README.md replicaZoneSoftAntiAffinity), the label our
             # nodes register with (vocab.labels.ZONE_LABEL).
-            "replicaZoneSoftAntiAffinity": False,
+            "replicaZoneSoftAntiAffinity": not longhorn.zone_per_replica,
             # false = hard at node level too (chart default, stated for clarity).
             "replicaSoftAntiAffinity": False,
         },

@@ -54,7 +54,7 @@ from render.kubelet_config import (
     settings_lines,
 )
 from render.script_files import render_script
-from vocab.checks import HTTP_ENDPOINT, REGISTRY_HOST, VERSION, check_image, check_machine, check_version, is_host
+from vocab.checks import DNS_SUBDOMAIN, HTTP_ENDPOINT, REGISTRY_HOST, VERSION, check_image, check_machine, check_version, is_host
 from vocab.cluster import WINDOWS_CRI_SOCKET
 
 # ---------------------------------------------------------------------------------------
@@ -81,6 +81,8 @@ class WindowsNodeParams:
     # Inbound TCP the pod network may not reach on this node (security.networkPolicy; empty: no such rule).
     pod_guard_sources: tuple[str, ...] = ()
     pod_guard_ports: tuple[int, ...] = ()
+    # The DNS suffix short names are tried with (network.searchDomain); "": the guest's own list is left.
+    search_domain: str = ""
 
 
 # The Tigera operator fills an unset spec.windowsNodes with "/opt/cni/bin", "/etc/cni/net.d" and
@@ -214,6 +216,8 @@ def _validate(p: WindowsNodeParams) -> None:
             "rendered for Windows"
         )
     check_image(p.pause_image, "pause_image")
+    if p.search_domain and not DNS_SUBDOMAIN.match(p.search_domain):
+        raise ValueError(f"search domain {p.search_domain!r} is not a lower-case DNS name")
     if not p.ntp_servers:
         raise ValueError("at least one ntp server is required")
     for server in p.ntp_servers:
@@ -286,6 +290,7 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
         "windows-host-settings.ps1",
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
         NtpServers=list(p.ntp_servers),
+        SearchDomain=p.search_domain,
         PortStart=p.dynamic_port_start,
         PortCount=p.dynamic_port_count,
         RuleNames=[name for name, _ in NODE_FIREWALL_RULES],

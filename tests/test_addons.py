@@ -189,8 +189,13 @@ def test_each_optional_section_alone_loads_renders_and_meets_its_dependencies(se
 
 
 def test_every_section_with_releases_is_one_the_stack_file_has():
-    assert {s for s in HELM_RELEASES if s is not None} <= {*OPTIONAL, "storage.smb", "storage.nfs", "storage.longhorn"}
-    assert {s.partition(".")[0] for s in ("storage.smb", "storage.nfs", "storage.longhorn")} <= set(OPTIONAL)
+    """Each key of HELM_RELEASES is a section of the stack file that section_on can read (a misspelt key would never
+    be on, and its releases never counted)."""
+    from config.model import StackSpec
+    from config.rules import section_on
+    spec = load(raw_config(hk_prod_values())).spec
+    assert isinstance(spec, StackSpec)
+    assert all(section_on(spec, s) for s in HELM_RELEASES if s is not None)
 
 
 def test_every_section_together_at_the_longest_cluster_name():
@@ -250,7 +255,8 @@ def test_a_section_without_what_it_needs_is_refused_at_its_key_path(section, nee
 
 def test_the_cluster_names_documented_limits_are_the_rules():
     from config.model import ClusterSpec
-    described = ClusterSpec.model_fields["name"].description
-    assert f"up to {longest_cluster_name(with_sections())} characters" in described
+    described = " ".join((ClusterSpec.model_fields["name"].description or "").split())
+    assert f"up to {longest_cluster_name(with_sections('resourceMetrics'))} characters with the defaults" in described
+    assert f"{longest_cluster_name(with_sections())} with resourceMetrics off and no optional section" in described
     assert f"at most {longest_cluster_name(with_sections('observability.metrics'))} with observability.metrics" in described
     assert longest_cluster_name(hk_prod_values()) == longest_cluster_name(with_sections("observability.metrics"))

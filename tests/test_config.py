@@ -495,17 +495,46 @@ def test_a_management_ip_without_a_management_network_still_checks_the_nodes_own
     assert any(p.startswith("nodes.linux[1].ip: ") and "already used by nodes.linux[0].ip" in p for p in found), found
 
 
-def test_longhorn_replicas_count_only_zones_with_a_linux_worker(hk_values):
+def test_longhorn_replicas_follow_the_workers_and_spread_over_the_zones_that_have_one(hk_values):
+    """Not capped by the zones (#39 item 6: one zone of five workers got one replica, so losing a worker lost its
+    volumes): 3 by default, each on its own worker; each in its own zone while the zones with a Linux worker are
+    enough, else spread where possible, with a warning where a zone can hold two of a volume's replicas."""
     from config.loader import load
     from plan.platform import storage_params
     hk_values["zones"] = ["hk-1", "hk-2", "hk-3"]
     hk_values["hyperv"]["hosts"][1]["zone"] = "hk-3"
-    hk_values["nodes"]["windows"][1]["zone"] = "hk-3"
+    hk_values["nodes"]["windows"][1]["zone"] = "hk-3"     # hk-3 has no Linux worker
     hk_values["storage"]["longhorn"] = {}
+    loaded = load(raw_config(hk_values))
+    params = storage_params(loaded.spec)
+    assert params is not None and params.longhorn is not None
+    assert (params.longhorn.replicas, params.longhorn.zone_per_replica) == (3, False)
+    assert any(w.path == "storage.longhorn.replicas" and "can share a zone" in w.message for w in loaded.warnings)
+    hk_values["storage"]["longhorn"] = {"replicas": 2}
     params = storage_params(load(raw_config(hk_values)).spec)
-    assert params is not None and params.longhorn is not None and params.longhorn.replicas == 2
+    assert (params.longhorn.replicas, params.longhorn.zone_per_replica) == (2, True)
     hk_values["storage"]["longhorn"] = {"replicas": 3}
-    assert_problem(hk_values, "storage.longhorn.replicas", "zones with a Linux worker")
+    hk_values["nodes"]["linux"] = hk_values["nodes"]["linux"][:2]
+    assert_problem(hk_values, "storage.longhorn.replicas", "need as many Linux workers")
+
+
+def test_a_single_zone_of_workers_keeps_three_replicas_on_three_workers():
+    from config.loader import from_stack_file, load
+    from plan.platform import storage_params
+    from render.storage import longhorn_values
+    values = dict(from_stack_file(ROOT / "examples" / "lab" / "Pulumi.lab.yaml").values)   # one zone
+    worker = values["nodes"]["linux"][0]
+    values["nodes"]["linux"] += [{**worker, "name": f"lab-lnx-{i}", "vmId": 200 + i + 1, "ip": f"192.168.1.{52 + i}"}
+                                 for i in (2, 3, 4, 5)]
+    values["nodes"]["windows"][0]["ip"] = "192.168.1.60"
+    values["storage"] = {"longhorn": {}}
+    loaded = load(raw_config(values))
+    params = storage_params(loaded.spec)
+    assert (params.longhorn.replicas, params.longhorn.zone_per_replica) == (3, False)
+    assert not [w for w in loaded.warnings if w.path.startswith("storage")]
+    settings = longhorn_values(params)["defaultSettings"]
+    assert settings["replicaZoneSoftAntiAffinity"] is True and settings["replicaSoftAntiAffinity"] is False
+    assert settings["defaultReplicaCount"] == 3
 
 
 @pytest.mark.parametrize("value", [0, "0%", "120%", "twenty", 1001])

@@ -855,6 +855,8 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
         # hk-prod's object stores are private names: this release wants their CA (config/rules.py
         # private_endpoints_have_a_ca), which the stack now gives: Velero's locations check it.
         "hk-prod-backup-backupstoragelocation-velero-primary", "hk-prod-backup-secret-velero-velero-store-ca",
+        # Prometheus's metrics move from its pod's emptyDir to a Longhorn volume (hk-prod has Longhorn).
+        "hk-prod-observability-kube-prometheus-stack",
         # The CSI charts come from their released archives at a commit instead of a branch's index: same versions.
         "hk-prod-storage-csi-driver-nfs", "hk-prod-storage-csi-driver-smb"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]

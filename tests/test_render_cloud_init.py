@@ -48,6 +48,7 @@ def make_node(distro: str, mirrors: tuple[RegistryMirror, ...], containerd: str 
         admin_user="k8sadmin",
         ssh_authorized_keys=("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBc ops@hk", "ssh-rsa AAAAB3NzaC1yc2E backup@hk"),
         ntp_servers=("ntp1.hk.example.internal", "10.20.0.1"),
+        timezone="Asia/Hong_Kong",
         registry_mirrors=mirrors,
         runc_version="1.5.1",
     )
@@ -566,7 +567,7 @@ def test_the_ssh_converge_leaves_the_kube_packages_and_names_no_version(distro, 
     shellcheck(script_file)
     # main() in converge mode: the package step is never reached.
     steps = ("install_base_packages start_guest_agent disable_swap configure_kernel configure_selinux "
-             "disable_host_firewall configure_networkmanager configure_chrony configure_storage_clients "
+             "disable_host_firewall configure_networkmanager configure_timezone configure_chrony configure_storage_clients "
              "install_containerd configure_containerd enable_kubelet").split()
     stubs = "".join(f'{step}() {{ echo {step} >> "$T/steps"; }}\n' for step in steps)
     stubs += 'install_kubernetes_packages() { echo install_kubernetes_packages >> "$T/steps"; }\n'

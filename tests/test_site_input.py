@@ -4,6 +4,7 @@ holds its value."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import shutil
 import subprocess
 
@@ -142,3 +143,126 @@ def test_a_malformed_secret_stops_the_program_naming_the_key_and_never_the_value
         run_program(raw_config(hk_prod_values()), secrets={key: value}, preview=True)
     text = str(raised.value)
     assert f"secret {key} " in text and (value == "" or value not in text)
+
+
+def test_the_time_zone_is_the_stacks_with_utc_by_default_and_checked():
+    import yaml
+
+    from plan.nodes import linux_node_init
+    from render.cloud_init import render_user_data
+    values = hk_prod_values()
+    spec = load(raw_config(values)).spec
+    assert spec.timezone == "Asia/Hong_Kong"
+    user_data = yaml.safe_load(render_user_data(linux_node_init(spec, spec.nodes.linux[0])).split("\n", 1)[1])
+    assert user_data["timezone"] == "Asia/Hong_Kong"
+    del values["timezone"]
+    assert load(raw_config(values)).spec.timezone == "Etc/UTC"
+    values["timezone"] = "Hong Kong"
+    assert any(p.startswith("timezone: must be an IANA time zone name") for p in problems(values))
+    values["timezone"] = "Asia/Atlantis"
+    assert any(p.startswith("timezone: must be an IANA time zone name") for p in problems(values))
+
+
+def test_a_changed_time_zone_is_set_on_existing_nodes_and_an_unchanged_one_left(tmp_path):
+    import os
+
+    from plan.nodes import linux_node_init
+    from render.cloud_init import render_prepare_script
+    from tests.test_render_cloud_init import run_sourced
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "timedatectl").write_text('#!/bin/sh\necho "$@" >> "$T/timedatectl.log"\n')
+    (stub / "timedatectl").chmod(0o755)
+    current = os.path.realpath("/etc/localtime")
+    zones = "/usr/share/zoneinfo/"
+    spec = load(raw_config(hk_prod_values())).spec
+    for zone in ("Asia/Hong_Kong", "Europe/Berlin"):
+        if current == os.path.realpath(zones + zone):
+            continue
+        node = dataclasses.replace(linux_node_init(spec, spec.nodes.linux[0]), timezone=zone)
+        run_sourced(render_prepare_script(node), tmp_path, f'PATH="{stub}:$PATH"; configure_timezone')
+        assert (tmp_path / "timedatectl.log").read_text().splitlines()[-1] == f"set-timezone {zone}"
+    if current.startswith(zones):
+        (tmp_path / "timedatectl.log").unlink(missing_ok=True)
+        node = dataclasses.replace(linux_node_init(spec, spec.nodes.linux[0]), timezone=current[len(zones):])
+        run_sourced(render_prepare_script(node), tmp_path, f'PATH="{stub}:$PATH"; configure_timezone')
+        assert not (tmp_path / "timedatectl.log").exists()
+
+
+def test_prometheus_keeps_its_metrics_on_a_longhorn_volume_when_the_stack_has_longhorn():
+    """#39 item 6: 15 days of metrics on an emptyDir although the stack has block storage. The values' shape is the
+    chart's documented storageSpec (values.yaml "Using PersistentVolumeClaim"); no Prometheus CRD schema is vendored
+    to check it against."""
+    recording = run_program(raw_config(hk_prod_values()))
+    stack = recording.named("hk-prod-observability-kube-prometheus-stack")
+    claim = stack.inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+    assert claim == {"storageClassName": "longhorn", "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "50Gi"}}}
+    assert recording.named("hk-prod-storage-storageclass-longhorn").urn in recording.waits_for(stack.urn)
+    values = hk_prod_values()
+    del values["storage"]["longhorn"]
+    values["storage"]["defaultClass"] = "nfs-files"
+    loaded = load(raw_config(values))
+    assert any(w.path == "observability.metrics" and "emptyDir" in w.message for w in loaded.warnings)
+    spec = run_program(raw_config(values)).named("hk-prod-observability-kube-prometheus-stack").inputs["values"]
+    assert "storageSpec" not in spec["prometheus"]["prometheusSpec"]
+
+
+def test_review_findings_on_input_checks():
+    """A token whose user is an e-mail address (Proxmox allows '@' in the user part); cron forms with names and six
+    fields; a NodePort range over Calico's VXLAN port or Linux's ephemeral ports."""
+    assert format_problem("proxmox-token", "alice@example.com@oidc!pulumi=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0") is None
+    for cron in ("0 2 * * MON-FRI", "0 0 2 * * *", "*/15 * * * *"):
+        def put(values, cron=cron):
+            values["etcdBackup"]["schedule"] = cron
+        assert any(p.startswith("etcdBackup.schedule:") and "is a cron expression" in p for p in refused(put)), cron
+    for calendar in ("Mon..Fri *-*-* 02:00:00", "daily", "*-*-* 00/6:00:00", "Sat *-*-1..7 18:00:00"):
+        def put(values, calendar=calendar):
+            values["etcdBackup"]["schedule"] = calendar
+        assert not [p for p in refused(put) if p.startswith("etcdBackup.schedule")], calendar
+
+    def vxlan(values):
+        values["cluster"]["nodePortRange"] = "4000-5000"
+    assert any("4789 (Calico VXLAN)" in p for p in refused(vxlan))
+
+    def ephemeral(values):
+        values["cluster"]["nodePortRange"] = "30000-40000"
+        values["windows"]["dynamicPortStart"] = 45000
+        values["windows"]["dynamicPortCount"] = 20000
+    assert any(p.startswith("cluster.nodePortRange: 30000-40000 overlaps Linux's ephemeral ports 32768-60999")
+               for p in refused(ephemeral))
+
+
+def test_a_vlan_aware_proxmox_bridge_gets_the_tag_on_the_linux_nics():
+    """#39 item 6: a VLAN on a VLAN-aware bridge tagged only the Windows NICs. hk-prod's vmbr30 is on VLAN 30 itself
+    (no tag, unchanged); with proxmoxVlanAware the Linux NICs carry vlanId."""
+    recording = run_program(raw_config(hk_prod_values()))
+    vms = recording.by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert vms and all("vlanId" not in nic for vm in vms for nic in vm.inputs["networkDevices"])
+    values = hk_prod_values()
+    values["network"]["nodes"]["proxmoxBridge"] = "vmbr0"
+    assert any("vmbr0 with vlanId 30: the Linux NICs carry no tag" in str(w)
+               for w in load(raw_config(values)).warnings)
+    values["network"]["nodes"]["proxmoxVlanAware"] = True
+    assert not [w for w in load(raw_config(values)).warnings if "proxmoxBridge" in w.path]
+    vms = run_program(raw_config(values)).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert {nic.get("vlanId") for vm in vms for nic in vm.inputs["networkDevices"]} == {30}
+    del values["network"]["nodes"]["vlanId"]
+    assert any(p.startswith("network.nodes.proxmoxVlanAware: tags the Linux NICs with vlanId") for p in problems(values))
+
+
+def test_the_search_domain_reaches_the_windows_nodes():
+    """#39 item 6: network.searchDomain reached only the Linux nodes. The Windows guest's settings step sets its DNS
+    suffix search list (Set-DnsClientGlobalSetting -SuffixSearchList) when the stack names one, and leaves it
+    otherwise."""
+    from plan.nodes import windows_params
+    from render.windows_bootstrap import render_prepare_steps
+    spec = load(raw_config(hk_prod_values())).spec
+    settings = dict(render_prepare_steps(windows_params(spec, spec.nodes.windows[0])))["host-settings"]
+    assert "$SearchDomain = 'hk-prod.internal'" in settings.splitlines()
+    assert "Set-DnsClientGlobalSetting -SuffixSearchList @($SearchDomain)" in settings
+    values = hk_prod_values()
+    del values["network"]["searchDomain"]
+    spec = load(raw_config(values)).spec
+    settings = dict(render_prepare_steps(windows_params(spec, spec.nodes.windows[0])))["host-settings"]
+    assert "$SearchDomain = ''" in settings.splitlines()

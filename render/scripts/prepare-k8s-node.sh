@@ -7,11 +7,11 @@
 set -Eeuo pipefail
 umask 022
 
-#@ inputs NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION RUNTIME_SHA256[] DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[] MIRROR_CA_DIR MIRROR_CA_NAMES[] MIRROR_CA_TEXTS[]
-readonly NODE_HOSTNAME NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
+#@ inputs NODE_HOSTNAME NODE_TIMEZONE NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION RUNC_VERSION RUNTIME_SHA256[] DISTRO_PACKAGES[] CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES[] REGISTRY_HOSTS_TEXTS[] MIRROR_CA_DIR MIRROR_CA_NAMES[] MIRROR_CA_TEXTS[]
+readonly NODE_HOSTNAME NODE_TIMEZONE NODE_DISTRO OS_FAMILY SELINUX_MODE POD_GUARD_TABLE POD_GUARD_TEXT PKG_MANAGER INSTALL_KUBERNETES K8S_VERSION K8S_MINOR CONTAINERD_VERSION \
   RUNC_VERSION RUNTIME_SHA256 DISTRO_PACKAGES CHRONY_CONF CHRONY_SERVICE CONTAINERD_CONFIG CONTAINERD_CERTS_DIR KUBERNETES_REPO_FILE \
   MANAGED_MARK SYSCTL_TEXT CHRONY_CONF_TEXT CONTAINERD_CONFIG_TEXT KUBERNETES_REPO_TEXT MIRRORED_REGISTRIES \
-  REGISTRY_HOSTS_TEXTS
+  REGISTRY_HOSTS_TEXTS MIRROR_CA_DIR MIRROR_CA_NAMES MIRROR_CA_TEXTS
 readonly ENTRY_POINT=main
 readonly SYSCTL_FILE=/etc/sysctl.d/zz-kubernetes.conf
 
@@ -245,6 +245,17 @@ EOF
   fi
 }
 
+# configure_timezone: the stack's time zone, set again when the stack changes it (cloud-init's `timezone` sets it at
+# first boot only). Compared through /etc/localtime: CentOS 7's timedatectl (systemd 219) has no `show`.
+configure_timezone() {
+  local zone_file="/usr/share/zoneinfo/${NODE_TIMEZONE}"
+  [[ -f "${zone_file}" ]] || die "time zone ${NODE_TIMEZONE} is not in /usr/share/zoneinfo (tzdata)"
+  if [[ "$(readlink -f /etc/localtime)" != "$(readlink -f "${zone_file}")" ]]; then
+    log "setting the time zone to ${NODE_TIMEZONE}"
+    timedatectl set-timezone "${NODE_TIMEZONE}"
+  fi
+}
+
 configure_chrony() {
   put_text "${CHRONY_CONF}" 0644 "${CHRONY_CONF_TEXT}"
   if ((CHANGED)) && systemctl is-active --quiet "${CHRONY_SERVICE}"; then
@@ -279,16 +290,6 @@ install_containerd() {
     swap_runtime
   fi
   [[ -f "${CONTAINERD_UNIT}" ]] || die "containerd.service is missing"
-}
-
-# remove_managed FILE: removes FILE if this script wrote it (its first line is MANAGED_MARK).
-remove_managed() {
-  local first_line=""
-  [[ -f "$1" ]] || return 0
-  read -r first_line <"$1" || true
-  if [[ "${first_line}" == "${MANAGED_MARK}"* ]]; then
-    rm -f "$1"
-  fi
 }
 
 # write_registry_hosts DIR: one hosts.toml per mirrored upstream registry (MIRRORED_REGISTRIES[i] gets
@@ -514,6 +515,7 @@ main() {
   disable_host_firewall
   configure_pod_guard
   configure_networkmanager
+  configure_timezone
   configure_chrony
   configure_storage_clients
   install_containerd

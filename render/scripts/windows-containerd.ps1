@@ -33,6 +33,10 @@ $GuestStep = {
     foreach ($name in $CaFiles.Keys) {
         if (Set-FileText (Join-Path $caDirectory $name) $CaFiles[$name]) { $changes += "wrote the registry mirror CA $name" }
     }
+    foreach ($upstream in $HostsFiles.Keys) {
+        if (Set-FileText (Join-Path $HostsDir "$upstream\hosts.toml") $HostsFiles[$upstream]) { $changes += "wrote registry mirror hosts.toml for $upstream" }
+    }
+    ## A CA no hosts.toml names any more goes only after the hosts.toml files that named it are rewritten.
     if (Test-Path -LiteralPath $caDirectory) {
         foreach ($old in @(Get-ChildItem -LiteralPath $caDirectory -File | Where-Object { -not $CaFiles.ContainsKey($_.Name) })) {
             if ((Get-Content -LiteralPath $old.FullName -TotalCount 1) -like "$ManagedMarker*") {
@@ -40,9 +44,6 @@ $GuestStep = {
                 $changes += "removed the registry mirror CA $($old.Name)"
             }
         }
-    }
-    foreach ($upstream in $HostsFiles.Keys) {
-        if (Set-FileText (Join-Path $HostsDir "$upstream\hosts.toml") $HostsFiles[$upstream]) { $changes += "wrote registry mirror hosts.toml for $upstream" }
     }
     foreach ($stale in @(Get-ChildItem -LiteralPath $HostsDir -Directory | Where-Object { -not $HostsFiles.ContainsKey($_.Name) -and $_.Name -ne $CaDir })) {
         $hostsFile = Join-Path $stale.FullName 'hosts.toml'

@@ -1,6 +1,6 @@
-# Time, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
+# Time, DNS suffix, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] PortStart PortCount RuleNames[] RulePorts[] RuleSources[] GuardName GuardSources[] GuardPorts[]
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] SearchDomain PortStart PortCount RuleNames[] RulePorts[] RuleSources[] GuardName GuardSources[] GuardPorts[]
 $Step = 'time, port and firewall settings'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
@@ -25,10 +25,14 @@ $Step = 'time, port and firewall settings'
 ## Set-NetFirewallRule, which changes nothing when the rule is as wanted (Windows stores an address as
 ## address/mask, so reading it back would not compare with the CIDR):
 ## https://learn.microsoft.com/powershell/module/netsecurity/set-netfirewallrule
+## DNS suffix: Set-DnsClientGlobalSetting -SuffixSearchList, read back with Get-DnsClientGlobalSetting
+## .SuffixSearchList: the suffix a short name is tried with, as the Linux nodes search network.searchDomain; left as it
+## is without one:
+## https://learn.microsoft.com/powershell/module/dnsclient/set-dnsclientglobalsetting
 ## Profiles: Get-NetFirewallProfile .Name, .Enabled:
 ## https://learn.microsoft.com/powershell/module/netsecurity/get-netfirewallprofile
 $GuestStep = {
-    param([string[]]$NtpServers, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
+    param([string[]]$NtpServers, [string]$SearchDomain, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
         [string[]]$RuleSources, [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
@@ -53,6 +57,10 @@ $GuestStep = {
     if ($timeConfig.NtpServer -ne $peers -or $timeConfig.Type -ne 'NTP') {
         $null = Invoke-Checked 'w32tm.exe' @('/config', "/manualpeerlist:$peers", '/syncfromflags:manual', '/update')
         $changes += "w32time peers set to $peers"
+    }
+    if ($SearchDomain -and (@((Get-DnsClientGlobalSetting).SuffixSearchList) -join ',') -ne $SearchDomain) {
+        Set-DnsClientGlobalSetting -SuffixSearchList @($SearchDomain)
+        $changes += "DNS suffix search list set to $SearchDomain"
     }
     foreach ($protocol in @('tcp', 'udp')) {
         if ($protocol -eq 'tcp') { $current = Get-NetTCPSetting -SettingName Internet } else { $current = @(Get-NetUDPSetting)[0] }
@@ -90,5 +98,5 @@ $GuestStep = {
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $PortStart, $PortCount, $RuleNames, $RulePorts, $RuleSources, $GuardName, $GuardSources, $GuardPorts)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $SearchDomain, $PortStart, $PortCount, $RuleNames, $RulePorts, $RuleSources, $GuardName, $GuardSources, $GuardPorts)
 #@ include lib/windows-host-report.ps1
