@@ -38,6 +38,11 @@ class ClusterNetwork(pulumi.ComponentResource):
         # A Windows node joins only once Calico can give it a network: the Installation is Ready (awaited
         # through its pulumi.com/waitFor annotation) with strict affinity and the VXLAN settings in place.
         self.windows_prerequisites: list[pulumi.Resource] = [self.installation, *owned]
+        # Cluster DNS survives a wave (network.dns_disruption_budget): once pods run (Calico is up).
+        if params.dns_budget:
+            budget = network.dns_disruption_budget()
+            kubernetes_object(f"{name}-{resource_name(budget)}", budget, provider=provider, parent=self,
+                              depends_on=[self.installation])
 
         self.register_outputs({"calico": compat.CALICO_VERSION, "windows": params.windows})
 

@@ -77,7 +77,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         # With a LoadBalancer implementation the Gateway is Programmed once its Service has an address from the
         # pool: it waits for the pool.
         for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports, load_balancer=plan.load_balancer,
-                                             tls_issuer=plan.tls_issuer):
+                                             tls_issuer=plan.tls_issuer, proxy_budget=plan.proxy_budget):
             gateway += declare([obj], [envoy_gateway, *gateway, *load_balancer, *issuer])
         windows_nodes = plan.windows_nodes
         linux_objects = workloads.api_linux(params)

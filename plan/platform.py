@@ -11,6 +11,7 @@ from render import backup, custom_metrics, logging, metrics, network, security, 
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
+from .rollout import stack_waves
 from .security import windows_system_namespace
 
 # The sample image is built for Windows Server 2022 (ltsc2022), so it needs that build's RuntimeClass.
@@ -34,7 +35,15 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
         windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
         windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
         windows_cni_log_dir=network.CALICO_WINDOWS_CNI_LOG_DIR,
+        dns_budget=survives_every_wave(spec, [n.name for n in spec.linux_nodes if not n.lost]),
     )
+
+
+def survives_every_wave(spec: StackSpec, nodes: list[str]) -> bool:
+    """Whether a service that runs on `nodes` keeps one of them through every wave of the stack's rolling operations
+    (plan.rollout.stack_waves): then it gets a disruption budget of one, which a drain can always satisfy. On a single
+    node, or with a wave that drains all of them, a budget would block that drain for good."""
+    return len(nodes) >= 2 and all(set(nodes) - set(wave) for wave in stack_waves(spec))
 
 
 def log_output(spec: StackSpec) -> logging.LogOutput | None:
@@ -214,6 +223,7 @@ class SamplesPlan:
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
     autoscaling: workloads.SampleAutoscaling | None = None   # with resourceMetrics: the samples' autoscalers
     blue_green: BlueGreen | None = None                # with progressiveDelivery: Rollouts take the Deployments over
+    proxy_budget: bool = False                         # the Gateway's proxies get a disruption budget (survives_every_wave)
 
 
 def samples_plan(spec: StackSpec) -> SamplesPlan | None:
@@ -221,6 +231,7 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     if params is None:
         return None
     return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
+                       proxy_budget=survives_every_wave(spec, [n.name for n in spec.nodes.linux if not n.lost]),
                        tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION),

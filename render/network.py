@@ -100,6 +100,7 @@ class CalicoParams:
     windows_cni_bin_dir: str
     windows_cni_conf_dir: str
     windows_cni_log_dir: str
+    dns_budget: bool = False   # CoreDNS gets a disruption budget (plan.platform survives_every_wave)
 
     def __post_init__(self) -> None:
         # The operator has no DNS to resolve a name with until Calico itself is up.
@@ -249,6 +250,21 @@ def calico_settings(p: CalicoParams) -> list[dict[str, Any]]:
 
 
 # --- kube-proxy on Windows -------------------------------------------------------------------------
+
+# kubeadm's CoreDNS: two replicas labelled k8s-app=kube-dns in kube-system (kubeadm cmd/kubeadm/app/phases/addons/dns
+# manifests), with only a preferred anti-affinity, so both can sit on the node a wave drains first.
+COREDNS_LABELS = {"k8s-app": "kube-dns"}
+
+
+def dns_disruption_budget() -> dict[str, Any]:
+    """A drain evicts one CoreDNS pod at a time and waits for it to run elsewhere before the next (policy/v1
+    PodDisruptionBudget); AlwaysAllow lets a drain evict a pod that is not Ready, which would otherwise block it
+    (unhealthyPodEvictionPolicy, GA in Kubernetes 1.31). Only where a drain can satisfy it (CalicoParams.dns_budget)."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "coredns", "namespace": "kube-system", "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(COREDNS_LABELS)},
+                     "unhealthyPodEvictionPolicy": "AlwaysAllow"}}
+
 
 KUBE_PROXY_WINDOWS = "kube-proxy-windows"
 _KUBE_PROXY_NAMESPACE = "kube-system"

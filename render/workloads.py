@@ -339,9 +339,17 @@ def envoy_gateway_crd_values() -> dict[str, Any]:
     return {"crds": {"gatewayAPI": {"enabled": True, "channel": "standard"}, "envoyGateway": {"enabled": True}}}
 
 
+GATEWAY_PROXY_REPLICAS = 2
+
+
+def gateway_proxy_labels() -> dict[str, str]:
+    return {"gateway.envoyproxy.io/owning-gateway-name": GATEWAY_NAME,
+            "gateway.envoyproxy.io/owning-gateway-namespace": GATEWAY_NAMESPACE}
+
+
 def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 32767),
                     http_node_port: int = GATEWAY_HTTP_NODE_PORT, load_balancer: bool = False,
-                    tls_issuer: str | None = None) -> list[dict[str, Any]]:
+                    tls_issuer: str | None = None, proxy_budget: bool = False) -> list[dict[str, Any]]:
     """The EnvoyProxy, GatewayClass and Gateway that serve the samples: on a LoadBalancer address (port 80) when
     the cluster has a LoadBalancer implementation (config ``loadBalancer``), else on a NodePort of Linux nodes.
 
@@ -350,7 +358,8 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
     HTTP listener only redirects to HTTPS (and carries ACME HTTP-01 challenges).
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
-    API server refuses a Service whose nodePort lies outside it."""
+    API server refuses a Service whose nodePort lies outside it. ``proxy_budget``: the proxies get a disruption
+    budget (two Linux workers or more; on one, it would block that worker's drain for good)."""
     _check(p)
     require(tls_issuer is None or bool(p.host), "HTTPS needs the sample host name: cert-manager issues certificates "
                                                  "for listener hostnames only")
@@ -376,13 +385,25 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
         "metadata": {"name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE, "labels": labels},
         "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
             "envoyDeployment": {
-                "replicas": 2,
-                "pod": {"nodeSelector": {OS_LABEL: "linux"}},
+                "replicas": GATEWAY_PROXY_REPLICAS,
+                # Spread over the Linux nodes and zones (soft: never left Pending by a drained node), so one node or
+                # one wave does not hold both proxies. Envoy Gateway labels its proxy pods with their Gateway
+                # (gateway.envoyproxy.io/owning-gateway-name and -namespace; envoyproxy/gateway's own test scripts
+                # select the proxies by them).
+                "pod": {"nodeSelector": {OS_LABEL: "linux"}, "topologySpreadConstraints": [
+                    {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+                     "labelSelector": {"matchLabels": gateway_proxy_labels()}}
+                    for key in ("kubernetes.io/hostname", ZONE_LABEL)]},
                 "container": {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}},
             },
             "envoyService": envoy_service,
         }}},
     }
+    if proxy_budget:
+        # A drain moves one proxy at a time (the EnvoyProxy's envoyPDB), evicting an unready one too.
+        envoy_proxy["spec"]["provider"]["kubernetes"]["envoyPDB"] = {
+            "minAvailable": 1,
+            "patch": {"type": "StrategicMerge", "value": {"spec": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}}}}
     if p.tracing_sampling is not None:
         envoy_proxy["spec"]["telemetry"] = tracing.gateway_tracing(p.tracing_sampling)
     gateway_class = {

@@ -857,6 +857,8 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
         "hk-prod-backup-backupstoragelocation-velero-primary", "hk-prod-backup-secret-velero-velero-store-ca",
         # Prometheus's metrics move from its pod's emptyDir to a Longhorn volume (hk-prod has Longhorn).
         "hk-prod-observability-kube-prometheus-stack",
+        # Cluster DNS and the Gateway's proxies get their disruption budgets (and the proxies their spread).
+        "hk-prod-network-poddisruptionbudget-kube-system-coredns", "hk-prod-samples-envoyproxy-envoy-gateway-system-hybrid-samples",
         # The CSI charts come from their released archives at a commit instead of a branch's index: same versions.
         "hk-prod-storage-csi-driver-nfs", "hk-prod-storage-csi-driver-smb"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]

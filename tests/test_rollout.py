@@ -6,6 +6,8 @@ import random
 import pytest
 
 from plan.rollout import RolloutNode, RolloutPolicy, batch_size, worker_waves
+from tests.conftest import hk_prod_values, raw_config
+from tools.mockrun import run_program
 
 
 @pytest.mark.parametrize("value, pool, expected", [
@@ -96,3 +98,62 @@ def test_random_fleets_keep_every_rule(seed):
 def test_unknown_zone_is_refused():
     with pytest.raises(ValueError, match="not listed"):
         worker_waves(fleet({"x": 1}, {}), ["y"], RolloutPolicy(1))
+
+
+# --- cluster services through a wave (#39 item 4) -----------------------------------------------------------------
+
+def _budgets(recording):
+    return {(r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs["spec"]
+            for r in recording.by_type("kubernetes:policy/v1:PodDisruptionBudget")}
+
+
+@pytest.mark.parametrize("max_unavailable", [None, 1, "50%", "100%"])
+def test_cluster_dns_and_the_gateway_survive_every_wave_or_have_no_budget_to_block_it(max_unavailable):
+    """CoreDNS (kubeadm's two replicas, on the control-plane and Linux nodes) and the Gateway's Envoy proxies (on Linux
+    workers): each has a disruption budget of one, which a drain satisfies by moving one pod at a time, exactly when
+    every wave of the stack's rolling operations leaves it a node to run on; where some wave drains all of its nodes
+    (or it has one), no budget, which would block that drain for good."""
+    from config.loader import load
+    from plan.rollout import stack_waves
+    from render.workloads import GATEWAY_NAMESPACE, gateway_proxy_labels
+    values = hk_prod_values()
+    if max_unavailable is not None:
+        values["rollout"] = {"maxUnavailable": max_unavailable}
+    spec = load(raw_config(values)).spec
+    recording = run_program(raw_config(values))
+    waves = [*stack_waves(spec), *stack_waves(spec, windows=False)]
+    services = {
+        ("kube-system", "coredns"): [n.name for n in spec.linux_nodes],
+        "gateway": [n.name for n in spec.nodes.linux],
+    }
+    budgets = _budgets(recording)
+    dns_kept = all(set(services[("kube-system", "coredns")]) - set(w) for w in waves)
+    assert (("kube-system", "coredns") in budgets) == dns_kept
+    if dns_kept:
+        budget = budgets[("kube-system", "coredns")]
+        assert budget["minAvailable"] == 1 and budget["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+        assert budget["selector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+    [proxy] = [r for r in recording.resources if r.type == "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy"]
+    kubernetes = proxy.inputs["spec"]["provider"]["kubernetes"]
+    gateway_kept = all(set(services["gateway"]) - set(w) for w in waves)
+    assert ("envoyPDB" in kubernetes) == gateway_kept
+    if gateway_kept:
+        assert kubernetes["envoyPDB"]["minAvailable"] == 1
+    spread = kubernetes["envoyDeployment"]["pod"]["topologySpreadConstraints"]
+    assert {c["topologyKey"] for c in spread} == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+    assert all(c["labelSelector"]["matchLabels"] == gateway_proxy_labels() for c in spread)
+    assert proxy.inputs["metadata"]["namespace"] == GATEWAY_NAMESPACE
+    # hk-prod as it is keeps both through every wave.
+    if max_unavailable is None:
+        assert dns_kept and gateway_kept
+
+
+def test_a_single_linux_worker_gets_no_gateway_budget_to_block_its_drain():
+    from tests.test_examples import LAB, values_of
+    values = values_of(LAB)
+    values["workloads"] = {}
+    recording = run_program(raw_config(values))
+    [proxy] = [r for r in recording.resources if r.type == "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy"]
+    assert "envoyPDB" not in proxy.inputs["spec"]["provider"]["kubernetes"]
+    # One control-plane node and one worker: CoreDNS keeps a node through each (a wave of one each).
+    assert ("kube-system", "coredns") in _budgets(recording)
