@@ -185,3 +185,23 @@ def test_the_recovery_location_cannot_be_this_clusters_own():
     values = _new_site()
     values["backup"]["recoverFrom"] = {**values["backup"]["primary"]}
     assert any(p.startswith("backup.recoverFrom: is backup.primary itself") for p in problems(values))
+
+
+def test_the_recovery_restore_excludes_every_platform_namespace_and_restores_cluster_resources():
+    """docs/backup.md's restore command (#39 item 8): every namespace the program itself makes or installs into,
+    except the application namespaces, is excluded (argo-rollouts and opentelemetry were missing), and cluster-scoped
+    resources are included explicitly (Velero leaves them out of a restore that excludes namespaces)."""
+    import re
+
+    from tests.conftest import ROOT
+    text = (ROOT / "docs" / "backup.md").read_text()
+    [command] = re.findall(r"velero restore create dr-1 .*?\\\n\s+--exclude-namespaces (\S+)", text, re.S)
+    excluded = set(command.split(","))
+    assert "--include-cluster-resources=true" in text.split("velero restore create dr-1", 1)[1].split("\n", 1)[0]
+    recording = run_program(raw_config(hk_prod_values()))
+    made = {r.inputs["metadata"]["name"] for r in recording.by_type("kubernetes:core/v1:Namespace")}
+    made |= {r.inputs["namespace"] for r in recording.resources
+             if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("namespace")}
+    applications = {n["name"] for n in hk_prod_values().get("namespaces", [])} | {"win-prod", "linux-prod"}
+    assert made - applications <= excluded, sorted(made - applications - excluded)
+    assert {"kube-public", "kube-node-lease", "calico-system"} <= excluded
