@@ -143,7 +143,13 @@ def test_cluster_dns_and_the_gateway_survive_every_wave_or_have_no_budget_to_blo
     assert {c["topologyKey"] for c in spread} == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert all(c["labelSelector"]["matchLabels"] == gateway_proxy_labels() for c in spread)
     assert proxy.inputs["metadata"]["namespace"] == GATEWAY_NAMESPACE
-    # hk-prod as it is keeps both through every wave.
+    # metrics-server (render/resource_metrics.py: two replicas, spread, a budget with two Linux workers) runs on the
+    # Linux workers as the proxies do: its budget exists exactly where theirs does.
+    metrics = recording.named("hk-prod-metrics-server-metrics-server").inputs["values"]
+    assert ("podDisruptionBudget" in metrics) == gateway_kept
+    if gateway_kept:
+        assert metrics["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1} and metrics["replicas"] == 2
+    # hk-prod as it is keeps all three through every wave.
     if max_unavailable is None:
         assert dns_kept and gateway_kept
 
