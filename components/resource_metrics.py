@@ -61,7 +61,7 @@ class MetricsServer(pulumi.ComponentResource):
                  kubelets_serving: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:MetricsServer", name, None, opts)
         self.release = helm_release(f"{name}-metrics-server", compat.CHARTS["metrics-server"], resource_metrics.NAMESPACE,
-                                    resource_metrics.metrics_server_values(plan.linux_workers), provider=provider, parent=self,
+                                    resource_metrics.metrics_server_values(plan.budget), provider=provider, parent=self,
                                     depends_on=list(kubelets_serving))
         self.register_outputs({"version": compat.CHARTS["metrics-server"].version})
 

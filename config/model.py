@@ -1102,5 +1102,14 @@ class StackSpec(Spec):
         return [zone for zone in self.zones if any(n.zone == zone for n in self.nodes.linux)]
 
     @property
+    def longhorn_replicas(self) -> int:
+        """Replicas of each Longhorn volume: as storage.longhorn says, else 3, or fewer on fewer Linux workers (Longhorn
+        runs on them only, and keeps each replica of a volume on its own node)."""
+        longhorn = self.storage.longhorn if self.storage is not None else None
+        if longhorn is not None and longhorn.replicas is not None:
+            return longhorn.replicas
+        return max(1, min(3, len(self.nodes.linux)))
+
+    @property
     def linux_nodes(self) -> list[LinuxNodeSpec]:
         return [*self.nodes.control_plane, *self.nodes.linux]

@@ -19,7 +19,7 @@ from vocab.checks import NETBIOS_NAME, PLACEHOLDER_SSH_KEY, openpgp_fingerprint
 from vocab.namespaces import check_namespace, parse_quantity, quota
 
 from . import compat
-from .model import READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, StackSpec, VlanSpec, WindowsNodeSpec
+from .model import READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, Spec, StackSpec, VlanSpec, WindowsNodeSpec
 
 Severity = Literal["error", "warning"]
 
@@ -485,14 +485,14 @@ def storage_backends(spec: StackSpec) -> Iterator[Problem]:
         return
     longhorn = storage.longhorn
     # Longhorn runs on Linux workers only and keeps each replica of a volume on its own node, and in its own zone
-    # while there are zones enough (plan/platform.py longhorn_params).
+    # while there are zones enough (plan/platform.py longhorn_params; the default count: StackSpec.longhorn_replicas).
     worker_zones, workers = spec.linux_worker_zones, len(spec.nodes.linux)
     if longhorn is not None and longhorn.replicas is not None and longhorn.replicas > workers:
         yield Problem("storage.longhorn.replicas", f"{longhorn.replicas} replicas need as many Linux workers; the stack "
                       f"has {workers} (Longhorn keeps each replica on its own worker): use at most {workers}, or leave "
                       "replicas out")
-    elif longhorn is not None and len(worker_zones) > 1 and (longhorn.replicas or min(3, workers)) > len(worker_zones):
-        yield Problem("storage.longhorn.replicas", f"{longhorn.replicas or min(3, workers)} replicas in "
+    elif longhorn is not None and len(worker_zones) > 1 and spec.longhorn_replicas > len(worker_zones):
+        yield Problem("storage.longhorn.replicas", f"{spec.longhorn_replicas} replicas in "
                       f"{len(worker_zones)} zones with a Linux worker: two replicas of a volume can share a zone, and "
                       "losing that zone loses both; add a worker in another zone, or set replicas to "
                       f"{len(worker_zones)}", "warning")
@@ -564,6 +564,10 @@ def control_plane_size(spec: StackSpec) -> Iterator[Problem]:
                                               "2048 or more", "warning")
 
 
+def _url_host(url: str) -> str:
+    return url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
+
+
 def _loopback(host: str | IPv4Address) -> bool:
     if isinstance(host, IPv4Address):
         return host.is_loopback
@@ -589,7 +593,7 @@ def no_loopback_targets(spec: StackSpec) -> Iterator[Problem]:
     if spec.etcd_backup is not None:
         targets.append(("etcdBackup.nfsServer", spec.etcd_backup.nfs_server, "the NFS server's address or DNS name"))
     for index, mirror in enumerate(spec.registry.mirrors):
-        mirror_host = mirror.endpoint.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+        mirror_host = _url_host(mirror.endpoint)
         targets.append((f"registry.mirrors[{index}].endpoint", mirror_host, "the mirror's address or DNS name"))
     for path, target, fix in targets:
         if _loopback(target):
@@ -716,7 +720,8 @@ def section_on(spec: StackSpec, path: str) -> bool:
         return spec.resource_metrics.enabled
     value: object = spec
     for key in path.split("."):
-        value = getattr(value, re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower(), None)
+        fields = type(value).model_fields if isinstance(value, Spec) else {}
+        value = getattr(value, next((name for name, f in fields.items() if f.alias == key), key), None)
         if value is None:
             return False
     return True
@@ -1009,14 +1014,13 @@ def site_servers_outside_the_cluster_ranges(spec: StackSpec) -> Iterator[Problem
                                     "Services': give the server's address on the site's network, or move the range")
 
 
-# What listens on every node's own addresses (kubernetes pkg/cluster/ports/ports.go: kubelet 10250 and its healthz
-# 10248, kube-proxy 10249 and 10256; kube-controller-manager 10257, kube-scheduler 10259; etcd 2379-2380; sshd 22).
-# And what the add-ons listen on there: Calico's VXLAN (WINDOWS_VXLAN_PORT, the stack's calico.vxlanPort) and Typha
-# 5473 (Calico's "Network requirements"), node-exporter 9100, windows_exporter 9182, MetalLB's speaker 7472 and
-# memberlist 7946 (metallb.universe.tf installation, "Requirements").
-NODE_PORTS = ((22, "sshd"), (2379, "etcd"), (2380, "etcd peers"), (5473, "Calico Typha"), (7472, "MetalLB speaker"),
-              (7946, "MetalLB memberlist"), (9100, "node-exporter"), (9182, "windows_exporter"),
-              (10248, "kubelet healthz"), (10249, "kube-proxy metrics"), (10250, "kubelet"), (10256, "kube-proxy healthz"),
+# What listens on every node's own addresses: the agents every node runs (WINDOWS_AGENT_PORTS), and the control plane's
+# kube-controller-manager 10257 and kube-scheduler 10259 (kubernetes pkg/cluster/ports/ports.go), etcd 2379-2380 and
+# sshd 22; and what the add-ons listen on there: Calico's Typha 5473 (Calico's "Network requirements"; its VXLAN port
+# is the stack's calico.vxlanPort), node-exporter 9100, MetalLB's speaker 7472 and memberlist 7946
+# (metallb.universe.tf installation, "Requirements").
+NODE_PORTS = (*WINDOWS_AGENT_PORTS, (22, "sshd"), (2379, "etcd"), (2380, "etcd peers"), (5473, "Calico Typha"),
+              (7472, "MetalLB speaker"), (7946, "MetalLB memberlist"), (9100, "node-exporter"),
               (10257, "kube-controller-manager"), (10259, "kube-scheduler"))
 # Linux's ephemeral ports (net.ipv4.ip_local_port_range default 32768 60999, kernel Documentation/networking/
 # ip-sysctl.rst): a NodePort inside them can be taken by an outgoing connection first (kubernetes/kubernetes#111682).
@@ -1113,10 +1117,6 @@ def private_host(host: str) -> bool:
         name = host.lower().rstrip(".")
         return "." not in name or any(name == s or name.endswith("." + s) for s in _PRIVATE_SUFFIXES)
     return address.is_private or address in _SHARED_ADDRESS_SPACE
-
-
-def _url_host(url: str) -> str:
-    return url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
 
 
 @rule("backup", "observability", "tracing", "registry", "tls")

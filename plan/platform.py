@@ -39,6 +39,11 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
     )
 
 
+def linux_workers(spec: StackSpec) -> list[str]:
+    """The Linux workers a service of theirs can run on (a lost one runs nothing)."""
+    return [n.name for n in spec.nodes.linux if not n.lost]
+
+
 def survives_every_wave(spec: StackSpec, nodes: list[str]) -> bool:
     """Whether a service that runs on `nodes` keeps one of them through every wave of the stack's rolling operations
     (plan.rollout.stack_waves): then it gets a disruption budget of one, which a drain can always satisfy. On a single
@@ -71,19 +76,10 @@ def storage_params(spec: StackSpec) -> storage.StorageParams | None:
     )
 
 
-def longhorn_replicas(spec: StackSpec) -> int:
-    """Replicas of each Longhorn volume: as the stack says, else 3, or fewer on fewer Linux workers (Longhorn runs on
-    them only, and keeps each replica of a volume on its own node)."""
-    longhorn = spec.storage.longhorn if spec.storage is not None else None
-    if longhorn is not None and longhorn.replicas is not None:
-        return longhorn.replicas
-    return max(1, min(3, len(spec.nodes.linux)))
-
-
 def longhorn_params(spec: StackSpec, zones: tuple[str, ...]) -> storage.LonghornParams:
     """Each replica in its own zone while the zones with a Linux worker are enough; on fewer, spread where possible
     (a site of one zone still keeps its replicas on different workers)."""
-    replicas = longhorn_replicas(spec)
+    replicas = spec.longhorn_replicas
     return storage.LonghornParams(replicas=replicas, zones=zones,
                                   zone_per_replica=replicas <= len(spec.linux_worker_zones))
 
@@ -231,7 +227,7 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     if params is None:
         return None
     return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
-                       proxy_budget=survives_every_wave(spec, [n.name for n in spec.nodes.linux if not n.lost]),
+                       proxy_budget=survives_every_wave(spec, linux_workers(spec)),
                        tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION),
@@ -258,7 +254,7 @@ def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:
 @dataclass(frozen=True)
 class ResourceMetricsPlan:
     nodes: tuple[tuple[str, str], ...]                # (name, node address): what a serving certificate may name
-    linux_workers: int                                # where metrics-server can run
+    budget: bool                                      # metrics-server's two replicas and budget (survives_every_wave)
 
 
 def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
@@ -268,7 +264,7 @@ def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
     # The kubelet registers the node's --node-ip, on the node network (render/kubeadm.py), as its InternalIP.
     return ResourceMetricsPlan(nodes=tuple((n.name, str(n.ip)) for n in (*spec.linux_nodes, *spec.nodes.windows)
                                            if not n.lost),
-                               linux_workers=len([n for n in spec.nodes.linux if not n.lost]))
+                               budget=survives_every_wave(spec, linux_workers(spec)))
 
 
 @dataclass(frozen=True)

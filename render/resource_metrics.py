@@ -18,7 +18,7 @@ Design decisions, with their sources:
 * Placement: the chart selects no OS by default (metrics-server values.yaml ``nodeSelector: {}``), so it gets
   ``kubernetes.io/os: linux``: its image is Linux-only. metrics-server scrapes every node's kubelet, Windows ones included
   (``/metrics/resource``, pkg/scraper/client/resource/client.go; no OS filter).
-* metrics-server runs two replicas with a PodDisruptionBudget where there are two Linux workers, so a node drain never
+* metrics-server runs two replicas with a PodDisruptionBudget where every wave leaves it a Linux worker, so a node drain never
   takes the metrics API (and with it every HorizontalPodAutoscaler) away (metrics-server's README "High
   Availability": replicas, a budget and spreading).
 """
@@ -39,14 +39,14 @@ def _spread(app: str) -> dict[str, Any]:
                             "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}}}]}}
 
 
-def metrics_server_values(linux_workers: int) -> dict[str, Any]:
+def metrics_server_values(budget: bool) -> dict[str, Any]:
     """Values for the metrics-server chart (charts/metrics-server/values.yaml @3.13.1). Its defaultArgs stay (the
     kubelet's InternalIP first, which its certificate carries; the node's status port; 15 s resolution) and no
-    argument turns off certificate verification. Two replicas and a budget only with two Linux workers to spread
-    them over (it does not tolerate the control-plane taint): with one, a budget would stop that worker's drain for
-    good, its second replica having nowhere to go."""
+    argument turns off certificate verification. Two replicas and a budget only where every wave leaves it a Linux
+    worker (`budget`, plan/platform.py survives_every_wave; it does not tolerate the control-plane taint): on one
+    worker, a budget would stop that worker's drain for good, its second replica having nowhere to go."""
     values: dict[str, Any] = {"replicas": 1, "nodeSelector": {OS_LABEL: "linux"}}
-    if linux_workers >= 2:
+    if budget:
         values.update(replicas=2, affinity=_spread("metrics-server"),
                       podDisruptionBudget={"enabled": True, "minAvailable": 1})
     return values

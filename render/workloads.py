@@ -359,7 +359,7 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
 
     ``node_port_range`` is the cluster's ``--service-node-port-range`` (config ``node_port_range``); the
     API server refuses a Service whose nodePort lies outside it. ``proxy_budget``: the proxies get a disruption
-    budget (two Linux workers or more; on one, it would block that worker's drain for good)."""
+    budget (where every wave leaves them a Linux worker, plan/platform.py survives_every_wave)."""
     _check(p)
     require(tls_issuer is None or bool(p.host), "HTTPS needs the sample host name: cert-manager issues certificates "
                                                  "for listener hostnames only")

@@ -48,8 +48,8 @@ VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$")
 
 
-# The public key tools.init writes when it finds none: valid in form only (an ed25519 key of zero bytes), clearly not
-# anyone's key; config.rules refuses a stack that still has it.
+# The public key earlier releases of tools.init wrote when they found none: valid in form only (an ed25519 key of zero
+# bytes), clearly not anyone's key; config.rules refuses a stack that still has it.
 PLACEHOLDER_SSH_KEY = ("ssh-ed25519 " + base64.b64encode(b"\0\0\0\x0bssh-ed25519\0\0\0\x20" + bytes(32)).decode()
                        + " PLACEHOLDER-replace-with-your-own-key")
 
