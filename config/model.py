@@ -906,10 +906,10 @@ class ObjectStoreSpec(Spec):
 
 
 class BackupSpec(Spec):
-    """Velero: scheduled backups of every namespace's objects and, with fileSystemBackup, of pod volumes on Linux and
-    Windows nodes, to an S3-compatible store in this site and, with `offsite`, to one in another site; absent: no
-    backups. Needs the secrets backupAccessKeyId and backupSecretAccessKey (offsite: offsiteAccessKeyId and
-    offsiteSecretAccessKey)."""
+    """Velero: scheduled backups of the objects of every namespace but the platform's (which the program makes again)
+    and, with fileSystemBackup, of pod volumes on Linux and Windows nodes, to an S3-compatible store in this site and,
+    with `offsite`, to one in another site; absent: no backups. Needs the secrets backupAccessKeyId and
+    backupSecretAccessKey (offsite: offsiteAccessKeyId and offsiteSecretAccessKey)."""
     primary: ObjectStoreSpec
     """The store in this site: the default backup location."""
     offsite: ObjectStoreSpec | None = None

@@ -7,7 +7,23 @@ from typing import Any
 
 from config import compat
 from config.model import ObjectStoreSpec, StackSpec, WindowsKey
-from render import backup, custom_metrics, logging, metrics, network, security, storage, tls, windows_bootstrap, workloads
+from render import (
+    backup,
+    custom_metrics,
+    load_balancer,
+    logging,
+    metrics,
+    network,
+    policy,
+    progressive_delivery,
+    security,
+    storage,
+    tls,
+    tracing,
+    windows_bootstrap,
+    workloads,
+)
+from vocab.cluster import WINDOWS_SYSTEM_NAMESPACE
 from vocab.namespaces import NamespaceParams
 
 from .release import windows_release
@@ -310,6 +326,18 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
     return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec), gateway_api=spec.workloads is not None)
 
 
+# Every namespace the program makes or installs into, or that Kubernetes and the Tigera operator make: the platform's,
+# made again by the program on any cluster. Velero's schedules back up everything else (render/backup.py), and the
+# recovery restore in docs/backup.md leaves out exactly these (tests/test_backup.py checks both against a whole run).
+PLATFORM_NAMESPACES: tuple[str, ...] = tuple(sorted({
+    "kube-system", "kube-public", "kube-node-lease",              # Kubernetes' own
+    metrics.CALICO_NAMESPACE, network.CALICO_CHARTS_NAMESPACE, WINDOWS_SYSTEM_NAMESPACE,
+    backup.NAMESPACE, custom_metrics.KEDA_NAMESPACE, load_balancer.METALLB_NAMESPACE, logging.LOGGING_NAMESPACE,
+    metrics.MONITORING_NAMESPACE, policy.GATEKEEPER_NAMESPACE, progressive_delivery.NAMESPACE,
+    storage.LONGHORN_NAMESPACE, tls.CERT_MANAGER_NAMESPACE, tracing.NAMESPACE, workloads.GATEWAY_NAMESPACE,
+}))
+
+
 @dataclass(frozen=True)
 class BackupPlan:
     primary: backup.ObjectStore
@@ -318,6 +346,7 @@ class BackupPlan:
     retention_days: int
     file_system_backup: bool
     windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
+    excluded_namespaces: tuple[str, ...]              # what the schedules leave out: PLATFORM_NAMESPACES
     recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
     keep_default_repository_password: bool = False    # backup.keepVeleroDefaultRepositoryPassword
 
@@ -341,7 +370,7 @@ def backup_plan(spec: StackSpec) -> BackupPlan | None:
     return BackupPlan(
         primary=object_store(spec, b.primary), offsite=object_store(spec, b.offsite) if b.offsite is not None else None,
         schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
-        windows_agent_builds=builds,
+        windows_agent_builds=builds, excluded_namespaces=PLATFORM_NAMESPACES,
         recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None,
         keep_default_repository_password=b.keep_velero_default_repository_password)
 

@@ -31,6 +31,17 @@ Design decisions, with their sources:
   nodes: the image is built for ltsc2022 only (config/compat.py). Velero's own documents disagree on what it can back
   up there (the v1.18 Windows page: file system backup "NOT supported"; CHANGELOG-1.17: "fs-backup supports to
   backup/restore Windows workloads"), which docs/backup.md says.
+* Each volume's files are read by a pod Velero makes for that volume (pkg/exposer/pod_volume.go at v1.18.1,
+  createHostingPod), from the node agent's image, service account and volumes, on the client pod's node by
+  ``spec.nodeName``: the scheduler never sees it, so it tolerates only ``os=windows`` (hard-coded there) and the
+  ThirdPartyTolerations keys copied from the node agent (pkg/util/third_party.go), never our Windows taint. It runs all
+  the same, because a pod bound by name is checked by the kubelet, and the kubelet checks NoExecute taints only
+  (kubernetes pkg/kubelet/lifecycle/predicate.go generalFilter: "Kubelet is only interested in the NoExecute taint"),
+  while our Windows taint is NoSchedule (vocab/labels.py); tests/test_backup.py holds the two facts together.
+* The schedules leave out the platform's namespaces (plan/platform.py PLATFORM_NAMESPACES): the program makes them
+  again on any cluster and the recovery restore leaves them out (docs/backup.md), and velero's own would put the
+  stores' keys and the repository password in the stores, and back up the node agents' scratch volumes on every node
+  every night.
 """
 from __future__ import annotations
 
@@ -164,9 +175,12 @@ def ttl(retention_days: int) -> str:
     return f"{retention_days * 24}h0m0s"
 
 
-def schedule(location: str, cron: str, retention_days: int, file_system_backup: bool) -> dict[str, Any]:
-    """The Schedule that backs up every namespace to ``location``."""
+def schedule(location: str, cron: str, retention_days: int, file_system_backup: bool,
+             excluded_namespaces: tuple[str, ...]) -> dict[str, Any]:
+    """The Schedule that backs up every namespace but ``excluded_namespaces`` (the platform's, which this program
+    makes again on any cluster and a recovery restore leaves out) to ``location``."""
     require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
+    require(NAMESPACE in excluded_namespaces, f"Velero's own namespace {NAMESPACE!r} must not be backed up")
     return {
         "apiVersion": API_VERSION, "kind": "Schedule",
         "metadata": {"name": f"daily-{location}", "namespace": NAMESPACE},
@@ -175,6 +189,7 @@ def schedule(location: str, cron: str, retention_days: int, file_system_backup: 
             # Backups outlive a removed schedule: they are not owned by it.
             "useOwnerReferencesInBackup": False,
             "template": {"storageLocation": location, "ttl": ttl(retention_days), "includedNamespaces": ["*"],
+                         "excludedNamespaces": sorted(excluded_namespaces),
                          "includeClusterResources": True, "snapshotVolumes": False,
                          "defaultVolumesToFsBackup": file_system_backup},
         },

@@ -10,7 +10,7 @@ import pytest
 from config import compat
 from config.loader import load
 from config.secret_keys import required_secrets
-from plan.platform import backup_plan
+from plan.platform import PLATFORM_NAMESPACES, backup_plan
 from render import backup
 from render.scheduling import windows_toleration
 from tests.conftest import hk_prod_values, problems, raw_config
@@ -49,15 +49,106 @@ def test_a_recovery_location_is_read_only_and_never_the_default():
         backup.storage_location(backup.RECOVERY, MINIO, default=True)
 
 
-def test_schedules_back_up_everything_with_the_retention():
-    schedule = backup.schedule(backup.OFFSITE, "0 2 * * *", 30, file_system_backup=True)
+def test_schedules_back_up_everything_but_the_platform_with_the_retention():
+    schedule = backup.schedule(backup.OFFSITE, "0 2 * * *", 30, file_system_backup=True,
+                               excluded_namespaces=PLATFORM_NAMESPACES)
     validate_custom_resource(schedule, SCHEDULE_SCHEMA)
     template = schedule["spec"]["template"]
     assert template["storageLocation"] == "offsite" and template["ttl"] == "720h0m0s"
     assert template["includedNamespaces"] == ["*"] and template["defaultVolumesToFsBackup"] is True
+    assert template["excludedNamespaces"] == sorted(PLATFORM_NAMESPACES)
     assert schedule["spec"]["useOwnerReferencesInBackup"] is False
     with pytest.raises(ValueError):
-        backup.schedule(backup.PRIMARY, "daily", 30, True)
+        backup.schedule(backup.PRIMARY, "daily", 30, True, PLATFORM_NAMESPACES)
+    with pytest.raises(ValueError, match="own namespace"):
+        backup.schedule(backup.PRIMARY, "0 2 * * *", 30, True, ("kube-system",))
+
+
+def _namespaces_the_program_makes(values: dict) -> set[str]:
+    recording = run_program(raw_config(values))
+    made = {r.inputs["metadata"]["name"] for r in recording.by_type("kubernetes:core/v1:Namespace")}
+    return made | {r.inputs["namespace"] for r in recording.resources
+                   if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("namespace")}
+
+
+def test_the_schedules_leave_out_every_platform_namespace_and_with_it_the_node_agents_scratch_volumes():
+    """#39 item 2: every nightly backup went through Velero's own namespace, whose node agents' `scratch` emptyDirs
+    (node-agent-windows's included) are pod volumes like any other under defaultVolumesToFsBackup (pkg/util/podvolume
+    GetVolumesByPod at v1.18.1 skips hostPath, Secret, ConfigMap, projected and downward API volumes only), and whose
+    Secrets are the stores' keys and the repository password. The schedules of hk-prod, which has every section,
+    leave out every namespace the program makes or installs into but the application namespaces."""
+    values = hk_prod_values()
+    recording = run_program(raw_config(values))
+    schedules = recording.by_type("kubernetes:velero.io/v1:Schedule")
+    assert {s.inputs["metadata"]["name"] for s in schedules} == {"daily-primary", "daily-offsite"}
+    applications = {n["name"] for n in values.get("namespaces", [])} | {"win-prod", "linux-prod"}
+    platform = _namespaces_the_program_makes(values) - applications
+    assert backup.NAMESPACE in platform
+    for s in schedules:
+        excluded = set(s.inputs["spec"]["template"]["excludedNamespaces"])
+        assert platform <= excluded, sorted(platform - excluded)
+        assert not excluded & applications
+    # Velero's node agents really have volumes it would back up: the scratch emptyDir.
+    agent = backup.node_agent_windows(compat.VELERO_IMAGE, "10.0.20348")["spec"]["template"]["spec"]
+    assert any("emptyDir" in v for v in agent["volumes"])
+
+
+def _kubelet_admits(pod: dict, node_labels: dict[str, str], taints: list[dict[str, str]]) -> bool:
+    """The kubelet's admission of a pod bound to its node (kubernetes pkg/kubelet/lifecycle/predicate.go
+    generalFilter): the required node selector and affinity must match, and every NoExecute taint must be tolerated;
+    "Kubelet is only interested in the NoExecute taint"."""
+    spec = pod["spec"]
+    if any(node_labels.get(k) != v for k, v in spec.get("nodeSelector", {}).items()):
+        return False
+    required = spec.get("affinity", {}).get("nodeAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms")
+    if required is not None:
+        def matches(expr: dict) -> bool:
+            present = expr["key"] in node_labels
+            if expr["operator"] == "In":
+                return present and node_labels[expr["key"]] in expr["values"]
+            if expr["operator"] == "NotIn":
+                return not present or node_labels[expr["key"]] not in expr["values"]
+            raise AssertionError(expr["operator"])
+        if not any(all(matches(e) for e in term.get("matchExpressions", [])) for term in required):
+            return False
+
+    def tolerated(taint: dict[str, str]) -> bool:
+        return any(t.get("key") == taint["key"] and t.get("effect", taint["effect"]) == taint["effect"]
+                   and (t.get("operator") == "Exists" or t.get("value") == taint.get("value"))
+                   for t in spec.get("tolerations", []))
+    return all(tolerated(t) for t in taints if t["effect"] == "NoExecute")
+
+
+def test_velero_s_per_volume_pods_run_on_this_cluster_s_windows_nodes():
+    """#39 item 2: Velero 1.18.1 reads each Windows volume in a pod that tolerates only `os=windows`, never our
+    Windows taint. It is bound to the client pod's node by spec.nodeName (pkg/exposer/pod_volume.go createHostingPod),
+    so the scheduler never weighs the taint, and the kubelet admits it because our taint is NoSchedule. The pod below
+    is that function's Windows branch; the node is a Windows node as plan/nodes.py registers it. Were the Windows taint
+    ever NoExecute, every Windows volume backup would be refused, and this test says so."""
+    from plan.nodes import node_params
+    from tests.conftest import hk_prod_spec
+    spec = hk_prod_spec()
+    windows = spec.nodes.windows[0]
+    params = node_params(spec, windows)
+    taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in params.taints or ()]
+    assert taints, "a Windows node registers with the Windows taint"
+    labels = {"kubernetes.io/os": "windows", **params.labels}
+    hosting_pod = {"spec": {
+        "nodeName": windows.name,
+        "os": {"name": "windows"},
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["windows"]}]}]}}},
+        "tolerations": [{"key": "os", "operator": "Equal", "effect": "NoSchedule", "value": "windows"},
+                        {"key": "os", "operator": "Equal", "effect": "NoExecute", "value": "windows"}],
+    }}
+    assert _kubelet_admits(hosting_pod, labels, taints)
+    # The same pod on a node whose Windows taint were NoExecute: refused, which is what the check guards against.
+    assert not _kubelet_admits(hosting_pod, labels, [{**t, "effect": "NoExecute"} for t in taints])
+    # And the node agent it inherits from runs there: it tolerates the taint and selects the node's build.
+    builds = backup_plan(spec).windows_agent_builds
+    agent = backup.node_agent_windows(compat.VELERO_IMAGE, builds[0])["spec"]["template"]["spec"]
+    assert windows_toleration() in agent["tolerations"]
 
 
 def test_credentials_files_are_aws_shared_credentials():
@@ -198,10 +289,8 @@ def test_the_recovery_restore_excludes_every_platform_namespace_and_restores_clu
     [command] = re.findall(r"velero restore create dr-1 .*?\\\n\s+--exclude-namespaces (\S+)", text, re.S)
     excluded = set(command.split(","))
     assert "--include-cluster-resources=true" in text.split("velero restore create dr-1", 1)[1].split("\n", 1)[0]
-    recording = run_program(raw_config(hk_prod_values()))
-    made = {r.inputs["metadata"]["name"] for r in recording.by_type("kubernetes:core/v1:Namespace")}
-    made |= {r.inputs["namespace"] for r in recording.resources
-             if r.type.startswith("kubernetes:helm.sh/") and r.inputs.get("namespace")}
+    made = _namespaces_the_program_makes(hk_prod_values())
     applications = {n["name"] for n in hk_prod_values().get("namespaces", [])} | {"win-prod", "linux-prod"}
     assert made - applications <= excluded, sorted(made - applications - excluded)
-    assert {"kube-public", "kube-node-lease", "calico-system"} <= excluded
+    # One list: the restore leaves out exactly what the schedules leave out.
+    assert excluded == set(PLATFORM_NAMESPACES)

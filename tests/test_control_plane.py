@@ -860,7 +860,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
         # Cluster DNS and the Gateway's proxies get their disruption budgets (and the proxies their spread).
         "hk-prod-network-poddisruptionbudget-kube-system-coredns", "hk-prod-samples-envoyproxy-envoy-gateway-system-hybrid-samples",
         # The CSI charts come from their released archives at a commit instead of a branch's index: same versions.
-        "hk-prod-storage-csi-driver-nfs", "hk-prod-storage-csi-driver-smb"}
+        "hk-prod-storage-csi-driver-nfs", "hk-prod-storage-csi-driver-smb",
+        # The schedules leave out the platform's namespaces, Velero's own included.
+        "hk-prod-backup-schedule-velero-daily-offsite", "hk-prod-backup-schedule-velero-daily-primary"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]
     for csi in ("nfs", "smb"):
         step = next(s for s in run.plan.steps if s.name == f"hk-prod-storage-csi-driver-{csi}")
