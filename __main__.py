@@ -33,6 +33,7 @@ from config.secrets import read_secrets
 from plan.platform import (
     backup_plan,
     calico_params,
+    custom_metrics_plan,
     load_balancer_plan,
     observability_plan,
     policy_plan,
@@ -141,9 +142,9 @@ if (observability := observability_plan(spec)) is not None:
                                secrets.grafana_admin_password, linux_ready, windows_ready, storage_classes)
     metrics_stack = [monitoring.metrics_stack] if monitoring.metrics_stack is not None else []
 autoscaling_ready: Sequence[pulumi.Resource] = ()
-if spec.custom_metrics is not None:
+if (custom_metrics := custom_metrics_plan(spec)) is not None:
     # After metrics-server (KEDA's cpu trigger) and Prometheus (its prometheus trigger, and the PodMonitor CRD).
-    autoscaling_ready = [*CustomMetrics(f"{spec.cluster.name}-custom-metrics", cluster.provider,
+    autoscaling_ready = [*CustomMetrics(f"{spec.cluster.name}-custom-metrics", custom_metrics, cluster.provider,
                                         [*linux_ready, *metrics_server, *metrics_stack]).ready, *metrics_stack]
 policy_declared: Sequence[pulumi.Resource] = ()
 if (policy_spec := policy_plan(spec)) is not None:

@@ -99,7 +99,7 @@ class Backups(pulumi.ComponentResource):
         # A schedule per location it may write to: the recovery location is read-only.
         for location in (name for name in stores if name != backup.RECOVERY):
             declare(backup.schedule(location, plan.schedule, plan.retention_days, plan.file_system_backup,
-                                    plan.excluded_namespaces), locations)
+                                    plan.excluded_namespaces, plan.timezone), locations)
         for build in plan.windows_agent_builds:
             declare(backup.node_agent_windows(compat.VELERO_IMAGE, build), [velero, *windows_ready])
         self.register_outputs({"locations": sorted(stores), "velero": compat.VELERO_VERSION})

@@ -9,18 +9,24 @@ from collections.abc import Sequence
 import pulumi
 
 from config import compat
+from plan.platform import CustomMetricsPlan
 from render import custom_metrics
 
-from .k8s import helm_release
+from .k8s import helm_release, kubernetes_object, resource_name
 
 
 class CustomMetrics(pulumi.ComponentResource):
-    def __init__(self, name: str, provider: pulumi.ProviderResource, after: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, plan: CustomMetricsPlan, provider: pulumi.ProviderResource,
+                 after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:CustomMetrics", name, None, opts)
         # `after`: Linux nodes Ready, metrics-server (the cpu trigger) and Prometheus (the prometheus trigger).
         keda = helm_release(f"{name}-keda", compat.CHARTS["keda"], custom_metrics.KEDA_NAMESPACE,
-                            custom_metrics.keda_values(), provider=provider, parent=self, depends_on=list(after))
+                            custom_metrics.keda_values(plan.budget), provider=provider, parent=self,
+                            depends_on=list(after))
+        if plan.budget:
+            for budget in custom_metrics.keda_disruption_budgets():
+                kubernetes_object(f"{name}-{resource_name(budget)}", budget, provider=provider, parent=self,
+                                  depends_on=[keda])
         # What a ScaledObject waits for: KEDA's CRDs and its webhook, both part of the release.
         self.ready: list[pulumi.Resource] = [keda]
         self.register_outputs({"version": compat.CHARTS["keda"].version})

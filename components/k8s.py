@@ -55,10 +55,18 @@ def runs_on_windows(obj: dict[str, Any]) -> bool:
     return pod.get("os", {}).get("name") == "windows" or pod.get("nodeSelector", {}).get(OS_LABEL) == "windows"
 
 
+def type_token(obj: dict[str, Any]) -> str:
+    """The Pulumi type of an object's resource: `kubernetes:<group or core>/<version>:<Kind>`, as pulumi-kubernetes
+    names its typed resources and its CustomResource (`kubernetes:{api_version}:{kind}`)."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    return f"kubernetes:{group or 'core'}/{version}:{obj['kind']}"
+
+
 def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.ProviderResource, parent: pulumi.Resource,
                       depends_on: Sequence[pulumi.Resource] = (), patch: bool = False,
                       aliases: Sequence[pulumi.Alias] = (), ignore_changes: Sequence[str] = (),
-                      retain_on_delete: bool = False) -> pulumi.CustomResource:
+                      retain_on_delete: bool = False, replace_on_changes: Sequence[str] = (),
+                      delete_before_replace: bool = False) -> pulumi.CustomResource:
     """One object as its typed resource (a `...Patch` resource with patch=True); custom kinds as CustomResource.
     A Windows DaemonSet is awaited for WINDOWS_ROLLOUT_MINUTES."""
     group, _, version = obj["apiVersion"].rpartition("/")
@@ -66,6 +74,8 @@ def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.Provid
     opts = pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on),
                                   aliases=list(aliases) or None, ignore_changes=list(ignore_changes) or None,
                                   retain_on_delete=retain_on_delete or None,
+                                  replace_on_changes=list(replace_on_changes) or None,
+                                  delete_before_replace=delete_before_replace or None,
                                   custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout)
                                   if runs_on_windows(obj) else None)
     module_name = _MODULES.get(group)

@@ -26,8 +26,9 @@ class Policy(pulumi.ComponentResource):
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
                                      depends_on=list(depends_on))
 
-        gatekeeper = helm_release(f"{name}-gatekeeper", CHARTS["gatekeeper"], policy.GATEKEEPER_NAMESPACE, policy.gatekeeper_values(),
-                                  provider=provider, parent=self, depends_on=list(linux_ready))
+        gatekeeper = helm_release(f"{name}-gatekeeper", CHARTS["gatekeeper"], policy.GATEKEEPER_NAMESPACE,
+                                  policy.gatekeeper_values(plan.budget), provider=provider, parent=self,
+                                  depends_on=list(linux_ready))
         sync = declare(policy.sync_config(), [gatekeeper])
         templates = {t["spec"]["crd"]["spec"]["names"]["kind"]: declare(t, [gatekeeper]) for t in policy.templates()}
         self.constraints = [

@@ -31,7 +31,7 @@ class Tls(pulumi.ComponentResource):
         # With its Gateway API support on, cert-manager exits at start-up until the Gateway API's CRDs exist
         # (v1.21.1 pkg/controller/context.go): after them.
         chart = helm_release(release, CHARTS["cert-manager"], tls.CERT_MANAGER_NAMESPACE,
-                             tls.cert_manager_values(plan.gateway_api), provider=provider, parent=self,
+                             tls.cert_manager_values(plan.gateway_api, plan.budget), provider=provider, parent=self,
                              depends_on=[*linux_ready, *gateway_api_crds])
         issuer_after: list[pulumi.Resource] = [chart]
         if plan.ca:
@@ -47,7 +47,11 @@ class Tls(pulumi.ComponentResource):
         # approver-policy's webhook certificate comes from cert-manager's cainjector (its templates/webhook.yaml):
         # after cert-manager. Its policies are its chart's CRD, and its webhook validates them: after it.
         approver = helm_release(f"{name}-approver-policy", CHARTS["approver-policy"], tls.CERT_MANAGER_NAMESPACE,
-                                tls.approver_policy_values(), provider=provider, parent=self, depends_on=[chart])
+                                tls.approver_policy_values(plan.budget), provider=provider, parent=self, depends_on=[chart])
+        if plan.budget:
+            budget = tls.approver_policy_disruption_budget()
+            kubernetes_object(f"{name}-{resource_name(budget)}", budget, provider=provider, parent=self,
+                              depends_on=[approver])
         # The policies pass approver-policy's webhook (failurePolicy Fail), which serves once cainjector has put the
         # CA in its configuration: nothing in the chart waits for that (cert-manager's own chart has its
         # startupapicheck Job for its webhook; approver-policy's has none), so a dry run of each is admitted first.

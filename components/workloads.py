@@ -16,7 +16,7 @@ from render import custom_metrics, policy, progressive_delivery, workloads
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
-from .k8s import crd_chart, helm_release, kubernetes_object, resource_name
+from .k8s import crd_chart, helm_release, kubernetes_object, resource_name, type_token
 from .scheduling import Scheduling
 
 
@@ -70,14 +70,14 @@ class SampleWorkloads(pulumi.ComponentResource):
         linux_ready = [node_ready[n] for n in plan.linux_nodes]
         envoy_gateway = helm_release(
             f"{name}-envoy-gateway", compat.CHARTS["envoy-gateway"], workloads.GATEWAY_NAMESPACE,
-            workloads.envoy_gateway_values(), provider=provider, parent=self, depends_on=[crds, *linux_ready])
+            workloads.envoy_gateway_values(plan.budget), provider=provider, parent=self, depends_on=[crds, *linux_ready])
         # The EnvoyProxy, GatewayClass and Gateway are the chart's CRDs: after the chart. The Gateway is
         # awaited until Programmed (its pulumi.com/waitFor).
         gateway: list[pulumi.Resource] = []
         # With a LoadBalancer implementation the Gateway is Programmed once its Service has an address from the
         # pool: it waits for the pool.
         for obj in workloads.gateway_objects(params, node_port_range=plan.node_ports, load_balancer=plan.load_balancer,
-                                             tls_issuer=plan.tls_issuer, proxy_budget=plan.proxy_budget):
+                                             tls_issuer=plan.tls_issuer, proxy_budget=plan.budget):
             gateway += declare([obj], [envoy_gateway, *gateway, *load_balancer, *issuer])
         windows_nodes = plan.windows_nodes
         linux_objects = workloads.api_linux(params)
@@ -120,12 +120,19 @@ class SampleWorkloads(pulumi.ComponentResource):
         if plan.autoscaling is not None:
             # Each after its Deployment (KEDA's admission webhook reads the target's CPU requests) and, for KEDA's,
             # after KEDA's CRDs and webhook (`autoscaling_ready`).
+            # A sample's autoscaler is one resource whichever kind it is (its CPU HorizontalPodAutoscaler, or with
+            # customMetrics the ScaledObject whose HPA KEDA makes under the same name): the other kind is its alias,
+            # and a change of kind deletes the old before the new is made (render/workloads.py other_autoscaler).
             for scaler in workloads.autoscalers(params, plan.autoscaling, rollout=plan.blue_green is not None):
                 namespace = scaler["metadata"]["namespace"]
                 if namespace == params.win_namespace and not windows_nodes:
                     continue
-                declare([scaler], [*services, *rollouts,
-                                   *(autoscaling_ready if scaler["kind"] == "ScaledObject" else ())])
+                other = workloads.other_autoscaler(scaler)
+                kubernetes_object(
+                    f"{name}-{resource_name(scaler)}", scaler, provider=provider, parent=self,
+                    depends_on=[*services, *rollouts, *(autoscaling_ready if scaler["kind"] == "ScaledObject" else ())],
+                    aliases=[pulumi.Alias(name=f"{name}-{resource_name(other)}", type_=type_token(other))],
+                    replace_on_changes=list(workloads.AUTOSCALER_KIND_FIELDS), delete_before_replace=True)
         self.register_outputs({"windows_sample": bool(windows_nodes),
                                "gateway_node_port": None if plan.load_balancer else workloads.GATEWAY_HTTP_NODE_PORT,
                                "windows_build": windows_release(SAMPLE_WINDOWS_VERSION).build})

@@ -652,10 +652,12 @@ ARGO_ROLLOUTS_TESTED_KUBERNETES: tuple[str, ...] = ("1.32", "1.33", "1.34", "1.3
 VELERO_VERSION = "v1.18.1"     # vmware-tanzu/velero tag v1.18.1 (26ef8fa7df68, 2026-05-12)
 VELERO_IMAGE = f"docker.io/velero/velero:{VELERO_VERSION}"
 VELERO_WINDOWS_BUILDS: tuple[str, ...] = ("win2022",)
-# The AWS (S3) object store plugin for Velero 1.18: "| v1.14.x | v1.18.x |" (velero-plugin-for-aws release-1.14
-# README, compatibility); Velero's upgrade-to-1.18.md installs velero/velero-plugin-for-aws:v1.14.0. Only the tag
-# v1.14.0-rc.1 (2026-02-13) was seen in the plugin's repository: the final tag is unconfirmed.
-VELERO_AWS_PLUGIN_IMAGE = "docker.io/velero/velero-plugin-for-aws:v1.14.0"
+# The AWS (S3) object store plugin for Velero 1.18: "| v1.14.x | v1.18.x |" (velero-plugin-for-aws README at tag
+# v1.14.0, compatibility); Velero's upgrade-to-1.18.md installs velero/velero-plugin-for-aws:v1.14.0. The repository
+# moved to velero-io/velero-plugin-for-aws, where v1.14.0 is released (2a52b1296d4e, 2026-03-06) and v1.14.2 is the
+# newest patch of the line (5463822fd77b, 2026-06-16: Go and dependency CVE fixes, EBS KMS on restore); its push.yml
+# publishes the image to Docker Hub on every tag (hack/docker-push.sh).
+VELERO_AWS_PLUGIN_IMAGE = "docker.io/velero/velero-plugin-for-aws:v1.14.2"
 # Velero README "Velero compatibility matrix": "| 1.18 | 1.18-latest | 1.33.7, 1.34.1, and 1.35.0 |" (tested);
 # newer minors are "expected" to work, untested: config.rules warns.
 VELERO_TESTED_KUBERNETES: tuple[str, ...] = ("1.33", "1.34", "1.35")

@@ -916,7 +916,7 @@ class BackupSpec(Spec):
     """A store in another site (another city): every backup is also made there, and with etcdBackup each control-plane
     node uploads its encrypted snapshots there (secrets etcdOffsiteAccessKeyId and etcdOffsiteSecretAccessKey)."""
     schedule: Annotated[str, matching(r"^(\S+ ){4}\S+$", 'a five-field cron expression, e.g. "0 2 * * *"')] = "0 2 * * *"
-    """When the backups run (cron, the cluster's time zone: UTC)."""
+    """When the backups run (cron, in the stack's `timezone`)."""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     """How long a backup is kept (and an etcd snapshot off-site)."""
     file_system_backup: bool = True
@@ -1059,7 +1059,8 @@ class StackSpec(Spec):
     """NTP servers for every node."""
     timezone: IanaZone = "Etc/UTC"
     """The Linux nodes' time zone (an IANA name, e.g. Asia/Hong_Kong): their logs' local time and when their timers
-    (etcdBackup.schedule) fire. Earlier releases set Asia/Hong_Kong on every node: set it to keep that."""
+    (etcdBackup.schedule) fire, and the time zone of backup.schedule. Earlier releases set Asia/Hong_Kong on every node:
+    set it to keep that."""
     storage: StorageSpec | None = None
     """Persistent storage (optional)."""
     windows: WindowsSpec = WindowsSpec()

@@ -67,6 +67,13 @@ def survives_every_wave(spec: StackSpec, nodes: list[str]) -> bool:
     return len(nodes) >= 2 and all(set(nodes) - set(wave) for wave in stack_waves(spec))
 
 
+def worker_services_budget(spec: StackSpec) -> bool:
+    """Whether the cluster services that run on the Linux workers (metrics-server, the Gateway's controller and
+    proxies, cert-manager's webhook, approver-policy, KEDA, Gatekeeper's webhook) get two replicas and a budget of one
+    (render/availability.py): where every wave leaves them a worker."""
+    return survives_every_wave(spec, linux_workers(spec))
+
+
 def log_output(spec: StackSpec) -> logging.LogOutput | None:
     """Where Fluent Bit ships logs; None without `observability.logs` (no log shipping)."""
     out = spec.observability.logs if spec.observability is not None else None
@@ -210,13 +217,15 @@ def observability_plan(spec: StackSpec) -> ObservabilityPlan | None:
 class PolicyPlan:
     enforcement_action: str
     namespaces: tuple[str, ...]
+    budget: bool                                      # worker_services_budget
 
 
 def policy_plan(spec: StackSpec) -> PolicyPlan | None:
     """Gatekeeper and its constraints; None without a `policy` section (not installed)."""
     if spec.policy is None:
         return None
-    return PolicyPlan(enforcement_action=spec.policy.enforcement_action, namespaces=tuple(spec.policy.namespaces))
+    return PolicyPlan(enforcement_action=spec.policy.enforcement_action, namespaces=tuple(spec.policy.namespaces),
+                      budget=worker_services_budget(spec))
 
 
 @dataclass(frozen=True)
@@ -235,7 +244,7 @@ class SamplesPlan:
     windows_nodes: tuple[str, ...]                    # the Windows nodes of the sample's build
     autoscaling: workloads.SampleAutoscaling | None = None   # with resourceMetrics: the samples' autoscalers
     blue_green: BlueGreen | None = None                # with progressiveDelivery: Rollouts take the Deployments over
-    proxy_budget: bool = False                         # the Gateway's proxies get a disruption budget (survives_every_wave)
+    budget: bool = False                              # the Gateway's proxies and controller: worker_services_budget
 
 
 def samples_plan(spec: StackSpec) -> SamplesPlan | None:
@@ -243,7 +252,7 @@ def samples_plan(spec: StackSpec) -> SamplesPlan | None:
     if params is None:
         return None
     return SamplesPlan(params=params, node_ports=spec.cluster.node_ports, load_balancer=spec.load_balancer is not None,
-                       proxy_budget=survives_every_wave(spec, linux_workers(spec)),
+                       budget=worker_services_budget(spec),
                        tls_issuer=tls.ISSUER_NAME if spec.tls is not None else None,
                        linux_nodes=tuple(n.name for n in spec.nodes.linux),
                        windows_nodes=tuple(n.name for n in spec.nodes.windows if n.version == SAMPLE_WINDOWS_VERSION),
@@ -270,7 +279,7 @@ def sample_autoscaling(spec: StackSpec) -> workloads.SampleAutoscaling | None:
 @dataclass(frozen=True)
 class ResourceMetricsPlan:
     nodes: tuple[tuple[str, str], ...]                # (name, node address): what a serving certificate may name
-    budget: bool                                      # metrics-server's two replicas and budget (survives_every_wave)
+    budget: bool                                      # metrics-server's two replicas and budget: worker_services_budget
 
 
 def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
@@ -280,7 +289,7 @@ def resource_metrics_plan(spec: StackSpec) -> ResourceMetricsPlan | None:
     # The kubelet registers the node's --node-ip, on the node network (render/kubeadm.py), as its InternalIP.
     return ResourceMetricsPlan(nodes=tuple((n.name, str(n.ip)) for n in (*spec.linux_nodes, *spec.nodes.windows)
                                            if not n.lost),
-                               budget=survives_every_wave(spec, linux_workers(spec)))
+                               budget=worker_services_budget(spec))
 
 
 @dataclass(frozen=True)
@@ -301,6 +310,7 @@ class TlsPlan:
     ca: bool                                          # an internal CA: its key pair Secret from Pulumi secrets
     grants: tuple[tls.Grant, ...] = ()                # what approver-policy lets the issuer sign, per namespace
     gateway_api: bool = False                         # the Gateway API CRDs are installed (the samples' Envoy Gateway)
+    budget: bool = False                              # the webhook and approver-policy: worker_services_budget
 
 
 def tls_grants(spec: StackSpec) -> tuple[tls.Grant, ...]:
@@ -322,8 +332,10 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
         return TlsPlan(issuer=tls.acme_cluster_issuer(spec.tls.acme.server, spec.tls.acme.email,
                                                       workloads.GATEWAY_NAME, workloads.GATEWAY_NAMESPACE,
                                                       spec.tls.acme.ca_certificate), ca=False,
-                       grants=tls_grants(spec), gateway_api=spec.workloads is not None)
-    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec), gateway_api=spec.workloads is not None)
+                       grants=tls_grants(spec), gateway_api=spec.workloads is not None,
+                       budget=worker_services_budget(spec))
+    return TlsPlan(issuer=tls.ca_cluster_issuer(), ca=True, grants=tls_grants(spec), gateway_api=spec.workloads is not None,
+                   budget=worker_services_budget(spec))
 
 
 # Every namespace the program makes or installs into, or that Kubernetes and the Tigera operator make: the platform's,
@@ -347,6 +359,7 @@ class BackupPlan:
     file_system_backup: bool
     windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
     excluded_namespaces: tuple[str, ...]              # what the schedules leave out: PLATFORM_NAMESPACES
+    timezone: str                                     # the stack's: `schedule` is read in it
     recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
     keep_default_repository_password: bool = False    # backup.keepVeleroDefaultRepositoryPassword
 
@@ -370,9 +383,21 @@ def backup_plan(spec: StackSpec) -> BackupPlan | None:
     return BackupPlan(
         primary=object_store(spec, b.primary), offsite=object_store(spec, b.offsite) if b.offsite is not None else None,
         schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
-        windows_agent_builds=builds, excluded_namespaces=PLATFORM_NAMESPACES,
+        windows_agent_builds=builds, excluded_namespaces=PLATFORM_NAMESPACES, timezone=spec.timezone,
         recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None,
         keep_default_repository_password=b.keep_velero_default_repository_password)
+
+
+@dataclass(frozen=True)
+class CustomMetricsPlan:
+    budget: bool                                      # KEDA's three Deployments: worker_services_budget
+
+
+def custom_metrics_plan(spec: StackSpec) -> CustomMetricsPlan | None:
+    """KEDA; None without a `customMetrics` section."""
+    if spec.custom_metrics is None:
+        return None
+    return CustomMetricsPlan(budget=worker_services_budget(spec))
 
 
 @dataclass(frozen=True)

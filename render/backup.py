@@ -175,17 +175,24 @@ def ttl(retention_days: int) -> str:
     return f"{retention_days * 24}h0m0s"
 
 
+UTC = "Etc/UTC"
+
+
 def schedule(location: str, cron: str, retention_days: int, file_system_backup: bool,
-             excluded_namespaces: tuple[str, ...]) -> dict[str, Any]:
+             excluded_namespaces: tuple[str, ...], timezone: str = UTC) -> dict[str, Any]:
     """The Schedule that backs up every namespace but ``excluded_namespaces`` (the platform's, which this program
-    makes again on any cluster and a recovery restore leaves out) to ``location``."""
+    makes again on any cluster and a recovery restore leaves out) to ``location``, at ``cron`` in ``timezone`` (the
+    stack's, as the nodes' timers: Velero reads `CRON_TZ=<IANA name> <cron>`, docs/v1.18/backup-reference.md "Time
+    zone specification", from the zoneinfo of its image, whose paketo jammy-tiny run image installs tzdata; without a
+    prefix it is UTC)."""
     require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
     require(NAMESPACE in excluded_namespaces, f"Velero's own namespace {NAMESPACE!r} must not be backed up")
+    require(bool(timezone) and " " not in timezone, f"{timezone!r} is not an IANA time zone name")
     return {
         "apiVersion": API_VERSION, "kind": "Schedule",
         "metadata": {"name": f"daily-{location}", "namespace": NAMESPACE},
         "spec": {
-            "schedule": cron,
+            "schedule": cron if timezone == UTC else f"CRON_TZ={timezone} {cron}",
             # Backups outlive a removed schedule: they are not owned by it.
             "useOwnerReferencesInBackup": False,
             "template": {"storageLocation": location, "ttl": ttl(retention_days), "includedNamespaces": ["*"],

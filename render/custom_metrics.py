@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from render import availability
 from vocab.checks import DNS_LABEL, require
 
 KEDA_NAMESPACE = "keda"   # the install guide's (`helm install keda kedacore/keda --namespace keda`)
@@ -49,16 +50,38 @@ ENVOY_METRICS_PATH = "/stats/prometheus"
 # The window of the rate: four scrapes at the PodMonitor's interval, so one missed scrape does not empty it.
 SCRAPE_INTERVAL = "15s"
 RATE_WINDOW = "2m"
-TRANSFER_HPA_OWNERSHIP = "scaledobject.keda.sh/transfer-hpa-ownership"
 
 
-def keda_values() -> dict[str, Any]:
+# KEDA's three Deployments, by their values key, and the `app` label each one's pods carry (keda/values.yaml
+# operator.name and webhooks.name at v2.20.2; the metrics server's pods are `<operator.name>-metrics-apiserver`,
+# templates/metrics-server/deployment.yaml).
+KEDA_COMPONENTS = {"operator": "keda-operator", "metricsServer": "keda-operator-metrics-apiserver",
+                   "webhooks": "keda-admission-webhooks"}
+
+
+def keda_values(budget: bool) -> dict[str, Any]:
     """Values for the keda chart (kedacore/charts keda/values.yaml at v2.20.2). Its CRDs are chart templates
     (``crds.install``, default true) with no keep policy, so uninstalling the chart would delete every ScaledObject
     in the cluster; Helm keeps a resource annotated ``helm.sh/resource-policy: keep`` (Helm docs, "Tell Helm Not To
     Uninstall a Resource"), set through ``crds.additionalAnnotations``. Nothing names an OS: the chart pins its pods to
-    Linux, and a second ``kubernetes.io/os`` key would be a duplicate in its nodeSelector."""
-    return {"crds": {"install": True, "additionalAnnotations": {"helm.sh/resource-policy": "keep"}}}
+    Linux, and a second ``kubernetes.io/os`` key would be a duplicate in its nodeSelector.
+
+    With ``budget`` (plan/platform.py survives_every_wave), each of the three runs two replicas spread over nodes, with
+    a budget of this program's (keda_disruption_budgets): the operator is leader-elected, one active and one standing
+    by; the metrics server (external.metrics.k8s.io, which every ScaledObject's HPA reads) "can run multiple replicas",
+    one serving, the other there for a failover (keda-docs content/docs/2.20/operate/cluster.md, High Availability);
+    the admission webhooks serve from each. The chart's own budgets cannot say unhealthyPodEvictionPolicy
+    (templates/*/poddisruptionbudget.yaml), so they stay off (their values unset)."""
+    values: dict[str, Any] = {"crds": {"install": True, "additionalAnnotations": {"helm.sh/resource-policy": "keep"}}}
+    if budget:
+        for key, app in KEDA_COMPONENTS.items():
+            values[key] = {"replicaCount": availability.REPLICAS, "affinity": availability.host_spread({"app": app})}
+    return values
+
+
+def keda_disruption_budgets() -> list[dict[str, Any]]:
+    """A budget of one for each of KEDA's Deployments (keda_values with ``budget``)."""
+    return [availability.disruption_budget(app, KEDA_NAMESPACE, {"app": app}) for app in KEDA_COMPONENTS.values()]
 
 
 def prometheus_address(monitoring_namespace: str) -> str:
@@ -99,13 +122,10 @@ def scaled_object(name: str, namespace: str, labels: dict[str, str], min_replica
     return {
         "apiVersion": SCALED_OBJECT_API_VERSION,
         "kind": "ScaledObject",
-        # A stack that had the sample's CPU autoscaler (named like the sample, render/workloads.py) before KEDA: the
-        # ScaledObject adopts it under that name instead of being refused by KEDA's webhook for a workload "already
-        # managed by the hpa" (apis/keda/v1alpha1/scaledobject_types.go ScaledObjectTransferHpaOwnershipAnnotation;
-        # scaledobject-spec.md: "Use to transfer an existing HPA ownership to this ScaledObject").
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels),
-                     "annotations": {TRANSFER_HPA_OWNERSHIP: "true"}},
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
+            # KEDA's HPA under the sample's name, as its CPU autoscaler without KEDA: the program deletes the one
+            # before it makes the other (render/workloads.py AUTOSCALER_KIND_FIELDS), so they never meet.
             "advanced": {"horizontalPodAutoscalerConfig": {"name": name}},
             "scaleTargetRef": dict(scale_target),
             "minReplicaCount": min_replicas,

@@ -32,6 +32,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from render import availability
 from render.script_files import render_script
 from vocab.labels import CONTROL_PLANE_TAINT_KEY, OS_LABEL, WINDOWS_TAINT_KEY
 
@@ -257,13 +258,9 @@ COREDNS_LABELS = {"k8s-app": "kube-dns"}
 
 
 def dns_disruption_budget() -> dict[str, Any]:
-    """A drain evicts one CoreDNS pod at a time and waits for it to run elsewhere before the next (policy/v1
-    PodDisruptionBudget); AlwaysAllow lets a drain evict a pod that is not Ready, which would otherwise block it
-    (unhealthyPodEvictionPolicy, GA in Kubernetes 1.31). Only where a drain can satisfy it (CalicoParams.dns_budget)."""
-    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-            "metadata": {"name": "coredns", "namespace": "kube-system", "labels": {"app.kubernetes.io/managed-by": "pulumi"}},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": dict(COREDNS_LABELS)},
-                     "unhealthyPodEvictionPolicy": "AlwaysAllow"}}
+    """CoreDNS's budget of one (render/availability.py), kubeadm's addon having none; only where a drain can satisfy
+    it (CalicoParams.dns_budget)."""
+    return availability.disruption_budget("coredns", "kube-system", COREDNS_LABELS)
 
 
 KUBE_PROXY_WINDOWS = "kube-proxy-windows"

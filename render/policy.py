@@ -60,6 +60,7 @@ from typing import Any
 
 import yaml
 
+from render import availability
 from render.script_files import render_script
 from vocab.checks import DNS_LABEL
 from vocab.labels import (
@@ -131,10 +132,18 @@ def _linux() -> dict[str, str]:
     return {OS_LABEL: "linux"}
 
 
-def gatekeeper_values() -> dict[str, Any]:
+def gatekeeper_values(budget: bool) -> dict[str, Any]:
     """Helm values for the gatekeeper chart: every Gatekeeper pod on Linux nodes, explicit resources, audit
-    limited to the kinds constraints match."""
+    limited to the kinds constraints match.
+
+    The chart always renders a budget for the webhook's controller-manager pods (three replicas, spread over nodes
+    by its default affinity), ``pdb.controllerManager.minAvailable`` (templates/gatekeeper-controller-manager-
+    poddisruptionbudget.yaml at v3.23.0, default 1), and cannot say unhealthyPodEvictionPolicy. It is 1 where every
+    wave leaves Gatekeeper a node (`budget`, plan/platform.py survives_every_wave) and 0 elsewhere: on a single
+    worker its default would stop that worker's drain for good. A second budget of this program's over the same pods
+    would make each of them unevictable (render/availability.py)."""
     return {
+        "pdb": {"controllerManager": {"minAvailable": availability.MIN_AVAILABLE if budget else 0}},
         "controllerManager": {"nodeSelector": _linux(), "resources": copy.deepcopy(_COMPONENT_RESOURCES)},
         "audit": {"nodeSelector": _linux(), "resources": copy.deepcopy(_COMPONENT_RESOURCES)},
         "postInstall": {"nodeSelector": _linux()},

@@ -36,6 +36,10 @@ from vocab.labels import OS_LABEL
 NAMESPACE = "argo-rollouts"
 API_VERSION = "argoproj.io/v1alpha1"
 PREVIEW_SUFFIX = "-preview"
+# The label the Rollout controller puts on each revision's ReplicaSet and pods, in place of the Deployment controller's
+# pod-template-hash (argoproj/argo-rollouts v1.9.0, the chart's appVersion: pkg/apis/rollouts/v1alpha1/types.go
+# DefaultRolloutUniqueLabelKey; rollout/sync.go adds it to the new ReplicaSet's template).
+POD_TEMPLATE_HASH_LABEL = "rollouts-pod-template-hash"
 
 
 def rollouts_values() -> dict[str, Any]:

@@ -26,17 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from render import availability
 from vocab.labels import OS_LABEL
 
 # The chart's namespace: kube-system, where metrics-server's own manifests install it (manifests/base).
 NAMESPACE = "kube-system"
-
-
-def _spread(app: str) -> dict[str, Any]:
-    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
-        "weight": 100,
-        "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
-                            "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}}}}]}}
 
 
 def metrics_server_values(budget: bool) -> dict[str, Any]:
@@ -47,6 +41,9 @@ def metrics_server_values(budget: bool) -> dict[str, Any]:
     worker, a budget would stop that worker's drain for good, its second replica having nowhere to go."""
     values: dict[str, Any] = {"replicas": 1, "nodeSelector": {OS_LABEL: "linux"}}
     if budget:
-        values.update(replicas=2, affinity=_spread("metrics-server"),
-                      podDisruptionBudget={"enabled": True, "minAvailable": 1})
+        # The chart renders unhealthyPodEvictionPolicy on Kubernetes 1.27 and later (templates/pdb.yaml at 3.13.1),
+        # which Helm reads from the cluster (helm.v3.Release).
+        values.update(replicas=availability.REPLICAS,
+                      affinity=availability.host_spread({"app.kubernetes.io/name": "metrics-server"}),
+                      podDisruptionBudget={"enabled": True, **availability.budget_fields()})
     return values

@@ -32,6 +32,8 @@ import base64
 from dataclasses import dataclass
 from typing import Any
 
+from render import availability
+
 CERT_MANAGER_NAMESPACE = "cert-manager"
 ISSUER_NAME = "hybrid-cluster"
 CA_SECRET_NAME = "hybrid-cluster-ca"
@@ -59,17 +61,33 @@ class Grant:
     usages: tuple[str, ...] = SERVER_USAGES
 
 
-def cert_manager_values(gateway_api: bool) -> dict[str, Any]:
+# cert-manager's webhook pods (deploy/charts/cert-manager/templates/webhook-deployment.yaml at v1.21.1), alone in
+# its namespace with this component label.
+WEBHOOK_LABELS = {"app.kubernetes.io/component": "webhook"}
+# approver-policy's pods: `app: <chart name>` (deploy/charts/approver-policy/templates/deployment.yaml at v0.27.0).
+APPROVER_POLICY_LABELS = {"app": "cert-manager-approver-policy"}
+
+
+def cert_manager_values(gateway_api: bool, budget: bool) -> dict[str, Any]:
     """`gateway_api`: the stack installs the Gateway API CRDs (the samples' Envoy Gateway). cert-manager's Gateway API
     support needs them: with it on and no CRDs, the controller exits at start-up (v1.21.1 pkg/controller/context.go:
     "If they are not found return an error which will cause cert-manager to crashloopbackoff", "the Gateway API CRDs
-    do not seem to be present"), so a stack without the samples would never get a running cert-manager."""
-    return {
+    do not seem to be present"), so a stack without the samples would never get a running cert-manager.
+
+    `budget` (plan/platform.py survives_every_wave): the webhook, which every write of a cert-manager resource goes
+    through (failurePolicy Fail, templates/webhook-validating-webhook.yaml), runs two replicas spread over nodes with
+    the chart's budget, which renders unhealthyPodEvictionPolicy (templates/webhook-poddisruptionbudget.yaml). The
+    controller and cainjector are leader-elected: a drain delays their work, it breaks nothing."""
+    values: dict[str, Any] = {
         "crds": {"enabled": True, "keep": True},
         "disableAutoApproval": True,
         "config": {"apiVersion": "controller.config.cert-manager.io/v1alpha1", "kind": "ControllerConfiguration",
                    "gatewayAPI": {"enabled": gateway_api}},
     }
+    if budget:
+        values["webhook"] = {"replicaCount": availability.REPLICAS, "affinity": availability.host_spread(WEBHOOK_LABELS),
+                             "podDisruptionBudget": {"enabled": True, **availability.budget_fields()}}
+    return values
 
 
 def ca_secret_metadata() -> dict[str, Any]:
@@ -101,8 +119,18 @@ def acme_cluster_issuer(server: str, email: str, gateway_name: str, gateway_name
             }}}
 
 
-def approver_policy_values() -> dict[str, Any]:
-    return {"crds": {"enabled": True, "keep": True}, "app": {"approveSignerNames": [SIGNER_NAME]}}
+def approver_policy_values(budget: bool) -> dict[str, Any]:
+    """With `budget`: two replicas spread over nodes (leader-elected; its webhook checks CertificateRequestPolicies,
+    and while none runs no CertificateRequest is approved), with approver_policy_disruption_budget: the chart's own
+    budget cannot say unhealthyPodEvictionPolicy (its values schema allows no such key at v0.27.0), so it stays off."""
+    values: dict[str, Any] = {"crds": {"enabled": True, "keep": True}, "app": {"approveSignerNames": [SIGNER_NAME]}}
+    if budget:
+        values.update(replicaCount=availability.REPLICAS, affinity=availability.host_spread(APPROVER_POLICY_LABELS))
+    return values
+
+
+def approver_policy_disruption_budget() -> dict[str, Any]:
+    return availability.disruption_budget("cert-manager-approver-policy", CERT_MANAGER_NAMESPACE, APPROVER_POLICY_LABELS)
 
 
 def chart_fullname(release: str, chart: str) -> str:

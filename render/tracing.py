@@ -37,6 +37,10 @@ NAMESPACE = "opentelemetry"
 COLLECTOR = "otel-collector"          # fullnameOverride: the Service's name
 OTLP_GRPC_PORT = 4317
 OTLP_HTTP_PORT = 4318
+# The OTLP/gRPC exporter's component type since collector v0.144.0, whose `otlp` is a deprecated alias that logs a
+# warning (open-telemetry/opentelemetry-collector v0.158.0, the chart's appVersion: exporter/otlpexporter/metadata.yaml
+# "type: otlp_grpc", "deprecated_type: otlp"; CHANGELOG v0.144.0, #14403). The receiver keeps its name `otlp`.
+OTLP_GRPC_EXPORTER = "otlp_grpc"
 AGENT_VOLUME = "otel-agent"
 AGENT_DIR = "/otel"
 CA_CONFIG_MAP = "otel-backend-ca"
@@ -83,10 +87,10 @@ def collector_values(image_repository: str, command: str, backend: str, insecure
         "ports": {name: {"enabled": False} for name in ("jaeger-compact", "jaeger-thrift", "jaeger-grpc", "zipkin")},
         "config": {
             "receivers": {"jaeger": None, "zipkin": None, "prometheus": None},
-            "exporters": {"otlp": {"endpoint": backend, "tls": tls}},
+            "exporters": {OTLP_GRPC_EXPORTER: {"endpoint": backend, "tls": tls}},
             "service": {"pipelines": {
                 "logs": None, "metrics": None,
-                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["otlp"]},
+                "traces": {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": [OTLP_GRPC_EXPORTER]},
             }},
         },
     }

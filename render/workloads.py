@@ -41,7 +41,9 @@ Design decisions, with their sources:
   unreachable/not-ready nodes; field description in the v1.36 schema, and
   https://kubernetes.io/docs/concepts/architecture/nodes/ on condition taints). ``nodeAffinityPolicy``
   stays at its default Honor, so only zones that have nodes of the right OS/build count, and
-  ``matchLabelKeys: [pod-template-hash]`` spreads each ReplicaSet revision on its own during a rollout.
+  ``matchLabelKeys`` spreads each revision on its own during a rollout: ``pod-template-hash`` for a Deployment's pods,
+  ``rollouts-pod-template-hash`` for a Rollout's (render/progressive_delivery.py), each ignored on the pods that do
+  not carry it ("Keys that don't exist in the incoming pod labels will be ignored", the v1.36 field description).
 * Probes. A startupProbe holds liveness and readiness off until the app first answers, so slow starts
   (a Windows container's first start, a JVM warming up) never count as failures; the budget is
   generous on Windows (5 minutes) where a cold nanoserver start and HNS endpoint setup are slow.
@@ -87,7 +89,7 @@ from vocab.labels import DISTRO_LABEL, OS_LABEL, ZONE_LABEL
 from vocab.namespaces import parse_quantity
 from vocab.samples import LINUX_RESOURCES, WIN_RESOURCES
 
-from . import custom_metrics, progressive_delivery, tls, tracing
+from . import availability, custom_metrics, progressive_delivery, tls, tracing
 
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
@@ -192,7 +194,8 @@ def _zone_spread(app: str, zone_key: str) -> list[dict[str, Any]]:
         "topologyKey": zone_key,
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-        "matchLabelKeys": ["pod-template-hash"],
+        # Both owners' revision labels: the template is the same with and without progressive delivery.
+        "matchLabelKeys": ["pod-template-hash", progressive_delivery.POD_TEMPLATE_HASH_LABEL],
         "nodeTaintsPolicy": "Honor",
     }]
 
@@ -324,13 +327,25 @@ def _linux_affinity() -> dict[str, Any]:
         {"matchExpressions": [{"key": OS_LABEL, "operator": "In", "values": ["linux"]}]}]}}}
 
 
-def envoy_gateway_values() -> dict[str, Any]:
+# The controller's pods (charts/gateway-helm/templates/envoy-gateway-deployment.yaml, read at v1.9.0).
+GATEWAY_CONTROLLER_LABELS = {"control-plane": "envoy-gateway"}
+
+
+def envoy_gateway_values(budget: bool) -> dict[str, Any]:
     """Values for the Envoy Gateway chart (charts/gateway-helm/values.yaml): its controller pod on Linux
-    nodes (``deployment.pod.affinity``, templates/envoy-gateway-deployment.yaml), two replicas. The Envoy
-    data plane it creates is placed by the EnvoyProxy of ``gateway_objects``."""
-    return {"deployment": {"replicas": 2, "pod": {"affinity": _linux_affinity()}},
-            # The CRDs come from gateway-crds-helm (config/compat.py says why).
-            "crds": {"enabled": False}}
+    nodes (``deployment.pod.affinity``, templates/envoy-gateway-deployment.yaml), two replicas (leader-elected; each
+    serves the proxies' configuration). The Envoy data plane it creates is placed by the EnvoyProxy of
+    ``gateway_objects``. With ``budget`` (plan/platform.py survives_every_wave), the replicas spread over nodes and the
+    chart's budget, which renders unhealthyPodEvictionPolicy and takes whole numbers only (a percentage renders no
+    budget: templates/envoy-gateway-poddisruptionbudget.yaml, read at v1.9.0)."""
+    affinity = _linux_affinity()
+    values: dict[str, Any] = {"deployment": {"replicas": availability.REPLICAS, "pod": {"affinity": affinity}},
+                              # The CRDs come from gateway-crds-helm (config/compat.py says why).
+                              "crds": {"enabled": False}}
+    if budget:
+        affinity.update(availability.host_spread(GATEWAY_CONTROLLER_LABELS))
+        values["podDisruptionBudget"] = availability.budget_fields()
+    return values
 
 
 def envoy_gateway_crd_values() -> dict[str, Any]:
@@ -402,8 +417,9 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
     if proxy_budget:
         # A drain moves one proxy at a time (the EnvoyProxy's envoyPDB), evicting an unready one too.
         envoy_proxy["spec"]["provider"]["kubernetes"]["envoyPDB"] = {
-            "minAvailable": 1,
-            "patch": {"type": "StrategicMerge", "value": {"spec": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}}}}
+            "minAvailable": availability.MIN_AVAILABLE,
+            "patch": {"type": "StrategicMerge",
+                      "value": {"spec": {"unhealthyPodEvictionPolicy": availability.UNHEALTHY_POD_EVICTION}}}}
     if p.tracing_sampling is not None:
         envoy_proxy["spec"]["telemetry"] = tracing.gateway_tracing(p.tracing_sampling)
     gateway_class = {
@@ -505,6 +521,28 @@ def scale_target(name: str, rollout: bool) -> dict[str, str]:
     if rollout:
         return {"apiVersion": progressive_delivery.API_VERSION, "kind": "Rollout", "name": name}
     return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name}
+
+
+# A sample's autoscaler is a HorizontalPodAutoscaler on CPU, or with customMetrics a KEDA ScaledObject whose HPA KEDA
+# makes under the same name. Switching between them must delete the one before making the other, in both directions:
+# KEDA's webhook refuses a ScaledObject for a workload another HPA scales (apis/keda/v1alpha1/scaledobject_webhook.go
+# verifyHpas at v2.20.2), and a new HPA of the ScaledObject's HPA's name fails as "already exists" while KEDA's is
+# there (pulumi-kubernetes creates, it does not upsert: provider/pkg/await/await.go). Pulumi makes the new one first
+# unless the two are one resource: the component aliases each to the other kind and replaces it, deleting first, when
+# these fields change (pulumi-kubernetes' Diff replaces on a name or namespace change only, provider.go). Deleting the
+# ScaledObject takes KEDA's HPA with it (its ownerReference with blockOwnerDeletion, controllers/keda/hpa.go; Pulumi's
+# foreground delete returns once the owner is gone).
+AUTOSCALER_KIND_FIELDS = ("apiVersion", "kind")
+
+
+def other_autoscaler(scaler: dict[str, Any]) -> dict[str, Any]:
+    """The same autoscaler as the other kind: the identity it had, or will have, when customMetrics is switched."""
+    kinds = {"HorizontalPodAutoscaler": (custom_metrics.SCALED_OBJECT_API_VERSION, "ScaledObject"),
+             "ScaledObject": (HPA_API_VERSION, "HorizontalPodAutoscaler")}
+    require(scaler["kind"] in kinds, f"{scaler['kind']} is not an autoscaler")
+    api_version, kind = kinds[scaler["kind"]]
+    meta = scaler["metadata"]
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": meta["name"], "namespace": meta["namespace"]}}
 
 
 def _cpu_autoscaler(name: str, namespace: str, low: int, high: int, utilization: int, rollout: bool) -> dict[str, Any]:

@@ -88,6 +88,10 @@ def test_the_schedules_leave_out_every_platform_namespace_and_with_it_the_node_a
         excluded = set(s.inputs["spec"]["template"]["excludedNamespaces"])
         assert platform <= excluded, sorted(platform - excluded)
         assert not excluded & applications
+    # At 02:00 in the stack's time zone, as its nodes' timers (#39 item 6): Velero's CRON_TZ prefix.
+    assert {s.inputs["spec"]["schedule"] for s in schedules} == {"CRON_TZ=Asia/Hong_Kong 0 2 * * *"}
+    utc = backup.schedule(backup.PRIMARY, "0 2 * * *", 30, True, PLATFORM_NAMESPACES, timezone="Etc/UTC")
+    assert utc["spec"]["schedule"] == "0 2 * * *"
     # Velero's node agents really have volumes it would back up: the scratch emptyDir.
     agent = backup.node_agent_windows(compat.VELERO_IMAGE, "10.0.20348")["spec"]["template"]["spec"]
     assert any("emptyDir" in v for v in agent["volumes"])

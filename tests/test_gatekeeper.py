@@ -452,7 +452,7 @@ def test_constraints_refuse_bad_input(action, namespaces):
 
 
 def test_gatekeeper_values_keep_every_pod_on_linux():
-    values = policy.gatekeeper_values()
+    values = policy.gatekeeper_values(budget=True)
     for component in ("controllerManager", "audit", "postInstall", "postUpgrade", "preUninstall", "crds"):
         assert values[component]["nodeSelector"] == {OS_LABEL: "linux"}, component
     for component in ("controllerManager", "audit"):

@@ -114,3 +114,16 @@ def test_the_blue_green_services_selectors_are_left_to_the_controller(hk_recordi
     for ns, app in (("win-prod", "api-win"), ("linux-prod", "api-linux")):
         for name in (app, f"{app}-preview"):
             assert hk_recording.named(f"hk-prod-samples-service-{ns}-{name}").ignore_changes == ["spec.selector"]
+
+
+def test_a_rollout_s_pods_spread_by_their_own_revision():
+    """#39 item 8: the samples' zone spread counts each revision on its own through matchLabelKeys, but a Rollout's
+    pods carry rollouts-pod-template-hash and no pod-template-hash (argo-rollouts v1.9.0 rollout/sync.go), so with
+    only pod-template-hash every revision was spread as one. Each owner's revision label is a key."""
+    revision_labels = {"Deployment": "pod-template-hash", "Rollout": progressive_delivery.POD_TEMPLATE_HASH_LABEL}
+    for deployment in deployments():
+        [constraint] = deployment["spec"]["template"]["spec"]["topologySpreadConstraints"]
+        for owner, label in revision_labels.items():
+            assert label in constraint["matchLabelKeys"], owner
+        assert not set(constraint["matchLabelKeys"]) & set(constraint["labelSelector"]["matchLabels"])
+        kubernetes_validate.validate(deployment, K8S, strict=True)

@@ -767,6 +767,13 @@ def _runtime_release(tmp_path: Path, containerd: str, runc: str) -> Path:
     release.mkdir()
     _executable(build / "bin/containerd", f'echo "containerd github.com/containerd/containerd/v2 v{containerd} 0123abcd"')
     _executable(build / "bin/containerd-shim-runc-v2", "exit 0")
+    # ctr plugins ls as containerd prints it (cmd/ctr/commands/plugins/plugins.go): the CRI's STATUS is $T/cri-status,
+    # ok unless a test says otherwise, and only while this containerd runs.
+    _executable(build / "bin/ctr", r"""[[ -f "$T/active-containerd" ]] || { echo "ctr: connection refused" >&2; exit 1; }
+printf 'TYPE                     ID      PLATFORMS      STATUS    \n'
+printf 'io.containerd.cri.v1     images  -              %s    \n' "$(cat "$T/cri-status" 2>/dev/null || echo ok)"
+printf 'io.containerd.grpc.v1    cri     linux/amd64    %s    \n' "$(cat "$T/cri-status" 2>/dev/null || echo ok)"
+""")
     tarball = f"containerd-static-{containerd}-linux-amd64.tar.gz"
     with tarfile.open(release / tarball, "w:gz") as archive:
         archive.add(build / "bin", arcname="bin")
@@ -791,6 +798,7 @@ systemctl() {
     *) return 0 ;;
   esac
 }
+sleep() { :; }
 """
 
 
@@ -861,6 +869,30 @@ def test_a_runtime_that_does_not_start_is_put_back_and_started_again(tmp_path):
     assert (root / "usr/local/lib/systemd/system/containerd.service").read_text() == "[Service]\n# containerd 2.1.3\n"
     calls = (tmp_path / "systemctl").read_text().splitlines()
     assert calls[-2:] == ["daemon-reload", "start containerd"] and (tmp_path / "active-containerd").exists()
+
+
+def test_a_runtime_that_starts_without_its_cri_is_stopped_put_back_and_started_again(tmp_path):
+    """#39 item 8: containerd starts, and systemd says so, with its CRI plugin failed to load; the kubelet could not
+    reach it. The swap waits for the CRI (ctr plugins ls) and puts the old runtime back when it never loads."""
+    root = _runtime_node(tmp_path)
+    (tmp_path / "cri-status").write_text("error")
+    result = _swap(tmp_path, root)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "started without its CRI plugin" in result.stdout and "the previous runtime is back" in result.stdout
+    assert _versions(root) == ("v2.1.3", "1.5.0")
+    calls = (tmp_path / "systemctl").read_text().splitlines()
+    # Started, found without its CRI, stopped, the old binaries and unit back, started again.
+    assert calls == ["is-active --quiet containerd", "stop containerd", "daemon-reload", "start containerd",
+                     "stop containerd", "daemon-reload", "start containerd"]
+    assert (tmp_path / "active-containerd").exists()
+
+
+def test_a_runtime_whose_cri_loads_is_kept(tmp_path):
+    root = _runtime_node(tmp_path)
+    (tmp_path / "cri-status").write_text("ok")
+    result = _swap(tmp_path, root)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _versions(root) == ("v2.1.4", "1.5.1")
 
 
 def test_a_release_that_installs_another_version_is_put_back(tmp_path):

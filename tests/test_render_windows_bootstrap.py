@@ -448,8 +448,14 @@ def test_containerd_binaries_are_staged_and_verified_before_anything_stops(name:
     _before(step, "if ((Get-FileSha256 $partial) -ne $Digest) {", "Copy-Item -LiteralPath $partial -Destination $Path")
     install = step.split("function Install-StagedContainerd", 1)[1].split("\n}\n", 1)[0]
     _before(install, "Move-Item -LiteralPath $target -Destination $aside", "Copy-Item -LiteralPath $binary.FullName -Destination $target")
-    _before(install, 'if ($installed -ne "v$Version") { throw', "if ($wasRunning) { Start-Service -Name containerd }")
+    _before(install, 'if ($installed -ne "v$Version") { throw', "Start-Service -Name containerd")
+    # A daemon that starts with its CRI not loaded is a failed swap too (#39 item 8): waited for before the catch,
+    # which stops the service before it puts the old binaries back.
+    _before(install, "Start-Service -Name containerd", "Wait-CriServing $ContainerdDir")
+    _before(install, "Wait-CriServing $ContainerdDir", "} catch {")
+    assert "if ($fields.Count -ge 4 -and $fields[0] -eq 'io.containerd.grpc.v1' -and $fields[1] -eq 'cri')" in step
     rollback = install.split("} catch {", 1)[1]
+    _before(rollback, "Stop-Service -Name containerd -Force", "Move-Item -LiteralPath $pair[1]")
     _before(rollback, "Remove-Item -LiteralPath $target", "Move-Item -LiteralPath $pair[1] -Destination $pair[0] -Force")
     _before(rollback, "Move-Item -LiteralPath $pair[1]", "throw ")
 

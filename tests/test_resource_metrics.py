@@ -32,7 +32,8 @@ def test_metrics_server_verifies_kubelets_and_runs_on_linux():
     values = resource_metrics.metrics_server_values(budget=True)
     assert values["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert "insecure" not in repr(values).lower()
-    assert values["replicas"] == 2 and values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
+    assert values["replicas"] == 2 and values["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1,
+                                                                     "unhealthyPodEvictionPolicy": "AlwaysAllow"}
     # One Linux worker (the lab): no budget that would hold its drain forever.
     single = resource_metrics.metrics_server_values(budget=False)
     assert single["replicas"] == 1 and "podDisruptionBudget" not in single

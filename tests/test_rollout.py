@@ -143,23 +143,82 @@ def test_cluster_dns_and_the_gateway_survive_every_wave_or_have_no_budget_to_blo
     assert {c["topologyKey"] for c in spread} == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
     assert all(c["labelSelector"]["matchLabels"] == gateway_proxy_labels() for c in spread)
     assert proxy.inputs["metadata"]["namespace"] == GATEWAY_NAMESPACE
-    # metrics-server (render/resource_metrics.py: two replicas, spread, a budget with two Linux workers) runs on the
-    # Linux workers as the proxies do: its budget exists exactly where theirs does.
-    metrics = recording.named("hk-prod-metrics-server-metrics-server").inputs["values"]
-    assert ("podDisruptionBudget" in metrics) == gateway_kept
-    if gateway_kept:
-        assert metrics["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1} and metrics["replicas"] == 2
-    # hk-prod as it is keeps all three through every wave.
+    # Every other cluster service on the Linux workers has its budget exactly where the proxies have theirs.
+    check_worker_services(recording, gateway_kept)
+    # hk-prod as it is keeps all of them through every wave.
     if max_unavailable is None:
         assert dns_kept and gateway_kept
 
 
-def test_a_single_linux_worker_gets_no_gateway_budget_to_block_its_drain():
+def _values(recording, suffix: str) -> dict:
+    [release] = [r for r in recording.resources if r.type.startswith("kubernetes:helm.sh/") and r.name.endswith(suffix)]
+    return release.inputs["values"]
+
+
+def _spread_over_hosts(affinity: dict, labels: dict[str, str]) -> bool:
+    terms = affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    return any(t["podAffinityTerm"] == {"topologyKey": "kubernetes.io/hostname",
+                                        "labelSelector": {"matchLabels": labels}} for t in terms)
+
+
+def check_worker_services(recording, kept: bool) -> None:
+    """metrics-server, the Gateway's controller, cert-manager's webhook, approver-policy, KEDA's operator, metrics
+    server and webhooks, and Gatekeeper's webhook (#39 item 4): where every wave leaves the Linux workers one (`kept`),
+    two replicas spread over nodes and exactly one budget of one that lets a drain evict an unready pod; elsewhere no
+    budget at all (Gatekeeper's, which its chart always renders, at 0). Never two budgets over one service: the
+    eviction API refuses to evict a pod two budgets select (render/availability.py)."""
+    budgets = _budgets(recording)
+    always_allow = {"minAvailable": 1, "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+    # Charts whose own budget renders every field: the budget comes from their values.
+    metrics = _values(recording, "-metrics-server-metrics-server")
+    gateway = _values(recording, "-samples-envoy-gateway")
+    webhook = _values(recording, "-tls-cert-manager").get("webhook", {})
+    assert ("podDisruptionBudget" in metrics) == kept
+    assert ("podDisruptionBudget" in gateway) == kept
+    assert ("podDisruptionBudget" in webhook) == kept
+    # Charts whose own budget cannot say unhealthyPodEvictionPolicy: theirs stays off, the program's is an object.
+    approver = _values(recording, "-tls-approver-policy")
+    keda = _values(recording, "-custom-metrics-keda")
+    assert "podDisruptionBudget" not in approver and "podDisruptionBudget" not in keda
+    own = {("cert-manager", "cert-manager-approver-policy"): {"app": "cert-manager-approver-policy"},
+           **{("keda", app): {"app": app} for app in
+              ("keda-operator", "keda-operator-metrics-apiserver", "keda-admission-webhooks")}}
+    for key, labels in own.items():
+        assert (key in budgets) == kept, key
+        if kept:
+            assert budgets[key] == {**always_allow, "selector": {"matchLabels": labels}}
+    gatekeeper = _values(recording, "-policy-gatekeeper")
+    assert gatekeeper["pdb"] == {"controllerManager": {"minAvailable": 1 if kept else 0}}
+    if not kept:
+        assert "replicaCount" not in approver and set(keda) == {"crds"}
+        return
+    assert metrics["podDisruptionBudget"] == {"enabled": True, **always_allow} and metrics["replicas"] == 2
+    assert _spread_over_hosts(metrics["affinity"], {"app.kubernetes.io/name": "metrics-server"})
+    assert gateway["podDisruptionBudget"] == always_allow and gateway["deployment"]["replicas"] == 2
+    assert _spread_over_hosts(gateway["deployment"]["pod"]["affinity"], {"control-plane": "envoy-gateway"})
+    assert webhook["podDisruptionBudget"] == {"enabled": True, **always_allow} and webhook["replicaCount"] == 2
+    assert _spread_over_hosts(webhook["affinity"], {"app.kubernetes.io/component": "webhook"})
+    assert approver["replicaCount"] == 2
+    assert _spread_over_hosts(approver["affinity"], own[("cert-manager", "cert-manager-approver-policy")])
+    for component, app in (("operator", "keda-operator"), ("metricsServer", "keda-operator-metrics-apiserver"),
+                           ("webhooks", "keda-admission-webhooks")):
+        assert keda[component]["replicaCount"] == 2 and _spread_over_hosts(keda[component]["affinity"], {"app": app})
+
+
+def test_a_single_linux_worker_gets_no_budget_to_block_its_drain():
+    """A lab with one Linux worker and every section whose services run there: no budget could be met while that
+    worker drains, so none exists (Gatekeeper's chart default of 1 blocked the drain before, #39 item 4)."""
     from tests.test_examples import LAB, values_of
     values = values_of(LAB)
-    values["workloads"] = {}
+    hk = hk_prod_values()
+    values["workloads"] = {"sampleHost": "samples.lab.example.com"}
+    values["policy"] = hk["policy"]
+    values["tls"] = {"ca": {}}
+    values["observability"] = {"metrics": {}}
+    values["customMetrics"] = {}
     recording = run_program(raw_config(values))
     [proxy] = [r for r in recording.resources if r.type == "kubernetes:gateway.envoyproxy.io/v1alpha1:EnvoyProxy"]
     assert "envoyPDB" not in proxy.inputs["spec"]["provider"]["kubernetes"]
+    check_worker_services(recording, kept=False)
     # One control-plane node and one worker: CoreDNS keeps a node through each (a wave of one each).
     assert ("kube-system", "coredns") in _budgets(recording)

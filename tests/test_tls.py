@@ -30,12 +30,12 @@ def test_both_issuers_pass_the_crd_schema_strictly():
 
 
 def test_cert_manager_values_turn_on_its_crds_and_gateway_api_support_only_with_the_gateway_api_crds():
-    values = tls.cert_manager_values(gateway_api=True)
+    values = tls.cert_manager_values(gateway_api=True, budget=False)
     assert values["crds"] == {"enabled": True, "keep": True}
     assert values["disableAutoApproval"] is True         # approver-policy decides, not cert-manager
     assert values["config"]["gatewayAPI"] == {"enabled": True}
     assert "nodeSelector" not in repr(values)    # the chart's defaults already select Linux
-    assert tls.cert_manager_values(gateway_api=False)["config"]["gatewayAPI"] == {"enabled": False}
+    assert tls.cert_manager_values(gateway_api=False, budget=False)["config"]["gatewayAPI"] == {"enabled": False}
 
 
 def test_tls_without_the_samples_runs_cert_manager_without_gateway_api_support_and_refuses_acme():

@@ -24,15 +24,16 @@ def test_the_collector_is_a_linux_gateway_exporting_traces_only():
     assert values["image"] == {"repository": compat.OTEL_COLLECTOR_IMAGE_REPOSITORY}
     assert values["command"] == {"name": "otelcol-k8s"} and values["fullnameOverride"] == tracing.COLLECTOR
     config = values["config"]
-    assert config["exporters"] == {"otlp": {"endpoint": "tempo.hk-prod.internal:4317", "tls": {"insecure": True}}}
+    # otlp_grpc, not its deprecated alias otlp (collector v0.158.0, #39 item 8).
+    assert config["exporters"] == {"otlp_grpc": {"endpoint": "tempo.hk-prod.internal:4317", "tls": {"insecure": True}}}
     assert config["receivers"] == {"jaeger": None, "zipkin": None, "prometheus": None}
     pipelines = config["service"]["pipelines"]
     assert pipelines["logs"] is None and pipelines["metrics"] is None
-    assert pipelines["traces"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["otlp"]}
+    assert pipelines["traces"] == {"receivers": ["otlp"], "processors": ["memory_limiter", "batch"], "exporters": ["otlp_grpc"]}
     # memory_limiter's percentages are of the memory limit.
     assert values["resources"]["limits"]["memory"]
     with_ca = tracing.collector_values("r", "c", "tempo:4317", insecure=False, ca_file="/etc/ca/ca.crt")
-    assert with_ca["config"]["exporters"]["otlp"]["tls"] == {"insecure": False, "ca_file": "/etc/ca/ca.crt"}
+    assert with_ca["config"]["exporters"]["otlp_grpc"]["tls"] == {"insecure": False, "ca_file": "/etc/ca/ca.crt"}
     with pytest.raises(ValueError):
         tracing.collector_values("r", "c", "tempo", insecure=True)
 
@@ -69,7 +70,7 @@ def test_api_linux_loads_the_java_agent_and_stays_restricted():
 
 def test_hk_prod_runs_the_collector_and_traces_the_samples(hk_recording):
     release = hk_recording.named("hk-prod-tracing-opentelemetry-collector")
-    assert release.inputs["values"]["config"]["exporters"]["otlp"]["endpoint"] == "tempo.hk-prod.internal:4317"
+    assert release.inputs["values"]["config"]["exporters"]["otlp_grpc"]["endpoint"] == "tempo.hk-prod.internal:4317"
     proxy = hk_recording.named("hk-prod-samples-envoyproxy-envoy-gateway-system-hybrid-samples")
     assert proxy.inputs["spec"]["telemetry"]["tracing"]["samplingRate"] == 10
 

@@ -232,8 +232,28 @@ install_staged_runtime() {
   replace_executable "${RUNTIME_STAGE}/runc" "${RUNC_PATH}"
 }
 
+# cri_serving: whether containerd's CRI plugin loaded. containerd starts, and systemd reports it started, with a
+# plugin that failed to load (a bad [plugins."io.containerd.cri.v1.runtime"] section, a missing snapshotter): the
+# daemon runs without it and the kubelet cannot reach it. `ctr plugins ls` (from the same release) lists every
+# plugin with STATUS ok, or error/skip where it failed (containerd cmd/ctr/commands/plugins/plugins.go); the CRI
+# is TYPE io.containerd.grpc.v1, ID cri.
+cri_serving() {
+  "${RUNTIME_BIN}"/ctr plugins ls 2>/dev/null \
+    | awk '$1 == "io.containerd.grpc.v1" && $2 == "cri" { found = 1; ok = ($NF == "ok") } END { exit !(found && ok) }'
+}
+
+# wait_for_cri: up to a minute for containerd to answer with its CRI loaded (it answers within seconds of its start).
+wait_for_cri() {
+  local attempt
+  for ((attempt = 0; attempt < 30; attempt++)); do
+    cri_serving && return 0
+    sleep 2
+  done
+  return 1
+}
+
 # swap_runtime: the staged runtime in place of the installed one (see above); dies, with the old one
-# running again, if anything fails.
+# running again, if anything fails, the new one's CRI not loading included.
 swap_runtime() {
   local backup was_active=0 name
   [[ -n "${RUNTIME_STAGE}" ]] || die "swap_runtime before stage_runtime"
@@ -268,6 +288,12 @@ swap_runtime() {
   if ((was_active)) && ! systemctl start containerd; then
     restore_runtime "${backup}" "${was_active}"
     die "containerd ${CONTAINERD_VERSION} did not start; the previous runtime is back"
+  fi
+  if ((was_active)) && ! wait_for_cri; then
+    # It runs: stopped first, or restore_runtime's start would leave the new binaries running.
+    systemctl stop containerd || log "systemctl stop containerd failed"
+    restore_runtime "${backup}" "${was_active}"
+    die "containerd ${CONTAINERD_VERSION} started without its CRI plugin (ctr plugins ls); the previous runtime is back"
   fi
   rm -rf "${RUNTIME_STAGE}" "${backup}"
   RUNTIME_STAGE=""

@@ -32,6 +32,27 @@ function Get-StagedContainerd([string]$Version, [string]$TarballUrl) {
     if (@(Get-ChildItem -LiteralPath (Join-Path $stage 'bin') -Filter '*.exe').Count -eq 0) { throw "$TarballUrl holds no bin\*.exe" }
     $stage
 }
+## containerd starts, and the service reports Running, with a CRI plugin that failed to load: the kubelet could not
+## reach it. ctr.exe (from the same release) lists each plugin's STATUS, ok or error/skip, and the CRI is TYPE
+## io.containerd.grpc.v1, ID cri (containerd cmd/ctr/commands/plugins/plugins.go; lib/prepare-helpers.sh does the same).
+function Test-CriServing([string]$ContainerdDir) {
+    $lines = & (Join-Path $ContainerdDir 'ctr.exe') plugins ls 2>$null
+    if ($LASTEXITCODE -ne 0) { return $false }
+    foreach ($line in @($lines)) {
+        $fields = -split $line
+        if ($fields.Count -ge 4 -and $fields[0] -eq 'io.containerd.grpc.v1' -and $fields[1] -eq 'cri') {
+            return ($fields[-1] -eq 'ok')
+        }
+    }
+    $false
+}
+function Wait-CriServing([string]$ContainerdDir) {
+    for ($attempt = 0; $attempt -lt 30; $attempt++) {
+        if (Test-CriServing $ContainerdDir) { return }
+        Start-Sleep -Seconds 2
+    }
+    throw 'containerd started without its CRI plugin (ctr plugins ls)'
+}
 function Install-StagedContainerd([string]$Stage, [string]$Version, [string]$ContainerdDir) {
     $null = New-Item -ItemType Directory -Path $ContainerdDir -Force
     $service = Get-Service -Name containerd -ErrorAction SilentlyContinue
@@ -53,7 +74,10 @@ function Install-StagedContainerd([string]$Stage, [string]$Version, [string]$Con
         }
         $installed = Get-ContainerdVersion (Join-Path $ContainerdDir 'containerd.exe')
         if ($installed -ne "v$Version") { throw "containerd.exe reports '$installed' after the install, not v$Version" }
-        if ($wasRunning) { Start-Service -Name containerd }
+        if ($wasRunning) {
+            Start-Service -Name containerd
+            Wait-CriServing $ContainerdDir
+        }
     } catch {
         $failure = "$_"
         Stop-Service -Name containerd -Force -ErrorAction SilentlyContinue
