@@ -15,7 +15,7 @@ import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
 import pulumi_tls as tls
 
-from config.model import BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
+from config.model import DEFAULT_MTU, BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
 from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
 from plan.rollout import lanes
@@ -142,7 +142,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 # clone.retries). That is all it does: no locking or queueing of its own.
                 retries=3,
             ),
-            cpu=proxmoxve.VmLegacyCpuArgs(cores=node.cpu, sockets=1, type="host"),
+            cpu=proxmoxve.VmLegacyCpuArgs(cores=node.cpu, sockets=1, type=spec.proxmox.cpu_type),
             # No ballooning: the kubelet sizes allocatable memory once, at start.
             memory=proxmoxve.VmLegacyMemoryArgs(dedicated=node.memory_mb, floating=0),
             scsi_hardware="virtio-scsi-single",
@@ -154,8 +154,13 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             ],
             network_devices=[
                 # On a VLAN-aware bridge the NIC carries the tag (Proxmox's per-NIC `tag`); else the bridge is the VLAN.
+                # A jumbo-frame underlay's MTU is set on the NIC (virtio tells the guest; Proxmox refuses to start a VM
+                # whose NIC MTU exceeds its bridge's, qemu-server print_netdevice_full), since Proxmox VE 8 leaves an
+                # unset one at 1500; unset at 1500, as before.
                 proxmoxve.VmLegacyNetworkDeviceArgs(bridge=vlan.proxmox_bridge, model="virtio",
-                                                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None)
+                                                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None,
+                                                    mtu=spec.network.underlay_mtu
+                                                    if spec.network.underlay_mtu != DEFAULT_MTU else None)
                 for vlan, _, _ in nics
             ],
             agent=proxmoxve.VmLegacyAgentArgs(enabled=True),

@@ -204,8 +204,9 @@ class CalicoSpec(Spec):
 class VlanSpec(Spec):
     """One network the VMs attach to."""
     vlan_id: Annotated[int, Field(ge=1, le=4094)] | None = None
-    """VLAN tag on the Hyper-V VM NICs, and on the Proxmox ones with proxmoxVlanAware; absent: untagged (a flat
-    network). Without proxmoxVlanAware, Proxmox NICs take the VLAN from proxmoxBridge."""
+    """VLAN tag on the Hyper-V VM NICs (unless hypervVlanTagged is false), and on the Proxmox ones with
+    proxmoxVlanAware; absent: untagged (a flat network). Without proxmoxVlanAware, Proxmox NICs take the VLAN from
+    proxmoxBridge."""
     cidr: IPv4Net
     """The network, e.g. 10.30.30.0/24."""
     gateway: IPv4Addr | None = None
@@ -217,12 +218,22 @@ class VlanSpec(Spec):
     proxmox_vlan_aware: bool = False
     """proxmoxBridge is VLAN-aware (bridge-vlan-aware yes): the Linux VMs' NICs carry vlanId themselves. false: the
     bridge is on the VLAN already (e.g. vmbr30 bound to eno1.30) and they carry no tag."""
+    hyperv_vlan_tagged: bool = True
+    """The Hyper-V hosts' external switches reach this VLAN through a trunk: the Windows VMs' NICs carry vlanId
+    (Set-VMNetworkAdapterVlan -Access). false: the switch's uplink is an access port on the VLAN already, and they
+    carry no tag."""
+
+
+# Ethernet's MTU, what every NIC has unless told otherwise.
+DEFAULT_MTU = 1500
 
 
 class NetworkSpec(Spec):
     """The site's networks and name servers."""
-    underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = 1500
-    """MTU of the physical network."""
+    underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = DEFAULT_MTU
+    """MTU of the physical network and the Proxmox bridges: the Linux VMs' NICs take it (a bridge with a smaller one
+    keeps the VM from starting), and calico.mtu must leave VXLAN's 50 bytes under it. Above 1500 only without Windows
+    nodes: the program does not turn on the Hyper-V NICs' jumbo frames."""
     management: VlanSpec | None = None
     """A second network for management traffic (Linux nodes with managementIp get a second NIC on it); absent:
     everything uses the node network."""
@@ -305,6 +316,12 @@ class ProxmoxSpec(Spec):
     """The cloud-init templates, one per distro and Proxmox node that clones it."""
     datastores: DatastoreSpec = DatastoreSpec()
     """Where disks, cloud-init drives and snippets go."""
+    cpu_type: Annotated[str, matching(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$",
+                                      'a QEMU CPU model as Proxmox names it, e.g. "host" or "x86-64-v2-AES"')] = "host"
+    """The Linux VMs' CPU model. `host` passes the Proxmox node's CPU through (fastest; QEMU: live migration "is unsafe"
+    with it between nodes of different CPUs); with mixed hardware name a model every node has, e.g. x86-64-v2-AES
+    (QEMU docs, qemu-cpu-models(7)). A change to a running VM stays pending in Proxmox (the program never lets the
+    provider reboot one) until the VM restarts: a rebuild, a restart for new cpu/memory/disk, or one of your own."""
 
 
 class NicOffloadSpec(Spec):
@@ -1058,9 +1075,10 @@ class StackSpec(Spec):
     ntp_servers: Annotated[list[Host], Field(min_length=1)]
     """NTP servers for every node."""
     timezone: IanaZone = "Etc/UTC"
-    """The Linux nodes' time zone (an IANA name, e.g. Asia/Hong_Kong): their logs' local time and when their timers
-    (etcdBackup.schedule) fire, and the time zone of backup.schedule. Earlier releases set Asia/Hong_Kong on every node:
-    set it to keep that."""
+    """The nodes' time zone (an IANA name, e.g. Asia/Hong_Kong): their logs' local time, when the Linux nodes' timers
+    (etcdBackup.schedule) fire, and the time zone of backup.schedule. The Windows nodes take the Windows zone CLDR
+    matches to it (China Standard Time for Asia/Hong_Kong). Earlier releases set Asia/Hong_Kong on every Linux node
+    and left the Windows nodes' as their image had it: set it to keep that."""
     storage: StorageSpec | None = None
     """Persistent storage (optional)."""
     windows: WindowsSpec = WindowsSpec()

@@ -6,10 +6,11 @@ so one run reports every problem it can find, each at its config key path.
 from __future__ import annotations
 
 import re
+import zoneinfo
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, fields
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
@@ -17,9 +18,10 @@ from typing import Literal
 from vocab import samples, windows_pods
 from vocab.checks import NETBIOS_NAME, PLACEHOLDER_SSH_KEY, openpgp_fingerprint
 from vocab.namespaces import check_namespace, parse_quantity, quota
+from vocab.time_zones import windows_time_zone
 
 from . import compat
-from .model import READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, Spec, StackSpec, VlanSpec, WindowsNodeSpec
+from .model import DEFAULT_MTU, READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, Spec, StackSpec, VlanSpec, WindowsNodeSpec
 
 Severity = Literal["error", "warning"]
 
@@ -292,6 +294,10 @@ def calico_network(spec: StackSpec) -> Iterator[Problem]:
     if calico.encapsulation.startswith("VXLAN") and calico.mtu > limit:
         yield Problem("calico.mtu", f"{calico.mtu} exceeds the underlay MTU {spec.network.underlay_mtu} "
                       f"minus VXLAN's {VXLAN_OVERHEAD} bytes ({limit})")
+    if spec.nodes.windows and spec.network.underlay_mtu > DEFAULT_MTU:
+        yield Problem("network.underlayMtu", f"{spec.network.underlay_mtu} with Windows nodes: the program leaves the "
+                      f"Hyper-V VMs' NICs at {DEFAULT_MTU} (no jumbo frames), so Calico's VXLAN would not fit them; "
+                      f"keep {DEFAULT_MTU} (calico.mtu {DEFAULT_MTU - VXLAN_OVERHEAD})")
     if spec.nodes.windows:
         # Calico for Windows: VXLAN only (no IPIP, no cross-subnet), no BGP with VXLAN
         # (https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements).
@@ -773,6 +779,32 @@ def backups(spec: StackSpec) -> Iterator[Problem]:
                                " (README compatibility matrix: newer minors are expected to work, untested)")
 
 
+# A year to test the backup time against the stack's zone's clock changes (its rules, not that year's, matter).
+_DST_REFERENCE_YEAR = 2027
+
+
+@rule("backup", "timezone")
+def backup_time_exists_every_day(spec: StackSpec) -> Iterator[Problem]:
+    """Velero skips a scheduled time the clock jumps over ("jobs scheduled during daylight-savings leap-ahead
+    transitions will not be run!", docs/v1.18/backup-reference.md): backup.schedule is read in `timezone` now."""
+    if spec.backup is None:
+        return
+    minute, hour = spec.backup.schedule.split()[:2]
+    if not (minute.isdigit() and hour.isdigit()):
+        return
+    zone = zoneinfo.ZoneInfo(spec.timezone)
+    day = datetime(_DST_REFERENCE_YEAR, 1, 1, int(hour), int(minute))
+    while day.year == _DST_REFERENCE_YEAR:
+        local = day.replace(tzinfo=zone)
+        if local.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != day:
+            yield Problem("backup.schedule", f"{hour}:{minute.zfill(2)} does not exist in {spec.timezone} on the day its "
+                                             f"clocks go forward ({day:%B %d} in {_DST_REFERENCE_YEAR}), and Velero "
+                                             "skips that day's backup: choose a time outside the change",
+                          severity="warning")
+            return
+        day += timedelta(days=1)
+
+
 @rule("backup", "cluster")
 def recovery_location(spec: StackSpec) -> Iterator[Problem]:
     """The recovery location is another cluster's backups: the same bucket and prefix as this cluster's own would mix
@@ -1076,6 +1108,47 @@ def hyperv_hosts(spec: StackSpec) -> Iterator[Problem]:
                 kind = "an installation ISO" if path.lower().endswith(".iso") else "not a .vhdx file"
                 yield Problem(f"hyperv.hosts[{index}].goldenImages.{key}",
                               f"{path} is {kind}: give the sysprepped golden VHDX built from it (images/windows)")
+
+
+# The CPU models the Proxmox provider accepts, case-sensitively, besides `custom-<name>` (bpg/terraform-provider-proxmox
+# validators CPUTypeValidator standardTypes, as stored; pulumi-proxmoxve wraps it). Newer provider releases may add
+# models: a name not here is warned about, not refused.
+PROXMOX_CPU_TYPES = (
+    "486", "Broadwell", "Broadwell-IBRS", "Broadwell-noTSX", "Broadwell-noTSX-IBRS", "Cascadelake-Server",
+    "Cascadelake-Server-noTSX", "Cascadelake-Server-v2", "Cascadelake-Server-v4", "Cascadelake-Server-v5", "Conroe",
+    "Cooperlake", "Cooperlake-v2", "EPYC", "EPYC-IBPB", "EPYC-Milan", "EPYC-Rome", "EPYC-Rome-v2", "EPYC-v3", "Haswell",
+    "Haswell-IBRS", "Haswell-noTSX", "Haswell-noTSX-IBRS", "Icelake-Client", "Icelake-Client-noTSX", "Icelake-Server",
+    "Icelake-Server-noTSX", "Icelake-Server-v3", "Icelake-Server-v4", "Icelake-Server-v5", "Icelake-Server-v6",
+    "IvyBridge", "IvyBridge-IBRS", "KnightsMill", "Nehalem", "Nehalem-IBRS", "Opteron_G1", "Opteron_G2", "Opteron_G3",
+    "Opteron_G4", "Opteron_G5", "Penryn", "SandyBridge", "SandyBridge-IBRS", "SapphireRapids", "Skylake-Client",
+    "Skylake-Client-IBRS", "Skylake-Client-noTSX-IBRS", "Skylake-Client-v4", "Skylake-Server", "Skylake-Server-IBRS",
+    "Skylake-Server-noTSX-IBRS", "Skylake-Server-v4", "Skylake-Server-v5", "Westmere", "Westmere-IBRS", "athlon",
+    "core2duo", "coreduo", "host", "kvm32", "kvm64", "max", "pentium", "pentium2", "pentium3", "phenom", "qemu32",
+    "qemu64", "x86-64-v2", "x86-64-v2-AES", "x86-64-v3", "x86-64-v4",
+)
+
+
+@rule("proxmox")
+def proxmox_cpu_type(spec: StackSpec) -> Iterator[Problem]:
+    cpu = spec.proxmox.cpu_type
+    if cpu in PROXMOX_CPU_TYPES or cpu.startswith("custom-"):
+        return
+    same = [known for known in PROXMOX_CPU_TYPES if known.lower() == cpu.lower()]
+    if same:
+        yield Problem("proxmox.cpuType", f"{cpu} is written {same[0]} (the provider compares CPU models case-sensitively)")
+    else:
+        yield Problem("proxmox.cpuType", f"{cpu} is not a CPU model the Proxmox provider is known to accept (e.g. host, "
+                                         "x86-64-v2-AES, or custom-<name>): its preview refuses it if it does not",
+                      severity="warning")
+
+
+@rule("timezone", "nodes")
+def windows_time_zone_exists(spec: StackSpec) -> Iterator[Problem]:
+    """The Windows nodes take the Windows time zone CLDR matches to `timezone` (vocab/time_zones.py)."""
+    if spec.nodes.windows and windows_time_zone(spec.timezone) is None:
+        yield Problem("timezone", f"{spec.timezone} has no Windows time zone in CLDR's windowsZones, which the Windows "
+                                  "nodes would need: give the IANA zone of a city with the same civil time "
+                                  "(e.g. Asia/Hong_Kong, Europe/Berlin, America/New_York)")
 
 
 @rule("access")

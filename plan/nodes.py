@@ -13,6 +13,7 @@ from render.containerd import RegistryMirror
 from vocab import windows_pods
 from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
+from vocab.time_zones import windows_time_zone
 
 from .platform import object_store
 from .release import kubernetes_release, windows_release
@@ -85,6 +86,8 @@ def windows_params(spec: StackSpec, node: WindowsNodeSpec) -> windows_bootstrap.
         pod_guard_sources=guard_sources,
         pod_guard_ports=guard_ports,
         search_domain=spec.network.search_domain or "",
+        # config.rules refuses a `timezone` CLDR maps to no Windows zone when the stack has Windows nodes.
+        time_zone=windows_time_zone(spec.timezone) or "",
     )
 
 
@@ -154,7 +157,7 @@ def hyperv_vm(spec: StackSpec, node: WindowsNodeSpec, host: HypervHostSpec) -> h
         vm_folder=host.vm_folder,
         golden_vhdx=host.golden_images[node.version],
         switch_name=host.switch_name,
-        vlan_id=spec.network.nodes.vlan_id,
+        vlan_id=spec.network.nodes.vlan_id if spec.network.nodes.hyperv_vlan_tagged else None,
         cpu_count=node.cpu,
         memory_mb=node.memory_mb,
         disk_gb=node.disk_gb,

@@ -69,8 +69,9 @@ def survives_every_wave(spec: StackSpec, nodes: list[str]) -> bool:
 
 def worker_services_budget(spec: StackSpec) -> bool:
     """Whether the cluster services that run on the Linux workers (metrics-server, the Gateway's controller and
-    proxies, cert-manager's webhook, approver-policy, KEDA, Gatekeeper's webhook) get two replicas and a budget of one
-    (render/availability.py): where every wave leaves them a worker."""
+    proxies, cert-manager's webhook, approver-policy, KEDA) get two replicas and a budget of one, and Gatekeeper's
+    webhook (three replicas, its chart's) a budget of one (render/availability.py): where every wave leaves them a
+    worker."""
     return survives_every_wave(spec, linux_workers(spec))
 
 
@@ -79,7 +80,9 @@ def log_output(spec: StackSpec) -> logging.LogOutput | None:
     out = spec.observability.logs if spec.observability is not None else None
     if out is None:
         return None
-    return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant,
+    # Loki streams carry the cluster's name: one Loki often serves a site and its recovery site's cluster.
+    labels = (("cluster", spec.cluster.name),) if out.kind == "loki" else ()
+    return logging.LogOutput(kind=out.kind, host=out.host, port=out.port, tls=out.tls, tenant=out.tenant, labels=labels,
                              index_prefix=out.index_prefix, cluster_domain=spec.cluster.dns_domain,
                              ca_certificate=out.ca_certificate)
 

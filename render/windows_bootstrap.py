@@ -83,6 +83,8 @@ class WindowsNodeParams:
     pod_guard_ports: tuple[int, ...] = ()
     # The DNS suffix short names are tried with (network.searchDomain); "": the guest's own list is left.
     search_domain: str = ""
+    # The Windows time zone ID of the stack's `timezone` (vocab/time_zones.py); "": the guest's own is left.
+    time_zone: str = ""
 
 
 # The Tigera operator fills an unset spec.windowsNodes with "/opt/cni/bin", "/etc/cni/net.d" and
@@ -216,6 +218,8 @@ def _validate(p: WindowsNodeParams) -> None:
             "rendered for Windows"
         )
     check_image(p.pause_image, "pause_image")
+    if p.time_zone and not re.fullmatch(r"[A-Za-z0-9 ().+'-]{1,64}", p.time_zone):
+        raise ValueError(f"{p.time_zone!r} is not a Windows time zone ID")
     if p.search_domain and not DNS_SUBDOMAIN.match(p.search_domain):
         raise ValueError(f"search domain {p.search_domain!r} is not a lower-case DNS name")
     if not p.ntp_servers:
@@ -291,6 +295,7 @@ def _render_host_settings(p: WindowsNodeParams) -> str:
         **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS),
         NtpServers=list(p.ntp_servers),
         SearchDomain=p.search_domain,
+        TimeZone=p.time_zone,
         PortStart=p.dynamic_port_start,
         PortCount=p.dynamic_port_count,
         RuleNames=[name for name, _ in NODE_FIREWALL_RULES],

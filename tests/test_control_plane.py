@@ -880,7 +880,10 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
         "hk-prod-custom-metrics-poddisruptionbudget-keda-keda-operator-metrics-apiserver",
         "hk-prod-custom-metrics-poddisruptionbudget-keda-keda-admission-webhooks",
         # The ScaledObject no longer adopts an HPA (transfer-hpa-ownership): the switch deletes first now.
-        "hk-prod-samples-scaledobject-linux-prod-api-linux"}
+        "hk-prod-samples-scaledobject-linux-prod-api-linux",
+        # Loki streams carry the cluster's name (the Linux release's values above, and the Windows agent's).
+        "hk-prod-observability-configmap-logging-fluent-bit-windows",
+        "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2022"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]
     for csi in ("nfs", "smb"):
         step = next(s for s in run.plan.steps if s.name == f"hk-prod-storage-csi-driver-{csi}")

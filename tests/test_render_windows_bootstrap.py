@@ -454,6 +454,12 @@ def test_containerd_binaries_are_staged_and_verified_before_anything_stops(name:
     _before(install, "Start-Service -Name containerd", "Wait-CriServing $ContainerdDir")
     _before(install, "Wait-CriServing $ContainerdDir", "} catch {")
     assert "if ($fields.Count -ge 4 -and $fields[0] -eq 'io.containerd.grpc.v1' -and $fields[1] -eq 'cri')" in step
+    # A ctr that cannot reach containerd yet (stderr, a terminating error under Stop in Windows PowerShell 5.1) is a
+    # "not yet", retried, not a failed swap (review of #39).
+    probe = step.split("function Test-CriServing", 1)[1].split("function Wait-CriServing", 1)[0]
+    _before(probe, "$ErrorActionPreference = 'Continue'", "plugins ls 2>$null")
+    _before(probe, "plugins ls 2>$null", "} catch {")
+    assert probe.split("} catch {", 1)[1].split("}", 1)[0].strip() == "return $false"
     rollback = install.split("} catch {", 1)[1]
     _before(rollback, "Stop-Service -Name containerd -Force", "Move-Item -LiteralPath $pair[1]")
     _before(rollback, "Remove-Item -LiteralPath $target", "Move-Item -LiteralPath $pair[1] -Destination $pair[0] -Force")

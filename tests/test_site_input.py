@@ -266,3 +266,112 @@ def test_the_search_domain_reaches_the_windows_nodes():
     spec = load(raw_config(values)).spec
     settings = dict(render_prepare_steps(windows_params(spec, spec.nodes.windows[0])))["host-settings"]
     assert "$SearchDomain = ''" in settings.splitlines()
+
+
+def test_the_linux_vms_cpu_model_is_the_sites():
+    """#39 item 6: every Linux VM had CPU type `host` (no live migration between Proxmox nodes of different CPUs).
+    It stays the default; proxmox.cpuType names another, and a malformed one is refused at its key path."""
+    vms = run_program(raw_config(hk_prod_values())).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert vms and {vm.inputs["cpu"]["type"] for vm in vms} == {"host"}
+    values = hk_prod_values()
+    values["proxmox"]["cpuType"] = "x86-64-v2-AES"
+    vms = run_program(raw_config(values)).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert {vm.inputs["cpu"]["type"] for vm in vms} == {"x86-64-v2-AES"}
+    # Never rebooted by the provider to apply it.
+    assert all(vm.inputs["rebootAfterUpdate"] is False for vm in vms)
+    values["proxmox"]["cpuType"] = "host,flags=+aes"
+    assert any(p.startswith("proxmox.cpuType:") for p in problems(values))
+    # The provider compares case-sensitively (review): refused with the right spelling, at the key path.
+    values["proxmox"]["cpuType"] = "x86-64-v2-aes"
+    assert "proxmox.cpuType: x86-64-v2-aes is written x86-64-v2-AES (the provider compares CPU models " \
+           "case-sensitively)" in problems(values)
+    values["proxmox"]["cpuType"] = "custom-rack-b"
+    assert not [p for p in problems(values) if p.startswith("proxmox.cpuType")]
+    values["proxmox"]["cpuType"] = "EPYC-Genoa"
+    warnings = [str(w) for w in load(raw_config(values)).warnings]
+    assert any("EPYC-Genoa is not a CPU model the Proxmox provider is known to accept" in w for w in warnings)
+
+
+def test_the_windows_nodes_take_the_stacks_time_zone():
+    """#39 item 6: `timezone` reached only the Linux nodes; the Windows nodes kept their image's zone. The guest's
+    settings step sets the Windows zone CLDR matches (Set-TimeZone -Id), checked first so that a second run changes
+    nothing; a zone CLDR does not map is refused where the stack has Windows nodes, and accepted where it has none."""
+    from plan.nodes import windows_params
+    from render.windows_bootstrap import render_prepare_steps
+    from tests.validators import powershell_errors
+    spec = load(raw_config(hk_prod_values())).spec
+    settings = dict(render_prepare_steps(windows_params(spec, spec.nodes.windows[0])))["host-settings"]
+    assert "$TimeZone = 'China Standard Time'" in settings.splitlines()
+    assert "if ($TimeZone -and (Get-TimeZone).Id -ne $TimeZone) {" in settings
+    assert "Set-TimeZone -Id $TimeZone" in settings and powershell_errors(settings) == []
+    values = hk_prod_values()
+    values["timezone"] = "Etc/UTC"
+    spec = load(raw_config(values)).spec
+    assert "$TimeZone = 'UTC'" in dict(render_prepare_steps(windows_params(spec, spec.nodes.windows[0])))[
+        "host-settings"].splitlines()
+    # A zone CLDR (tzlocal 5.4.4) does not map: Chile's Aysén region, split from America/Santiago in tzdata 2025b.
+    values["timezone"] = "America/Coyhaique"
+    assert any(p.startswith("timezone: America/Coyhaique has no Windows time zone") for p in problems(values))
+    values["nodes"]["windows"] = []
+    values.pop("hyperv", None)
+    assert not [p for p in problems(values) if p.startswith("timezone")]
+
+
+def test_a_hyper_v_switch_on_an_access_port_leaves_the_windows_nics_untagged():
+    """#39 item 6, the Hyper-V side of proxmoxVlanAware: vlanId tagged every Windows NIC, which an external switch
+    whose uplink is an access port on that VLAN drops. hypervVlanTagged false leaves them untagged."""
+    from plan.nodes import hyperv_vm
+    spec = load(raw_config(hk_prod_values())).spec
+    node = spec.nodes.windows[0]
+    host = next(h for h in spec.hyperv.hosts if h.name == node.hyperv_host)
+    assert hyperv_vm(spec, node, host).vlan_id == 30
+    values = hk_prod_values()
+    values["network"]["nodes"]["hypervVlanTagged"] = False
+    spec = load(raw_config(values)).spec
+    assert hyperv_vm(spec, spec.nodes.windows[0], host).vlan_id is None
+    # The Linux side is its own setting.
+    vms = run_program(raw_config(values)).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert all("vlanId" not in nic for vm in vms for nic in vm.inputs["networkDevices"])
+
+
+def test_a_jumbo_frame_underlay_reaches_the_linux_nics_and_is_refused_with_windows_nodes():
+    """#39 item 6: network.underlayMtu only bounded calico.mtu; the VMs' NICs stayed at 1500 (Proxmox VE 8 leaves an
+    unset virtio MTU there), so a jumbo-frame site's VXLAN packets did not fit. At 1500 nothing changes (no diff on
+    existing VMs); above it the Linux NICs carry it, and a stack with Windows nodes is refused (their NICs stay at
+    1500)."""
+    vms = run_program(raw_config(hk_prod_values())).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert all("mtu" not in nic for vm in vms for nic in vm.inputs["networkDevices"])
+    values = hk_prod_values()
+    values["network"]["underlayMtu"] = 9000
+    values["calico"] = {**values.get("calico", {}), "mtu": 8950}
+    assert any(p.startswith("network.underlayMtu: 9000 with Windows nodes") for p in problems(values))
+    values["nodes"]["windows"] = []
+    values.pop("hyperv", None)
+    assert not [p for p in problems(values) if p.startswith(("network.underlayMtu", "calico.mtu"))]
+    vms = run_program(raw_config(values)).by_type("proxmoxve:index/vmLegacy:VmLegacy")
+    assert vms and {nic["mtu"] for vm in vms for nic in vm.inputs["networkDevices"]} == {9000}
+
+
+def test_loki_streams_carry_the_clusters_name():
+    """#39 item 6: a Loki shared by a site and its recovery site's cluster could not tell their logs apart: every
+    stream of the Linux and Windows Fluent Bit outputs (the audit log's included) carries cluster=<cluster.name>."""
+    recording = run_program(raw_config(hk_prod_values()))
+    loki_lines = [(r.name, line.split(None, 1)[1]) for r in recording.resources if "fluent-bit" in r.name
+                  for line in str(r.inputs).replace("\\n", "\n").splitlines()
+                  if line.strip().startswith("labels") and "job=" in line]
+    assert {name for name, _ in loki_lines} == {"hk-prod-observability-fluent-bit",
+                                                 "hk-prod-observability-configmap-logging-fluent-bit-windows"}
+    assert {labels.split(", ")[0] for _, labels in loki_lines} == {"job=fluent-bit", "job=kube-apiserver-audit"}
+    assert all(labels.endswith("cluster=hk-prod") for _, labels in loki_lines), loki_lines
+
+
+def test_a_backup_time_the_clock_skips_is_warned_about():
+    """Review of #39: backup.schedule is read in `timezone`, and Velero skips a time the clock jumps over. Hong Kong has
+    no clock change (no warning at 02:00); Berlin's spring change skips 02:00-03:00 (warned), not 04:00."""
+    values = hk_prod_values()
+    assert not [w for w in load(raw_config(values)).warnings if w.path == "backup.schedule"]
+    values["timezone"] = "Europe/Berlin"
+    warnings = [str(w) for w in load(raw_config(values)).warnings if w.path == "backup.schedule"]
+    assert warnings and "2:00 does not exist in Europe/Berlin on the day its clocks go forward (March 28" in warnings[0]
+    values["backup"]["schedule"] = "0 4 * * *"
+    assert not [w for w in load(raw_config(values)).warnings if w.path == "backup.schedule"]

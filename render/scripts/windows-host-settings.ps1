@@ -1,6 +1,6 @@
 # Time, DNS suffix, dynamic ports and node firewall rules in a Windows node VM. Rendered by render/windows_bootstrap.py.
 #@ include lib/hyperv-preamble.ps1
-#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] SearchDomain PortStart PortCount RuleNames[] RulePorts[] RuleSources[] GuardName GuardSources[] GuardPorts[]
+#@ inputs VmName HeartbeatTimeoutSec PsDirectTimeoutSec NtpServers[] SearchDomain TimeZone PortStart PortCount RuleNames[] RulePorts[] RuleSources[] GuardName GuardSources[] GuardPorts[]
 $Step = 'time, port and firewall settings'
 #@ include lib/hyperv-read-guest-password.ps1
 #@ include lib/hyperv-guest-wait.ps1
@@ -29,10 +29,13 @@ $Step = 'time, port and firewall settings'
 ## .SuffixSearchList: the suffix a short name is tried with, as the Linux nodes search network.searchDomain; left as it
 ## is without one:
 ## https://learn.microsoft.com/powershell/module/dnsclient/set-dnsclientglobalsetting
+## Time zone: Set-TimeZone -Id <Windows ID> (Windows PowerShell 5.1), read back with Get-TimeZone .Id; the ID is the
+## CLDR match of the stack's IANA `timezone` (vocab/time_zones.py), as the Linux nodes' timedatectl set-timezone:
+## https://learn.microsoft.com/powershell/module/microsoft.powershell.management/set-timezone
 ## Profiles: Get-NetFirewallProfile .Name, .Enabled:
 ## https://learn.microsoft.com/powershell/module/netsecurity/get-netfirewallprofile
 $GuestStep = {
-    param([string[]]$NtpServers, [string]$SearchDomain, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
+    param([string[]]$NtpServers, [string]$SearchDomain, [string]$TimeZone, [int]$PortStart, [int]$PortCount, [string[]]$RuleNames, [int[]]$RulePorts,
         [string[]]$RuleSources, [string]$GuardName, [string[]]$GuardSources, [int[]]$GuardPorts)
     #@ include lib/windows-guest-start.ps1
     #@ include lib/windows-guest-native.ps1
@@ -61,6 +64,10 @@ $GuestStep = {
     if ($SearchDomain -and (@((Get-DnsClientGlobalSetting).SuffixSearchList) -join ',') -ne $SearchDomain) {
         Set-DnsClientGlobalSetting -SuffixSearchList @($SearchDomain)
         $changes += "DNS suffix search list set to $SearchDomain"
+    }
+    if ($TimeZone -and (Get-TimeZone).Id -ne $TimeZone) {
+        Set-TimeZone -Id $TimeZone
+        $changes += "time zone set to $TimeZone"
     }
     foreach ($protocol in @('tcp', 'udp')) {
         if ($protocol -eq 'tcp') { $current = Get-NetTCPSetting -SettingName Internet } else { $current = @(Get-NetUDPSetting)[0] }
@@ -98,5 +105,5 @@ $GuestStep = {
 }
 Assert-VmRunning
 Wait-PowerShellDirect
-$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $SearchDomain, $PortStart, $PortCount, $RuleNames, $RulePorts, $RuleSources, $GuardName, $GuardSources, $GuardPorts)
+$guest = Invoke-Guest -Step $GuestStep -Arguments @($NtpServers, $SearchDomain, $TimeZone, $PortStart, $PortCount, $RuleNames, $RulePorts, $RuleSources, $GuardName, $GuardSources, $GuardPorts)
 #@ include lib/windows-host-report.ps1

@@ -35,8 +35,16 @@ function Get-StagedContainerd([string]$Version, [string]$TarballUrl) {
 ## containerd starts, and the service reports Running, with a CRI plugin that failed to load: the kubelet could not
 ## reach it. ctr.exe (from the same release) lists each plugin's STATUS, ok or error/skip, and the CRI is TYPE
 ## io.containerd.grpc.v1, ID cri (containerd cmd/ctr/commands/plugins/plugins.go; lib/prepare-helpers.sh does the same).
+## A ctr that cannot reach containerd yet writes to stderr, which Windows PowerShell 5.1 turns into a terminating error
+## under the step's ErrorActionPreference Stop even when redirected (lib/windows-guest-native.ps1 says more): here it
+## only means "not yet", so this function continues past it and retries.
 function Test-CriServing([string]$ContainerdDir) {
-    $lines = & (Join-Path $ContainerdDir 'ctr.exe') plugins ls 2>$null
+    $ErrorActionPreference = 'Continue'
+    try {
+        $lines = & (Join-Path $ContainerdDir 'ctr.exe') plugins ls 2>$null
+    } catch {
+        return $false
+    }
     if ($LASTEXITCODE -ne 0) { return $false }
     foreach ($line in @($lines)) {
         $fields = -split $line
