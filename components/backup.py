@@ -98,7 +98,8 @@ class Backups(pulumi.ComponentResource):
                      for location, store in stores.items()]
         # A schedule per location it may write to: the recovery location is read-only.
         for location in (name for name in stores if name != backup.RECOVERY):
-            declare(backup.schedule(location, plan.schedule, plan.retention_days, plan.file_system_backup,
+            days = plan.offsite_retention_days if location == backup.OFFSITE else plan.retention_days
+            declare(backup.schedule(location, plan.schedule, days, plan.file_system_backup,
                                     plan.excluded_namespaces, plan.timezone), locations)
         for build in plan.windows_agent_builds:
             declare(backup.node_agent_windows(compat.VELERO_IMAGE, build), [velero, *windows_ready])

@@ -40,7 +40,7 @@ def resource_name(obj: dict[str, Any]) -> str:
 
 # How long a rollout onto Windows nodes may take. Windows images are large (Fluent Bit's is built on
 # Server Core, fluent/fluent-bit dockerfiles/Dockerfile.windows), and a node's first pull of one goes
-# through the Harbor proxy cache while it fills from across the border; pulumi-kubernetes' default await
+# through the site's registry mirror while it fills over a slow link; pulumi-kubernetes' default await
 # would give up on a rollout that is only slow. The provider takes customTimeouts over its defaults
 # (pulumi/pulumi-kubernetes#672: "1. Use CustomTimeouts passes in ResourceOpts 2. Use the annotations
 # 3. Use the defaults"). Helm releases that carry Windows DaemonSets get the same budget.

@@ -524,6 +524,9 @@ class SmbStorageSpec(Spec):
     """cifs uid on Linux nodes; absent: the mount's default."""
     gid: Annotated[int, Field(ge=0)] | None = None
     """cifs gid on Linux nodes; absent: the mount's default."""
+    version: Literal["2.1", "3.0", "3.02", "3.1.1"] = "3.0"
+    """The SMB dialect Linux nodes mount with (mount.cifs vers=; SMB1 and 2.0 are left out); a server that speaks
+    3.1.1 only needs 3.1.1. Windows nodes negotiate their own."""
 
 
 class NfsStorageSpec(Spec):
@@ -936,6 +939,9 @@ class BackupSpec(Spec):
     """When the backups run (cron, in the stack's `timezone`)."""
     retention_days: Annotated[int, Field(ge=1, le=3650)] = 30
     """How long a backup is kept (and an etcd snapshot off-site)."""
+    offsite_retention_days: Annotated[int, Field(ge=1, le=3650)] | None = None
+    """How long the off-site copies of the backups are kept, when the other site keeps them longer or shorter than
+    this one (e.g. 90 days for recovery); absent: retentionDays."""
     file_system_backup: bool = True
     """Back up the files of every pod volume too (Velero's node agent on Linux and Windows nodes); false: objects only."""
     offsite_etcd_schedule: str | None = None

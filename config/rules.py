@@ -773,6 +773,9 @@ def backups(spec: StackSpec) -> Iterator[Problem]:
                               f"not {node.version}, so its pods' volumes could not be backed up: set "
                               "backup.fileSystemBackup to false (objects only), or move the node to a supported build")
     offsite = spec.backup.offsite
+    if offsite is None and spec.backup.offsite_retention_days is not None:
+        yield Problem("backup.offsiteRetentionDays", "there are no off-site copies to keep: add backup.offsite, or remove "
+                                                     "the key")
     if offsite is not None and (offsite.endpoint, offsite.bucket) == (spec.backup.primary.endpoint, spec.backup.primary.bucket):
         yield Problem("backup.offsite", "is the same bucket as backup.primary: an off-site copy must be in another site")
     yield from _untested_minor(spec, "backup", f"Velero {compat.VELERO_VERSION}", compat.VELERO_TESTED_KUBERNETES,

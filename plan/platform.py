@@ -95,7 +95,7 @@ def storage_params(spec: StackSpec) -> storage.StorageParams | None:
     zones = tuple(spec.zones)
     return storage.StorageParams(
         smb=storage.SmbParams(source=s.smb.source, dir_mode=s.smb.dir_mode, file_mode=s.smb.file_mode,
-                              uid=s.smb.uid, gid=s.smb.gid) if s.smb else None,
+                              uid=s.smb.uid, gid=s.smb.gid, version=s.smb.version) if s.smb else None,
         nfs=storage.NfsParams(server=str(s.nfs.server), path=s.nfs.path) if s.nfs else None,
         longhorn=longhorn_params(spec, zones) if s.longhorn else None,
         reclaim_policy=s.reclaim_policy, allow_expansion=s.allow_expansion, default_class=s.default_class,
@@ -360,6 +360,7 @@ class BackupPlan:
     schedule: str
     retention_days: int
     file_system_backup: bool
+    offsite_retention_days: int                       # the off-site schedule's (backup.offsiteRetentionDays)
     windows_agent_builds: tuple[str, ...]             # build numbers of the Windows nodes the Windows node agent runs on
     excluded_namespaces: tuple[str, ...]              # what the schedules leave out: PLATFORM_NAMESPACES
     timezone: str                                     # the stack's: `schedule` is read in it
@@ -386,6 +387,7 @@ def backup_plan(spec: StackSpec) -> BackupPlan | None:
     return BackupPlan(
         primary=object_store(spec, b.primary), offsite=object_store(spec, b.offsite) if b.offsite is not None else None,
         schedule=b.schedule, retention_days=b.retention_days, file_system_backup=b.file_system_backup,
+        offsite_retention_days=b.offsite_retention_days or b.retention_days,
         windows_agent_builds=builds, excluded_namespaces=PLATFORM_NAMESPACES, timezone=spec.timezone,
         recovery=object_store(spec, b.recover_from) if b.recover_from is not None else None,
         keep_default_repository_password=b.keep_velero_default_repository_password)

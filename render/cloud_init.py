@@ -36,8 +36,8 @@ Design choices, with their sources:
   a runc at least as new as the one in the release's ``script/setup/runc-version``). Every download
   is checked against the SHA-256 ``config.compat.DOWNLOADS`` pins for its URL; one that has no pin yet (the
   containerd archives: none was found offline) against the ``.sha256sum`` published next to it, and says so.
-* Downloads cross the border from Hong Kong: they are retried with back-off, and skipped entirely
-  when the wanted version is already installed, so re-runs cost no traffic.
+* Downloads may cross a slow, distant link (the reference site's crosses a border): they are retried with back-off,
+  and skipped entirely when the wanted version is already installed, so re-runs cost no traffic.
 * The CNI plugins come from the ``kubernetes-cni`` package that kubelet/kubeadm from pkgs.k8s.io
   still depend on (kubernetes/release issue #4156, open in late 2025); Calico adds its own.
 """

@@ -540,7 +540,8 @@ def _windows_dashboard_model() -> dict[str, Any]:
         "uid": "hybrid-windows-nodes",
         "title": "Windows nodes",
         "tags": ["windows", "nodes", "hybrid-cluster"],
-        "timezone": "utc",
+        # The viewer's own time zone (Grafana's "browser"), whatever the site's.
+        "timezone": "browser",
         "schemaVersion": 39,
         "editable": False,
         "refresh": "1m",

@@ -6,7 +6,8 @@ from __future__ import annotations
 from render.cloud_init import PREPARE_SCRIPT_PATH
 from render.script_files import render_script
 
-# A first boot pulls containerd, runc and the kube packages across the border from Hong Kong.
+# A first boot pulls containerd, runc and the kube packages over the site's internet link, which may be slow and far
+# from the download servers (the reference site's crosses a border).
 CLOUD_INIT_TIMEOUT_SECONDS = 1800
 
 

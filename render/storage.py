@@ -127,6 +127,7 @@ class SmbParams:
     file_mode: str = "0660"          # cifs file_mode (Linux only)
     uid: int | None = None           # cifs uid= (Linux only)
     gid: int | None = None           # cifs gid= (Linux only)
+    version: str = "3.0"             # cifs vers= (Linux only)
 
 
 @dataclass(frozen=True)
@@ -425,6 +426,10 @@ def _storage_class(name: str, provisioner: str, parameters: dict[str, str], p: S
     return obj
 
 
+# mount.cifs(8) vers= values from SMB 2.1 on (1.0 and 2.0 are left out).
+SMB_VERSIONS = ("2.1", "3.0", "3.02", "3.1.1")
+
+
 def smb_mount_options(p: SmbParams) -> list[str]:
     """cifs mount options for shared-files. They apply on Linux only: the Windows node plugin passes just
     the user name and password to New-SmbGlobalMapping and drops mount flags (NodeStageVolume,
@@ -432,7 +437,8 @@ def smb_mount_options(p: SmbParams) -> list[str]:
     # vers=, dir_mode=, file_mode=, uid=, gid= are mount.cifs(8) options. noserverino: the driver's own
     # StorageClass example marks it "required to prevent data corruption" (charts/v1.20.3/
     # csi-driver-smb/values.yaml, storageClasses example).
-    options = ["vers=3.0", f"dir_mode={p.dir_mode}", f"file_mode={p.file_mode}"]
+    require(p.version in SMB_VERSIONS, f"SMB version {p.version!r} is not one of {SMB_VERSIONS}")
+    options = [f"vers={p.version}", f"dir_mode={p.dir_mode}", f"file_mode={p.file_mode}"]
     if p.uid is not None:
         options.append(f"uid={p.uid}")
     if p.gid is not None:

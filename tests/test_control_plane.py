@@ -883,7 +883,9 @@ def test_a_cluster_the_previous_release_built_gets_everything_on_its_next_up_wit
         "hk-prod-samples-scaledobject-linux-prod-api-linux",
         # Loki streams carry the cluster's name (the Linux release's values above, and the Windows agent's).
         "hk-prod-observability-configmap-logging-fluent-bit-windows",
-        "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2022"}
+        "hk-prod-observability-daemonset-logging-fluent-bit-windows-win2022",
+        # The Windows nodes dashboard shows the viewer's time ("browser"), not UTC.
+        "hk-prod-observability-configmap-monitoring-grafana-dashboard-windows-nodes"}
     assert run.plan.of("hk-prod-tls-cert-manager") == ["update"]
     for csi in ("nfs", "smb"):
         step = next(s for s in run.plan.steps if s.name == f"hk-prod-storage-csi-driver-{csi}")

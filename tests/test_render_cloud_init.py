@@ -1023,3 +1023,24 @@ def test_the_converge_names_no_runtime_version_and_leaves_the_runtime(tmp_path):
                          'CONTAINERD_UNIT="$HYBRID_CLUSTER_TEST_ROOT/usr/local/lib/systemd/system/containerd.service"\n'
                          'stage_runtime() { exit 7; }\ninstall_containerd')
     assert "stay as installed" in result.stdout and _versions(root) == ("v2.1.3", "1.5.0")
+
+
+def test_an_active_ufw_is_turned_off_whatever_the_templates_language(tmp_path):
+    """Review of #39 item 6: `ufw status` is translated (gettext), so on a template in another language an active ufw
+    was never turned off; it is read in the C locale."""
+    script = tmp_path / "prepare.sh"
+    script.write_text(render_prepare_script(make_node("ubuntu22", ())))
+    stubs = r"""
+systemctl() { return 1; }
+ufw() {
+  case "$1" in
+    status) if [[ "${LC_ALL:-}" == C ]]; then echo "Status: active"; else echo "Estado: activo"; fi ;;
+    disable) echo "ufw disabled" >>"$T/ufw" ;;
+  esac
+}
+"""
+    result = subprocess.run(["bash", "-c", f'source "$1"\n{stubs}\ndisable_host_firewall', "bash", str(script)],
+                            capture_output=True, text=True, cwd=tmp_path,
+                            env={**os.environ, "T": str(tmp_path), "LANG": "es_ES.UTF-8", "LC_ALL": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "ufw").read_text() == "ufw disabled\n"

@@ -366,3 +366,9 @@ def test_dashboard_json_is_a_grafana_dashboard_with_unique_panels():
         assert panel["type"] == "timeseries" and panel["targets"]
         assert [t["refId"] for t in panel["targets"]] == [chr(ord("A") + i) for i in range(len(panel["targets"]))]
         assert set(panel["gridPos"]) == {"h", "w", "x", "y"}
+
+
+def test_the_windows_dashboard_shows_the_viewers_time():
+    """Review of #39 item 6: the dashboard was fixed to UTC while the nodes' logs follow the stack's `timezone`;
+    Grafana's "browser" shows each viewer's own time."""
+    assert dashboard_model()["timezone"] == "browser"

@@ -375,3 +375,28 @@ def test_a_backup_time_the_clock_skips_is_warned_about():
     assert warnings and "2:00 does not exist in Europe/Berlin on the day its clocks go forward (March 28" in warnings[0]
     values["backup"]["schedule"] = "0 4 * * *"
     assert not [w for w in load(raw_config(values)).warnings if w.path == "backup.schedule"]
+
+
+def test_the_smb_dialect_and_the_off_site_retention_are_the_sites():
+    """#39 item 6: the Linux nodes mounted SMB 3.0 always (a server that speaks 3.1.1 only refused them), and the
+    off-site copies were kept as long as this site's. Both default to what they were."""
+    from plan.platform import backup_plan, storage_params
+    from render.storage import smb_mount_options
+    values = hk_prod_values()
+    spec = load(raw_config(values)).spec
+    params = storage_params(spec)
+    assert params is not None and params.smb is not None and smb_mount_options(params.smb)[0] == "vers=3.0"
+    plan = backup_plan(spec)
+    assert plan is not None and plan.offsite_retention_days == plan.retention_days == 30
+    values["storage"]["smb"]["version"] = "3.1.1"
+    values["backup"]["offsiteRetentionDays"] = 90
+    spec = load(raw_config(values)).spec
+    assert smb_mount_options(storage_params(spec).smb)[0] == "vers=3.1.1"
+    recording = run_program(raw_config(values))
+    ttls = {s.inputs["metadata"]["name"]: s.inputs["spec"]["template"]["ttl"]
+            for s in recording.by_type("kubernetes:velero.io/v1:Schedule")}
+    assert ttls == {"daily-primary": "720h0m0s", "daily-offsite": "2160h0m0s"}
+    values["storage"]["smb"]["version"] = "1.0"
+    assert any(p.startswith("storage.smb.version:") for p in problems(values))
+    del values["backup"]["offsite"]
+    assert any(p.startswith("backup.offsiteRetentionDays: there are no off-site copies") for p in problems(values))

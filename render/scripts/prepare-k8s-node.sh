@@ -223,7 +223,8 @@ disable_host_firewall() {
     log "disabling firewalld"
     systemctl disable --now firewalld
   fi
-  if command -v ufw >/dev/null && ufw status | grep -q '^Status: active'; then
+  # ufw translates its status (gettext): read in the C locale, or a template in another language keeps it on.
+  if command -v ufw >/dev/null && LC_ALL=C ufw status | grep -q '^Status: active'; then
     log "disabling ufw"
     ufw disable
   fi
