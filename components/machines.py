@@ -154,14 +154,15 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             ],
             network_devices=[
                 # On a VLAN-aware bridge the NIC carries the tag (Proxmox's per-NIC `tag`); else the bridge is the VLAN.
-                # A jumbo-frame underlay's MTU is set on the NIC (virtio tells the guest; Proxmox refuses to start a VM
-                # whose NIC MTU exceeds its bridge's, qemu-server print_netdevice_full), since Proxmox VE 8 leaves an
-                # unset one at 1500; unset at 1500, as before.
-                proxmoxve.VmLegacyNetworkDeviceArgs(bridge=vlan.proxmox_bridge, model="virtio",
-                                                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None,
-                                                    mtu=spec.network.underlay_mtu
-                                                    if spec.network.underlay_mtu != DEFAULT_MTU else None)
-                for vlan, _, _ in nics
+                # The node network's NIC takes a jumbo-frame underlay's MTU (virtio tells the guest; Proxmox VE 8
+                # leaves an unset one at 1500, VE 9 takes the bridge's; Proxmox refuses to start a VM whose NIC MTU
+                # exceeds its bridge's, qemu-server print_netdevice_full); unset at 1500, as before. At creation only:
+                # ignore_changes below.
+                proxmoxve.VmLegacyNetworkDeviceArgs(
+                    bridge=vlan.proxmox_bridge, model="virtio",
+                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None,
+                    mtu=spec.network.underlay_mtu if index == 0 and spec.network.underlay_mtu != DEFAULT_MTU else None)
+                for index, (vlan, _, _) in enumerate(nics)
             ],
             agent=proxmoxve.VmLegacyAgentArgs(enabled=True),
             operating_system=proxmoxve.VmLegacyOperatingSystemArgs(type="l26"),
@@ -196,8 +197,10 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 protect=node.name in spec.nodes.protected,
                 # Its id and name are fixed, so a replacement must remove the old VM first.
                 delete_before_replace=True,
-                # A new template is for new nodes; it must not rebuild existing ones.
-                ignore_changes=["clone"],
+                # A new template is for new nodes; it must not rebuild existing ones. A new MTU likewise: Proxmox
+                # re-plugs a running VM's NIC to change it (qemu-server vmconfig_update_net, network hotplug on by
+                # default), every VM at once with no drain.
+                ignore_changes=["clone", "networkDevices[0].mtu"],
                 # A lost node's VM leaves the state without the provider's delete, which fails for a VM that no
                 # longer exists (it reads the VM's status first: tools/providers.py); its destroy step below removes
                 # the VM if it is still there.

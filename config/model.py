@@ -231,9 +231,10 @@ DEFAULT_MTU = 1500
 class NetworkSpec(Spec):
     """The site's networks and name servers."""
     underlay_mtu: Annotated[int, Field(ge=576, le=9216)] = DEFAULT_MTU
-    """MTU of the physical network and the Proxmox bridges: the Linux VMs' NICs take it (a bridge with a smaller one
-    keeps the VM from starting), and calico.mtu must leave VXLAN's 50 bytes under it. Above 1500 only without Windows
-    nodes: the program does not turn on the Hyper-V NICs' jumbo frames."""
+    """MTU of the physical network and the node network's Proxmox bridge: a Linux VM's node NIC is made with it (a
+    bridge with a smaller one keeps the VM from starting; an existing VM keeps the MTU it was made with, since Proxmox
+    re-plugs a running VM's NIC to change it), and calico.mtu must leave VXLAN's 50 bytes under it. With Windows
+    nodes calico.mtu stays at most 1450: the program does not turn on the Hyper-V NICs' jumbo frames."""
     management: VlanSpec | None = None
     """A second network for management traffic (Linux nodes with managementIp get a second NIC on it); absent:
     everything uses the node network."""
@@ -525,8 +526,9 @@ class SmbStorageSpec(Spec):
     gid: Annotated[int, Field(ge=0)] | None = None
     """cifs gid on Linux nodes; absent: the mount's default."""
     version: Literal["2.1", "3.0", "3.02", "3.1.1"] = "3.0"
-    """The SMB dialect Linux nodes mount with (mount.cifs vers=; SMB1 and 2.0 are left out); a server that speaks
-    3.1.1 only needs 3.1.1. Windows nodes negotiate their own."""
+    """The SMB dialect Linux nodes mount new volumes with (mount.cifs vers=; SMB1 and 2.0 are left out): a server
+    that speaks 3.1.1 only needs 3.1.1. Volumes made before keep the options they were made with; Windows nodes
+    negotiate their own."""
 
 
 class NfsStorageSpec(Spec):

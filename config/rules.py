@@ -132,6 +132,10 @@ def proxmox_bridges(spec: StackSpec) -> Iterator[Problem]:
             yield Problem(f"network.{key}.proxmoxBridge", f"vmbr0 with vlanId {vlan.vlan_id}: the Linux NICs carry no tag, "
                                                           f"so vmbr0 must be on VLAN {vlan.vlan_id} already; if it is "
                                                           "VLAN-aware, set proxmoxVlanAware: true", "warning")
+        # Only the node network reaches the Windows VMs (render/hyperv.py: one NIC).
+        if key != "nodes" and vlan is not None and not vlan.hyperv_vlan_tagged:
+            yield Problem(f"network.{key}.hypervVlanTagged", "only the node network reaches the Windows VMs: remove the "
+                                                              "key", "warning")
 
 
 @rule("network", "nodes")
@@ -294,10 +298,10 @@ def calico_network(spec: StackSpec) -> Iterator[Problem]:
     if calico.encapsulation.startswith("VXLAN") and calico.mtu > limit:
         yield Problem("calico.mtu", f"{calico.mtu} exceeds the underlay MTU {spec.network.underlay_mtu} "
                       f"minus VXLAN's {VXLAN_OVERHEAD} bytes ({limit})")
-    if spec.nodes.windows and spec.network.underlay_mtu > DEFAULT_MTU:
-        yield Problem("network.underlayMtu", f"{spec.network.underlay_mtu} with Windows nodes: the program leaves the "
-                      f"Hyper-V VMs' NICs at {DEFAULT_MTU} (no jumbo frames), so Calico's VXLAN would not fit them; "
-                      f"keep {DEFAULT_MTU} (calico.mtu {DEFAULT_MTU - VXLAN_OVERHEAD})")
+    windows_limit = DEFAULT_MTU - VXLAN_OVERHEAD
+    if spec.nodes.windows and calico.encapsulation.startswith("VXLAN") and calico.mtu > windows_limit:
+        yield Problem("calico.mtu", f"{calico.mtu} with Windows nodes: the program leaves the Hyper-V VMs' NICs at "
+                      f"{DEFAULT_MTU} (no jumbo frames), so VXLAN packets would not fit them; at most {windows_limit}")
     if spec.nodes.windows:
         # Calico for Windows: VXLAN only (no IPIP, no cross-subnet), no BGP with VXLAN
         # (https://docs.tigera.io/calico/latest/getting-started/kubernetes/windows-calico/requirements).
@@ -792,8 +796,13 @@ def backup_time_exists_every_day(spec: StackSpec) -> Iterator[Problem]:
     transitions will not be run!", docs/v1.18/backup-reference.md): backup.schedule is read in `timezone` now."""
     if spec.backup is None:
         return
-    minute, hour = spec.backup.schedule.split()[:2]
-    if not (minute.isdigit() and hour.isdigit()):
+    minute, hour, *days = spec.backup.schedule.split()
+    for value, name, top in ((minute, "minute", 59), (hour, "hour", 23)):
+        if value.isdigit() and int(value) > top:
+            yield Problem("backup.schedule", f"{name} {value} is out of 0-{top}: Velero would refuse the schedule")
+            return
+    # Only a daily time at fixed hour and minute is checked: a schedule on some days may miss the change's day.
+    if not (minute.isdigit() and hour.isdigit()) or days != ["*", "*", "*"]:
         return
     zone = zoneinfo.ZoneInfo(spec.timezone)
     day = datetime(_DST_REFERENCE_YEAR, 1, 1, int(hour), int(minute))
@@ -1114,12 +1123,13 @@ def hyperv_hosts(spec: StackSpec) -> Iterator[Problem]:
 
 
 # The CPU models the Proxmox provider accepts, case-sensitively, besides `custom-<name>` (bpg/terraform-provider-proxmox
-# validators CPUTypeValidator standardTypes, as stored; pulumi-proxmoxve wraps it). Newer provider releases may add
-# models: a name not here is warned about, not refused.
+# validators CPUTypeValidator standardTypes, as stored, with the four EPYC models later releases added, which the
+# pinned pulumi-proxmoxve's provider accepts; review of #39). A name not here is warned about, not refused.
 PROXMOX_CPU_TYPES = (
     "486", "Broadwell", "Broadwell-IBRS", "Broadwell-noTSX", "Broadwell-noTSX-IBRS", "Cascadelake-Server",
     "Cascadelake-Server-noTSX", "Cascadelake-Server-v2", "Cascadelake-Server-v4", "Cascadelake-Server-v5", "Conroe",
-    "Cooperlake", "Cooperlake-v2", "EPYC", "EPYC-IBPB", "EPYC-Milan", "EPYC-Rome", "EPYC-Rome-v2", "EPYC-v3", "Haswell",
+    "Cooperlake", "Cooperlake-v2", "EPYC", "EPYC-Genoa", "EPYC-IBPB", "EPYC-Milan", "EPYC-Rome", "EPYC-Rome-v2",
+    "EPYC-Rome-v3", "EPYC-Rome-v4", "EPYC-v3", "EPYC-v4", "Haswell",
     "Haswell-IBRS", "Haswell-noTSX", "Haswell-noTSX-IBRS", "Icelake-Client", "Icelake-Client-noTSX", "Icelake-Server",
     "Icelake-Server-noTSX", "Icelake-Server-v3", "Icelake-Server-v4", "Icelake-Server-v5", "Icelake-Server-v6",
     "IvyBridge", "IvyBridge-IBRS", "KnightsMill", "Nehalem", "Nehalem-IBRS", "Opteron_G1", "Opteron_G2", "Opteron_G3",

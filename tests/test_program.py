@@ -219,8 +219,9 @@ def test_replacements_delete_first_and_nothing_moves_before_the_version_pin(hk):
     for node in LINUX_NODES:
         vm, snippet = hk.named(f"hk-prod-{node}-vm"), hk.named(f"hk-prod-{node}-user-data")
         assert pin in vm.dependencies and pin in snippet.dependencies
-        # Fixed VM id and name: the old VM goes first; a new template or a new snippet does not rebuild it.
-        assert vm.delete_before_replace and vm.ignore_changes == ["clone"]
+        # Fixed VM id and name: the old VM goes first; a new template or a new snippet does not rebuild it, and a new
+        # underlay MTU does not re-plug its NIC.
+        assert vm.delete_before_replace and vm.ignore_changes == ["clone", "networkDevices[0].mtu"]
         # An update never reboots a node behind the cluster's back.
         assert vm.inputs["rebootAfterUpdate"] is False
         assert snippet.ignore_changes == ["sourceRaw"]
