@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= hk-prod
 
-.PHONY: known-hosts venv test test-slow test-all check lint synth tools clean lint-scripts
+.PHONY: known-hosts preflight venv test test-slow test-all check lint synth tools clean lint-scripts
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +53,10 @@ synth: $(VENV)/.installed
 known-hosts: $(VENV)/.installed
 	$(PY) -m tools.known_hosts --stack $(STACK) --check ~/.ssh/known_hosts || { \
 	  echo "add them with: $(PY) -m tools.known_hosts --stack $(STACK) >> ~/.ssh/known_hosts" >&2; exit 1; }
+
+# The site checked against the stack before the first `pulumi up`, read-only (tools/preflight.py, docs/preflight.md).
+preflight: $(VENV)/.installed
+	$(PY) -m tools.preflight --stack $(STACK)
 
 clean:
 	rm -rf build $(VENV)

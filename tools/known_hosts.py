@@ -21,9 +21,8 @@ import hmac
 import sys
 from pathlib import Path
 
-from config.loader import SpecError, from_stack_file, load
 from config.model import StackSpec
-from tools.synth import find_stack_file
+from tools.synth import add_stack_arguments, read_stack
 
 
 def lines(spec: StackSpec) -> list[str]:
@@ -70,18 +69,11 @@ def check(spec: StackSpec, text: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tools.known_hosts", description=__doc__.split("\n\n")[0])
-    p.add_argument("--stack", metavar="NAME", help="the stack: Pulumi.<NAME>.yaml at the repository root, else the example")
-    p.add_argument("--stack-file", metavar="PATH", type=Path, help="a stack file elsewhere")
+    add_stack_arguments(p)
     p.add_argument("--check", metavar="FILE", type=Path, help="check FILE (e.g. ~/.ssh/known_hosts) instead of printing")
     args = p.parse_args(argv)
-    if (args.stack is None) == (args.stack_file is None):
-        p.error("give --stack or --stack-file")
-    path = args.stack_file or find_stack_file(args.stack)
-    try:
-        spec = load(from_stack_file(path)).spec
-    except SpecError as error:
-        for problem in error.problems:
-            print(f"error: {problem}", file=sys.stderr)
+    spec = read_stack(p, args)
+    if spec is None:
         return 2
     for name in unpinned(spec):
         print(f"warning: Proxmox node {name} has no hostKey (security.pinHostKeys: false): the provider trusts it on "

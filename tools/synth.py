@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from config.loader import SECRET_KEYS, SpecError, from_stack_file, load
+from config.model import StackSpec
 from config.secret_keys import required_secrets
 from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
@@ -255,6 +256,25 @@ def find_stack_file(stack: str) -> Path:
     root = ROOT / f"Pulumi.{stack}.yaml"
     example = ROOT / "examples" / stack / f"Pulumi.{stack}.yaml"
     return root if root.is_file() or not example.is_file() else example
+
+
+def add_stack_arguments(parser: argparse.ArgumentParser) -> None:
+    """--stack and --stack-file, for the tools that read one stack (read_stack)."""
+    parser.add_argument("--stack", metavar="NAME",
+                        help="the stack: Pulumi.<NAME>.yaml at the repository root, else the example")
+    parser.add_argument("--stack-file", metavar="PATH", type=Path, help="a stack file elsewhere")
+
+
+def read_stack(parser: argparse.ArgumentParser, args: argparse.Namespace) -> StackSpec | None:
+    """The stack --stack or --stack-file names; None, with its problems printed, when it is invalid."""
+    if (args.stack is None) == (args.stack_file is None):
+        parser.error("give --stack or --stack-file")
+    try:
+        return load(from_stack_file(args.stack_file or find_stack_file(args.stack))).spec
+    except SpecError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

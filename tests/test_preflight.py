@@ -1,0 +1,175 @@
+"""tools.preflight against a fake Proxmox VE API on 127.0.0.1 (tests/fake_proxmox.py): every check passes on a ready
+site, and each fails with its fix when the site lacks what it checks. No test reaches any other address."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from config.loader import from_stack_file, load
+from tests.conftest import ROOT
+from tests.fake_proxmox import FakeProxmox, lab_site, make_certificate, serve
+from tools import preflight
+
+TOKEN = "pulumi@pve!preflight=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"
+LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    return make_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def fake(certificate):
+    server = serve(lab_site(TOKEN), *certificate)
+    yield server
+    server.close()
+
+
+def _stack_file(tmp_path: Path, fake: FakeProxmox, **changes) -> Path:
+    document = yaml.safe_load(LAB.read_text())
+    document["config"]["hybrid-cluster:proxmox"]["endpoint"] = fake.endpoint
+    for key, value in changes.items():
+        document["config"][f"hybrid-cluster:{key}"] = value
+    path = tmp_path / "Pulumi.lab.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _results(tmp_path: Path, fake: FakeProxmox, **changes) -> list[preflight.Result]:
+    spec = load(from_stack_file(_stack_file(tmp_path, fake, **changes))).spec
+    return preflight.run_checks(spec, TOKEN, ca_file=fake.ca_file)
+
+
+def _failed(results: list[preflight.Result]) -> dict[str, preflight.Result]:
+    return {r.check: r for r in results if r.status == preflight.FAIL}
+
+
+def test_a_ready_site_passes_every_check_reading_only(tmp_path, fake):
+    results = _results(tmp_path, fake)
+    assert not _failed(results), preflight.report(results)
+    checks = {r.check for r in results}
+    assert {"API and token", "online", "template 9000 (ubuntu22)", "datastore local-lvm (images)",
+            "datastore local (snippets)", "bridge vmbr0 (network.nodes)", "VM id 201 (lab-cp-1)",
+            "privileges on /vms", "privileges on /storage/local", "privileges on /sdn/zones/localnetwork/vmbr0"} <= checks
+    # Every request was a GET the fake answered, with the token.
+    assert fake.site.requests and all(r.startswith("/api2/json/") for r in fake.site.requests)
+
+
+def test_a_refused_token_stops_there_with_its_fix(tmp_path, fake):
+    spec = load(from_stack_file(_stack_file(tmp_path, fake))).spec
+    results = preflight.run_checks(spec, TOKEN.replace("0b6a", "ffff"), ca_file=fake.ca_file)
+    assert [(r.check, r.status) for r in results] == [("API and token", preflight.FAIL)]
+    assert "HTTP 401" in results[0].detail and "proxmoxApiToken" in results[0].fix
+
+
+def test_a_certificate_the_site_does_not_trust_is_refused(tmp_path, fake):
+    spec = load(from_stack_file(_stack_file(tmp_path, fake))).spec
+    [result] = preflight.run_checks(spec, TOKEN)          # the system's CAs do not know the fake's
+    assert result.status == preflight.FAIL and "CERTIFICATE_VERIFY_FAILED" in result.detail
+
+
+def test_an_offline_node_fails(tmp_path, fake):
+    fake.site.nodes["pve"] = "offline"
+    failed = _failed(_results(tmp_path, fake))
+    assert "offline" in failed["online"].detail and "pvecm nodes" in failed["online"].fix
+
+
+@pytest.mark.parametrize("change, problem, fix", [
+    ({"template": 0}, "is not a template", "qm template 9000"),
+    ({"agent": "0"}, "has the QEMU guest agent off", "qm set 9000 --agent enabled=1"),
+    ({"agent": "enabled=0,type=virtio"}, "has the QEMU guest agent off", "qm set 9000 --agent enabled=1"),
+    ({"ide2": None}, "has no cloud-init drive", "qm set 9000 --ide2 local-lvm:cloudinit"),
+])
+def test_a_template_without_what_the_clones_need_fails(tmp_path, fake, change, problem, fix):
+    config = fake.site.configs[("pve", 9000)]
+    for key, value in change.items():
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = value
+    failed = _failed(_results(tmp_path, fake))
+    assert problem in failed["template 9000 (ubuntu22)"].detail and fix in failed["template 9000 (ubuntu22)"].fix
+
+
+def test_a_missing_template_fails(tmp_path, fake):
+    del fake.site.configs[("pve", 9000)]
+    failed = _failed(_results(tmp_path, fake))
+    assert "does not exist" in failed["template 9000 (ubuntu22)"].detail
+
+
+def test_snippets_not_enabled_fails_with_the_pvesm_line(tmp_path, fake):
+    fake.site.storages["pve"][0]["content"] = "iso,vztmpl,backup"
+    failed = _failed(_results(tmp_path, fake))
+    assert failed["datastore local (snippets)"].fix == "pvesm set local --content backup,iso,snippets,vztmpl"
+
+
+def test_too_little_space_for_the_new_disks_fails(tmp_path, fake):
+    fake.site.storages["pve"][1]["avail"] = 50 * 1024 ** 3      # two 40 GB disks to come
+    failed = _failed(_results(tmp_path, fake))
+    assert "50 GiB free, the new VMs' disks need 80 GiB" in failed["datastore local-lvm (images)"].detail
+
+
+def test_a_missing_or_plain_bridge_fails(tmp_path, fake):
+    fake.site.bridges["pve"][0]["iface"] = "vmbr1"
+    failed = _failed(_results(tmp_path, fake))
+    assert "vmbr0 is not a bridge of pve" in failed["bridge vmbr0 (network.nodes)"].detail
+    fake.site.bridges["pve"][0]["iface"] = "vmbr0"
+    network = yaml.safe_load(LAB.read_text())["config"]["hybrid-cluster:network"]
+    network["nodes"].update(vlanId=30, proxmoxVlanAware=True)
+    failed = _failed(_results(tmp_path, fake, network=network))
+    assert "bridge-vlan-aware yes" in failed["bridge vmbr0 (network.nodes)"].fix
+    fake.site.bridges["pve"][0]["bridge_vlan_aware"] = 1
+    assert not _failed(_results(tmp_path, fake, network=network))
+
+
+def test_a_vm_id_taken_by_another_vm_fails_and_this_stacks_own_passes(tmp_path, fake):
+    fake.site.vms.append({"id": "qemu/201", "vmid": 201, "name": "build-runner", "node": "pve", "type": "qemu",
+                          "template": 0})
+    failed = _failed(_results(tmp_path, fake))
+    assert "taken by qemu build-runner on pve" in failed["VM id 201 (lab-cp-1)"].detail
+    fake.site.vms[-1]["name"] = "lab-cp-1"
+    results = _results(tmp_path, fake)
+    assert not _failed(results)
+    assert any("already this stack's VM lab-cp-1" in r.detail for r in results)
+
+
+@pytest.mark.parametrize("release, agent_privilege", [("9.1", "VM.GuestAgent.Audit"), ("8.4", "VM.Monitor")])
+def test_missing_privileges_are_listed_with_the_pveum_lines(tmp_path, fake, release, agent_privilege):
+    fake.site.release = release
+    fake.site.privileges = {"*": {"VM.Audit", "Datastore.Audit", "SDN.Use", "Sys.Audit"}}
+    failed = _failed(_results(tmp_path, fake))
+    vms = failed["privileges on /vms"]
+    assert "VM.Clone" in vms.detail and agent_privilege in vms.detail
+    assert "pveum acl modify /vms --users pulumi@pve --roles HybridCluster" in vms.fix
+    assert "--tokens 'pulumi@pve!preflight'" in vms.fix and "0b6a" not in vms.fix      # never the secret
+    assert "Datastore.Allocate" in failed["privileges on /storage/local"].detail
+
+
+def test_the_command_line_groups_by_host_prints_json_and_exits_with_the_outcome(tmp_path, fake, monkeypatch, capsys):
+    monkeypatch.setenv(preflight.TOKEN_ENV, TOKEN)
+    monkeypatch.setattr(preflight.shutil, "which", lambda _: None)       # no Pulumi CLI here: the environment
+    stack = _stack_file(tmp_path, fake)
+    assert preflight.main(["--stack-file", str(stack), "--ca-file", fake.ca_file]) == 0
+    out, err = capsys.readouterr()
+    assert f"Proxmox API token from the environment variable {preflight.TOKEN_ENV}" in err
+    assert out.splitlines()[0].startswith("Proxmox API 127.0.0.1:") and "\npve\n" in out and "0 failed" in out
+    fake.site.nodes["pve"] = "offline"
+    assert preflight.main(["--stack-file", str(stack), "--ca-file", fake.ca_file, "--json"]) == 1
+    results = json.loads(capsys.readouterr().out)
+    assert {"host": "pve", "check": "online", "status": "FAIL"}.items() <= next(
+        r for r in results if r["check"] == "online").items()
+    monkeypatch.delenv(preflight.TOKEN_ENV)
+    assert preflight.main(["--stack-file", str(stack)]) == 2
+
+
+def test_the_property_string_and_drive_parsers_follow_proxmox():
+    assert preflight.agent_enabled("1") and preflight.agent_enabled("enabled=1,type=virtio")
+    assert preflight.agent_enabled("1,fstrim_cloned_disks=1") and not preflight.agent_enabled(None)
+    assert not preflight.agent_enabled("0,fstrim_cloned_disks=1") and not preflight.agent_enabled("type=virtio")
+    assert preflight.cloudinit_drive({"scsi1": "local:9000/vm-9000-cloudinit.qcow2,media=cdrom"}) == "scsi1"
+    assert preflight.cloudinit_drive({"ide2": "local:iso/ubuntu.iso,media=cdrom"}) is None
+    assert preflight.cloudinit_drive({"ide2": "local-lvm:vm-9000-cloudinit"}) is None      # not a cdrom

@@ -1,0 +1,403 @@
+"""Checks a site against its stack before the first `pulumi up`, changing nothing: `python -m tools.preflight --stack
+NAME` (or `make preflight STACK=NAME`). Each check prints one line, PASS, WARN or FAIL, grouped by the host it reads,
+each failure with the command that fixes it; `--json` prints the same as JSON; the exit status is 1 on any failure.
+
+This release checks the Proxmox VE site through its API, with the stack's own token (#41 in part: the Proxmox nodes
+over SSH, the Hyper-V hosts and the network are not checked yet; docs/preflight.md says what each check guards
+against). Every call is an HTTP GET (read-only by the API's own definition), bounded by a timeout; the Proxmox nodes
+are read in parallel.
+
+The API's shapes and permission rules, with their sources (proxmox/pve-docs api-viewer apidata.js at 9.1.3, the Perl
+API of pve-manager, pve-access-control, qemu-server and pve-storage; the notes of #41):
+
+* Every answer is `{"data": ...}`; booleans come as 0/1 (Perl), some numbers as strings (`memory`); an API token goes
+  in `Authorization: PVEAPIToken=USER@REALM!TOKENID=UUID` (pveum.adoc), and a refused token is a 401.
+* `GET /access/permissions?path=P` without `userid` answers the token's own effective privileges on P (for a
+  privilege-separated token, the intersection of its user's and its own): a privilege is granted when its key is
+  there, whatever its value (the value is the propagate flag).
+* Listings leave out what the token may not see (cluster/resources without VM.Audit, a node's storages without
+  Datastore.Audit, its bridges without SDN.Use or SDN.Audit): "missing" says so.
+* A template is `template: 1` in its config, its guest agent is the `agent` property string's `enabled` (its default
+  key), and its cloud-init drive is an ide/sata/scsi drive whose volume matches qemu-server's drive_is_cloudinit
+  (`[:/](vm-N-)?cloudinit(.fmt)?$`) with `media=cdrom`.
+* PVE 9 replaced VM.Monitor by VM.GuestAgent.* (pve-access-control 9.0.2): the guest agent's addresses need
+  VM.GuestAgent.Audit there, VM.Monitor before.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from config.model import StackSpec
+from tools.synth import add_stack_arguments, read_stack
+
+TIMEOUT_SECONDS = 15          # per call; a refused token answers after the server's 3 s delay
+TOKEN_ENV = "PROXMOX_API_TOKEN"
+GIB = 1024 ** 3
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+# The privileges the program's resources use on each kind of path (the bpg provider's calls for a full clone,
+# configuration, resize, power, the guest agent's addresses and snippet uploads; the notes of #41, 9b).
+VM_PRIVILEGES = ("VM.Audit", "VM.Clone", "VM.Allocate", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Disk",
+                 "VM.Config.Network", "VM.Config.Cloudinit", "VM.Config.CDROM", "VM.Config.Options",
+                 "VM.Config.HWType", "VM.PowerMgmt")
+DISK_PRIVILEGES = ("Datastore.Audit", "Datastore.AllocateSpace")
+SNIPPET_PRIVILEGES = ("Datastore.Audit", "Datastore.Allocate")     # the provider reads GET /storage/{id} for its path
+BRIDGE_PRIVILEGES = ("SDN.Use",)
+NODE_PRIVILEGES = ("Sys.Audit",)
+_CLOUDINIT = re.compile(r"[:/](?:vm-\d+-)?cloudinit(?:\.(?:raw|qcow2|vmdk))?$")
+_DRIVE_KEY = re.compile(r"^(?:ide|sata|scsi)\d+$")
+
+
+@dataclass(frozen=True)
+class Result:
+    host: str
+    check: str
+    status: str               # PASS | WARN | FAIL
+    detail: str
+    fix: str = ""
+
+
+class ApiError(Exception):
+    def __init__(self, status: int | None, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class ProxmoxApi:
+    """GET requests to the Proxmox VE API with an API token; TLS checked against the system's CAs (or `ca_file`)
+    unless `insecure`, as the provider checks it."""
+
+    def __init__(self, endpoint: str, token: str, insecure: bool = False, ca_file: str | None = None,
+                 timeout: float = TIMEOUT_SECONDS):
+        self.base = endpoint.rstrip("/") + "/api2/json"
+        self.token = token
+        self.timeout = timeout
+        self.context = ssl.create_default_context(cafile=ca_file)
+        if insecure:
+            self.context.check_hostname = False
+            self.context.verify_mode = ssl.CERT_NONE
+
+    def get(self, resource: str, **params: str) -> Any:
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        request = urllib.request.Request(self.base + resource + query, method="GET",
+                                         headers={"Authorization": f"PVEAPIToken={self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+                return json.loads(response.read())["data"]
+        except urllib.error.HTTPError as error:
+            body = error.read().decode(errors="replace")
+            try:
+                message = json.loads(body).get("message") or error.reason
+            except ValueError:
+                message = error.reason
+            raise ApiError(error.code, f"HTTP {error.code}: {str(message).strip()}") from None
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            raise ApiError(None, f"{self.base}: {getattr(error, 'reason', error)}") from None
+
+
+def _true(value: Any) -> bool:
+    """A Proxmox boolean: 0/1 from Perl, or 1/on/yes/true in property strings (pve-common parse_boolean)."""
+    return str(value).strip().lower() in ("1", "on", "yes", "true")
+
+
+def agent_enabled(value: Any) -> bool:
+    """The `agent` property string's `enabled` (its default key): "1", "enabled=1", "1,fstrim_cloned_disks=1"."""
+    for item in str(value or "").split(","):
+        key, sep, val = item.partition("=")
+        if not sep:
+            return _true(key)
+        if key.strip() == "enabled":
+            return _true(val)
+    return False
+
+
+def cloudinit_drive(config: dict[str, Any]) -> str | None:
+    """The config key of the template's cloud-init drive, or None."""
+    for key, value in sorted(config.items()):
+        if _DRIVE_KEY.match(key) and isinstance(value, str):
+            volume, *options = value.split(",")
+            if _CLOUDINIT.search(volume) and "media=cdrom" in options:
+                return key
+    return None
+
+
+def _role_fix(path: str, privileges: Iterable[str], token: str) -> str:
+    user = token.split("!", 1)[0]
+    privs = " ".join(privileges)
+    return (f"pveum role add HybridCluster --privs \"{privs}\" (or `pveum role modify HybridCluster --append 1 --privs "
+            f"\"{privs}\"`); pveum acl modify {path} --users {user} --roles HybridCluster; and for a privilege-separated "
+            f"token also: pveum acl modify {path} --tokens '{token.split('=', 1)[0]}' --roles HybridCluster")
+
+
+def _api_host(spec: StackSpec) -> str:
+    return f"Proxmox API {urllib.parse.urlparse(spec.proxmox.endpoint).netloc}"
+
+
+def _used_nodes(spec: StackSpec) -> list[str]:
+    used = {n.proxmox_node for n in spec.linux_nodes} | {t.node for t in spec.proxmox.templates}
+    return [n.name for n in spec.proxmox.nodes if n.name in used]
+
+
+def check_api(spec: StackSpec, api: ProxmoxApi, token: str) -> tuple[list[Result], int | None]:
+    """The API answers the token; the release's major version (None when it does not)."""
+    host = _api_host(spec)
+    try:
+        version = api.get("/version")
+    except ApiError as error:
+        fix = ("check proxmoxApiToken (USER@REALM!TOKENID=UUID; `pveum user token list <user>` on a node)"
+               if error.status == 401 else
+               "check proxmox.endpoint and that this machine reaches it (and its certificate: proxmox.insecure only "
+               "for one you cannot replace)")
+        return [Result(host, "API and token", FAIL, str(error), fix)], None
+    release = str(version.get("release") or version.get("version") or "")
+    major = int(release.split(".")[0]) if release.split(".")[0].isdigit() else None
+    return [Result(host, "API and token", PASS, f"Proxmox VE {release}, token accepted")], major
+
+
+def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | None) -> list[Result]:
+    host = _api_host(spec)
+    agent = ("VM.GuestAgent.Audit",) if (major or 0) >= 9 else ("VM.Monitor",)
+    wanted: dict[str, tuple[str, ...]] = {"/vms": VM_PRIVILEGES + agent}
+    d = spec.proxmox.datastores
+    for store in (d.vm_disks, d.cloud_init):
+        wanted[f"/storage/{store}"] = DISK_PRIVILEGES
+    wanted[f"/storage/{d.snippets}"] = tuple(sorted({*wanted.get(f"/storage/{d.snippets}", ()), *SNIPPET_PRIVILEGES}))
+    for vlan in (spec.network.nodes, spec.network.management):
+        if vlan is not None and vlan.proxmox_bridge is not None:
+            wanted[f"/sdn/zones/localnetwork/{vlan.proxmox_bridge}"] = BRIDGE_PRIVILEGES
+    for node in _used_nodes(spec):
+        wanted[f"/nodes/{node}"] = NODE_PRIVILEGES
+    results = []
+    for path, privileges in wanted.items():
+        try:
+            granted = api.get("/access/permissions", path=path).get(path) or {}
+        except ApiError as error:
+            results.append(Result(host, f"privileges on {path}", FAIL, str(error), "check the token"))
+            continue
+        missing = [p for p in privileges if p not in granted]
+        if missing:
+            results.append(Result(host, f"privileges on {path}", FAIL, f"the token lacks {', '.join(missing)}",
+                                  _role_fix(path, missing, token)))
+        else:
+            results.append(Result(host, f"privileges on {path}", PASS, f"{len(privileges)} privileges granted"))
+    return results
+
+
+def check_vm_ids(spec: StackSpec, api: ProxmoxApi) -> list[Result]:
+    host = _api_host(spec)
+    try:
+        resources = api.get("/cluster/resources", type="vm")
+    except ApiError as error:
+        return [Result(host, "VM ids", FAIL, str(error), "grant VM.Audit on /vms")]
+    by_id = {int(r["vmid"]): r for r in resources if "vmid" in r}
+    results = []
+    for node in spec.linux_nodes:
+        found = by_id.get(node.vm_id)
+        if found is None:
+            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", PASS, "free"))
+        elif found.get("name") == node.name and found.get("type", "qemu") == "qemu" and not _true(found.get("template", 0)):
+            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", PASS,
+                                  f"already this stack's VM {node.name} on {found.get('node')}"))
+        else:
+            what = "template" if _true(found.get("template", 0)) else found.get("type", "VM")
+            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", FAIL,
+                                  f"taken by {what} {found.get('name', '?')} on {found.get('node', '?')}",
+                                  f"give {node.name} another vmId in the stack, or remove that VM"))
+    return results
+
+
+def check_node(spec: StackSpec, api: ProxmoxApi, node: str, online: dict[str, str]) -> list[Result]:
+    """One Proxmox node: online, its templates, its datastores and bridges."""
+    status = online.get(node)
+    if status != "online":
+        return [Result(node, "online", FAIL, f"the cluster lists it as {status or 'missing'}",
+                       "check `pvecm nodes` and the node name in proxmox.nodes (as `pvecm nodes` prints it)")]
+    results = [Result(node, "online", PASS, "online")]
+    results += _templates(spec, api, node)
+    results += _datastores(spec, api, node)
+    results += _bridges(spec, api, node)
+    return results
+
+
+def _templates(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
+    results = []
+    for template in (t for t in spec.proxmox.templates if t.node == node):
+        check = f"template {template.vm_id} ({template.distro})"
+        try:
+            config = api.get(f"/nodes/{node}/qemu/{template.vm_id}/config")
+        except ApiError as error:
+            results.append(Result(node, check, FAIL, f"not readable on {node}: {error}",
+                                  f"make the {template.distro} cloud-init template on {node} (docs/images.md), or "
+                                  "fix proxmox.templates[].vmId and node"))
+            continue
+        problems, fixes = [], []
+        if not _true(config.get("template", 0)):
+            problems.append("is not a template")
+            fixes.append(f"qm template {template.vm_id}")
+        if not agent_enabled(config.get("agent")):
+            problems.append("has the QEMU guest agent off")
+            fixes.append(f"qm set {template.vm_id} --agent enabled=1")
+        if cloudinit_drive(config) is None:
+            problems.append("has no cloud-init drive")
+            fixes.append(f"qm set {template.vm_id} --ide2 {spec.proxmox.datastores.cloud_init}:cloudinit")
+        if problems:
+            results.append(Result(node, check, FAIL, ", ".join(problems), "; ".join(fixes)))
+        else:
+            results.append(Result(node, check, PASS, f"a template with the guest agent and {cloudinit_drive(config)} "
+                                                      "as its cloud-init drive"))
+    return results
+
+
+def _datastores(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
+    d = spec.proxmox.datastores
+    try:
+        stores = {s["storage"]: s for s in api.get(f"/nodes/{node}/storage")}
+    except ApiError as error:
+        return [Result(node, "datastores", FAIL, str(error), "grant Datastore.Audit on /storage")]
+    try:
+        existing = {int(r["vmid"]) for r in api.get("/cluster/resources", type="vm") if "vmid" in r}
+    except ApiError:
+        existing = set()
+    wanted_gb = sum(n.disk_gb for n in spec.linux_nodes if n.proxmox_node == node and n.vm_id not in existing)
+    results: list[Result] = []
+    for store, content, need in ((d.vm_disks, "images", wanted_gb), (d.cloud_init, "images", 0), (d.snippets, "snippets", 0)):
+        check = f"datastore {store} ({content})"
+        if any(r.check == check for r in results):
+            continue
+        info = stores.get(store)
+        if info is None:
+            results.append(Result(node, check, FAIL, f"{store} is not a storage of {node} that the token can see",
+                                  f"check proxmox.datastores and `pvesm status` on {node}; grant Datastore.Audit on "
+                                  f"/storage/{store}"))
+            continue
+        contents = {c.strip() for c in str(info.get("content", "")).split(",") if c.strip()}
+        if not (_true(info.get("active", 0)) and _true(info.get("enabled", 1))):
+            results.append(Result(node, check, FAIL, f"{store} is not active and enabled on {node}",
+                                  f"pvesm set {store} --disable 0, and check `pvesm status` on {node}"))
+        elif content not in contents:
+            listed = ",".join(sorted(contents | {content}))
+            results.append(Result(node, check, FAIL, f"{store} does not hold {content} (its content: "
+                                                     f"{','.join(sorted(contents)) or 'none'})",
+                                  f"pvesm set {store} --content {listed}"))
+        elif need and int(info.get("avail", 0)) < need * GIB:
+            results.append(Result(node, check, FAIL, f"{int(info.get('avail', 0)) // GIB} GiB free, the new VMs' disks "
+                                                     f"need {need} GiB", f"free space on {store}, or move nodes to "
+                                                                         "another Proxmox node"))
+        else:
+            free = f", {int(info.get('avail', 0)) // GIB} GiB free" if need else ""
+            results.append(Result(node, check, PASS, f"holds {content}{free}"))
+    return results
+
+
+def _bridges(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
+    wanted = [("nodes", spec.network.nodes)]
+    if spec.network.management is not None and any(n.management_ip for n in spec.linux_nodes if n.proxmox_node == node):
+        wanted.append(("management", spec.network.management))
+    if not any(n.proxmox_node == node for n in spec.linux_nodes):
+        return []
+    try:
+        bridges = {b["iface"]: b for b in api.get(f"/nodes/{node}/network", type="any_bridge")}
+    except ApiError as error:
+        return [Result(node, "bridges", FAIL, str(error), "grant SDN.Use on /sdn/zones/localnetwork")]
+    results: list[Result] = []
+    for key, vlan in wanted:
+        bridge = vlan.proxmox_bridge
+        check = f"bridge {bridge} (network.{key})"
+        found = bridges.get(bridge or "")
+        if found is None:
+            results.append(Result(node, check, FAIL, f"{bridge} is not a bridge of {node} that the token can see",
+                                  f"make {bridge} in {node}'s /etc/network/interfaces (or fix network.{key}."
+                                  f"proxmoxBridge); grant SDN.Use on /sdn/zones/localnetwork/{bridge}"))
+        elif vlan.proxmox_vlan_aware and not _true(found.get("bridge_vlan_aware", 0)):
+            results.append(Result(node, check, FAIL, f"{bridge} is not VLAN-aware, and network.{key}.proxmoxVlanAware "
+                                                     f"tags the NICs with VLAN {vlan.vlan_id}",
+                                  f"add `bridge-vlan-aware yes` to {bridge} in /etc/network/interfaces and "
+                                  "`ifreload -a`, or set proxmoxVlanAware: false with a bridge on the VLAN"))
+        else:
+            results.append(Result(node, check, PASS, "present" + (", VLAN-aware" if vlan.proxmox_vlan_aware else "")))
+    return results
+
+
+def run_checks(spec: StackSpec, token: str, ca_file: str | None = None,
+               progress: Callable[[str], None] = lambda _: None) -> list[Result]:
+    """Every check, the Proxmox nodes in parallel; read-only."""
+    api = ProxmoxApi(spec.proxmox.endpoint, token, insecure=spec.proxmox.insecure, ca_file=ca_file)
+    results, major = check_api(spec, api, token)
+    progress(_api_host(spec))
+    if major is None and results[0].status == FAIL:
+        return results
+    try:
+        online = {n["node"]: str(n.get("status", "unknown")) for n in api.get("/nodes")}
+    except ApiError as error:
+        return [*results, Result(_api_host(spec), "nodes", FAIL, str(error), "check the token")]
+    results += check_privileges(spec, api, token, major)
+    results += check_vm_ids(spec, api)
+    nodes = _used_nodes(spec)
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(nodes)))) as pool:
+        for node, found in zip(nodes, pool.map(lambda n: check_node(spec, api, n, online), nodes), strict=True):
+            progress(node)
+            results += found
+    return results
+
+
+def read_token(stack: str | None) -> tuple[str | None, str]:
+    """The Proxmox token from the Pulumi CLI's stack config, else from the environment; and where it came from."""
+    if stack is not None and shutil.which("pulumi"):
+        done = subprocess.run(["pulumi", "config", "get", "proxmoxApiToken", "--stack", stack], capture_output=True,
+                              text=True, timeout=60, check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip(), f"the Pulumi CLI's config of stack {stack}"
+    value = os.environ.get(TOKEN_ENV, "").strip()
+    return (value or None), f"the environment variable {TOKEN_ENV}"
+
+
+def report(results: list[Result]) -> str:
+    lines = []
+    for host in dict.fromkeys(r.host for r in results):
+        lines.append(host)
+        for r in (r for r in results if r.host == host):
+            lines.append(f"  {r.status}  {r.check}: {r.detail}")
+            if r.fix and r.status != PASS:
+                lines.append(f"        fix: {r.fix}")
+    failed = sum(r.status == FAIL for r in results)
+    warned = sum(r.status == WARN for r in results)
+    lines.append(f"{len(results)} checks: {failed} failed, {warned} warnings")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__.split("\n\n")[0])
+    add_stack_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--ca-file", metavar="PEM", help="the CA the Proxmox API's certificate is checked against, "
+                                                    "instead of the system's")
+    args = p.parse_args(argv)
+    spec = read_stack(p, args)
+    if spec is None:
+        return 2
+    token, source = read_token(args.stack)
+    if token is None:
+        print(f"error: no Proxmox API token: set it with `pulumi config set --secret proxmoxApiToken` or in {TOKEN_ENV}",
+              file=sys.stderr)
+        return 2
+    print(f"Proxmox API token from {source}", file=sys.stderr)
+    results = run_checks(spec, token, args.ca_file, progress=lambda host: print(f"checked {host}", file=sys.stderr))
+    print(json.dumps([asdict(r) for r in results], indent=2) if args.json else report(results))
+    return 1 if any(r.status == FAIL for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
