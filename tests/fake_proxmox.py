@@ -35,6 +35,8 @@ class FakeSite:
     storages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)   # node -> storage entries
     bridges: dict[str, list[dict[str, Any]]] = field(default_factory=dict)    # node -> network entries
     privileges: dict[str, set[str]] = field(default_factory=dict)       # path -> granted; "*" for every path
+    hidden_vmids: set[int] = field(default_factory=set)                 # VMs the token may not see (no VM.Audit)
+    network_changes: dict[str, str] = field(default_factory=dict)       # node -> pending interfaces.new diff
     requests: list[str] = field(default_factory=list)
 
     def granted(self, path: str) -> dict[str, int]:
@@ -70,8 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:    # quiet
         pass
 
-    def _send(self, status: int, data: Any, message: str | None = None) -> None:
-        body: dict[str, Any] = {"data": data}
+    def _send(self, status: int, data: Any, message: str | None = None, **extra: Any) -> None:
+        body: dict[str, Any] = {"data": data, **extra}
         if message is not None:
             body["message"] = message + "\n"
         payload = json.dumps(body).encode()
@@ -99,7 +101,15 @@ class _Handler(BaseHTTPRequestHandler):
             target = query.get("path")
             self._send(200, {target: site.granted(target)} if target else {})
         elif path == "/cluster/resources":
-            self._send(200, [v for v in site.vms if query.get("type") != "vm" or v["type"] in ("qemu", "lxc")])
+            self._send(200, [v for v in site.vms if v["vmid"] not in site.hidden_vmids
+                             and (query.get("type") != "vm" or v["type"] in ("qemu", "lxc"))])
+        elif path == "/cluster/nextid":
+            # pve-manager PVE/API2/Cluster.pm nextid: the whole cluster's VM list, whatever the token may see.
+            vmid = int(query["vmid"])
+            if any(v["vmid"] == vmid for v in site.vms):
+                self._send(400, None, "Parameter verification failed.", errors={"vmid": f"VM {vmid} already exists"})
+            else:
+                self._send(200, vmid)
         elif len(parts) == 5 and parts[0] == "nodes" and parts[2] == "qemu" and parts[4] == "config":
             config = site.configs.get((parts[1], int(parts[3])))
             if config is None:
@@ -109,7 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
         elif len(parts) == 3 and parts[0] == "nodes" and parts[2] == "storage":
             self._send(200, site.storages.get(parts[1], []))
         elif len(parts) == 3 and parts[0] == "nodes" and parts[2] == "network":
-            self._send(200, site.bridges.get(parts[1], []))
+            changes = site.network_changes.get(parts[1])
+            self._send(200, site.bridges.get(parts[1], []), **({"changes": changes} if changes else {}))
         else:
             self._send(501, None, f"Method 'GET {path}' not implemented")
 

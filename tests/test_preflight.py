@@ -23,7 +23,11 @@ def certificate(tmp_path_factory):
 
 
 @pytest.fixture
-def fake(certificate):
+def fake(certificate, monkeypatch):
+    # No proxy between the tests and 127.0.0.1, whatever this machine's environment says.
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     server = serve(lab_site(TOKEN), *certificate)
     yield server
     server.close()
@@ -54,8 +58,10 @@ def test_a_ready_site_passes_every_check_reading_only(tmp_path, fake):
     checks = {r.check for r in results}
     assert {"API and token", "online", "template 9000 (ubuntu22)", "datastore local-lvm (images)",
             "datastore local (snippets)", "bridge vmbr0 (network.nodes)", "VM id 201 (lab-cp-1)",
-            "privileges on /vms", "privileges on /storage/local", "privileges on /sdn/zones/localnetwork/vmbr0"} <= checks
-    # Every request was a GET the fake answered, with the token.
+            "privileges on /vms/9000", "privileges on /vms/201", "privileges on /storage/local",
+            "privileges on /sdn/zones/localnetwork/vmbr0", "privileges on /nodes/pve"} <= checks
+    assert all(r.status == preflight.PASS for r in results)
+    # The fake answers GET only (do_GET); every request reached it through the API's path.
     assert fake.site.requests and all(r.startswith("/api2/json/") for r in fake.site.requests)
 
 
@@ -78,21 +84,22 @@ def test_an_offline_node_fails(tmp_path, fake):
     assert "offline" in failed["online"].detail and "pvecm nodes" in failed["online"].fix
 
 
-@pytest.mark.parametrize("change, problem, fix", [
-    ({"template": 0}, "is not a template", "qm template 9000"),
-    ({"agent": "0"}, "has the QEMU guest agent off", "qm set 9000 --agent enabled=1"),
-    ({"agent": "enabled=0,type=virtio"}, "has the QEMU guest agent off", "qm set 9000 --agent enabled=1"),
-    ({"ide2": None}, "has no cloud-init drive", "qm set 9000 --ide2 local-lvm:cloudinit"),
+@pytest.mark.parametrize("change, status, problem, fix", [
+    ({"template": 0}, preflight.FAIL, "is not a template", "qm template 9000"),
+    # The provider turns the agent on and makes a cloud-init drive on each clone: warnings (review of #41).
+    ({"agent": "0"}, preflight.WARN, "has the QEMU guest agent option off", "qm set 9000 --agent enabled=1"),
+    ({"agent": "enabled=0,type=virtio"}, preflight.WARN, "has the QEMU guest agent option off", "--agent enabled=1"),
+    ({"ide2": None}, preflight.WARN, "has no cloud-init drive", "qm set 9000 --ide2 local-lvm:cloudinit"),
 ])
-def test_a_template_without_what_the_clones_need_fails(tmp_path, fake, change, problem, fix):
+def test_a_template_without_what_the_clones_need_is_reported(tmp_path, fake, change, status, problem, fix):
     config = fake.site.configs[("pve", 9000)]
     for key, value in change.items():
         if value is None:
             config.pop(key)
         else:
             config[key] = value
-    failed = _failed(_results(tmp_path, fake))
-    assert problem in failed["template 9000 (ubuntu22)"].detail and fix in failed["template 9000 (ubuntu22)"].fix
+    [result] = [r for r in _results(tmp_path, fake) if r.check == "template 9000 (ubuntu22)"]
+    assert result.status == status and problem in result.detail and fix in result.fix
 
 
 def test_a_missing_template_fails(tmp_path, fake):
@@ -105,12 +112,39 @@ def test_snippets_not_enabled_fails_with_the_pvesm_line(tmp_path, fake):
     fake.site.storages["pve"][0]["content"] = "iso,vztmpl,backup"
     failed = _failed(_results(tmp_path, fake))
     assert failed["datastore local (snippets)"].fix == "pvesm set local --content backup,iso,snippets,vztmpl"
-
-
-def test_too_little_space_for_the_new_disks_fails(tmp_path, fake):
-    fake.site.storages["pve"][1]["avail"] = 50 * 1024 ** 3      # two 40 GB disks to come
+    fake.site.storages["pve"][0]["content"] = "none"                        # Proxmox's "no content"
     failed = _failed(_results(tmp_path, fake))
-    assert "50 GiB free, the new VMs' disks need 80 GiB" in failed["datastore local-lvm (images)"].detail
+    assert failed["datastore local (snippets)"].fix == "pvesm set local --content snippets"
+
+
+def test_snippets_on_a_block_storage_fail_with_another_datastore_as_the_fix(tmp_path, fake):
+    snippets = {"snippets": "local-lvm", "vmDisks": "local-lvm", "cloudInit": "local-lvm"}
+    proxmox = yaml.safe_load(LAB.read_text())["config"]["hybrid-cluster:proxmox"]
+    proxmox["datastores"] = snippets
+    failed = _failed(_results(tmp_path, fake, proxmox={**proxmox, "endpoint": fake.endpoint}))
+    assert "lvmthin storage, which cannot hold snippets" in failed["datastore local-lvm (snippets)"].detail
+
+
+def test_too_little_space_for_the_new_disks_is_a_warning_as_thin_pools_over_commit(tmp_path, fake):
+    fake.site.storages["pve"][1]["avail"] = 50 * 1024 ** 3      # two 40 GB disks to come
+    [result] = [r for r in _results(tmp_path, fake) if r.check == "datastore local-lvm (images)"]
+    assert result.status == preflight.WARN and "50 GiB free, the new VMs' disks on pve are 80 GiB" in result.detail
+
+
+def test_an_inactive_datastore_fails_saying_where_to_look(tmp_path, fake):
+    fake.site.storages["pve"][1]["active"] = 0
+    failed = _failed(_results(tmp_path, fake))
+    assert "`pvesm status` on pve says why" in failed["datastore local-lvm (images)"].fix
+
+
+def test_pending_network_changes_are_a_warning_and_an_ovs_bridge_is_vlan_aware(tmp_path, fake):
+    fake.site.network_changes["pve"] = "--- /etc/network/interfaces\n+++ /etc/network/interfaces.new\n"
+    [result] = [r for r in _results(tmp_path, fake) if r.check == "network changes"]
+    assert result.status == preflight.WARN and "ifreload -a" in result.fix
+    fake.site.bridges["pve"][0]["type"] = "OVSBridge"
+    network = yaml.safe_load(LAB.read_text())["config"]["hybrid-cluster:network"]
+    network["nodes"].update(vlanId=30, proxmoxVlanAware=True)
+    assert not _failed(_results(tmp_path, fake, network=network))
 
 
 def test_a_missing_or_plain_bridge_fails(tmp_path, fake):
@@ -123,7 +157,10 @@ def test_a_missing_or_plain_bridge_fails(tmp_path, fake):
     failed = _failed(_results(tmp_path, fake, network=network))
     assert "bridge-vlan-aware yes" in failed["bridge vmbr0 (network.nodes)"].fix
     fake.site.bridges["pve"][0]["bridge_vlan_aware"] = 1
-    assert not _failed(_results(tmp_path, fake, network=network))
+    results = _results(tmp_path, fake, network=network)
+    assert not _failed(results)
+    # A tagged NIC is checked where Proxmox checks it: the VLAN's own path.
+    assert "privileges on /sdn/zones/localnetwork/vmbr0/30" in {r.check for r in results}
 
 
 def test_a_vm_id_taken_by_another_vm_fails_and_this_stacks_own_passes(tmp_path, fake):
@@ -131,6 +168,11 @@ def test_a_vm_id_taken_by_another_vm_fails_and_this_stacks_own_passes(tmp_path, 
                           "template": 0})
     failed = _failed(_results(tmp_path, fake))
     assert "taken by qemu build-runner on pve" in failed["VM id 201 (lab-cp-1)"].detail
+    # One the token may not see is taken all the same (cluster/nextid reads the whole cluster's list).
+    fake.site.hidden_vmids.add(201)
+    failed = _failed(_results(tmp_path, fake))
+    assert failed["VM id 201 (lab-cp-1)"].detail == "taken by a VM the token cannot see"
+    fake.site.hidden_vmids.clear()
     fake.site.vms[-1]["name"] = "lab-cp-1"
     results = _results(tmp_path, fake)
     assert not _failed(results)
@@ -142,11 +184,24 @@ def test_missing_privileges_are_listed_with_the_pveum_lines(tmp_path, fake, rele
     fake.site.release = release
     fake.site.privileges = {"*": {"VM.Audit", "Datastore.Audit", "SDN.Use", "Sys.Audit"}}
     failed = _failed(_results(tmp_path, fake))
-    vms = failed["privileges on /vms"]
-    assert "VM.Clone" in vms.detail and agent_privilege in vms.detail
-    assert "pveum acl modify /vms --users pulumi@pve --roles HybridCluster" in vms.fix
-    assert "--tokens 'pulumi@pve!preflight'" in vms.fix and "0b6a" not in vms.fix      # never the secret
+    vm = failed["privileges on /vms/201"]
+    assert "VM.Clone" in vm.detail and agent_privilege in vm.detail
+    assert "pveum role modify <role> --append 1 --privs" in vm.fix
+    assert "pveum user token permissions pulumi@pve preflight --path /vms/201" in vm.fix
+    assert "0b6a" not in vm.fix                                                          # never the secret
+    assert "VM.Clone" in failed["privileges on /vms/9000"].detail
     assert "Datastore.Allocate" in failed["privileges on /storage/local"].detail
+
+
+def test_each_path_is_checked_where_proxmox_checks_it(tmp_path, fake):
+    """A grant on /vms that does not reach /vms/201 (propagate 0, or a deeper ACL): the clone is refused there, and
+    so is the preflight. On PVE 9 VM.GuestAgent.Unrestricted serves for the agent's addresses too."""
+    everything = set(fake.site.privileges["*"])
+    fake.site.privileges = {"*": everything, "/vms/201": everything - {"VM.Clone", "VM.GuestAgent.Audit"}}
+    failed = _failed(_results(tmp_path, fake))
+    assert set(failed) == {"privileges on /vms/201"}
+    fake.site.privileges["/vms/201"] = (everything - {"VM.GuestAgent.Audit"}) | {"VM.GuestAgent.Unrestricted"}
+    assert not _failed(_results(tmp_path, fake))
 
 
 def test_the_command_line_groups_by_host_prints_json_and_exits_with_the_outcome(tmp_path, fake, monkeypatch, capsys):
@@ -162,8 +217,11 @@ def test_the_command_line_groups_by_host_prints_json_and_exits_with_the_outcome(
     results = json.loads(capsys.readouterr().out)
     assert {"host": "pve", "check": "online", "status": "FAIL"}.items() <= next(
         r for r in results if r["check"] == "online").items()
+    assert preflight.main(["--stack-file", str(stack), "--ca-file", str(tmp_path / "missing.pem")]) == 2
+    assert "is not a file" in capsys.readouterr().err
     monkeypatch.delenv(preflight.TOKEN_ENV)
     assert preflight.main(["--stack-file", str(stack)]) == 2
+    assert "no Proxmox API token from neither" in capsys.readouterr().err
 
 
 def test_the_property_string_and_drive_parsers_follow_proxmox():

@@ -2,7 +2,8 @@
 NAME` (or `make preflight STACK=NAME`). Each check prints one line, PASS, WARN or FAIL, grouped by the host it reads,
 each failure with the command that fixes it; `--json` prints the same as JSON; the exit status is 1 on any failure.
 
-This release checks the Proxmox VE site through its API, with the stack's own token (#41 in part: the Proxmox nodes
+This release checks the Proxmox VE site through its API, with the stack's token (PROXMOX_API_TOKEN, else the Pulumi
+CLI's config; #41 in part: the Proxmox nodes
 over SSH, the Hyper-V hosts and the network are not checked yet; docs/preflight.md says what each check guards
 against). Every call is an HTTP GET (read-only by the API's own definition), bounded by a timeout; the Proxmox nodes
 are read in parallel.
@@ -10,8 +11,10 @@ are read in parallel.
 The API's shapes and permission rules, with their sources (proxmox/pve-docs api-viewer apidata.js at 9.1.3, the Perl
 API of pve-manager, pve-access-control, qemu-server and pve-storage; the notes of #41):
 
-* Every answer is `{"data": ...}`; booleans come as 0/1 (Perl), some numbers as strings (`memory`); an API token goes
-  in `Authorization: PVEAPIToken=USER@REALM!TOKENID=UUID` (pveum.adoc), and a refused token is a 401.
+* Every answer is `{"data": ...}` (a node's network listing adds `changes` while /etc/network/interfaces.new is
+  pending); a refused parameter is a 400 with `errors` by parameter; booleans come as 0/1 (Perl), some numbers as
+  strings (`memory`); an API token goes in `Authorization: PVEAPIToken=USER@REALM!TOKENID=UUID` (pveum.adoc), and a
+  refused token is a 401.
 * `GET /access/permissions?path=P` without `userid` answers the token's own effective privileges on P (for a
   privilege-separated token, the intersection of its user's and its own): a privilege is granted when its key is
   there, whatever its value (the value is the propagate flag).
@@ -39,6 +42,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from config.model import StackSpec
@@ -55,6 +59,9 @@ VM_PRIVILEGES = ("VM.Audit", "VM.Clone", "VM.Allocate", "VM.Config.CPU", "VM.Con
                  "VM.Config.HWType", "VM.PowerMgmt")
 DISK_PRIVILEGES = ("Datastore.Audit", "Datastore.AllocateSpace")
 SNIPPET_PRIVILEGES = ("Datastore.Audit", "Datastore.Allocate")     # the provider reads GET /storage/{id} for its path
+# Storage types that keep files, where snippets can live (pve-storage: the plugins whose content types include
+# snippets: dir, nfs, cifs, cephfs, glusterfs, btrfs).
+SNIPPET_STORAGE_TYPES = ("dir", "nfs", "cifs", "cephfs", "glusterfs", "btrfs")
 BRIDGE_PRIVILEGES = ("SDN.Use",)
 NODE_PRIVILEGES = ("Sys.Audit",)
 _CLOUDINIT = re.compile(r"[:/](?:vm-\d+-)?cloudinit(?:\.(?:raw|qcow2|vmdk))?$")
@@ -91,16 +98,23 @@ class ProxmoxApi:
             self.context.verify_mode = ssl.CERT_NONE
 
     def get(self, resource: str, **params: str) -> Any:
+        return self.get_body(resource, **params)["data"]
+
+    def get_body(self, resource: str, **params: str) -> dict[str, Any]:
+        """The whole answer, `data` and what comes beside it (a node's network listing says `changes`)."""
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
         request = urllib.request.Request(self.base + resource + query, method="GET",
                                          headers={"Authorization": f"PVEAPIToken={self.token}"})
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-                return json.loads(response.read())["data"]
+                body: dict[str, Any] = json.loads(response.read())
+                return body
         except urllib.error.HTTPError as error:
-            body = error.read().decode(errors="replace")
+            text = error.read().decode(errors="replace")
             try:
-                message = json.loads(body).get("message") or error.reason
+                body = json.loads(text)
+                message = "; ".join(str(v) for v in (body.get("errors") or {}).values()) or body.get("message") \
+                    or error.reason
             except ValueError:
                 message = error.reason
             raise ApiError(error.code, f"HTTP {error.code}: {str(message).strip()}") from None
@@ -137,9 +151,11 @@ def cloudinit_drive(config: dict[str, Any]) -> str | None:
 def _role_fix(path: str, privileges: Iterable[str], token: str) -> str:
     user = token.split("!", 1)[0]
     privs = " ".join(privileges)
-    return (f"pveum role add HybridCluster --privs \"{privs}\" (or `pveum role modify HybridCluster --append 1 --privs "
-            f"\"{privs}\"`); pveum acl modify {path} --users {user} --roles HybridCluster; and for a privilege-separated "
-            f"token also: pveum acl modify {path} --tokens '{token.split('=', 1)[0]}' --roles HybridCluster")
+    # An ACL on a deeper path replaces what the user inherits there (pveum.adoc), so the fix adds to the role that
+    # already reaches the path rather than granting a role of the missing privileges alone.
+    return (f"add {privs} to the role the user {user} (and a privilege-separated token) has on {path} or above it: "
+            f"`pveum role modify <role> --append 1 --privs \"{privs}\"` (`pveum user token permissions {user} "
+            f"{token.split('=', 1)[0].split('!', 1)[-1]} --path {path}` shows what it has)")
 
 
 def _api_host(spec: StackSpec) -> str:
@@ -167,54 +183,88 @@ def check_api(spec: StackSpec, api: ProxmoxApi, token: str) -> tuple[list[Result
     return [Result(host, "API and token", PASS, f"Proxmox VE {release}, token accepted")], major
 
 
-def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | None) -> list[Result]:
-    host = _api_host(spec)
-    agent = ("VM.GuestAgent.Audit",) if (major or 0) >= 9 else ("VM.Monitor",)
-    wanted: dict[str, tuple[str, ...]] = {"/vms": VM_PRIVILEGES + agent}
+def wanted_privileges(spec: StackSpec, major: int | None) -> dict[str, tuple[str, ...]]:
+    """Each path Proxmox checks for the program's calls, and the privileges it checks there: the template's and each
+    new VM's own path (a clone is checked on both, `/vms/<id>`, where inheritance and a deeper ACL decide), each
+    datastore, each bridge, or its VLAN where the NIC is tagged (`/sdn/zones/localnetwork/<bridge>/<tag>`), and
+    each node."""
+    wanted: dict[str, tuple[str, ...]] = {}
+    for template in spec.proxmox.templates:
+        wanted[f"/vms/{template.vm_id}"] = ("VM.Audit", "VM.Clone")
+    for node in spec.linux_nodes:
+        wanted[f"/vms/{node.vm_id}"] = VM_PRIVILEGES
     d = spec.proxmox.datastores
     for store in (d.vm_disks, d.cloud_init):
         wanted[f"/storage/{store}"] = DISK_PRIVILEGES
     wanted[f"/storage/{d.snippets}"] = tuple(sorted({*wanted.get(f"/storage/{d.snippets}", ()), *SNIPPET_PRIVILEGES}))
-    for vlan in (spec.network.nodes, spec.network.management):
-        if vlan is not None and vlan.proxmox_bridge is not None:
-            wanted[f"/sdn/zones/localnetwork/{vlan.proxmox_bridge}"] = BRIDGE_PRIVILEGES
-    for node in _used_nodes(spec):
-        wanted[f"/nodes/{node}"] = NODE_PRIVILEGES
+    networks = [spec.network.nodes]
+    if spec.network.management is not None and any(n.management_ip for n in spec.linux_nodes):
+        networks.append(spec.network.management)
+    for vlan in networks:
+        if vlan.proxmox_bridge is not None:
+            tag = f"/{vlan.vlan_id}" if vlan.proxmox_vlan_aware and vlan.vlan_id is not None else ""
+            wanted[f"/sdn/zones/localnetwork/{vlan.proxmox_bridge}{tag}"] = BRIDGE_PRIVILEGES
+    for node_name in _used_nodes(spec):
+        wanted[f"/nodes/{node_name}"] = NODE_PRIVILEGES
+    return wanted
+
+
+def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | None) -> list[Result]:
+    host = _api_host(spec)
+    # Reading the guest agent's addresses: VM.Monitor before PVE 9; there VM.GuestAgent.Audit or .Unrestricted.
+    agent = ("VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted") if (major or 0) >= 9 else ("VM.Monitor",)
     results = []
-    for path, privileges in wanted.items():
+    for path, privileges in wanted_privileges(spec, major).items():
         try:
             granted = api.get("/access/permissions", path=path).get(path) or {}
         except ApiError as error:
             results.append(Result(host, f"privileges on {path}", FAIL, str(error), "check the token"))
             continue
         missing = [p for p in privileges if p not in granted]
+        if privileges is VM_PRIVILEGES and not any(p in granted for p in agent):
+            missing.append(agent[0])
         if missing:
             results.append(Result(host, f"privileges on {path}", FAIL, f"the token lacks {', '.join(missing)}",
                                   _role_fix(path, missing, token)))
         else:
-            results.append(Result(host, f"privileges on {path}", PASS, f"{len(privileges)} privileges granted"))
+            results.append(Result(host, f"privileges on {path}", PASS, "granted"))
     return results
 
 
 def check_vm_ids(spec: StackSpec, api: ProxmoxApi) -> list[Result]:
+    """Each VM id free in the whole cluster (`GET /cluster/nextid?vmid=N`, which reads the cluster's VM list whatever
+    the token may see: pve-manager PVE/API2/Cluster.pm nextid, "VM N already exists"), or this stack's VM of that
+    name, which needs the token to see it (cluster/resources leaves out VMs without VM.Audit)."""
     host = _api_host(spec)
     try:
-        resources = api.get("/cluster/resources", type="vm")
-    except ApiError as error:
-        return [Result(host, "VM ids", FAIL, str(error), "grant VM.Audit on /vms")]
-    by_id = {int(r["vmid"]): r for r in resources if "vmid" in r}
+        visible = {int(r["vmid"]): r for r in api.get("/cluster/resources", type="vm") if "vmid" in r}
+    except ApiError:
+        visible = {}
     results = []
     for node in spec.linux_nodes:
-        found = by_id.get(node.vm_id)
+        check = f"VM id {node.vm_id} ({node.name})"
+        try:
+            api.get("/cluster/nextid", vmid=str(node.vm_id))
+            results.append(Result(host, check, PASS, "free"))
+            continue
+        except ApiError as error:
+            if error.status != 400:
+                results.append(Result(host, check, FAIL, str(error), "check the token"))
+                continue
+        found = visible.get(node.vm_id)
         if found is None:
-            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", PASS, "free"))
-        elif found.get("name") == node.name and found.get("type", "qemu") == "qemu" and not _true(found.get("template", 0)):
-            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", PASS,
-                                  f"already this stack's VM {node.name} on {found.get('node')}"))
+            results.append(Result(host, check, FAIL, "taken by a VM the token cannot see",
+                                  f"give {node.name} another vmId in the stack, or find VM {node.vm_id} "
+                                  "(`qm list` on each node) and remove it"))
+        elif found.get("name") == node.name and found.get("type") == "qemu" and not _true(found.get("template", 0)):
+            results.append(Result(host, check, PASS, f"already this stack's VM {node.name} on {found.get('node')}"))
+        elif not found.get("name"):
+            results.append(Result(host, check, WARN, f"taken by a VM whose name is not known yet, on "
+                                                     f"{found.get('node', '?')}",
+                                  f"if it is not {node.name}, give {node.name} another vmId"))
         else:
             what = "template" if _true(found.get("template", 0)) else found.get("type", "VM")
-            results.append(Result(host, f"VM id {node.vm_id} ({node.name})", FAIL,
-                                  f"taken by {what} {found.get('name', '?')} on {found.get('node', '?')}",
+            results.append(Result(host, check, FAIL, f"taken by {what} {found['name']} on {found.get('node', '?')}",
                                   f"give {node.name} another vmId in the stack, or remove that VM"))
     return results
 
@@ -243,18 +293,20 @@ def _templates(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
                                   f"make the {template.distro} cloud-init template on {node} (docs/images.md), or "
                                   "fix proxmox.templates[].vmId and node"))
             continue
-        problems, fixes = [], []
         if not _true(config.get("template", 0)):
-            problems.append("is not a template")
-            fixes.append(f"qm template {template.vm_id}")
+            results.append(Result(node, check, FAIL, "is not a template", f"qm template {template.vm_id}"))
+            continue
+        # The provider turns the agent on and makes the cloud-init drive on every clone, so a template without them
+        # still clones; the agent's setting says the image was made for it (docs/images.md installs the agent).
+        problems, fixes = [], []
         if not agent_enabled(config.get("agent")):
-            problems.append("has the QEMU guest agent off")
-            fixes.append(f"qm set {template.vm_id} --agent enabled=1")
+            problems.append("has the QEMU guest agent option off (is the agent in the image?)")
+            fixes.append(f"qm set {template.vm_id} --agent enabled=1, with qemu-guest-agent installed in the image")
         if cloudinit_drive(config) is None:
-            problems.append("has no cloud-init drive")
+            problems.append("has no cloud-init drive (the clones get one)")
             fixes.append(f"qm set {template.vm_id} --ide2 {spec.proxmox.datastores.cloud_init}:cloudinit")
         if problems:
-            results.append(Result(node, check, FAIL, ", ".join(problems), "; ".join(fixes)))
+            results.append(Result(node, check, WARN, ", ".join(problems), "; ".join(fixes)))
         else:
             results.append(Result(node, check, PASS, f"a template with the guest agent and {cloudinit_drive(config)} "
                                                       "as its cloud-init drive"))
@@ -283,19 +335,28 @@ def _datastores(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
                                   f"check proxmox.datastores and `pvesm status` on {node}; grant Datastore.Audit on "
                                   f"/storage/{store}"))
             continue
-        contents = {c.strip() for c in str(info.get("content", "")).split(",") if c.strip()}
+        contents = {c.strip() for c in str(info.get("content", "")).split(",") if c.strip()} - {"none"}
+        kind = str(info.get("type", ""))
         if not (_true(info.get("active", 0)) and _true(info.get("enabled", 1))):
-            results.append(Result(node, check, FAIL, f"{store} is not active and enabled on {node}",
-                                  f"pvesm set {store} --disable 0, and check `pvesm status` on {node}"))
+            results.append(Result(node, check, FAIL, f"{store} is not active on {node}",
+                                  f"`pvesm status` on {node} says why: disabled (`pvesm set {store} --disable 0`), "
+                                  "limited to other nodes (its `nodes`), or failing to activate"))
+        elif content not in contents and content == "snippets" and kind not in SNIPPET_STORAGE_TYPES:
+            results.append(Result(node, check, FAIL, f"{store} is a {kind} storage, which cannot hold snippets",
+                                  f"set proxmox.datastores.snippets to a {'/'.join(SNIPPET_STORAGE_TYPES)} storage "
+                                  "(e.g. local)"))
         elif content not in contents:
             listed = ",".join(sorted(contents | {content}))
             results.append(Result(node, check, FAIL, f"{store} does not hold {content} (its content: "
                                                      f"{','.join(sorted(contents)) or 'none'})",
                                   f"pvesm set {store} --content {listed}"))
         elif need and int(info.get("avail", 0)) < need * GIB:
-            results.append(Result(node, check, FAIL, f"{int(info.get('avail', 0)) // GIB} GiB free, the new VMs' disks "
-                                                     f"need {need} GiB", f"free space on {store}, or move nodes to "
-                                                                         "another Proxmox node"))
+            # A warning: thin pools over-commit by design, and a shared store's free space serves every node.
+            results.append(Result(node, check, WARN, f"{int(info.get('avail', 0)) // GIB} GiB free, the new VMs' disks "
+                                                     f"on {node} are {need} GiB in all"
+                                                     + (" (shared: other nodes' too)" if _true(info.get("shared", 0))
+                                                        else ""),
+                                  f"free space on {store} if it is not thin-provisioned, or move nodes"))
         else:
             free = f", {int(info.get('avail', 0)) // GIB} GiB free" if need else ""
             results.append(Result(node, check, PASS, f"holds {content}{free}"))
@@ -309,10 +370,15 @@ def _bridges(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
     if not any(n.proxmox_node == node for n in spec.linux_nodes):
         return []
     try:
-        bridges = {b["iface"]: b for b in api.get(f"/nodes/{node}/network", type="any_bridge")}
+        body = api.get_body(f"/nodes/{node}/network", type="any_bridge")
     except ApiError as error:
         return [Result(node, "bridges", FAIL, str(error), "grant SDN.Use on /sdn/zones/localnetwork")]
+    bridges = {b["iface"]: b for b in body.get("data") or []}
     results: list[Result] = []
+    # The listing reads /etc/network/interfaces.new while changes are pending: a bridge there is not up yet.
+    if body.get("changes"):
+        results.append(Result(node, "network changes", WARN, "pending, not applied: a bridge listed may not exist yet",
+                              f"apply them: `ifreload -a` on {node} (or Apply Configuration in its Network view)"))
     for key, vlan in wanted:
         bridge = vlan.proxmox_bridge
         check = f"bridge {bridge} (network.{key})"
@@ -321,7 +387,7 @@ def _bridges(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
             results.append(Result(node, check, FAIL, f"{bridge} is not a bridge of {node} that the token can see",
                                   f"make {bridge} in {node}'s /etc/network/interfaces (or fix network.{key}."
                                   f"proxmoxBridge); grant SDN.Use on /sdn/zones/localnetwork/{bridge}"))
-        elif vlan.proxmox_vlan_aware and not _true(found.get("bridge_vlan_aware", 0)):
+        elif vlan.proxmox_vlan_aware and found.get("type") != "OVSBridge" and not _true(found.get("bridge_vlan_aware", 0)):
             results.append(Result(node, check, FAIL, f"{bridge} is not VLAN-aware, and network.{key}.proxmoxVlanAware "
                                                      f"tags the NICs with VLAN {vlan.vlan_id}",
                                   f"add `bridge-vlan-aware yes` to {bridge} in /etc/network/interfaces and "
@@ -354,14 +420,21 @@ def run_checks(spec: StackSpec, token: str, ca_file: str | None = None,
 
 
 def read_token(stack: str | None) -> tuple[str | None, str]:
-    """The Proxmox token from the Pulumi CLI's stack config, else from the environment; and where it came from."""
-    if stack is not None and shutil.which("pulumi"):
+    """The Proxmox token from the environment when it is set there, else from the Pulumi CLI's stack config; and where
+    it came from, or why the CLI gave none."""
+    value = os.environ.get(TOKEN_ENV, "").strip()
+    if value:
+        return value, f"the environment variable {TOKEN_ENV}"
+    if stack is None or not shutil.which("pulumi"):
+        return None, f"neither {TOKEN_ENV} nor the Pulumi CLI (not installed, or --stack-file without --stack)"
+    try:
         done = subprocess.run(["pulumi", "config", "get", "proxmoxApiToken", "--stack", stack], capture_output=True,
                               text=True, timeout=60, check=False)
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip(), f"the Pulumi CLI's config of stack {stack}"
-    value = os.environ.get(TOKEN_ENV, "").strip()
-    return (value or None), f"the environment variable {TOKEN_ENV}"
+    except subprocess.TimeoutExpired:
+        return None, f"`pulumi config get proxmoxApiToken --stack {stack}`, which did not answer in 60 s"
+    if done.returncode == 0 and done.stdout.strip():
+        return done.stdout.strip(), f"the Pulumi CLI's config of stack {stack}"
+    return None, f"`pulumi config get proxmoxApiToken --stack {stack}`: {done.stderr.strip() or 'empty'}"
 
 
 def report(results: list[Result]) -> str:
@@ -390,8 +463,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     token, source = read_token(args.stack)
     if token is None:
-        print(f"error: no Proxmox API token: set it with `pulumi config set --secret proxmoxApiToken` or in {TOKEN_ENV}",
-              file=sys.stderr)
+        print(f"error: no Proxmox API token from {source}: set it with `pulumi config set --secret proxmoxApiToken "
+              f"--stack <stack>`, or in {TOKEN_ENV}", file=sys.stderr)
+        return 2
+    if args.ca_file is not None and not Path(args.ca_file).is_file():
+        print(f"error: --ca-file {args.ca_file} is not a file", file=sys.stderr)
         return 2
     print(f"Proxmox API token from {source}", file=sys.stderr)
     results = run_checks(spec, token, args.ca_file, progress=lambda host: print(f"checked {host}", file=sys.stderr))
