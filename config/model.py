@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from vocab import checks
 from vocab.checks import DNS_LABEL
 from vocab.namespaces import NamespaceParams
+from vocab.time_zones import UTC
 
 # Kubernetes object names and our VM names share the DNS-1123 label rule (vocab/checks.py).
 DNS1123_LABEL = DNS_LABEL
@@ -1082,7 +1083,7 @@ class StackSpec(Spec):
     """Registry mirrors."""
     ntp_servers: Annotated[list[Host], Field(min_length=1)]
     """NTP servers for every node."""
-    timezone: IanaZone = "Etc/UTC"
+    timezone: IanaZone = UTC
     """The nodes' time zone (an IANA name, e.g. Asia/Hong_Kong): their logs' local time, when the Linux nodes' timers
     (etcdBackup.schedule) fire, and the time zone of backup.schedule. The Windows nodes take the Windows zone CLDR
     matches to it (China Standard Time for Asia/Hong_Kong). Earlier releases set Asia/Hong_Kong on every Linux node

@@ -53,6 +53,7 @@ from render.scheduling import system_namespace, windows_toleration
 from render.script_files import render_script
 from vocab.checks import DNS_LABEL, require
 from vocab.labels import OS_LABEL, WINDOWS_BUILD_LABEL
+from vocab.time_zones import UTC
 
 NAMESPACE = "velero"
 SERVICE_ACCOUNT = "velero"           # serviceAccount.server.name: the Windows node agent runs as it too
@@ -173,9 +174,6 @@ def ttl(retention_days: int) -> str:
     """A backup's time to live as Velero writes durations (Go's time.Duration, e.g. 720h0m0s)."""
     require(retention_days >= 1, "retention must be at least a day")
     return f"{retention_days * 24}h0m0s"
-
-
-UTC = "Etc/UTC"
 
 
 def schedule(location: str, cron: str, retention_days: int, file_system_backup: bool,

@@ -167,7 +167,7 @@ def _used_nodes(spec: StackSpec) -> list[str]:
     return [n.name for n in spec.proxmox.nodes if n.name in used]
 
 
-def check_api(spec: StackSpec, api: ProxmoxApi, token: str) -> tuple[list[Result], int | None]:
+def check_api(spec: StackSpec, api: ProxmoxApi) -> tuple[list[Result], int | None]:
     """The API answers the token; the release's major version (None when it does not)."""
     host = _api_host(spec)
     try:
@@ -183,7 +183,7 @@ def check_api(spec: StackSpec, api: ProxmoxApi, token: str) -> tuple[list[Result
     return [Result(host, "API and token", PASS, f"Proxmox VE {release}, token accepted")], major
 
 
-def wanted_privileges(spec: StackSpec, major: int | None) -> dict[str, tuple[str, ...]]:
+def wanted_privileges(spec: StackSpec) -> dict[str, tuple[str, ...]]:
     """Each path Proxmox checks for the program's calls, and the privileges it checks there: the template's and each
     new VM's own path (a clone is checked on both, `/vms/<id>`, where inheritance and a deeper ACL decide), each
     datastore, each bridge, or its VLAN where the NIC is tagged (`/sdn/zones/localnetwork/<bridge>/<tag>`), and
@@ -213,15 +213,16 @@ def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | 
     host = _api_host(spec)
     # Reading the guest agent's addresses: VM.Monitor before PVE 9; there VM.GuestAgent.Audit or .Unrestricted.
     agent = ("VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted") if (major or 0) >= 9 else ("VM.Monitor",)
+    new_vms = {f"/vms/{n.vm_id}" for n in spec.linux_nodes}
     results = []
-    for path, privileges in wanted_privileges(spec, major).items():
+    for path, privileges in wanted_privileges(spec).items():
         try:
             granted = api.get("/access/permissions", path=path).get(path) or {}
         except ApiError as error:
             results.append(Result(host, f"privileges on {path}", FAIL, str(error), "check the token"))
             continue
         missing = [p for p in privileges if p not in granted]
-        if privileges is VM_PRIVILEGES and not any(p in granted for p in agent):
+        if path in new_vms and not any(p in granted for p in agent):
             missing.append(agent[0])
         if missing:
             results.append(Result(host, f"privileges on {path}", FAIL, f"the token lacks {', '.join(missing)}",
@@ -231,15 +232,19 @@ def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | 
     return results
 
 
-def check_vm_ids(spec: StackSpec, api: ProxmoxApi) -> list[Result]:
+def visible_vms(api: ProxmoxApi) -> dict[int, dict[str, Any]]:
+    """The cluster's VMs the token may see, by id (none when it may not list them)."""
+    try:
+        return {int(r["vmid"]): r for r in api.get("/cluster/resources", type="vm") if "vmid" in r}
+    except ApiError:
+        return {}
+
+
+def check_vm_ids(spec: StackSpec, api: ProxmoxApi, visible: dict[int, dict[str, Any]]) -> list[Result]:
     """Each VM id free in the whole cluster (`GET /cluster/nextid?vmid=N`, which reads the cluster's VM list whatever
     the token may see: pve-manager PVE/API2/Cluster.pm nextid, "VM N already exists"), or this stack's VM of that
     name, which needs the token to see it (cluster/resources leaves out VMs without VM.Audit)."""
     host = _api_host(spec)
-    try:
-        visible = {int(r["vmid"]): r for r in api.get("/cluster/resources", type="vm") if "vmid" in r}
-    except ApiError:
-        visible = {}
     results = []
     for node in spec.linux_nodes:
         check = f"VM id {node.vm_id} ({node.name})"
@@ -269,7 +274,7 @@ def check_vm_ids(spec: StackSpec, api: ProxmoxApi) -> list[Result]:
     return results
 
 
-def check_node(spec: StackSpec, api: ProxmoxApi, node: str, online: dict[str, str]) -> list[Result]:
+def check_node(spec: StackSpec, api: ProxmoxApi, node: str, online: dict[str, str], existing: set[int]) -> list[Result]:
     """One Proxmox node: online, its templates, its datastores and bridges."""
     status = online.get(node)
     if status != "online":
@@ -277,7 +282,7 @@ def check_node(spec: StackSpec, api: ProxmoxApi, node: str, online: dict[str, st
                        "check `pvecm nodes` and the node name in proxmox.nodes (as `pvecm nodes` prints it)")]
     results = [Result(node, "online", PASS, "online")]
     results += _templates(spec, api, node)
-    results += _datastores(spec, api, node)
+    results += _datastores(spec, api, node, existing)
     results += _bridges(spec, api, node)
     return results
 
@@ -313,16 +318,12 @@ def _templates(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
     return results
 
 
-def _datastores(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
+def _datastores(spec: StackSpec, api: ProxmoxApi, node: str, existing: set[int]) -> list[Result]:
     d = spec.proxmox.datastores
     try:
         stores = {s["storage"]: s for s in api.get(f"/nodes/{node}/storage")}
     except ApiError as error:
         return [Result(node, "datastores", FAIL, str(error), "grant Datastore.Audit on /storage")]
-    try:
-        existing = {int(r["vmid"]) for r in api.get("/cluster/resources", type="vm") if "vmid" in r}
-    except ApiError:
-        existing = set()
     wanted_gb = sum(n.disk_gb for n in spec.linux_nodes if n.proxmox_node == node and n.vm_id not in existing)
     results: list[Result] = []
     for store, content, need in ((d.vm_disks, "images", wanted_gb), (d.cloud_init, "images", 0), (d.snippets, "snippets", 0)):
@@ -401,7 +402,7 @@ def run_checks(spec: StackSpec, token: str, ca_file: str | None = None,
                progress: Callable[[str], None] = lambda _: None) -> list[Result]:
     """Every check, the Proxmox nodes in parallel; read-only."""
     api = ProxmoxApi(spec.proxmox.endpoint, token, insecure=spec.proxmox.insecure, ca_file=ca_file)
-    results, major = check_api(spec, api, token)
+    results, major = check_api(spec, api)
     progress(_api_host(spec))
     if major is None and results[0].status == FAIL:
         return results
@@ -410,10 +411,12 @@ def run_checks(spec: StackSpec, token: str, ca_file: str | None = None,
     except ApiError as error:
         return [*results, Result(_api_host(spec), "nodes", FAIL, str(error), "check the token")]
     results += check_privileges(spec, api, token, major)
-    results += check_vm_ids(spec, api)
+    visible = visible_vms(api)
+    results += check_vm_ids(spec, api, visible)
     nodes = _used_nodes(spec)
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(nodes)))) as pool:
-        for node, found in zip(nodes, pool.map(lambda n: check_node(spec, api, n, online), nodes), strict=True):
+        checked = pool.map(lambda n: check_node(spec, api, n, online, set(visible)), nodes)
+        for node, found in zip(nodes, checked, strict=True):
             progress(node)
             results += found
     return results

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from tzlocal.windows_tz import tz_win
 
+# The stack's default `timezone`, and the zone Velero reads a schedule in without a CRON_TZ prefix.
+UTC = "Etc/UTC"
+
 
 def windows_time_zone(iana: str) -> str | None:
     """The Windows time zone ID of ``iana``; None where CLDR maps none."""
