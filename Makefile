@@ -54,7 +54,7 @@ known-hosts: $(VENV)/.installed
 	$(PY) -m tools.known_hosts --stack $(STACK) --check ~/.ssh/known_hosts || { \
 	  echo "add them with: $(PY) -m tools.known_hosts --stack $(STACK) >> ~/.ssh/known_hosts" >&2; exit 1; }
 
-# The site checked against the stack before the first `pulumi up`, read-only (tools/preflight.py, docs/preflight.md).
+# The site checked against the stack before the first `pulumi up`, read-only (tools/preflight/, docs/preflight.md).
 preflight: $(VENV)/.installed
 	$(PY) -m tools.preflight --stack $(STACK)
 

@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import Any
 
 GIB = 1024 ** 3
+TOKEN = "pulumi@pve!preflight=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"
+# No proxy between the tests and 127.0.0.1, whatever this machine's environment says (tests monkeypatch these away).
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 ALL_PRIVILEGES = (
     "VM.Audit", "VM.Clone", "VM.Allocate", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Disk", "VM.Config.Network",
     "VM.Config.Cloudinit", "VM.Config.CDROM", "VM.Config.Options", "VM.Config.HWType", "VM.PowerMgmt",
@@ -155,5 +158,6 @@ def serve(site: FakeSite, cert: Path, key: Path) -> FakeProxmox:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    # A short poll: shutdown() waits for the loop to notice it (0.5 s by default, for every test).
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     return FakeProxmox(site, server, str(cert))

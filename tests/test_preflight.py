@@ -2,7 +2,6 @@
 site, and each fails with its fix when the site lacks what it checks. No test reaches any other address."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -10,22 +9,17 @@ import yaml
 
 from config.loader import from_stack_file, load
 from tests.conftest import ROOT
-from tests.fake_proxmox import FakeProxmox, lab_site, make_certificate, serve
-from tools import preflight
+from tests.fake_proxmox import PROXY_VARIABLES, TOKEN, FakeProxmox, lab_site, make_certificate, serve
+from tools.preflight import proxmox_api as preflight
+from tools.preflight.results import FAIL, PASS, WARN, Result, report
 
-TOKEN = "pulumi@pve!preflight=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"
 LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory):
-    return make_certificate(tmp_path_factory.mktemp("tls"))
+certificate = pytest.fixture(scope="module")(lambda tmp_path_factory: make_certificate(tmp_path_factory.mktemp("tls")))
 
 
 @pytest.fixture
 def fake(certificate, monkeypatch):
-    # No proxy between the tests and 127.0.0.1, whatever this machine's environment says.
-    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     server = serve(lab_site(TOKEN), *certificate)
@@ -43,39 +37,39 @@ def _stack_file(tmp_path: Path, fake: FakeProxmox, **changes) -> Path:
     return path
 
 
-def _results(tmp_path: Path, fake: FakeProxmox, **changes) -> list[preflight.Result]:
+def _results(tmp_path: Path, fake: FakeProxmox, **changes) -> list[Result]:
     spec = load(from_stack_file(_stack_file(tmp_path, fake, **changes))).spec
-    return preflight.run_checks(spec, TOKEN, ca_file=fake.ca_file)
+    return preflight.run(spec, TOKEN, ca_file=fake.ca_file).results
 
 
-def _failed(results: list[preflight.Result]) -> dict[str, preflight.Result]:
-    return {r.check: r for r in results if r.status == preflight.FAIL}
+def _failed(results: list[Result]) -> dict[str, Result]:
+    return {r.check: r for r in results if r.status == FAIL}
 
 
 def test_a_ready_site_passes_every_check_reading_only(tmp_path, fake):
     results = _results(tmp_path, fake)
-    assert not _failed(results), preflight.report(results)
+    assert not _failed(results), report(results)
     checks = {r.check for r in results}
     assert {"API and token", "online", "template 9000 (ubuntu22)", "datastore local-lvm (images)",
             "datastore local (snippets)", "bridge vmbr0 (network.nodes)", "VM id 201 (lab-cp-1)",
             "privileges on /vms/9000", "privileges on /vms/201", "privileges on /storage/local",
             "privileges on /sdn/zones/localnetwork/vmbr0", "privileges on /nodes/pve"} <= checks
-    assert all(r.status == preflight.PASS for r in results)
+    assert all(r.status == PASS for r in results)
     # The fake answers GET only (do_GET); every request reached it through the API's path.
     assert fake.site.requests and all(r.startswith("/api2/json/") for r in fake.site.requests)
 
 
 def test_a_refused_token_stops_there_with_its_fix(tmp_path, fake):
     spec = load(from_stack_file(_stack_file(tmp_path, fake))).spec
-    results = preflight.run_checks(spec, TOKEN.replace("0b6a", "ffff"), ca_file=fake.ca_file)
-    assert [(r.check, r.status) for r in results] == [("API and token", preflight.FAIL)]
+    results = preflight.run(spec, TOKEN.replace("0b6a", "ffff"), ca_file=fake.ca_file).results
+    assert [(r.check, r.status) for r in results] == [("API and token", FAIL)]
     assert "HTTP 401" in results[0].detail and "proxmoxApiToken" in results[0].fix
 
 
 def test_a_certificate_the_site_does_not_trust_is_refused(tmp_path, fake):
     spec = load(from_stack_file(_stack_file(tmp_path, fake))).spec
-    [result] = preflight.run_checks(spec, TOKEN)          # the system's CAs do not know the fake's
-    assert result.status == preflight.FAIL and "CERTIFICATE_VERIFY_FAILED" in result.detail
+    [result] = preflight.run(spec, TOKEN).results          # the system's CAs do not know the fake's
+    assert result.status == FAIL and "CERTIFICATE_VERIFY_FAILED" in result.detail
 
 
 def test_an_offline_node_fails(tmp_path, fake):
@@ -85,11 +79,11 @@ def test_an_offline_node_fails(tmp_path, fake):
 
 
 @pytest.mark.parametrize("change, status, problem, fix", [
-    ({"template": 0}, preflight.FAIL, "is not a template", "qm template 9000"),
+    ({"template": 0}, FAIL, "is not a template", "qm template 9000"),
     # The provider turns the agent on and makes a cloud-init drive on each clone: warnings (review of #41).
-    ({"agent": "0"}, preflight.WARN, "has the QEMU guest agent option off", "qm set 9000 --agent enabled=1"),
-    ({"agent": "enabled=0,type=virtio"}, preflight.WARN, "has the QEMU guest agent option off", "--agent enabled=1"),
-    ({"ide2": None}, preflight.WARN, "has no cloud-init drive", "qm set 9000 --ide2 local-lvm:cloudinit"),
+    ({"agent": "0"}, WARN, "has the QEMU guest agent option off", "qm set 9000 --agent enabled=1"),
+    ({"agent": "enabled=0,type=virtio"}, WARN, "has the QEMU guest agent option off", "--agent enabled=1"),
+    ({"ide2": None}, WARN, "has no cloud-init drive", "qm set 9000 --ide2 local-lvm:cloudinit"),
 ])
 def test_a_template_without_what_the_clones_need_is_reported(tmp_path, fake, change, status, problem, fix):
     config = fake.site.configs[("pve", 9000)]
@@ -128,7 +122,7 @@ def test_snippets_on_a_block_storage_fail_with_another_datastore_as_the_fix(tmp_
 def test_too_little_space_for_the_new_disks_is_a_warning_as_thin_pools_over_commit(tmp_path, fake):
     fake.site.storages["pve"][1]["avail"] = 50 * 1024 ** 3      # two 40 GB disks to come
     [result] = [r for r in _results(tmp_path, fake) if r.check == "datastore local-lvm (images)"]
-    assert result.status == preflight.WARN and "50 GiB free, the new VMs' disks on pve are 80 GiB" in result.detail
+    assert result.status == WARN and "50 GiB free, the new VMs' disks on pve are 80 GiB" in result.detail
 
 
 def test_an_inactive_datastore_fails_saying_where_to_look(tmp_path, fake):
@@ -140,7 +134,7 @@ def test_an_inactive_datastore_fails_saying_where_to_look(tmp_path, fake):
 def test_pending_network_changes_are_a_warning_and_an_ovs_bridge_is_vlan_aware(tmp_path, fake):
     fake.site.network_changes["pve"] = "--- /etc/network/interfaces\n+++ /etc/network/interfaces.new\n"
     [result] = [r for r in _results(tmp_path, fake) if r.check == "network changes"]
-    assert result.status == preflight.WARN and "ifreload -a" in result.fix
+    assert result.status == WARN and "ifreload -a" in result.fix
     fake.site.bridges["pve"][0]["type"] = "OVSBridge"
     network = yaml.safe_load(LAB.read_text())["config"]["hybrid-cluster:network"]
     network["nodes"].update(vlanId=30, proxmoxVlanAware=True)
@@ -202,26 +196,6 @@ def test_each_path_is_checked_where_proxmox_checks_it(tmp_path, fake):
     assert set(failed) == {"privileges on /vms/201"}
     fake.site.privileges["/vms/201"] = (everything - {"VM.GuestAgent.Audit"}) | {"VM.GuestAgent.Unrestricted"}
     assert not _failed(_results(tmp_path, fake))
-
-
-def test_the_command_line_groups_by_host_prints_json_and_exits_with_the_outcome(tmp_path, fake, monkeypatch, capsys):
-    monkeypatch.setenv(preflight.TOKEN_ENV, TOKEN)
-    monkeypatch.setattr(preflight.shutil, "which", lambda _: None)       # no Pulumi CLI here: the environment
-    stack = _stack_file(tmp_path, fake)
-    assert preflight.main(["--stack-file", str(stack), "--ca-file", fake.ca_file]) == 0
-    out, err = capsys.readouterr()
-    assert f"Proxmox API token from the environment variable {preflight.TOKEN_ENV}" in err
-    assert out.splitlines()[0].startswith("Proxmox API 127.0.0.1:") and "\npve\n" in out and "0 failed" in out
-    fake.site.nodes["pve"] = "offline"
-    assert preflight.main(["--stack-file", str(stack), "--ca-file", fake.ca_file, "--json"]) == 1
-    results = json.loads(capsys.readouterr().out)
-    assert {"host": "pve", "check": "online", "status": "FAIL"}.items() <= next(
-        r for r in results if r["check"] == "online").items()
-    assert preflight.main(["--stack-file", str(stack), "--ca-file", str(tmp_path / "missing.pem")]) == 2
-    assert "is not a file" in capsys.readouterr().err
-    monkeypatch.delenv(preflight.TOKEN_ENV)
-    assert preflight.main(["--stack-file", str(stack)]) == 2
-    assert "no Proxmox API token from neither" in capsys.readouterr().err
 
 
 def test_the_property_string_and_drive_parsers_follow_proxmox():

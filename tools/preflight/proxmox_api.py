@@ -1,12 +1,5 @@
-"""Checks a site against its stack before the first `pulumi up`, changing nothing: `python -m tools.preflight --stack
-NAME` (or `make preflight STACK=NAME`). Each check prints one line, PASS, WARN or FAIL, grouped by the host it reads,
-each failure with the command that fixes it; `--json` prints the same as JSON; the exit status is 1 on any failure.
-
-This release checks the Proxmox VE site through its API, with the stack's token (PROXMOX_API_TOKEN, else the Pulumi
-CLI's config; #41 in part: the Proxmox nodes
-over SSH, the Hyper-V hosts and the network are not checked yet; docs/preflight.md says what each check guards
-against). Every call is an HTTP GET (read-only by the API's own definition), bounded by a timeout; the Proxmox nodes
-are read in parallel.
+"""The preflight's checks of the Proxmox VE site through its API, with the stack's token. Every call is an HTTP GET
+(read-only by the API's own definition), bounded by a timeout; the Proxmox nodes are read in parallel.
 
 The API's shapes and permission rules, with their sources (proxmox/pve-docs api-viewer apidata.js at 9.1.3, the Perl
 API of pve-manager, pve-access-control, qemu-server and pve-storage; the notes of #41):
@@ -28,30 +21,22 @@ API of pve-manager, pve-access-control, qemu-server and pve-storage; the notes o
 """
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
-import shutil
 import ssl
-import subprocess
-import sys
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from config.model import StackSpec
-from tools.synth import add_stack_arguments, read_stack
+from tools.preflight.results import FAIL, PASS, WARN, Result
 
 TIMEOUT_SECONDS = 15          # per call; a refused token answers after the server's 3 s delay
-TOKEN_ENV = "PROXMOX_API_TOKEN"
 GIB = 1024 ** 3
-PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 # The privileges the program's resources use on each kind of path (the bpg provider's calls for a full clone,
 # configuration, resize, power, the guest agent's addresses and snippet uploads; the notes of #41, 9b).
 VM_PRIVILEGES = ("VM.Audit", "VM.Clone", "VM.Allocate", "VM.Config.CPU", "VM.Config.Memory", "VM.Config.Disk",
@@ -66,15 +51,6 @@ BRIDGE_PRIVILEGES = ("SDN.Use",)
 NODE_PRIVILEGES = ("Sys.Audit",)
 _CLOUDINIT = re.compile(r"[:/](?:vm-\d+-)?cloudinit(?:\.(?:raw|qcow2|vmdk))?$")
 _DRIVE_KEY = re.compile(r"^(?:ide|sata|scsi)\d+$")
-
-
-@dataclass(frozen=True)
-class Result:
-    host: str
-    check: str
-    status: str               # PASS | WARN | FAIL
-    detail: str
-    fix: str = ""
 
 
 class ApiError(Exception):
@@ -158,18 +134,18 @@ def _role_fix(path: str, privileges: Iterable[str], token: str) -> str:
             f"{token.split('=', 1)[0].split('!', 1)[-1]} --path {path}` shows what it has)")
 
 
-def _api_host(spec: StackSpec) -> str:
+def api_host(spec: StackSpec) -> str:
     return f"Proxmox API {urllib.parse.urlparse(spec.proxmox.endpoint).netloc}"
 
 
-def _used_nodes(spec: StackSpec) -> list[str]:
+def used_nodes(spec: StackSpec) -> list[str]:
     used = {n.proxmox_node for n in spec.linux_nodes} | {t.node for t in spec.proxmox.templates}
     return [n.name for n in spec.proxmox.nodes if n.name in used]
 
 
 def check_api(spec: StackSpec, api: ProxmoxApi) -> tuple[list[Result], int | None]:
     """The API answers the token; the release's major version (None when it does not)."""
-    host = _api_host(spec)
+    host = api_host(spec)
     try:
         version = api.get("/version")
     except ApiError as error:
@@ -204,13 +180,13 @@ def wanted_privileges(spec: StackSpec) -> dict[str, tuple[str, ...]]:
         if vlan.proxmox_bridge is not None:
             tag = f"/{vlan.vlan_id}" if vlan.proxmox_vlan_aware and vlan.vlan_id is not None else ""
             wanted[f"/sdn/zones/localnetwork/{vlan.proxmox_bridge}{tag}"] = BRIDGE_PRIVILEGES
-    for node_name in _used_nodes(spec):
+    for node_name in used_nodes(spec):
         wanted[f"/nodes/{node_name}"] = NODE_PRIVILEGES
     return wanted
 
 
 def check_privileges(spec: StackSpec, api: ProxmoxApi, token: str, major: int | None) -> list[Result]:
-    host = _api_host(spec)
+    host = api_host(spec)
     # Reading the guest agent's addresses: VM.Monitor before PVE 9; there VM.GuestAgent.Audit or .Unrestricted.
     agent = ("VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted") if (major or 0) >= 9 else ("VM.Monitor",)
     new_vms = {f"/vms/{n.vm_id}" for n in spec.linux_nodes}
@@ -244,7 +220,7 @@ def check_vm_ids(spec: StackSpec, api: ProxmoxApi, visible: dict[int, dict[str, 
     """Each VM id free in the whole cluster (`GET /cluster/nextid?vmid=N`, which reads the cluster's VM list whatever
     the token may see: pve-manager PVE/API2/Cluster.pm nextid, "VM N already exists"), or this stack's VM of that
     name, which needs the token to see it (cluster/resources leaves out VMs without VM.Audit)."""
-    host = _api_host(spec)
+    host = api_host(spec)
     results = []
     for node in spec.linux_nodes:
         check = f"VM id {node.vm_id} ({node.name})"
@@ -398,85 +374,29 @@ def _bridges(spec: StackSpec, api: ProxmoxApi, node: str) -> list[Result]:
     return results
 
 
-def run_checks(spec: StackSpec, token: str, ca_file: str | None = None,
-               progress: Callable[[str], None] = lambda _: None) -> list[Result]:
-    """Every check, the Proxmox nodes in parallel; read-only."""
+@dataclass
+class ApiFindings:
+    """The API's results, and what the other checks need from it: the stack's VMs that exist, by name."""
+    results: list[Result]
+    existing_vms: set[str] = field(default_factory=set)
+
+
+def run(spec: StackSpec, token: str, ca_file: str | None = None) -> ApiFindings:
+    """Every API check, the Proxmox nodes in parallel; read-only."""
     api = ProxmoxApi(spec.proxmox.endpoint, token, insecure=spec.proxmox.insecure, ca_file=ca_file)
     results, major = check_api(spec, api)
-    progress(_api_host(spec))
     if major is None and results[0].status == FAIL:
-        return results
+        return ApiFindings(results)
     try:
         online = {n["node"]: str(n.get("status", "unknown")) for n in api.get("/nodes")}
     except ApiError as error:
-        return [*results, Result(_api_host(spec), "nodes", FAIL, str(error), "check the token")]
+        return ApiFindings([*results, Result(api_host(spec), "nodes", FAIL, str(error), "check the token")])
     results += check_privileges(spec, api, token, major)
     visible = visible_vms(api)
     results += check_vm_ids(spec, api, visible)
-    nodes = _used_nodes(spec)
+    nodes = used_nodes(spec)
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(nodes)))) as pool:
-        checked = pool.map(lambda n: check_node(spec, api, n, online, set(visible)), nodes)
-        for node, found in zip(nodes, checked, strict=True):
-            progress(node)
+        for found in pool.map(lambda n: check_node(spec, api, n, online, set(visible)), nodes):
             results += found
-    return results
-
-
-def read_token(stack: str | None) -> tuple[str | None, str]:
-    """The Proxmox token from the environment when it is set there, else from the Pulumi CLI's stack config; and where
-    it came from, or why the CLI gave none."""
-    value = os.environ.get(TOKEN_ENV, "").strip()
-    if value:
-        return value, f"the environment variable {TOKEN_ENV}"
-    if stack is None or not shutil.which("pulumi"):
-        return None, f"neither {TOKEN_ENV} nor the Pulumi CLI (not installed, or --stack-file without --stack)"
-    try:
-        done = subprocess.run(["pulumi", "config", "get", "proxmoxApiToken", "--stack", stack], capture_output=True,
-                              text=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
-        return None, f"`pulumi config get proxmoxApiToken --stack {stack}`, which did not answer in 60 s"
-    if done.returncode == 0 and done.stdout.strip():
-        return done.stdout.strip(), f"the Pulumi CLI's config of stack {stack}"
-    return None, f"`pulumi config get proxmoxApiToken --stack {stack}`: {done.stderr.strip() or 'empty'}"
-
-
-def report(results: list[Result]) -> str:
-    lines = []
-    for host in dict.fromkeys(r.host for r in results):
-        lines.append(host)
-        for r in (r for r in results if r.host == host):
-            lines.append(f"  {r.status}  {r.check}: {r.detail}")
-            if r.fix and r.status != PASS:
-                lines.append(f"        fix: {r.fix}")
-    failed = sum(r.status == FAIL for r in results)
-    warned = sum(r.status == WARN for r in results)
-    lines.append(f"{len(results)} checks: {failed} failed, {warned} warnings")
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__.split("\n\n")[0])
-    add_stack_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--ca-file", metavar="PEM", help="the CA the Proxmox API's certificate is checked against, "
-                                                    "instead of the system's")
-    args = p.parse_args(argv)
-    spec = read_stack(p, args)
-    if spec is None:
-        return 2
-    token, source = read_token(args.stack)
-    if token is None:
-        print(f"error: no Proxmox API token from {source}: set it with `pulumi config set --secret proxmoxApiToken "
-              f"--stack <stack>`, or in {TOKEN_ENV}", file=sys.stderr)
-        return 2
-    if args.ca_file is not None and not Path(args.ca_file).is_file():
-        print(f"error: --ca-file {args.ca_file} is not a file", file=sys.stderr)
-        return 2
-    print(f"Proxmox API token from {source}", file=sys.stderr)
-    results = run_checks(spec, token, args.ca_file, progress=lambda host: print(f"checked {host}", file=sys.stderr))
-    print(json.dumps([asdict(r) for r in results], indent=2) if args.json else report(results))
-    return 1 if any(r.status == FAIL for r in results) else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    names = {str(v.get("name")) for v in visible.values() if v.get("type") == "qemu" and not _true(v.get("template", 0))}
+    return ApiFindings(results, {n.name for n in spec.linux_nodes if n.name in names})

@@ -1,0 +1,383 @@
+"""tools.preflight against a whole fake site on 127.0.0.1: the Proxmox API (tests/fake_proxmox.py), a Proxmox node and
+a Hyper-V host over SSH (tests/fake_ssh.py, tests/fake_site.py), a DNS server, and the API's own TLS listener as a
+registry mirror. Each check passes on the ready lab site and fails, with its fix, once its prerequisite is taken away.
+No test contacts another address: every server binds 127.0.0.1, and the node's network tools are stubs."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from ipaddress import IPv4Address
+from pathlib import Path
+
+import pytest
+import yaml
+
+from config.loader import from_stack_file, load
+from tests.conftest import ROOT
+from tests.fake_proxmox import PROXY_VARIABLES, TOKEN, lab_site, make_certificate, serve
+from tests.fake_site import FakeDns, lab_host, lab_node
+from tests.fake_ssh import FakeSsh, ed25519_key
+from tools.preflight import __main__ as cli
+from tools.preflight import hosts, network, ssh
+from tools.preflight.results import FAIL, PASS, WARN, Progress, Result, report
+
+LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"
+certificate = pytest.fixture(scope="module")(lambda tmp_path_factory: make_certificate(tmp_path_factory.mktemp("tls")))
+
+
+@dataclasses.dataclass
+class Site:
+    api: object
+    node: object
+    node_ssh: FakeSsh
+    host: object
+    host_ssh: FakeSsh
+    dns: FakeDns
+    stack: Path
+    access: hosts.Access
+    ca_file: str
+
+    def spec(self):
+        spec = load(from_stack_file(self.stack)).spec
+        # The stack rules refuse a loopback DNS server (config/rules.py no_loopback_targets): the fake's is set here.
+        return spec.model_copy(update={"network": spec.network.model_copy(
+            update={"dns_servers": [IPv4Address("127.0.0.1")]})})
+
+    def run(self, endpoint: ssh.Endpoint, command: str, **kwargs) -> ssh.Completed:
+        """ssh.run, with the Proxmox node's address and port 22 (which the program always uses) redirected to the fake's
+        on 127.0.0.1: no connection goes to the lab's own address."""
+        if endpoint.port == 22:
+            endpoint = dataclasses.replace(endpoint, host="127.0.0.1", port=self.node_ssh.port)
+        return ssh.run(endpoint, command, **kwargs)
+
+    def results(self, mount_images: bool = False, **kwargs) -> list[Result]:
+        return cli.run_all(self.spec(), TOKEN, kwargs.pop("access", self.access), ca_file=self.ca_file,
+                           mount_images=mount_images, run=self.run, dns_port=self.dns.port)
+
+
+@pytest.fixture
+def site(tmp_path, certificate, monkeypatch):
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    api = serve(lab_site(TOKEN), *certificate)
+    proxmox_text, proxmox_key = ed25519_key()
+    hyperv_text, hyperv_key = ed25519_key()
+    node = lab_node(tmp_path)
+    node_ssh = FakeSsh("root", node.answer, client_key=proxmox_key)
+    host = lab_host()
+    host_ssh = FakeSsh("Administrator", host.answer, client_key=hyperv_key)
+    dns = FakeDns({"dl.k8s.io": "34.107.204.206", "pool.ntp.org": "162.159.200.1"})
+    document = yaml.safe_load(LAB.read_text())
+    config = document["config"]
+    config["hybrid-cluster:proxmox"]["endpoint"] = api.endpoint
+    config["hybrid-cluster:proxmox"]["nodes"][0].update(hostKey=node_ssh.pin)
+    config["hybrid-cluster:hyperv"]["hosts"][0].update(address="127.0.0.1", port=host_ssh.port, hostKey=host_ssh.pin)
+    # A registry mirror: the API's TLS listener, whose certificate only the stack's CA vouches for.
+    config["hybrid-cluster:registry"] = {"mirrors": [{"upstream": "docker.io", "endpoint": api.endpoint,
+                                                      "caCertificate": Path(api.ca_file).read_text()}]}
+    stack = tmp_path / "Pulumi.lab.yaml"
+    stack.write_text(yaml.safe_dump(document))
+    yield Site(api, node, node_ssh, host, host_ssh, dns, stack, hosts.Access(proxmox_text, hyperv_text, None, None),
+               api.ca_file)
+    for server in (node_ssh, host_ssh, dns):
+        server.close()
+    api.close()
+
+
+def _by_check(results: list[Result]) -> dict[tuple[str, str], Result]:
+    return {(r.host, r.check): r for r in results}
+
+
+def _failed(results: list[Result]) -> dict[tuple[str, str], Result]:
+    return {key: r for key, r in _by_check(results).items() if r.status == FAIL}
+
+
+def test_a_ready_site_passes_every_host_and_network_check(site):
+    results = site.results()
+    assert not _failed(results), report(results)
+    checks = _by_check(results)
+    for key in [("pve", "SSH"), ("pve", "pvesm"), ("pve", "snippets directory (local)"), ("hv", "SSH"),
+                ("hv", "OpenSSH DefaultShell"), ("hv", "Hyper-V role"), ("hv", "vSwitch External"),
+                ("hv", "golden image win2022"), ("hv", r"free space (D:\Hyper-V\lab)"),
+                ("network, from pve", "gateway 192.168.1.1"), ("network, from pve", "address 192.168.1.51 (lab-cp-1)"),
+                ("network, from pve", "address 192.168.1.53 (lab-win-1)"), ("network, from pve", "NTP pool.ntp.org"),
+                ("network, from pve", "DNS 127.0.0.1: dl.k8s.io"), ("network, from pve", "DNS 127.0.0.1: pool.ntp.org"),
+                ("network, from hv", "gateway 192.168.1.1"), ("network, from hv", "address 192.168.1.53 (lab-win-1)"),
+                ("network, from hv", "DNS 127.0.0.1: dl.k8s.io")]:
+        assert checks[key].status == PASS, (key, checks[key])
+    mirror = next(r for r in results if r.check.startswith("registry.mirrors[0]"))
+    assert mirror.status == PASS and "the stack's CA" in mirror.detail
+    assert "host key as pinned" in checks[("pve", "SSH")].detail
+    # Without --read-images the golden image is not mounted, and the report says what is not read.
+    assert "its build is not read" in checks[("hv", "golden image win2022")].detail
+    assert "MountImages = $false" in site.host.scripts[-1]
+    # One session per host for its checks, one more on the Proxmox node for the network.
+    assert len(site.node_ssh.commands) == 2 and len(site.host_ssh.commands) == 1
+
+
+def test_each_probe_is_what_it_claims_read_only_and_linted(site, tmp_path):
+    """The Proxmox probes as sent: shellcheck passes them (tests/test_script_files.py lints the files as written), and
+    they hold no command that writes (no redirection into a file, no mkdir, rm, tee, pvesm set or qm)."""
+    from tests.validators import powershell_errors, shellcheck
+    site.results()
+    for i, command in enumerate(site.node_ssh.commands):
+        assert command.startswith("bash -c ")
+        script = command[len("bash -c "):]
+        import shlex
+        [text] = shlex.split(script)
+        path = tmp_path / f"probe{i}.sh"
+        path.write_text(text)
+        shellcheck(path)
+        for word in ("mkdir", "rm ", "pvesm set", " qm ", "> /", ">/var", ">>"):
+            assert word not in text.replace("2>/dev/null", "").replace(">/dev/null", ""), word
+        assert "tee" not in text.replace("/usr/bin/tee \"$dir/$FILE\"", "")
+    [script] = site.host.scripts
+    assert powershell_errors(script) == []
+    # Without --read-images nothing mounts: the mount is only inside `if ($MountImages ...)`.
+    assert "$MountImages = $false" in script
+
+
+def test_a_host_key_other_than_the_pinned_one_is_refused(site):
+    _, other = ed25519_key()
+    site.node_ssh.host_key = other
+    site.host_ssh.host_key = other
+    failed = _failed(site.results())
+    for host in ("pve", "hv"):
+        result = failed[(host, "SSH")]
+        assert "not the pinned key" in result.detail and "pin its new key" in result.fix
+    # Nothing ran on a host that presented another key.
+    assert site.node_ssh.commands == [] and site.host_ssh.commands == []
+
+
+def test_a_refused_key_and_a_missing_secret_each_say_how_to_fix_them(site):
+    wrong, _ = ed25519_key()
+    failed = _failed(site.results(access=dataclasses.replace(site.access, proxmox_key=wrong)))
+    assert "refused the sign-in" in failed[("pve", "SSH")].detail
+    assert "proxmoxSshPrivateKey" in failed[("pve", "SSH")].fix
+    missing = dataclasses.replace(site.access, hyperv_key=None, missing={"hypervSshPrivateKey": "neither X nor Y"})
+    failed = _failed(site.results(access=missing))
+    assert "no hypervSshPrivateKey (neither X nor Y)" in failed[("hv", "SSH")].detail
+    assert "pulumi config set --secret hypervSshPrivateKey" in failed[("hv", "SSH")].fix
+
+
+def _ssh_user(site, user: str, uid: int) -> None:
+    document = yaml.safe_load(site.stack.read_text())
+    document["config"]["hybrid-cluster:proxmox"]["sshUser"] = user
+    site.stack.write_text(yaml.safe_dump(document))
+    site.node_ssh.user = user
+    site.node.state.uid = uid
+
+
+@pytest.mark.parametrize(("change", "check", "detail", "fix"), [
+    (lambda s: setattr(s, "sudo", False), "pvesm", "cannot run pvesm", "NOPASSWD: /usr/sbin/pvesm"),
+    (lambda s: setattr(s, "sudo_tee", False), "snippets directory (local)", "may not write", "NOPASSWD: /usr/bin/tee"),
+])
+def test_a_user_other_than_root_needs_sudo_for_pvesm_and_the_upload(site, change, check, detail, fix):
+    _ssh_user(site, "pulumi", 1001)
+    results = _by_check(site.results())
+    assert not _failed(list(results.values())), report(list(results.values()))
+    assert results[("pve", "pvesm")].detail == "runs through sudo -n"
+    change(site.node.state)
+    result = _failed(site.results())[("pve", check)]
+    assert detail in result.detail and fix in result.fix and "visudo -f /etc/sudoers.d/pulumi" in result.fix
+
+
+def test_a_snippets_datastore_the_node_does_not_have_is_found(site):
+    site.node.state.stores.clear()
+    result = _failed(site.results())[("pve", "snippets directory (local)")]
+    assert "storage 'local' does not exist" in result.detail and "proxmox.datastores.snippets" in result.fix
+
+
+def test_a_missing_snippets_directory_is_found(site):
+    snippets = Path(site.node.state.stores["local"]) / "snippets"
+    snippets.rmdir()
+    result = _failed(site.results())[("pve", "snippets directory (local)")]
+    assert "does not exist" in result.detail and "pvesm set local --content" in result.fix
+
+
+@pytest.mark.parametrize(("change", "check", "detail", "fix"), [
+    (lambda h: setattr(h, "default_shell", None), "OpenSSH DefaultShell", "not set (cmd.exe)",
+     "New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name DefaultShell"),
+    (lambda h: setattr(h, "default_shell", r"C:\Windows\System32\cmd.exe"), "OpenSSH DefaultShell", "cmd.exe",
+     "powershell.exe"),
+    (lambda h: h.features.update({"Hyper-V": "Available"}), "Hyper-V role", "not installed: Hyper-V",
+     "Install-WindowsFeature -Name Hyper-V -IncludeManagementTools -Restart"),
+    (lambda h: h.features.update({"Hyper-V": "InstallPending"}), "Hyper-V role", "waiting for a restart",
+     "Restart-Computer"),
+    (lambda h: setattr(h, "hypervisor", False), "Hyper-V role", "no hypervisor runs", "virtualization"),
+    (lambda h: h.switches.clear(), "vSwitch External", "no such switch", "New-VMSwitch -Name 'External'"),
+    (lambda h: h.switches.update({"External": ["Internal"]}), "vSwitch External", "Internal, not External",
+     "Set-VMSwitch -Name 'External' -NetAdapterName"),
+    (lambda h: h.images.clear(), "golden image win2022", r"D:\golden\ws2022-sysprep.vhdx does not exist",
+     "goldenImages.win2022"),
+    (lambda h: h.images[r"D:\golden\ws2022-sysprep.vhdx"].update(format="VHD"), "golden image win2022",
+     "is a VHD, not a VHDX", "Convert-VHD"),
+    (lambda h: h.images[r"D:\golden\ws2022-sysprep.vhdx"].update(attached=True), "golden image win2022",
+     "is attached", "Dismount-VHD"),
+    (lambda h: setattr(h, "free", 10 * 1024 ** 3), r"free space (D:\Hyper-V\lab)", "are 14 GiB as copied",
+     "another vmFolder"),
+])
+def test_each_hyperv_prerequisite_fails_with_its_fix(site, change, check, detail, fix):
+    change(site.host)
+    result = _failed(site.results())[("hv", check)]
+    assert detail in result.detail and fix in result.fix
+
+
+def test_the_golden_image_build_is_read_only_when_asked_and_must_match(site):
+    results = _by_check(site.results(mount_images=True))
+    assert results[("hv", "golden image win2022")].status == PASS
+    assert "Windows 10.0.20348" in results[("hv", "golden image win2022")].detail
+    assert "$MountImages = $true" in site.host.scripts[-1]
+    site.host.images[r"D:\golden\ws2022-sysprep.vhdx"]["build"] = "10.0.17763"
+    result = _failed(site.results(mount_images=True))[("hv", "golden image win2022")]
+    assert "holds Windows 10.0.17763, not win2022 (10.0.20348)" in result.detail
+
+
+def test_a_disk_that_only_grows_past_the_free_space_is_a_warning(site):
+    site.host.free = 60 * 1024 ** 3        # 14 GiB copied fits; 80 GiB grown does not
+    result = _by_check(site.results())[("hv", r"free space (D:\Hyper-V\lab)")]
+    assert result.status == WARN and "grow to 80 GiB" in result.detail
+
+
+def test_an_address_in_use_fails_unless_it_is_the_stacks_own_machine(site):
+    site.node.state.used["192.168.1.52"] = "52:54:00:12:34:56"
+    site.host.neighbors["192.168.1.53"] = ("Reachable", "00-15-5D-01-02-03")
+    failed = _failed(site.results())
+    result = failed[("network, from pve", "address 192.168.1.52 (lab-lnx-1)")]
+    assert "in use by 52:54:00:12:34:56, and lab-lnx-1 does not exist yet" in result.detail
+    assert "give lab-lnx-1 a free address" in result.fix
+    assert "in use by 00-15-5d-01-02-03" in failed[("network, from hv", "address 192.168.1.53 (lab-win-1)")].detail
+    # A second run: the machines exist (the API lists lab-lnx-1's VM, the host lab-win-1's), so their answers pass.
+    site.api.site.vms.append({"id": "qemu/202", "vmid": 202, "name": "lab-lnx-1", "node": "pve", "type": "qemu",
+                              "template": 0, "status": "running"})
+    site.host.vms.append("lab-win-1")
+    results = _by_check(site.results())
+    assert results[("network, from pve", "address 192.168.1.52 (lab-lnx-1)")].status == PASS
+    assert results[("network, from hv", "address 192.168.1.53 (lab-win-1)")].status == PASS
+
+
+def test_a_silent_gateway_makes_free_addresses_inconclusive(site):
+    site.node.state.used.clear()
+    results = _by_check(site.results())
+    assert results[("network, from pve", "gateway 192.168.1.1")].status == FAIL
+    assert results[("network, from pve", "address 192.168.1.51 (lab-cp-1)")].status == WARN
+
+
+def test_without_arping_the_kernels_neighbour_table_decides(site):
+    site.node.state.arping = False
+    site.node.state.used["192.168.1.51"] = "52:54:00:aa:bb:cc"
+    results = _by_check(site.results())
+    assert results[("network, from pve", "gateway 192.168.1.1")].status == PASS
+    assert results[("network, from pve", "address 192.168.1.52 (lab-lnx-1)")].status == PASS
+    assert "in use by 52:54:00:aa:bb:cc" in results[("network, from pve", "address 192.168.1.51 (lab-cp-1)")].detail
+
+
+def test_a_missing_interface_leaves_the_addresses_to_the_hyperv_host(site):
+    site.node.state.links = []
+    results = _by_check(site.results())
+    assert results[("network, from pve", "interface vmbr0")].status == WARN
+    assert ("network, from pve", "address 192.168.1.51 (lab-cp-1)") not in results
+
+
+def test_dns_ntp_and_certificates_fail_with_their_fixes(site, tmp_path):
+    del site.dns.records["dl.k8s.io"]
+    site.node.state.ntp.clear()
+    site.host.dns.pop("dl.k8s.io")
+    document = yaml.safe_load(site.stack.read_text())
+    # Another CA than the one that signed the mirror's certificate.
+    other, _ = make_certificate(tmp_path)
+    document["config"]["hybrid-cluster:registry"]["mirrors"][0]["caCertificate"] = other.read_text()
+    site.stack.write_text(yaml.safe_dump(document))
+    failed = _failed(site.results())
+    assert "NXDOMAIN" in failed[("network, from pve", "DNS 127.0.0.1: dl.k8s.io")].detail
+    assert "public names" in failed[("network, from pve", "DNS 127.0.0.1: dl.k8s.io")].fix
+    assert "not synchronised" in failed[("network, from pve", "NTP pool.ntp.org")].detail
+    assert ("network, from hv", "DNS 127.0.0.1: dl.k8s.io") in failed
+    mirror = next(r for key, r in failed.items() if key[1].startswith("registry.mirrors[0]"))
+    assert "verif" in mirror.detail.lower() and "caCertificate" in mirror.fix
+
+
+def test_a_dns_server_that_does_not_answer_fails(site):
+    site.dns.close()
+    result = _failed(site.results())[("network, from pve", "DNS 127.0.0.1: dl.k8s.io")]
+    assert "no answer" in result.detail
+
+
+def test_the_tls_targets_and_dns_names_come_from_the_stack(site):
+    spec = site.spec()
+    [mirror] = network.tls_targets(spec)
+    assert (mirror.host, mirror.port, mirror.tls) == ("127.0.0.1", site.api.server.server_address[1], True)
+    assert network.dns_names(spec) == ["dl.k8s.io", "pool.ntp.org"]
+    assert network.probe_interface(spec) == "vmbr0"
+    assert network.arping_answer(0, 'Interface "lo" is not ARPable')[0] == "error"
+    assert network.arping_answer(1, "Unicast reply from 10.0.0.2 [5E:78:FE:AC:48:6C]  0.6ms|Received 1 response(s)") \
+        == ("used", "5e:78:fe:ac:48:6c")
+    assert network.arping_answer(2, "arping: Device nosuch0 not available.")[0] == "error"
+
+
+def test_the_command_line_reads_secrets_from_the_environment_and_exits_with_the_outcome(site, monkeypatch, capsys):
+    monkeypatch.setattr(cli.shutil, "which", lambda _: None)       # no Pulumi CLI here: the environment
+    monkeypatch.setenv("PROXMOX_API_TOKEN", TOKEN)
+    monkeypatch.setenv("PROXMOX_SSH_PRIVATE_KEY", site.access.proxmox_key)
+    monkeypatch.setenv("HYPERV_SSH_PRIVATE_KEY", site.access.hyperv_key)
+    access, sources = cli.read_access(site.spec(), None)
+    assert access.proxmox_key == site.access.proxmox_key and access.missing == {}
+    assert sources == ["proxmoxSshPrivateKey from the environment variable PROXMOX_SSH_PRIVATE_KEY",
+                       "hypervSshPrivateKey from the environment variable HYPERV_SSH_PRIVATE_KEY"]
+    # The CLI proper (the stack's own DNS server and the node's port 22 cannot be faked from outside): the API part,
+    # the secrets' sources and the exit statuses.
+    monkeypatch.setattr(cli, "run_all", lambda spec, token, access, **kw: [Result("pve", "online", FAIL, "offline", "x")])
+    assert cli.main(["--stack-file", str(site.stack), "--ca-file", site.ca_file, "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert json.loads(out) == [{"host": "pve", "check": "online", "status": "FAIL", "detail": "offline", "fix": "x"}]
+    assert "proxmoxApiToken from the environment variable PROXMOX_API_TOKEN" in err
+    assert cli.main(["--stack-file", str(site.stack), "--ca-file", str(site.stack.parent / "missing.pem")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+    monkeypatch.delenv("PROXMOX_API_TOKEN")
+    assert cli.main(["--stack-file", str(site.stack)]) == 2
+    assert "no Proxmox API token from neither PROXMOX_API_TOKEN" in capsys.readouterr().err
+
+
+def test_the_report_groups_by_host_and_the_progress_follows_the_hosts(site):
+    import io
+    results = site.results()
+    text = report(results)
+    assert text.splitlines()[0].startswith("Proxmox API 127.0.0.1:")
+    for host in ("\npve\n", "\nhv\n", "\nnetwork, from pve\n", "\nnetwork, from hv\n"):
+        assert host in text
+    stream = io.StringIO()
+    progress = Progress(["a", "b"], stream)
+    progress.done("b", [Result("b", "x", FAIL, "y")])
+    progress.done("a", [])
+    assert stream.getvalue() == "[1/2] b: 1 checks, 1 failed\n[2/2] a: 0 checks, 0 failed\n"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    terminal = Terminal()
+    progress = Progress(["a", "b"], terminal)
+    progress.done("a", [])
+    assert terminal.getvalue().endswith("[1/2] reading b")
+    progress.done("b", [])
+    assert terminal.getvalue().endswith("\r\x1b[K")
+
+
+def test_through_a_bastion_each_host_is_reached_by_a_channel_from_it(site):
+    """access.bastion: the hosts are reached through a direct-tcpip channel the bastion opens (as pulumi-command's
+    proxy connection does), each end's host key pinned; a bastion that presents another key stops the run there."""
+    key_text, key = ed25519_key()
+    bastion_ssh = FakeSsh("jump", lambda command, stdin: ("", "", 1), client_key=key, forward=True)
+    try:
+        bastion = ssh.Endpoint("127.0.0.1", bastion_ssh.port, "jump", bastion_ssh.pin, private_key=key_text)
+        node = ssh.Endpoint("127.0.0.1", site.node_ssh.port, "root", site.node_ssh.pin, private_key=site.access.proxmox_key)
+        done = ssh.run(node, "bash -c 'echo through'", bastion=bastion)
+        assert (done.stdout, done.status) == ("through\n", 0)
+        assert bastion_ssh.forwarded == [("127.0.0.1", site.node_ssh.port)] and bastion_ssh.commands == []
+        _, other = ed25519_key()
+        bastion_ssh.host_key = other
+        with pytest.raises(ssh.SshError) as raised:
+            ssh.run(node, "true", bastion=bastion)
+        assert raised.value.kind == "host-key" and f"jump@127.0.0.1:{bastion_ssh.port}" in str(raised.value)
+    finally:
+        bastion_ssh.close()

@@ -1,0 +1,283 @@
+"""The preflight's checks of the hosts over SSH, as the program signs in to them: each Proxmox node (the provider's
+snippet uploads) and each Hyper-V host (every Windows node's steps). One probe per host (render/preflight.py), which
+reads only; this module judges what it printed. The network, read from one host of each kind, is network.py's."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from config.compat import WINDOWS
+from config.model import READ_HOST_KEY, HypervHostSpec, ProxmoxNodeSpec, StackSpec
+from render.preflight import hyperv_host_probe, proxmox_node_probe
+from tools.preflight import ssh
+from tools.preflight.results import FAIL, PASS, WARN, Result
+
+GIB = 1024 ** 3
+POWERSHELL = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
+
+
+@dataclass(frozen=True)
+class Access:
+    """How the preflight signs in: the secrets (None where the stack's config gave none) and the bastion."""
+    proxmox_key: str | None
+    hyperv_key: str | None
+    hyperv_password: str | None
+    bastion: ssh.Endpoint | None
+    missing: dict[str, str] = field(default_factory=dict)   # secret key -> why it could not be read
+
+
+Runner = Callable[..., ssh.Completed]
+
+
+def ssh_result(host: str, endpoint: ssh.Endpoint, error: ssh.SshError | None, os_kind: str, secret: str) -> Result:
+    """The sign-in itself: reachable, the host key as pinned, the credential accepted."""
+    where = f"{endpoint.user}@{endpoint.host}:{endpoint.port}"
+    if error is None:
+        if endpoint.host_key is None:
+            return Result(host, "SSH", WARN, f"signed in as {where}; the host key is not pinned "
+                                             "(security.pinHostKeys: false)",
+                          f"pin it: hostKey, read on the host's console with `{READ_HOST_KEY[os_kind]}`")
+        return Result(host, "SSH", PASS, f"signed in as {where}, host key as pinned")
+    fixes = {
+        "host-key": f"if the host was reinstalled, pin its new key (read on its console: `{READ_HOST_KEY[os_kind]}`); "
+                    "otherwise something else answers at this address",
+        "auth": f"put the public half of {secret} in {endpoint.user}'s authorized keys on the host"
+                + (" (an administrator's: C:\\ProgramData\\ssh\\administrators_authorized_keys)" if os_kind == "windows"
+                   else ""),
+        "key": f"{secret} must be an unencrypted ed25519, ECDSA or RSA private key",
+    }
+    fix = fixes.get(error.kind, f"check the address and that port {endpoint.port} is open from here (and from the "
+                                "bastion, when there is one)")
+    return Result(host, "SSH", FAIL, str(error), fix)
+
+
+def _key_values(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def check_proxmox_node(spec: StackSpec, node: ProxmoxNodeSpec, access: Access, run: Runner = ssh.run) -> list[Result]:
+    """Sign-in as proxmox.sshUser, and the snippets directory the provider writes to (tee, through sudo -n for a user
+    other than root)."""
+    host = node.name
+    if access.proxmox_key is None:
+        return [Result(host, "SSH", FAIL, f"not checked: no proxmoxSshPrivateKey ({access.missing['proxmoxSshPrivateKey']})",
+                       "pulumi config set --secret proxmoxSshPrivateKey < KEYFILE")]
+    endpoint = ssh.Endpoint(str(node.address), 22, spec.proxmox.ssh_user, node.host_key, private_key=access.proxmox_key)
+    store = spec.proxmox.datastores.snippets
+    file_name = f"{spec.cluster.name}-{node.name}-user-data.yaml"
+    try:
+        done = run(endpoint, proxmox_node_probe(store, file_name), timeout=30, bastion=access.bastion)
+    except ssh.SshError as error:
+        return [ssh_result(host, endpoint, error, "linux", "proxmoxSshPrivateKey")]
+    results = [ssh_result(host, endpoint, None, "linux", "proxmoxSshPrivateKey")]
+    found = _key_values(done.stdout)
+    if done.status != 0 or "pvesm" not in found:
+        return [*results, Result(host, "snippets upload", FAIL, f"the probe failed ({done.status}): "
+                                 f"{(done.stderr or done.stdout).strip()[-300:]}", "run it by hand to see why")]
+    user = spec.proxmox.ssh_user
+    sudoers = (f"with sudo and, in `visudo -f /etc/sudoers.d/{user}`: `{user} ALL=(root) NOPASSWD: /usr/sbin/pvesm`, "
+               f"`{user} ALL=(root) NOPASSWD: /usr/sbin/qm` and `{user} ALL=(root) NOPASSWD: /usr/bin/tee "
+               "<the storage's path>/snippets/[a-zA-Z0-9_][a-zA-Z0-9_.-]*` (the Proxmox provider's docs)")
+    if found["pvesm"] != "ok":
+        results.append(Result(host, "pvesm", FAIL, f"{user} cannot run pvesm: {found['pvesm'].removeprefix('refused ')}",
+                              sudoers if user != "root" else "check the node's Proxmox VE installation"))
+        return results
+    results.append(Result(host, "pvesm", PASS, "runs" + (" through sudo -n" if found.get("uid") != "0" else "")))
+    path = found.get("path", "")
+    check = f"snippets directory ({store})"
+    if path.startswith("error"):
+        results.append(Result(host, check, FAIL, f"pvesm path {store}:snippets/...: {path.removeprefix('error ')}",
+                              "check proxmox.datastores.snippets"))
+    elif found.get("dir") != "present":
+        results.append(Result(host, check, FAIL, f"{path.rsplit('/', 1)[0]} does not exist",
+                              f"enable snippets on {store} (`pvesm set {store} --content <its content>,snippets` makes "
+                              "it), or `mkdir -p` it as root"))
+    elif found.get("write") != "ok":
+        results.append(Result(host, check, FAIL, f"{user} may not write {path.rsplit('/', 1)[0]}",
+                              sudoers if user != "root" else "the file system is read-only: check the storage"))
+    else:
+        results.append(Result(host, check, PASS, f"{path.rsplit('/', 1)[0]} is writable"))
+    return results
+
+
+@dataclass
+class HypervFindings:
+    results: list[Result]
+    report: dict[str, Any] | None = None      # the probe's JSON, for the network checks
+
+
+def parse_report(stdout: str) -> dict[str, Any] | None:
+    """The probe's one JSON line: the last line that starts with `{` (a profile may print before it)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                parsed: dict[str, Any] = json.loads(line)
+                return parsed
+            except ValueError:
+                return None
+    return None
+
+
+def _error(part: Any) -> str | None:
+    return str(part["error"]) if isinstance(part, dict) and "error" in part else None
+
+
+def _hyperv_endpoint(host: HypervHostSpec, access: Access) -> ssh.Endpoint:
+    return ssh.Endpoint(str(host.address), host.port, host.user, host.host_key, private_key=access.hyperv_key,
+                        password=access.hyperv_password)
+
+
+def _secret(spec: StackSpec) -> str:
+    return "hypervSshPassword" if spec.hyperv.auth == "password" else "hypervSshPrivateKey"
+
+
+def check_hyperv_host(spec: StackSpec, host: HypervHostSpec, access: Access, mount_images: bool,
+                      network: tuple[list[str], list[str]] | None = None, run: Runner = ssh.run) -> HypervFindings:
+    """Sign-in, DefaultShell, the Hyper-V role, the vSwitch, each golden image and the VM folder's free space; with
+    `network` (addresses, DNS names) also the site's network as this host sees it, judged in network.py."""
+    name = host.name
+    secret = _secret(spec)
+    if secret in access.missing:
+        return HypervFindings([Result(name, "SSH", FAIL, f"not checked: no {secret} ({access.missing[secret]})",
+                                      f"pulumi config set --secret {secret} ...")])
+    endpoint = _hyperv_endpoint(host, access)
+    nodes = [n for n in spec.nodes.windows if n.hyperv_host == name]
+    addresses, dns_names = network or ([], [])
+    command = hyperv_host_probe(
+        host.switch_name, host.vm_folder, {str(k): v for k, v in host.golden_images.items()}, mount_images, [n.name for n in nodes],
+        addresses=addresses, gateway=str(spec.network.nodes.gateway) if addresses else "",
+        dns_servers=[str(s) for s in spec.network.dns_servers] if addresses else [], dns_names=dns_names)
+    try:
+        done = run(endpoint, command, timeout=120 if mount_images else 60, bastion=access.bastion)
+    except ssh.SshError as error:
+        return HypervFindings([ssh_result(name, endpoint, error, "windows", secret)])
+    results = [ssh_result(name, endpoint, None, "windows", secret)]
+    report = parse_report(done.stdout)
+    if report is None:
+        results.append(Result(name, "probe", FAIL, f"no JSON from PowerShell (exit {done.status}): "
+                                                   f"{(done.stderr or done.stdout).strip()[-300:]}",
+                              "run the preflight with the host's DefaultShell set to powershell.exe, or read the error"))
+        return HypervFindings(results)
+    results += _shell(name, report.get("shell"))
+    results += _role(name, report.get("hyperv"))
+    results += _switch(name, host.switch_name, report.get("switch"))
+    existing = set((report.get("vms") or {}).get("names") or [])
+    results += _golden(name, host, report.get("golden") or {}, mount_images, nodes, existing)
+    copies = [n for n in nodes if n.name not in existing]
+    results += _space(name, host, report.get("folder"), report.get("golden") or {}, copies)
+    return HypervFindings(results, report)
+
+
+def _shell(name: str, part: Any) -> list[Result]:
+    fix = (f"New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name DefaultShell -Value '{POWERSHELL}' "
+           "-PropertyType String -Force")
+    if _error(part):
+        return [Result(name, "OpenSSH DefaultShell", FAIL, _error(part) or "", fix)]
+    shell = str(part.get("defaultShell") or "")
+    if shell.lower() == POWERSHELL.lower() or shell.lower().endswith("\\powershell.exe"):
+        return [Result(name, "OpenSSH DefaultShell", PASS, shell)]
+    if shell.lower().endswith("\\pwsh.exe"):
+        return [Result(name, "OpenSSH DefaultShell", WARN, f"{shell}: PowerShell 7, where the program's scripts are "
+                                                           "written for Windows PowerShell 5.1", fix)]
+    return [Result(name, "OpenSSH DefaultShell", FAIL, f"{shell or 'not set (cmd.exe)'}: the program's commands "
+                                                       "need PowerShell", fix)]
+
+
+def _role(name: str, part: Any) -> list[Result]:
+    fix = "Install-WindowsFeature -Name Hyper-V -IncludeManagementTools -Restart"
+    if _error(part):
+        return [Result(name, "Hyper-V role", FAIL, _error(part) or "", fix)]
+    states = {f["name"]: f["state"] for f in part.get("features") or []}
+    if "InstallPending" in states.values():
+        return [Result(name, "Hyper-V role", FAIL, "installed, waiting for a restart", "Restart-Computer")]
+    missing = [f for f in ("Hyper-V", "Hyper-V-PowerShell") if states.get(f) != "Installed"]
+    if missing or not part.get("module"):
+        return [Result(name, "Hyper-V role", FAIL, f"not installed: {', '.join(missing) or 'the Hyper-V module'}", fix)]
+    if not part.get("hypervisorPresent"):
+        return [Result(name, "Hyper-V role", FAIL, "installed, but no hypervisor runs (virtualization off in the "
+                                                   "firmware, or nested without it)",
+                       "turn on virtualization (VT-x/AMD-V) in the firmware, then restart")]
+    if part.get("vmms") != "Running":
+        return [Result(name, "Hyper-V role", FAIL, f"the Virtual Machine Management service is {part.get('vmms')}",
+                       "Start-Service vmms")]
+    return [Result(name, "Hyper-V role", PASS, "installed, hypervisor running, PowerShell module present")]
+
+
+def _switch(name: str, switch: str, part: Any) -> list[Result]:
+    check = f"vSwitch {switch}"
+    if _error(part):
+        return [Result(name, check, FAIL, _error(part) or "", "Get-VMSwitch")]
+    types = list(part.get("types") or [])
+    if not types:
+        return [Result(name, check, FAIL, "no such switch",
+                       f"New-VMSwitch -Name '{switch}' -NetAdapterName '<uplink>' -AllowManagementOS $true (Get-NetAdapter "
+                       "lists the uplinks), or fix hyperv.hosts[].switchName")]
+    if len(types) > 1:
+        return [Result(name, check, FAIL, f"{len(types)} switches have that name", "rename all but one (Rename-VMSwitch)")]
+    if types[0] != "External":
+        return [Result(name, check, FAIL, f"{types[0]}, not External: the VMs would not reach the network",
+                       f"Set-VMSwitch -Name '{switch}' -NetAdapterName '<uplink>' (makes it External)")]
+    return [Result(name, check, PASS, "External")]
+
+
+def _golden(name: str, host: HypervHostSpec, golden: dict[str, Any], mount_images: bool, nodes: list[Any],
+            existing: set[str]) -> list[Result]:
+    results = []
+    wanted = {n.version for n in nodes}
+    for key, path in host.golden_images.items():
+        check = f"golden image {key}"
+        part = golden.get(key)
+        rebuild = "docs/images.md builds one"
+        if part is None or _error(part):
+            results.append(Result(name, check, FAIL, _error(part) or "not read", rebuild))
+        elif not part.get("exists"):
+            level = FAIL if key in wanted and any(n.name not in existing for n in nodes if n.version == key) else WARN
+            results.append(Result(name, check, level, f"{path} does not exist", f"copy it there, or fix "
+                                                                              f"hyperv.hosts[].goldenImages.{key}; "
+                                                                              f"{rebuild}"))
+        elif part.get("format") != "VHDX":
+            results.append(Result(name, check, FAIL, f"{path} is a {part.get('format')}, not a VHDX",
+                                  f"Convert-VHD -Path '{path}' -DestinationPath <new>.vhdx, then point goldenImages.{key} "
+                                  "at it"))
+        elif part.get("type") == "Differencing":
+            results.append(Result(name, check, FAIL, f"{path} is a differencing disk; a copy would lose its parent",
+                                  f"Convert-VHD -Path '{path}' -DestinationPath <new>.vhdx -VHDType Dynamic"))
+        elif part.get("attached"):
+            results.append(Result(name, check, FAIL, f"{path} is attached (a VM's disk, or mounted): it cannot be copied",
+                                  f"Dismount-VHD -Path '{path}', or detach it from the VM using it"))
+        else:
+            build = part.get("build")
+            expected = WINDOWS[key].build
+            if build is None:
+                results.append(Result(name, check, PASS, f"a {part.get('type', '').lower()} VHDX; its build is not read "
+                                                         "(--read-images mounts it read-only to read it)"))
+            elif _error(build):
+                results.append(Result(name, check, WARN, f"its build could not be read: {_error(build)}",
+                                      "run the preflight again when no `pulumi up` runs"))
+            elif str(build.get("build", "")) != expected:
+                results.append(Result(name, check, FAIL, f"{path} holds Windows {build.get('build')}, not {key} "
+                                                         f"({expected})", f"point goldenImages.{key} at a {key} image"))
+            else:
+                results.append(Result(name, check, PASS, f"a VHDX of Windows {build.get('build')}"))
+    return results
+
+
+def _space(name: str, host: HypervHostSpec, part: Any, golden: dict[str, Any], copies: list[Any]) -> list[Result]:
+    check = f"free space ({host.vm_folder})"
+    if not copies:
+        return []
+    if _error(part):
+        return [Result(name, check, WARN, f"not read: {_error(part)}", "")]
+    free = int(part.get("free", 0))
+    copied = sum(int((golden.get(n.version) or {}).get("fileSize") or 0) for n in copies)
+    grown = sum(n.disk_gb for n in copies) * GIB
+    what = f"{free // GIB} GiB free on {part.get('checked')}; the {len(copies)} new VM disks"
+    if free < copied:
+        return [Result(name, check, FAIL, f"{what} are {copied // GIB} GiB as copied",
+                       "free space there, or another vmFolder")]
+    if free < grown:
+        return [Result(name, check, WARN, f"{what} grow to {grown // GIB} GiB",
+                       "free space there before the disks fill, or another vmFolder")]
+    return [Result(name, check, PASS, f"{what} grow to {grown // GIB} GiB at most")]
