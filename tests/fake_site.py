@@ -38,11 +38,14 @@ class NodeState:
     uid: int = 0
     sudo: bool = True                     # sudo -n runs pvesm without a password
     sudo_tee: bool = True                 # sudo -n -l /usr/bin/tee <snippets>/<file> is allowed
+    sudo_rules: list[str] = field(default_factory=list)       # what `sudo -n -l` lists (sudo 1.9's format)
     pvesm: bool = True                    # pvesm apiinfo works (as root)
     stores: dict[str, str] = field(default_factory=dict)      # storage -> path
     links: list[str] = field(default_factory=lambda: ["vmbr0"])
     arping: bool = True                   # iputils arping installed
     used: dict[str, str] = field(default_factory=dict)        # address -> MAC of the machine answering ARP
+    local: list[str] = field(default_factory=list)            # addresses configured on the node itself
+    stale: dict[str, str] = field(default_factory=dict)       # address -> MAC the neighbour table remembers (STALE)
     chronyd: bool = True
     ntp: dict[str, float] = field(default_factory=dict)       # server -> offset it would report
 
@@ -57,6 +60,8 @@ if name == "id":
     out(f"{state['uid']}\n")
 if name == "sudo":
     assert args[0] == "-n", args
+    if args[1:] == ["-l"]:
+        out("\n".join(state["sudo_rules"]) + "\n")
     if args[1] == "-l":
         out("" if state["sudo_tee"] else "", 0 if state["sudo_tee"] else 1)
     if not state["sudo"]:
@@ -89,10 +94,16 @@ if name == "ip":
         if args[3] in state["links"]:
             out(f"4: {args[3]}: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 state UP\n")
         sys.stderr.write(f'Device "{args[3]}" does not exist.\n'); sys.exit(1)
+    if args[:4] == ["-o", "addr", "show", "to"]:
+        ip = args[4].split("/")[0]
+        out(f"2: vmbr0    inet {ip}/24 scope global vmbr0\\       valid_lft forever preferred_lft forever\n"
+            if ip in state["local"] else "")
     if args[:4] == ["-j", "neigh", "show", "to"]:
         ip = args[4]
         if ip in state["used"]:
             out(json.dumps([{"dst": ip, "lladdr": state["used"][ip], "state": ["REACHABLE"]}]) + "\n")
+        if ip in state["stale"]:
+            out(json.dumps([{"dst": ip, "lladdr": state["stale"][ip], "state": ["DELAY"]}]) + "\n")
         out(json.dumps([{"dst": ip, "state": ["FAILED"]}]) + "\n")
 if name == "ping":
     sys.exit(0 if args[-1] in state["used"] else 1)
@@ -108,7 +119,7 @@ sys.stderr.write(f"stub {name}: unexpected {args}\n"); sys.exit(99)
 _STUBS = ("id", "sudo", "pvesm", "arping", "ip", "ping", "chronyd")
 # The node's other commands the probes use, taken from this machine (PATH holds nothing else, so a stub taken away is
 # absent, as on a node without that package).
-_REAL = ("bash", "perl", "openssl", "timeout", "tr", "head", "grep", "dirname", "wc", "sleep")
+_REAL = ("bash", "perl", "openssl", "timeout", "tr", "head", "grep", "dirname", "wc", "sleep", "sed")
 
 
 class ProxmoxNode:
@@ -153,11 +164,14 @@ class ProxmoxNode:
 
 
 def lab_node(directory: Path) -> ProxmoxNode:
-    """examples/lab's node pve: root, snippets on local (a directory here), vmbr0, every address free but the
-    gateway's, pool.ntp.org answering."""
+    """examples/lab's node pve: root (or a user with the provider's sudoers lines), snippets on local (a directory here),
+    vmbr0, every address free but the gateway's, pool.ntp.org answering."""
     snippets = directory / "var-lib-vz"
     (snippets / "snippets").mkdir(parents=True)
-    return ProxmoxNode(directory / "node", NodeState(stores={"local": str(snippets)},
+    # The Proxmox provider's documented sudoers lines, the tee rule for this storage's snippets.
+    rules = ["User pulumi may run the following commands on pve:",
+             f"    (root) NOPASSWD: /usr/sbin/pvesm, /usr/sbin/qm, /usr/bin/tee {snippets}/snippets/[a-zA-Z0-9_][a-zA-Z0-9_.-]*"]
+    return ProxmoxNode(directory / "node", NodeState(stores={"local": str(snippets)}, sudo_rules=rules,
                                                      used={"192.168.1.1": "bc:24:11:00:00:01"},
                                                      ntp={"pool.ntp.org": 0.0021}))
 
@@ -166,6 +180,7 @@ def lab_node(directory: Path) -> ProxmoxNode:
 class HypervState:
     """A Hyper-V host as the probe reads it; a test changes it to take something away."""
     default_shell: str | None = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
+    vms_error: str | None = None
     features: dict[str, str] = field(default_factory=lambda: {"Hyper-V": "Installed", "Hyper-V-PowerShell": "Installed"})
     hypervisor: bool = True
     vmms: str | None = "Running"
@@ -174,25 +189,34 @@ class HypervState:
     folder: str = "D:\\"
     free: int = 500 * GIB
     images: dict[str, dict[str, Any]] = field(default_factory=dict)     # path -> Get-VHD fields (+ build)
-    neighbors: dict[str, tuple[str, str]] = field(default_factory=dict)  # address -> (State, MAC)
+    neighbors: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # address -> (State or none, MAC)
     off_link: list[str] = field(default_factory=list)
     dns: dict[str, list[str]] = field(default_factory=dict)             # name -> A records
     scripts: list[str] = field(default_factory=list)
 
     def answer(self, command: str, stdin: bytes) -> tuple[str, str, int]:
+        if command == r"reg query HKLM\SOFTWARE\OpenSSH /v DefaultShell":
+            # reg.exe's output (reg-query.md): CRLF lines, the value indented by four spaces, columns four apart.
+            if self.default_shell is None:
+                return "", "ERROR: The system was unable to find the specified registry key or value.\r\n", 1
+            return (f"\r\nHKEY_LOCAL_MACHINE\\SOFTWARE\\OpenSSH\r\n    DefaultShell    REG_SZ    {self.default_shell}\r\n"
+                    "\r\n", "", 0)
+        powershell = (self.default_shell or "").lower().endswith(("\\powershell.exe", "\\pwsh.exe"))
+        if not powershell and len(command) > 8191:
+            return "", "The command line is too long.\r\n", 1            # cmd.exe's limit (render/hyperv.py)
         script = script_from_ssh_command(command)
         if script is None or not script.startswith("# Preflight, on one Hyper-V host"):
             return "", "'x' is not recognized as an internal or external command", 1
         self.scripts.append(script)
         inputs = _ps_inputs(script)
-        report: dict[str, Any] = {"v": 1, "shell": {"defaultShell": self.default_shell, "edition": "Desktop",
-                                                    "version": "5.1.20348.2849"}}
+        report: dict[str, Any] = {"v": 1}
         report["hyperv"] = {"features": [{"name": n, "state": s} for n, s in self.features.items()],
                             "module": self.features.get("Hyper-V-PowerShell") == "Installed",
                             "hypervisorPresent": self.hypervisor, "vmms": self.vmms}
         types = self.switches.get(inputs["SwitchName"], [])
         report["switch"] = {"count": len(types), "types": types}
-        report["vms"] = {"names": [v for v in self.vms if v in inputs["VmNames"]]}
+        report["vms"] = {"error": self.vms_error} if self.vms_error else \
+            {"names": [v for v in self.vms if v in inputs["VmNames"]]}
         report["folder"] = {"checked": self.folder, "free": self.free, "fileSystem": "NTFS"}
         report["golden"] = {}
         for key, path in zip(inputs["GoldenKeys"], inputs["GoldenPaths"], strict=True):
@@ -209,7 +233,8 @@ class HypervState:
             report["addresses"] = {}
             for address in [*inputs["Addresses"], inputs["Gateway"]]:
                 state, mac = self.neighbors.get(address, ("Unreachable", "00-00-00-00-00-00"))
-                report["addresses"][address] = {"onLink": address not in self.off_link, "state": state, "mac": mac}
+                report["addresses"][address] = {"onLink": address not in self.off_link, "state": state,
+                                                "mac": mac if state is not None else None}
             report["dns"] = [{"server": s, "name": n, "answer": {"addresses": self.dns[n]} if n in self.dns else
                               {"error": f"{n} : DNS name does not exist"}}
                              for s in inputs["DnsServers"] for n in inputs["DnsNames"]]

@@ -94,7 +94,10 @@ class FakeSsh:
         except (paramiko.SSHException, EOFError, OSError):
             pass
         finally:
-            transport.close()
+            try:
+                transport.close()
+            except (paramiko.SSHException, EOFError, OSError):
+                pass
 
 
     def _forward(self, channel: paramiko.Channel, destination: tuple[str, int]) -> None:
@@ -106,10 +109,13 @@ class FakeSsh:
             try:
                 while data := read(65536):
                     write(data)
-            except OSError:
+            except (OSError, EOFError, paramiko.SSHException):
                 pass
             finally:
-                channel.close()
+                try:
+                    channel.close()
+                except (OSError, EOFError, paramiko.SSHException):
+                    pass
                 upstream.close()
         threading.Thread(target=pump, args=(upstream.recv, channel.sendall), daemon=True).start()
         pump(channel.recv, upstream.sendall)

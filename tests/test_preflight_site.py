@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import socket
+import sys
+import threading
+from collections.abc import Callable
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -55,8 +59,23 @@ class Site:
                            mount_images=mount_images, run=self.run, dns_port=self.dns.port)
 
 
+# Every connection this process opens while a site test runs, seen through Python's audit hook (`socket.connect`):
+# the probes' own (bash, perl, openssl) go to 127.0.0.1 too, by the addresses the fake stack names.
+_CONNECTS: list[object] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "socket.connect" and _CONNECTS is not None:
+        _CONNECTS.append(args[1])
+
+
+sys.addaudithook(_audit)
+
+
 @pytest.fixture
 def site(tmp_path, certificate, monkeypatch):
+    global _CONNECTS
+    _CONNECTS = []
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
@@ -83,6 +102,8 @@ def site(tmp_path, certificate, monkeypatch):
     for server in (node_ssh, host_ssh, dns):
         server.close()
     api.close()
+    connects, _CONNECTS = _CONNECTS, None
+    assert {address[0] for address in connects if isinstance(address, tuple)} <= {"127.0.0.1"}, connects
 
 
 def _by_check(results: list[Result]) -> dict[tuple[str, str], Result]:
@@ -112,8 +133,12 @@ def test_a_ready_site_passes_every_host_and_network_check(site):
     # Without --read-images the golden image is not mounted, and the report says what is not read.
     assert "its build is not read" in checks[("hv", "golden image win2022")].detail
     assert "MountImages = $false" in site.host.scripts[-1]
-    # One session per host for its checks, one more on the Proxmox node for the network.
-    assert len(site.node_ssh.commands) == 2 and len(site.host_ssh.commands) == 1
+    # One session per host for its checks, one more on the Proxmox node for the network, and on the Hyper-V host a
+    # first one that reads DefaultShell with reg.exe (which cmd.exe runs too).
+    assert len(site.node_ssh.commands) == 2
+    assert site.host_ssh.commands[0] == r"reg query HKLM\SOFTWARE\OpenSSH /v DefaultShell"
+    assert len(site.host_ssh.commands) == 2
+    assert _CONNECTS and all(address[0] == "127.0.0.1" for address in _CONNECTS)
 
 
 def test_each_probe_is_what_it_claims_read_only_and_linted(site, tmp_path):
@@ -178,6 +203,7 @@ def test_a_user_other_than_root_needs_sudo_for_pvesm_and_the_upload(site, change
     results = _by_check(site.results())
     assert not _failed(list(results.values())), report(list(results.values()))
     assert results[("pve", "pvesm")].detail == "runs through sudo -n"
+    assert results[("pve", "snippets directory (local)")].status == PASS       # the NOPASSWD tee rule, as listed
     change(site.node.state)
     result = _failed(site.results())[("pve", check)]
     assert detail in result.detail and fix in result.fix and "visudo -f /etc/sudoers.d/pulumi" in result.fix
@@ -350,7 +376,7 @@ def test_the_report_groups_by_host_and_the_progress_follows_the_hosts(site):
     progress = Progress(["a", "b"], stream)
     progress.done("b", [Result("b", "x", FAIL, "y")])
     progress.done("a", [])
-    assert stream.getvalue() == "[1/2] b: 1 checks, 1 failed\n[2/2] a: 0 checks, 0 failed\n"
+    assert stream.getvalue() == "[1/2] b: 1 checks, 1 failed\n[2/2] a: read\n"
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -381,3 +407,208 @@ def test_through_a_bastion_each_host_is_reached_by_a_channel_from_it(site):
         assert raised.value.kind == "host-key" and f"jump@127.0.0.1:{bastion_ssh.port}" in str(raised.value)
     finally:
         bastion_ssh.close()
+
+
+def _listen(answer: Callable[[socket.socket], None]) -> socket.socket:
+    """A TCP listener on 127.0.0.1 that hands each connection to `answer`, until it is closed."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            answer(conn)
+    threading.Thread(target=accept, daemon=True).start()
+    return listener
+
+
+def test_a_host_that_hangs_up_during_the_key_exchange_fails_alone(site):
+    """paramiko re-raises its transport's EOFError when the server closes during the key exchange: that host fails,
+    and every other host's checks stand."""
+    def hang_up(conn: socket.socket) -> None:
+        conn.sendall(b"SSH-2.0-OpenSSH_for_Windows_9.5\r\n")
+        conn.close()
+    listener = _listen(hang_up)
+    document = yaml.safe_load(site.stack.read_text())
+    document["config"]["hybrid-cluster:hyperv"]["hosts"][0]["port"] = listener.getsockname()[1]
+    site.stack.write_text(yaml.safe_dump(document))
+    try:
+        results = _by_check(site.results())
+    finally:
+        listener.close()
+    # Closed after the banner: an EOF in the key exchange, or a reset if the client's next packet was already out.
+    result = results[("hv", "SSH")]
+    assert result.status == FAIL and ("key exchange" in result.detail or "reset" in result.detail.lower()), result
+    assert results[("pve", "snippets directory (local)")].status == PASS
+    assert results[("network, from pve", "gateway 192.168.1.1")].status == PASS
+
+
+def test_a_defect_in_one_hosts_checks_is_that_hosts_failure(site, monkeypatch):
+    monkeypatch.setattr(hosts, "_role", lambda name, part: 1 / 0)
+    results = _by_check(site.results())
+    assert results[("hv", "preflight")].status == FAIL and "ZeroDivisionError" in results[("hv", "preflight")].detail
+    assert results[("pve", "SSH")].status == PASS and ("network, from pve", "gateway 192.168.1.1") in results
+
+
+def test_a_probe_that_outlives_its_time_is_a_probe_failure_after_a_good_sign_in(site):
+    import time
+    slow = FakeSsh("root", lambda command, stdin: (time.sleep(3), ("late", "", 0))[1],
+                   client_key=site.node_ssh.client_key)
+    try:
+        endpoint = ssh.Endpoint("127.0.0.1", slow.port, "root", slow.pin, private_key=site.access.proxmox_key)
+        started = time.monotonic()
+        with pytest.raises(ssh.SshError) as raised:
+            ssh.run(endpoint, "sleep", timeout=1)
+        assert time.monotonic() - started < 2.5
+        assert (raised.value.kind, raised.value.stage) == ("timeout", "exec")
+        ssh_check, probe = hosts.ssh_results("pve", endpoint, raised.value, "linux", "proxmoxSshPrivateKey")
+        assert ssh_check.status == PASS and probe.status == FAIL and "did not finish in 1 s" in probe.detail
+    finally:
+        slow.close()
+
+
+def test_with_cmd_exe_as_default_shell_only_the_shell_is_read(site):
+    """The probe is longer than cmd.exe's 8,191 characters: with cmd.exe it would never run (the fake refuses it as
+    cmd.exe does), so only the DefaultShell failure is reported, with its fix."""
+    site.host.default_shell = None
+    results = _by_check(site.results())
+    assert results[("hv", "OpenSSH DefaultShell")].status == FAIL
+    assert ("hv", "Hyper-V role") not in results and len(site.host_ssh.commands) == 1
+    from render.preflight import hyperv_host_probe
+    assert len(hyperv_host_probe("External", "D:\\vms", {"win2022": "D:\\g.vhdx"}, False, ["n"])) > 8191
+
+
+def test_a_silent_gateway_on_the_windows_side_makes_free_addresses_inconclusive(site):
+    site.host.neighbors.clear()
+    results = _by_check(site.results())
+    assert results[("network, from hv", "gateway 192.168.1.1")].status == FAIL
+    assert results[("network, from hv", "address 192.168.1.53 (lab-win-1)")].status == WARN
+    site.host.neighbors.update({"192.168.1.1": ("Reachable", "BC-24-11-00-00-01"), "192.168.1.53": (None, "")})
+    result = _by_check(site.results())[("network, from hv", "address 192.168.1.53 (lab-win-1)")]
+    assert result.status == WARN and "no neighbour entry" in result.detail
+
+
+def test_a_tee_rule_that_asks_for_a_password_is_not_taken_for_a_passwordless_one(site):
+    _ssh_user(site, "pulumi", 1001)
+    site.node.state.sudo_rules = [
+        "User pulumi may run the following commands on pve:",
+        "    (root) NOPASSWD: /usr/sbin/pvesm, /usr/sbin/qm",
+        "    (root) /usr/bin/tee /var/lib/vz/snippets/*"]
+    result = _by_check(site.results())[("pve", "snippets directory (local)")]
+    assert result.status == WARN and "without a password" in result.detail and "NOPASSWD: /usr/bin/tee" in result.fix
+
+
+def test_the_sudo_listing_is_read_as_sudoers_tags_hold():
+    rule = "    (root) NOPASSWD: /usr/sbin/pvesm, /usr/bin/tee /var/lib/vz/snippets/[a-zA-Z0-9_][a-zA-Z0-9_.-]*"
+    assert hosts.sudo_without_password([rule], "/usr/bin/tee", "/var/lib/vz/snippets/lab-pve-user-data.yaml")
+    assert not hosts.sudo_without_password([rule], "/usr/bin/tee", "/etc/shadow")
+    assert not hosts.sudo_without_password(["    (root) NOPASSWD: /usr/sbin/pvesm, PASSWD: /usr/bin/tee"],
+                                           "/usr/bin/tee", "/var/lib/vz/snippets/x")
+    assert hosts.sudo_without_password(["    (ALL : ALL) NOPASSWD: ALL"], "/usr/bin/tee", "/x")
+    assert not hosts.sudo_without_password(["    (ALL : ALL) ALL"], "/usr/bin/tee", "/x")
+
+
+def test_a_stack_ca_that_is_an_intermediate_is_trusted_as_containerd_trusts_it(site, tmp_path):
+    """Go's TLS (containerd) anchors on any certificate in its pool: an issuing CA given as caCertificate is enough.
+    A root, an intermediate it signs, and a leaf for 127.0.0.1 the intermediate signs; the server sends the leaf."""
+    import ssl
+    import subprocess
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp_path)
+    for name in ("root", "issuing", "leaf"):
+        openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-out", f"{name}.key")
+    openssl("req", "-x509", "-key", "root.key", "-out", "root.pem", "-days", "1", "-subj", "/CN=root",
+            "-addext", "basicConstraints=critical,CA:true")
+    openssl("req", "-new", "-key", "issuing.key", "-out", "issuing.csr", "-subj", "/CN=issuing")
+    (tmp_path / "ca.ext").write_text("basicConstraints=critical,CA:true\nkeyUsage=critical,keyCertSign,cRLSign\n")
+    openssl("x509", "-req", "-in", "issuing.csr", "-CA", "root.pem", "-CAkey", "root.key", "-CAcreateserial",
+            "-out", "issuing.pem", "-days", "1", "-extfile", "ca.ext")
+    openssl("req", "-new", "-key", "leaf.key", "-out", "leaf.csr", "-subj", "/CN=127.0.0.1")
+    (tmp_path / "leaf.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "leaf.csr", "-CA", "issuing.pem", "-CAkey", "issuing.key", "-CAcreateserial",
+            "-out", "leaf.pem", "-days", "1", "-extfile", "leaf.ext")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "leaf.pem", tmp_path / "leaf.key")
+    def handshake(conn: socket.socket) -> None:
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                tls.recv(1)
+        except (OSError, ssl.SSLError):
+            pass
+    listener = _listen(handshake)
+    document = yaml.safe_load(site.stack.read_text())
+    document["config"]["hybrid-cluster:registry"]["mirrors"][0].update(
+        endpoint=f"https://127.0.0.1:{listener.getsockname()[1]}/", caCertificate=(tmp_path / "issuing.pem").read_text())
+    site.stack.write_text(yaml.safe_dump(document))
+    try:
+        mirror = next(r for r in site.results() if r.check.startswith("registry.mirrors[0]"))
+        assert mirror.status == PASS, mirror
+        document["config"]["hybrid-cluster:registry"]["mirrors"][0]["caCertificate"] = \
+            Path(site.ca_file).read_text()          # a CA that signed nothing of this chain
+        site.stack.write_text(yaml.safe_dump(document))
+        mirror = next(r for r in site.results() if r.check.startswith("registry.mirrors[0]"))
+        assert mirror.status == FAIL and "caCertificate" in mirror.fix
+    finally:
+        listener.close()
+
+
+def test_neighbour_entries_left_from_before_are_not_taken_for_an_answer(site):
+    site.node.state.arping = False
+    site.node.state.stale["192.168.1.52"] = "52:54:00:de:ad:01"
+    result = _by_check(site.results())[("network, from pve", "address 192.168.1.52 (lab-lnx-1)")]
+    assert result.status == WARN and "52:54:00:de:ad:01" in result.detail
+
+
+def test_the_proxmox_nodes_own_addresses_are_known_as_its_own(site):
+    """ARP never hears the node's own addresses: a gateway that is the node passes, a node address set on it fails."""
+    site.node.state.used.clear()
+    site.node.state.local = ["192.168.1.1", "192.168.1.51"]
+    results = _by_check(site.results())
+    assert results[("network, from pve", "gateway 192.168.1.1")].detail == "is this Proxmox node"
+    result = results[("network, from pve", "address 192.168.1.51 (lab-cp-1)")]
+    assert result.status == FAIL and "configured on this Proxmox node" in result.detail
+    assert results[("network, from pve", "address 192.168.1.52 (lab-lnx-1)")].status == PASS
+
+
+def test_when_the_hosts_vms_cannot_be_listed_an_address_in_use_is_a_warning(site):
+    site.host.vms_error = "Hyper-V encountered an error trying to access an object on computer 'HV'"
+    site.host.neighbors["192.168.1.53"] = ("Reachable", "00-15-5D-01-02-03")
+    results = _by_check(site.results())
+    assert results[("hv", "VMs")].status == WARN
+    assert results[("network, from hv", "address 192.168.1.53 (lab-win-1)")].status == WARN
+
+
+def test_the_bastions_failures_are_the_bastions(site):
+    key_text, key = ed25519_key()
+    bastion_ssh = FakeSsh("jump", lambda command, stdin: ("", "", 1), client_key=key, forward=True)
+    try:
+        _, other = ed25519_key()
+        pinned_elsewhere = ssh.Endpoint("127.0.0.1", bastion_ssh.port, "jump", f"ssh-ed25519 {other.get_base64()}",
+                                        private_key=key_text)
+        access = dataclasses.replace(site.access, bastion=pinned_elsewhere)
+        [result] = hosts.check_proxmox_node(site.spec(), site.spec().proxmox.nodes[0], access, run=site.run)
+        assert result.status == FAIL and "the bastion jump@" in result.detail and "access.bastion" in result.fix
+        missing = dataclasses.replace(site.access, missing={"bastionSshPrivateKey": "neither X nor Y"})
+        [result] = hosts.check_proxmox_node(site.spec(), site.spec().proxmox.nodes[0], missing, run=site.run)
+        assert "no bastionSshPrivateKey" in result.detail
+    finally:
+        bastion_ssh.close()
+
+
+def test_the_judges_read_what_the_tools_print():
+    assert network.arping_answer(1, "Broadcast request from 10.0.0.2 [5E:78:FE:AC:48:6C]|Received 1 response(s)") \
+        == ("used", "5e:78:fe:ac:48:6c")
+    target = network.TlsTarget("observability.logs", "logs.example", "logs.example", 443)
+    [silent] = network._endpoints("n", [target], [["tls", "0", "124", ""]])
+    assert silent.detail == "no TLS answer in 10 s" and "firewall" in silent.fix
+    [refused] = network._dns("n", [["dns", "10.0.0.53", "dl.k8s.io", "REFUSED"]])
+    assert refused.status == FAIL and "recursively" in refused.fix
+    # A host on port 22 is pinned under its bare name, as OpenSSH's known_hosts writes it; another port as [host]:port.
+    assert (ssh._known_name("10.0.0.5", 22), ssh._known_name("10.0.0.5", 2222)) == ("10.0.0.5", "[10.0.0.5]:2222")
+    [off] = network._ntp("n", [["ntp", "pool.ntp.org", "0", "System clock wrong by -2.500000 seconds (ignored)"]])
+    assert off.status == WARN and "-2.500 s" in off.detail

@@ -4,7 +4,7 @@
 ## ConvertTo-Json writes enums as numbers and has no -EnumsAsStrings (PowerShell 6.2+), so every enum is cast to
 ## [string]; non-ASCII characters are escaped so the console's code page cannot change the one line parsed.
 ##   https://learn.microsoft.com/powershell/module/microsoft.powershell.utility/convertto-json?view=powershell-5.1
-## OpenSSH's DefaultShell: HKLM:\SOFTWARE\OpenSSH (Microsoft Learn, "OpenSSH Server configuration for Windows").
+## OpenSSH's DefaultShell is read before (tools/preflight/hosts.py): this probe runs only under PowerShell.
 ## Get-WindowsFeature Hyper-V / Hyper-V-PowerShell (.InstallState), Win32_ComputerSystem.HypervisorPresent, the vmms
 ## service, Get-VMSwitch .SwitchType (Private, Internal, External), Get-VHD .VhdFormat/.VhdType/.Attached/.FileSize/
 ## .Size, Get-Volume -FilePath .SizeRemaining.
@@ -17,12 +17,6 @@ function Read-Part([scriptblock]$Part) {
     try { & $Part } catch { [ordered]@{ error = $_.Exception.Message } }
 }
 $report = [ordered]@{ v = 1 }
-$report.shell = Read-Part {
-    $key = Get-ItemProperty -Path 'HKLM:\SOFTWARE\OpenSSH' -ErrorAction SilentlyContinue
-    $shell = $null
-    if ($key -and ($key.PSObject.Properties.Name -contains 'DefaultShell')) { $shell = [string]$key.DefaultShell }
-    [ordered]@{ defaultShell = $shell; edition = [string]$PSVersionTable.PSEdition; version = $PSVersionTable.PSVersion.ToString() }
-}
 $report.hyperv = Read-Part {
     $features = @(Get-WindowsFeature -Name 'Hyper-V', 'Hyper-V-PowerShell' | ForEach-Object {
         [ordered]@{ name = [string]$_.Name; state = [string]$_.InstallState } })
@@ -86,19 +80,22 @@ for ($i = 0; $i -lt $GoldenKeys.Count; $i++) {
         $image
     }
 }
-## The network part runs on one host only (Addresses empty elsewhere). Test-Connection makes Windows resolve the
-## address's link-layer address when it is on a network of the host; Get-NetNeighbor then says whether anything
-## answered (Reachable, Stale...) or not (Incomplete, Unreachable), also for a machine that drops ICMP.
-## Resolve-DnsName -Server -DnsOnly -QuickTimeout asks one server, without the hosts file or NetBIOS.
+## The network part runs on one host only (Addresses empty elsewhere): the Windows nodes' addresses and the gateway.
+## Every address is pinged at once (Ping.SendPingAsync, .NET 4.5 and later; 5.1's Test-Connection has no timeout and
+## pings one at a time), which makes Windows resolve its link-layer address when it is on a network of the host;
+## Get-NetNeighbor then says whether anything answered (Reachable...) or not (Incomplete, Unreachable), also for a
+## machine that drops ICMP. Resolve-DnsName -Server -DnsOnly -QuickTimeout asks one server, without the hosts file.
 if ($Addresses.Count -gt 0) {
+    $targets = @($Addresses) + @($Gateway)
+    $pings = @(foreach ($address in $targets) { (New-Object System.Net.NetworkInformation.Ping).SendPingAsync($address, 1000) })
+    try { [System.Threading.Tasks.Task]::WaitAll([System.Threading.Tasks.Task[]]$pings, 5000) | Out-Null } catch { }
     $report.addresses = [ordered]@{}
-    foreach ($address in @($Addresses) + @($Gateway)) {
+    foreach ($address in $targets) {
         $report.addresses[$address] = Read-Part {
             $route = Find-NetRoute -RemoteIPAddress $address -ErrorAction SilentlyContinue | Where-Object { $_.PSObject.Properties.Name -contains 'NextHop' } | Select-Object -First 1
-            $onLink = [bool]($route -and ($route.NextHop -eq '0.0.0.0'))
-            $null = Test-Connection -ComputerName $address -Count 1 -Quiet -ErrorAction SilentlyContinue
             $neighbor = Get-NetNeighbor -IPAddress $address -ErrorAction SilentlyContinue | Select-Object -First 1
-            [ordered]@{ onLink = $onLink; state = $(if ($neighbor) { [string]$neighbor.State } else { $null })
+            [ordered]@{ onLink = [bool]($route -and ($route.NextHop -eq '0.0.0.0'))
+                        state = $(if ($neighbor) { [string]$neighbor.State } else { $null })
                         mac = $(if ($neighbor) { [string]$neighbor.LinkLayerAddress } else { $null }) }
         }
     }

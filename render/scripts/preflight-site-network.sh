@@ -20,7 +20,10 @@ limit_jobs() {
 
 probe_address() {
   local ip=$1 out rc=0
-  if [ "$ARP_TOOL" = arping ]; then
+  ## ARP never hears this node's own addresses: they are reported as such.
+  if [ -n "$(ip -o addr show to "$ip/32" 2>/dev/null)" ]; then
+    printf 'local\t%s\n' "$ip"
+  elif [ "$ARP_TOOL" = arping ]; then
     out=$(arping -D -c 2 -w 3 -I "$IFACE" "$ip" 2>&1) || rc=$?
     printf 'arping\t%s\t%s\t%s\n' "$ip" "$rc" "$(printf '%s' "$out" | one_line)"
   else
@@ -91,7 +94,9 @@ for i in "${!TLS_NAMES[@]}"; do
   args=(-connect "$host:$port" -verify_return_error -brief)
   if [[ $name =~ ^[0-9.]+$ ]]; then args+=(-verify_ip "$name"); else args+=(-servername "$name" -verify_hostname "$name"); fi
   if [ -n "$ca" ]; then
-    out=$(timeout 10 openssl s_client "${args[@]}" -CAfile <(printf '%s\n' "$ca") </dev/null 2>&1) || rc=$?
+    ## -CAfile alone would replace the system's CAs, and Go (containerd) anchors on any certificate of its pool, an
+    ## intermediate CA too: the system's directory, the stack's CA, and -partial_chain.
+    out=$(timeout 10 openssl s_client "${args[@]}" -CApath /etc/ssl/certs -CAfile <(printf '%s\n' "$ca") -partial_chain </dev/null 2>&1) || rc=$?
   else
     out=$(timeout 10 openssl s_client "${args[@]}" </dev/null 2>&1) || rc=$?
   fi

@@ -3,7 +3,9 @@ display, one line per check (or `--json`), exit 1 on any failure."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import logging
 import os
 import re
 import shutil
@@ -13,13 +15,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
+from typing import TypeVar
 
-from config.model import ProxmoxNodeSpec, StackSpec
+from config.model import StackSpec
 from tools.preflight import hosts, network, proxmox_api, ssh
 from tools.preflight.results import FAIL, Progress, Result, report
 from tools.synth import add_stack_arguments, read_stack
 
 TOKEN_KEY = "proxmoxApiToken"
+T = TypeVar("T")
 
 
 def env_name(key: str) -> str:
@@ -90,38 +94,42 @@ def run_all(spec: StackSpec, token: str, access: hosts.Access, *, ca_file: str |
         if progress is not None:
             progress.done(label, results)
 
-    def api() -> proxmox_api.ApiFindings:
-        found = proxmox_api.run(spec, token, ca_file)
-        tell(api_label, found.results)
-        return found
-
-    def proxmox_node(node: ProxmoxNodeSpec) -> list[Result]:
-        found = hosts.check_proxmox_node(spec, node, access, run=run)
-        tell(node.name, found)
-        return found
+    def guarded(label: str, work: Callable[[], T], failed: Callable[[list[Result]], T]) -> T:
+        """One host's work: whatever it raises becomes a FAIL of that host, and the others' results stay."""
+        found: list[Result] = []
+        try:
+            value = work()
+            found = _results_of(value)
+            return value
+        except Exception as error:  # a defect or an unforeseen answer: reported, not a traceback that loses the rest
+            found = [Result(label, "preflight", FAIL, f"internal error: {error!r}",
+                            "report it with the output of --json; the other hosts' checks stand")]
+            return failed(found)
+        finally:
+            tell(label, found)
 
     def hyperv_host(index: int) -> hosts.HypervFindings:
         host = hyperv_hosts[index]
-        # The first host also reads the network from the Windows side.
-        net = (list(network.node_addresses(spec)), network.dns_names(spec)) if index == 0 else None
-        found = hosts.check_hyperv_host(spec, host, access, mount_images, network=net, run=run)
-        tell(host.name, found.results)
-        return found
+        # The first host also reads the network from the Windows side: the Windows nodes' addresses.
+        net = ([str(n.ip) for n in spec.nodes.windows], network.dns_names(spec)) if index == 0 else None
+        return hosts.check_hyperv_host(spec, host, access, mount_images, network=net, run=run)
 
     def site_network() -> list[list[str]] | str:
         if probe_node is None or access.proxmox_key is None:
             return "no Proxmox node to read it from, or no proxmoxSshPrivateKey"
         endpoint = ssh.Endpoint(str(probe_node.address), 22, spec.proxmox.ssh_user, probe_node.host_key,
                                 private_key=access.proxmox_key)
-        lines = network.run_from_proxmox(spec, probe_node, endpoint, access.bastion, run=run, dns_port=dns_port)
-        tell(network_label, [])
-        return lines
+        return network.run_from_proxmox(spec, probe_node, endpoint, access.bastion, run=run, dns_port=dns_port)
 
     with ThreadPoolExecutor(max_workers=min(16, 2 + len(proxmox_nodes) + len(hyperv_hosts))) as pool:
-        api_future = pool.submit(api)
-        node_futures = [pool.submit(proxmox_node, n) for n in proxmox_nodes]
-        host_futures = [pool.submit(hyperv_host, i) for i in range(len(hyperv_hosts))]
-        network_future = pool.submit(site_network)
+        api_future = pool.submit(guarded, api_label, lambda: proxmox_api.run(spec, token, ca_file),
+                                 proxmox_api.ApiFindings)
+        node_futures = [pool.submit(guarded, n.name, functools.partial(hosts.check_proxmox_node, spec, n, access,
+                                                                        run=run), lambda found: found)
+                        for n in proxmox_nodes]
+        host_futures = [pool.submit(guarded, h.name, functools.partial(hyperv_host, i), hosts.HypervFindings)
+                        for i, h in enumerate(hyperv_hosts)]
+        network_future = pool.submit(guarded, network_label, site_network, lambda found: "the probe failed")
         api_found = api_future.result()
         results = list(api_found.results)
         for future in node_futures:
@@ -130,14 +138,24 @@ def run_all(spec: StackSpec, token: str, access: hosts.Access, *, ca_file: str |
         for found in host_found:
             results += found.results
         existing = set(api_found.existing_vms)
-        for found in host_found:
-            if found.report is not None:
-                existing |= set((found.report.get("vms") or {}).get("names") or [])
+        unknown: set[str] = set()
+        for host, found in zip(hyperv_hosts, host_found, strict=True):
+            vms = (found.report or {}).get("vms") or {}
+            existing |= set(vms.get("names") or [])
+            if found.report is None or "error" in vms:
+                unknown |= {n.name for n in spec.nodes.windows if n.hyperv_host == host.name}
         if probe_node is not None:
-            results += network.judge_proxmox(spec, probe_node.name, network_future.result(), existing)
+            results += network.judge_proxmox(spec, probe_node.name, network_future.result(), existing, unknown)
         if host_found and host_found[0].report is not None:
-            results += network.judge_hyperv(spec, hyperv_hosts[0].name, host_found[0].report, existing)
+            results += network.judge_hyperv(spec, hyperv_hosts[0].name, host_found[0].report, existing, unknown)
     return results
+
+
+def _results_of(value: object) -> list[Result]:
+    """What a host's work found, for the progress display (the network's lines are judged at the end)."""
+    if isinstance(value, (proxmox_api.ApiFindings, hosts.HypervFindings)):
+        return value.results
+    return [r for r in value if isinstance(r, Result)] if isinstance(value, list) else []
 
 
 def progress_labels(spec: StackSpec) -> list[str]:
@@ -156,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="read each golden image's Windows build: mounts it read-only on its Hyper-V host for a moment "
                         "(the one check that is not free of side effects; never while a `pulumi up` runs)")
     args = p.parse_args(argv)
+    # paramiko logs a host's dropped connection at ERROR, which Python's last-resort handler would print: each is a
+    # result here already.
+    logging.getLogger("paramiko").setLevel(logging.CRITICAL)
     spec = read_stack(p, args)
     if spec is None:
         return 2

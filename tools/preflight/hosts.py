@@ -3,7 +3,9 @@ snippet uploads) and each Hyper-V host (every Windows node's steps). One probe p
 reads only; this module judges what it printed. The network, read from one host of each kind, is network.py's."""
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,8 @@ from tools.preflight.results import FAIL, PASS, WARN, Result
 
 GIB = 1024 ** 3
 POWERSHELL = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
+# Runs under cmd.exe and PowerShell alike (reg.exe), so it reads DefaultShell whichever it is.
+READ_DEFAULT_SHELL = r"reg query HKLM\SOFTWARE\OpenSSH /v DefaultShell"
 
 
 @dataclass(frozen=True)
@@ -31,26 +35,44 @@ class Access:
 Runner = Callable[..., ssh.Completed]
 
 
-def ssh_result(host: str, endpoint: ssh.Endpoint, error: ssh.SshError | None, os_kind: str, secret: str) -> Result:
-    """The sign-in itself: reachable, the host key as pinned, the credential accepted."""
+def ssh_results(host: str, endpoint: ssh.Endpoint, error: ssh.SshError | None, os_kind: str, secret: str) -> list[Result]:
+    """The sign-in itself (reachable, the host key as pinned, the credential accepted), and the probe when it failed
+    after the sign-in; a bastion's refusal is the bastion's, with its own fix."""
     where = f"{endpoint.user}@{endpoint.host}:{endpoint.port}"
+    if error is not None and error.stage == "exec":
+        return [Result(host, "SSH", PASS, f"signed in as {where}"),
+                Result(host, "probe", FAIL, str(error), "run the probe again; if it keeps failing, run its commands by "
+                                                        "hand on the host (docs/preflight.md lists them)")]
     if error is None:
         if endpoint.host_key is None:
-            return Result(host, "SSH", WARN, f"signed in as {where}; the host key is not pinned "
-                                             "(security.pinHostKeys: false)",
-                          f"pin it: hostKey, read on the host's console with `{READ_HOST_KEY[os_kind]}`")
-        return Result(host, "SSH", PASS, f"signed in as {where}, host key as pinned")
+            return [Result(host, "SSH", WARN, f"signed in as {where}; the host key is not pinned "
+                                              "(security.pinHostKeys: false)",
+                           f"pin it: hostKey, read on the host's console with `{READ_HOST_KEY[os_kind]}`")]
+        return [Result(host, "SSH", PASS, f"signed in as {where}, host key as pinned")]
+    if error.bastion:
+        os_kind, secret, whose = "linux", "bastionSshPrivateKey", "access.bastion"
+    else:
+        whose = "the host"
     fixes = {
-        "host-key": f"if the host was reinstalled, pin its new key (read on its console: `{READ_HOST_KEY[os_kind]}`); "
+        "host-key": f"if {whose} was reinstalled, pin its new key (read on its console: `{READ_HOST_KEY[os_kind]}`); "
                     "otherwise something else answers at this address",
-        "auth": f"put the public half of {secret} in {endpoint.user}'s authorized keys on the host"
-                + (" (an administrator's: C:\\ProgramData\\ssh\\administrators_authorized_keys)" if os_kind == "windows"
-                   else ""),
+        "auth": f"put the public half of {secret} in the user's authorized keys on {whose}"
+                + (" (an administrator's: C:\\ProgramData\\ssh\\administrators_authorized_keys)"
+                   if os_kind == "windows" else ""),
         "key": f"{secret} must be an unencrypted ed25519, ECDSA or RSA private key",
     }
-    fix = fixes.get(error.kind, f"check the address and that port {endpoint.port} is open from here (and from the "
-                                "bastion, when there is one)")
-    return Result(host, "SSH", FAIL, str(error), fix)
+    fix = fixes.get(error.kind, "check the address and that the SSH port is open from here"
+                                + (" to the bastion" if error.bastion else " (and from the bastion, when there is one)"))
+    return [Result(host, "SSH", FAIL, str(error), fix)]
+
+
+def _not_signed_in(host: str, access: Access, secret: str) -> list[Result] | None:
+    """A FAIL when a secret the sign-in needs could not be read (the bastion's included), else None."""
+    for key in (secret, "bastionSshPrivateKey"):
+        if key in access.missing:
+            return [Result(host, "SSH", FAIL, f"not checked: no {key} ({access.missing[key]})",
+                           f"pulumi config set --secret {key} ... (or the environment variable docs/preflight.md names)")]
+    return None
 
 
 def _key_values(text: str) -> dict[str, str]:
@@ -61,18 +83,19 @@ def check_proxmox_node(spec: StackSpec, node: ProxmoxNodeSpec, access: Access, r
     """Sign-in as proxmox.sshUser, and the snippets directory the provider writes to (tee, through sudo -n for a user
     other than root)."""
     host = node.name
-    if access.proxmox_key is None:
-        return [Result(host, "SSH", FAIL, f"not checked: no proxmoxSshPrivateKey ({access.missing['proxmoxSshPrivateKey']})",
-                       "pulumi config set --secret proxmoxSshPrivateKey < KEYFILE")]
+    refused = _not_signed_in(host, access, "proxmoxSshPrivateKey")
+    if refused is not None:
+        return refused
     endpoint = ssh.Endpoint(str(node.address), 22, spec.proxmox.ssh_user, node.host_key, private_key=access.proxmox_key)
     store = spec.proxmox.datastores.snippets
     file_name = f"{spec.cluster.name}-{node.name}-user-data.yaml"
     try:
         done = run(endpoint, proxmox_node_probe(store, file_name), timeout=30, bastion=access.bastion)
     except ssh.SshError as error:
-        return [ssh_result(host, endpoint, error, "linux", "proxmoxSshPrivateKey")]
-    results = [ssh_result(host, endpoint, None, "linux", "proxmoxSshPrivateKey")]
+        return ssh_results(host, endpoint, error, "linux", "proxmoxSshPrivateKey")
+    results = ssh_results(host, endpoint, None, "linux", "proxmoxSshPrivateKey")
     found = _key_values(done.stdout)
+    sudo_list = [line.split("=", 1)[1] for line in done.stdout.splitlines() if line.startswith("sudo_list=")]
     if done.status != 0 or "pvesm" not in found:
         return [*results, Result(host, "snippets upload", FAIL, f"the probe failed ({done.status}): "
                                  f"{(done.stderr or done.stdout).strip()[-300:]}", "run it by hand to see why")]
@@ -97,6 +120,12 @@ def check_proxmox_node(spec: StackSpec, node: ProxmoxNodeSpec, access: Access, r
     elif found.get("write") != "ok":
         results.append(Result(host, check, FAIL, f"{user} may not write {path.rsplit('/', 1)[0]}",
                               sudoers if user != "root" else "the file system is read-only: check the storage"))
+    elif found.get("uid") != "0" and not sudo_without_password(sudo_list, "/usr/bin/tee", path):
+        # `sudo -n -l CMD` lists a command a rule allows with a password too, whenever another rule of the user's is
+        # NOPASSWD; the upload's `sudo -n tee` would then stop at the password.
+        results.append(Result(host, check, WARN, f"{user} may run tee on {path.rsplit('/', 1)[0]} through sudo, but no "
+                                                 "rule sudo -l lists allows it without a password",
+                              sudoers))
     else:
         results.append(Result(host, check, PASS, f"{path.rsplit('/', 1)[0]} is writable"))
     return results
@@ -136,53 +165,74 @@ def _secret(spec: StackSpec) -> str:
 def check_hyperv_host(spec: StackSpec, host: HypervHostSpec, access: Access, mount_images: bool,
                       network: tuple[list[str], list[str]] | None = None, run: Runner = ssh.run) -> HypervFindings:
     """Sign-in, DefaultShell, the Hyper-V role, the vSwitch, each golden image and the VM folder's free space; with
-    `network` (addresses, DNS names) also the site's network as this host sees it, judged in network.py."""
+    `network` (addresses, DNS names) also the site's network as this host sees it, judged in network.py.
+
+    DefaultShell is read first with `reg query`, which cmd.exe and PowerShell both run: the probe itself, an encoded
+    PowerShell command longer than cmd.exe's 8,191 characters (render/hyperv.py), runs only where the shell is
+    PowerShell."""
     name = host.name
     secret = _secret(spec)
-    if secret in access.missing:
-        return HypervFindings([Result(name, "SSH", FAIL, f"not checked: no {secret} ({access.missing[secret]})",
-                                      f"pulumi config set --secret {secret} ...")])
+    refused = _not_signed_in(name, access, secret)
+    if refused is not None:
+        return HypervFindings(refused)
     endpoint = _hyperv_endpoint(host, access)
+    try:
+        shell = run(endpoint, READ_DEFAULT_SHELL, timeout=30, bastion=access.bastion)
+    except ssh.SshError as error:
+        return HypervFindings(ssh_results(name, endpoint, error, "windows", secret))
+    results = ssh_results(name, endpoint, None, "windows", secret)
+    shell_result = _shell(name, shell)
+    results.append(shell_result)
+    if shell_result.status == FAIL:
+        return HypervFindings(results)
     nodes = [n for n in spec.nodes.windows if n.hyperv_host == name]
     addresses, dns_names = network or ([], [])
     command = hyperv_host_probe(
-        host.switch_name, host.vm_folder, {str(k): v for k, v in host.golden_images.items()}, mount_images, [n.name for n in nodes],
-        addresses=addresses, gateway=str(spec.network.nodes.gateway) if addresses else "",
+        host.switch_name, host.vm_folder, {str(k): v for k, v in host.golden_images.items()}, mount_images,
+        [n.name for n in nodes], addresses=addresses, gateway=str(spec.network.nodes.gateway) if addresses else "",
         dns_servers=[str(s) for s in spec.network.dns_servers] if addresses else [], dns_names=dns_names)
     try:
-        done = run(endpoint, command, timeout=120 if mount_images else 60, bastion=access.bastion)
+        done = run(endpoint, command, timeout=120, bastion=access.bastion)
     except ssh.SshError as error:
-        return HypervFindings([ssh_result(name, endpoint, error, "windows", secret)])
-    results = [ssh_result(name, endpoint, None, "windows", secret)]
+        return HypervFindings([*results, *ssh_results(name, endpoint, error, "windows", secret)[1:]])
     report = parse_report(done.stdout)
     if report is None:
         results.append(Result(name, "probe", FAIL, f"no JSON from PowerShell (exit {done.status}): "
                                                    f"{(done.stderr or done.stdout).strip()[-300:]}",
-                              "run the preflight with the host's DefaultShell set to powershell.exe, or read the error"))
+                              "run the probe again; if it keeps failing, read the error above"))
         return HypervFindings(results)
-    results += _shell(name, report.get("shell"))
     results += _role(name, report.get("hyperv"))
     results += _switch(name, host.switch_name, report.get("switch"))
-    existing = set((report.get("vms") or {}).get("names") or [])
-    results += _golden(name, host, report.get("golden") or {}, mount_images, nodes, existing)
+    vms = report.get("vms") or {}
+    if _error(vms):
+        results.append(Result(name, "VMs", WARN, f"not listed: {_error(vms)}; the stack's Windows VMs on this host "
+                                                 "are taken as new", "check the Hyper-V role above"))
+    existing = set(vms.get("names") or [])
+    results += _golden(name, host, report.get("golden") or {}, nodes, existing)
     copies = [n for n in nodes if n.name not in existing]
     results += _space(name, host, report.get("folder"), report.get("golden") or {}, copies)
     return HypervFindings(results, report)
 
 
-def _shell(name: str, part: Any) -> list[Result]:
+def _shell(name: str, done: ssh.Completed) -> Result:
+    """`reg query HKLM\\SOFTWARE\\OpenSSH /v DefaultShell`: `    DefaultShell    REG_SZ    C:\\...\\powershell.exe` (exit 0), or
+    exit 1 with "unable to find" when it is not set (reg-query.md; the value Win32-OpenSSH reads, else cmd.exe)."""
     fix = (f"New-ItemProperty -Path 'HKLM:\\SOFTWARE\\OpenSSH' -Name DefaultShell -Value '{POWERSHELL}' "
            "-PropertyType String -Force")
-    if _error(part):
-        return [Result(name, "OpenSSH DefaultShell", FAIL, _error(part) or "", fix)]
-    shell = str(part.get("defaultShell") or "")
-    if shell.lower() == POWERSHELL.lower() or shell.lower().endswith("\\powershell.exe"):
-        return [Result(name, "OpenSSH DefaultShell", PASS, shell)]
+    check = "OpenSSH DefaultShell"
+    found = re.search(r"^\s+DefaultShell\s+REG_\w+\s+(.*?)\s*$", done.stdout, re.M | re.I)
+    if done.status != 0 or found is None:
+        if "unable to find" in (done.stdout + done.stderr).lower():
+            return Result(name, check, FAIL, "not set (cmd.exe): the program's commands need PowerShell", fix)
+        return Result(name, check, FAIL, f"not read (exit {done.status}): {(done.stderr or done.stdout).strip()[-200:]}",
+                      fix)
+    shell = found.group(1)
+    if shell.lower().endswith("\\powershell.exe"):
+        return Result(name, check, PASS, shell)
     if shell.lower().endswith("\\pwsh.exe"):
-        return [Result(name, "OpenSSH DefaultShell", WARN, f"{shell}: PowerShell 7, where the program's scripts are "
-                                                           "written for Windows PowerShell 5.1", fix)]
-    return [Result(name, "OpenSSH DefaultShell", FAIL, f"{shell or 'not set (cmd.exe)'}: the program's commands "
-                                                       "need PowerShell", fix)]
+        return Result(name, check, WARN, f"{shell}: PowerShell 7, where the program's scripts are written for Windows "
+                                         "PowerShell 5.1", fix)
+    return Result(name, check, FAIL, f"{shell}: the program's commands need PowerShell", fix)
 
 
 def _role(name: str, part: Any) -> list[Result]:
@@ -208,7 +258,7 @@ def _role(name: str, part: Any) -> list[Result]:
 def _switch(name: str, switch: str, part: Any) -> list[Result]:
     check = f"vSwitch {switch}"
     if _error(part):
-        return [Result(name, check, FAIL, _error(part) or "", "Get-VMSwitch")]
+        return [Result(name, check, FAIL, _error(part) or "", "check the Hyper-V role above, then `Get-VMSwitch`")]
     types = list(part.get("types") or [])
     if not types:
         return [Result(name, check, FAIL, "no such switch",
@@ -222,8 +272,7 @@ def _switch(name: str, switch: str, part: Any) -> list[Result]:
     return [Result(name, check, PASS, "External")]
 
 
-def _golden(name: str, host: HypervHostSpec, golden: dict[str, Any], mount_images: bool, nodes: list[Any],
-            existing: set[str]) -> list[Result]:
+def _golden(name: str, host: HypervHostSpec, golden: dict[str, Any], nodes: list[Any], existing: set[str]) -> list[Result]:
     results = []
     wanted = {n.version for n in nodes}
     for key, path in host.golden_images.items():
@@ -269,7 +318,7 @@ def _space(name: str, host: HypervHostSpec, part: Any, golden: dict[str, Any], c
     if not copies:
         return []
     if _error(part):
-        return [Result(name, check, WARN, f"not read: {_error(part)}", "")]
+        return [Result(name, check, WARN, f"not read: {_error(part)}", f"check vmFolder ({host.vm_folder})")]
     free = int(part.get("free", 0))
     copied = sum(int((golden.get(n.version) or {}).get("fileSize") or 0) for n in copies)
     grown = sum(n.disk_gb for n in copies) * GIB
@@ -281,3 +330,27 @@ def _space(name: str, host: HypervHostSpec, part: Any, golden: dict[str, Any], c
         return [Result(name, check, WARN, f"{what} grow to {grown // GIB} GiB",
                        "free space there before the disks fill, or another vmFolder")]
     return [Result(name, check, PASS, f"{what} grow to {grown // GIB} GiB at most")]
+
+
+def sudo_without_password(listing: list[str], command: str, argument: str) -> bool:
+    """Whether `sudo -n -l`'s listing has a rule that runs `command argument` without a password. Each rule line is
+    `(runas) TAG: cmd args, cmd args, TAG: ...`; a NOPASSWD or PASSWD tag holds for the commands after it in the line
+    (sudoers(5), "Tag_Spec"), and a command's arguments are a glob (fnmatch). `ALL` is any command."""
+    for line in listing:
+        rule = line.strip()
+        if not rule.startswith("("):
+            continue
+        rule = rule.split(")", 1)[1]
+        nopasswd = False
+        for item in rule.split(","):
+            words = item.split()
+            while words and words[0].endswith(":"):
+                tag = words.pop(0)
+                if tag in ("NOPASSWD:", "PASSWD:"):
+                    nopasswd = tag == "NOPASSWD:"
+            if not words or not nopasswd:
+                continue
+            if words == ["ALL"] or (words[0] == command and (len(words) == 1 or
+                                                              fnmatch.fnmatchcase(argument, " ".join(words[1:])))):
+                return True
+    return False

@@ -1,7 +1,8 @@
-"""The preflight's checks of the site's network, as the nodes will see it: read from one Proxmox node (every node
-address free unless it is the stack's own, the gateway answering, each DNS server resolving a public and the stack's
-internal names, each NTP server answering, each endpoint the stack names presenting a certificate it trusts) and from
-one Hyper-V host (the Windows nodes' addresses, the gateway and DNS from the Windows side). What to ask comes from the
+"""The preflight's checks of the site's network: read from one Proxmox node (every node address free unless it is the
+stack's own, the gateway answering, each DNS server resolving a public and the stack's internal names, each NTP server
+answering, each endpoint the stack names presenting a certificate it trusts) and from one Hyper-V host (the Windows
+nodes' addresses, the gateway and DNS from the Windows side). The addresses are probed on the node network itself; DNS,
+NTP and the endpoints are reached through the Proxmox node's own routes, which may not be the node network's. What to ask comes from the
 stack here; the probes (render/preflight.py) only ask, and this module judges their answers."""
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import ipaddress
 import json
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from config.model import ProxmoxNodeSpec, StackSpec
@@ -23,12 +24,16 @@ PUBLIC_NAME = "dl.k8s.io"
 # Farther than this from an NTP server, a Proxmox node's own clock is worth a look (kubeadm's certificates and etcd
 # depend on the nodes' clocks, which come from the same servers).
 NTP_OFFSET_WARN_SECONDS = 1.0
-# `ip neigh` states after a datagram (iproute2): something answered, or nothing did.
-_NEIGH_ANSWERED = {"REACHABLE", "STALE", "DELAY", "PROBE", "PERMANENT"}
+# `ip neigh` states after a datagram (iproute2): something answered just now; an entry left from before, which may be a
+# machine that is gone (STALE, DELAY, PROBE); or nothing answered.
+_NEIGH_ANSWERED = {"REACHABLE", "PERMANENT"}
+_NEIGH_UNCONFIRMED = {"STALE", "DELAY", "PROBE"}
 # Get-NetNeighbor's states of an address something answered for (MSFT_NetNeighbor: Incomplete and Unreachable mean
 # no answer).
 _NETNEIGHBOR_ANSWERED = {"Reachable", "Stale", "Delay", "Probe", "Permanent"}
-_REPLY = re.compile(r"reply from (\S+) \[([0-9A-Fa-f:]{17})\]", re.I)
+# arping -D counts replies and requests from the address (iputils arping.c recv_pack: "Unicast reply from", "Broadcast
+# request from" ...): either means a machine has it.
+_REPLY = re.compile(r"(?:reply|request) from (\S+) \[([0-9A-Fa-f:]{17})\]", re.I)
 _OFFSET = re.compile(r"System clock wrong by (-?[0-9.]+) seconds")
 
 
@@ -146,14 +151,17 @@ def neigh_answer(output: str) -> tuple[str, str]:
         states = set(entry.get("state") or [])
         if states & _NEIGH_ANSWERED and entry.get("lladdr"):
             return "used", str(entry["lladdr"]).lower()
+        if states & _NEIGH_UNCONFIRMED:
+            return "unconfirmed", str(entry.get("lladdr", "")).lower()
         if states & {"INCOMPLETE", "FAILED"}:
             return "free", ""
     return "error", "the kernel did not try to resolve it (not on this interface's network?)"
 
 
-def judge_proxmox(spec: StackSpec, node: str, lines: list[list[str]] | str, existing: set[str]) -> list[Result]:
+def judge_proxmox(spec: StackSpec, node: str, lines: list[list[str]] | str, existing: set[str],
+                  unknown: Collection[str] = ()) -> list[Result]:
     """The Proxmox node's answers, judged. `existing`: the stack's machines that exist already (their addresses are in
-    use by design: a second run)."""
+    use by design: a second run); `unknown`: those whose existence could not be read."""
     host = f"network, from {node}"
     if isinstance(lines, str):
         return [Result(host, "network probe", WARN, f"not run: {lines}", "fix the SSH check of this node above")]
@@ -177,8 +185,10 @@ def judge_proxmox(spec: StackSpec, node: str, lines: list[list[str]] | str, exis
             answers[fields[1]] = arping_answer(int(fields[2]), fields[3] if len(fields) > 3 else "")
         elif kind == "neigh":
             answers[fields[1]] = neigh_answer(fields[2] if len(fields) > 2 else "")
+        elif kind == "local":
+            answers[fields[1]] = ("local", "")
     if answers:
-        results += _addresses(host, answers, owners, gateway, existing)
+        results += _addresses(host, answers, owners, gateway, existing, unknown)
     results += _dns(host, [f for f in lines if f[0] == "dns"])
     results += _ntp(host, [f for f in lines if f[0] == "ntp"])
     results += _endpoints(host, tls_targets(spec), [f for f in lines if f[0] in ("tls", "tcp")])
@@ -186,12 +196,14 @@ def judge_proxmox(spec: StackSpec, node: str, lines: list[list[str]] | str, exis
 
 
 def _addresses(host: str, answers: dict[str, tuple[str, str]], owners: dict[str, str], gateway: str,
-               existing: set[str]) -> list[Result]:
+               existing: set[str], unknown: Collection[str]) -> list[Result]:
     results = []
     state, mac = answers.get(gateway, ("error", "not probed"))
     # The gateway is the positive control: if it does not answer, "free" means nothing on this interface.
-    trusted = state == "used"
-    if trusted:
+    trusted = state in ("used", "local")
+    if state == "local":
+        results.append(Result(host, f"gateway {gateway}", PASS, "is this Proxmox node"))
+    elif trusted:
         results.append(Result(host, f"gateway {gateway}", PASS, f"answers ({mac})"))
     else:
         results.append(Result(host, f"gateway {gateway}", FAIL, "does not answer ARP" if state == "free" else mac,
@@ -199,17 +211,27 @@ def _addresses(host: str, answers: dict[str, tuple[str, str]], owners: dict[str,
     for address, owner in owners.items():
         state, mac = answers.get(address, ("error", "not probed"))
         check = f"address {address} ({owner})"
-        if state == "used" and owner in existing:
+        if state == "local":
+            results.append(Result(host, check, FAIL, "configured on this Proxmox node",
+                                  f"give {owner} another address, or take it off the node"))
+        elif state == "used" and owner in existing:
             results.append(Result(host, check, PASS, f"in use by {owner}, which exists ({mac})"))
+        elif state == "used" and owner in unknown:
+            results.append(Result(host, check, WARN, f"in use by {mac}; whether {owner}'s VM exists was not read",
+                                  "see its Hyper-V host's checks"))
         elif state == "used":
             results.append(Result(host, check, FAIL, f"in use by {mac}, and {owner} does not exist yet",
                                   f"give {owner} a free address, or find the machine with MAC {mac} (`ip neigh`)"))
         elif state == "free" and trusted:
             results.append(Result(host, check, PASS, "free"))
         elif state == "free":
-            results.append(Result(host, check, WARN, "no answer, but neither does the gateway: not conclusive", ""))
+            results.append(Result(host, check, WARN, "no answer, but neither does the gateway: not conclusive",
+                                  "fix the gateway check first"))
+        elif state == "unconfirmed":
+            results.append(Result(host, check, WARN, f"the node remembers {mac or 'a machine'} there, which did not "
+                                                     "answer again in time", "run the preflight again in a minute"))
         else:
-            results.append(Result(host, check, WARN, f"not checked: {mac}", ""))
+            results.append(Result(host, check, WARN, f"not checked: {mac}", "install iputils-arping on the node"))
     return results
 
 
@@ -223,11 +245,15 @@ def _dns(host: str, lines: list[list[str]]) -> list[Result]:
         elif words[:1] == ["ERROR"] or not words:
             results.append(Result(host, check, FAIL, f"no answer: {' '.join(words[1:])}",
                                   "check network.dnsServers and that the node network reaches the server (UDP 53)"))
-        else:
+        elif words[0] in ("NXDOMAIN", "NOERROR"):
             results.append(Result(host, check, FAIL, f"{words[0]}, no address",
                                   f"add {name} to the DNS server, or fix the stack key that names it"
                                   if name != PUBLIC_NAME else
                                   "the server must resolve public names (the Windows nodes download from dl.k8s.io)"))
+        else:
+            results.append(Result(host, check, FAIL, f"the server answered {words[0]}",
+                                  "check the server: it must resolve recursively for the node network (REFUSED), and "
+                                  "reach its own upstream servers (SERVFAIL)"))
     return results
 
 
@@ -266,7 +292,9 @@ def _endpoints(host: str, targets: list[TlsTarget], lines: list[list[str]]) -> l
             results.append(Result(host, check, PASS, "certificate trusted" + (" (the stack's CA)" if target.ca else "")))
         else:
             detail = fields[3] if len(fields) > 3 else ""
-            unreachable = "connect" in detail.lower() and "verif" not in detail.lower()
+            if fields[2] == "124":        # timeout(1): the handshake never finished
+                detail = "no TLS answer in 10 s"
+            unreachable = fields[2] == "124" or ("connect" in detail.lower() and "verif" not in detail.lower())
             results.append(Result(host, check, FAIL, detail.replace("|", "; ")[:300] or f"exit {fields[2]}",
                                   "check the host, the port and the firewall between" if unreachable else
                                   f"give {target.what} the CA that signed its certificate (caCertificate), or a "
@@ -274,31 +302,45 @@ def _endpoints(host: str, targets: list[TlsTarget], lines: list[list[str]]) -> l
     return results
 
 
-def judge_hyperv(spec: StackSpec, name: str, report: dict[str, Any], existing: set[str]) -> list[Result]:
-    """The Hyper-V host's view: the Windows nodes' addresses (when this host is on their network), the gateway, DNS."""
+def judge_hyperv(spec: StackSpec, name: str, report: dict[str, Any], existing: set[str],
+                 unknown: Collection[str] = ()) -> list[Result]:
+    """The Hyper-V host's view: the Windows nodes' addresses (when this host is on their network), the gateway, DNS.
+    `unknown`: the stack's machines whose existence could not be read (an address of theirs in use is a warning)."""
     host = f"network, from {name}"
     results: list[Result] = []
     gateway = str(spec.network.nodes.gateway)
     seen = report.get("addresses") or {}
-    owners = {str(n.ip): n.name for n in spec.nodes.windows}
-    for address, owner in [(gateway, None), *owners.items()]:
+    part = seen.get(gateway) or {}
+    trusted = bool(part.get("onLink")) and part.get("state") in _NETNEIGHBOR_ANSWERED
+    for address, owner in [(gateway, None), *((str(n.ip), n.name) for n in spec.nodes.windows)]:
         part = seen.get(address) or {}
         check = f"gateway {address}" if owner is None else f"address {address} ({owner})"
+        state = part.get("state")
         if "error" in part:
-            results.append(Result(host, check, WARN, f"not checked: {part['error']}", ""))
+            results.append(Result(host, check, WARN, f"not checked: {part['error']}", "read the error; run it again"))
         elif not part.get("onLink"):
-            results.append(Result(host, check, WARN, "not on a network of this host: not checked from here", ""))
-        elif part.get("state") in _NETNEIGHBOR_ANSWERED:
+            results.append(Result(host, check, WARN, "not on a network of this host: not checked from here",
+                                  "the Proxmox node's check covers it"))
+        elif state in _NETNEIGHBOR_ANSWERED:
             mac = str(part.get("mac") or "").lower()
             if owner is None or owner in existing:
                 results.append(Result(host, check, PASS, f"answers ({mac})"))
+            elif owner in unknown:
+                results.append(Result(host, check, WARN, f"in use by {mac}; whether {owner}'s VM exists was not read",
+                                      "see the VMs check of the host"))
             else:
                 results.append(Result(host, check, FAIL, f"in use by {mac}, and {owner} does not exist yet",
                                       f"give {owner} a free address, or find the machine with MAC {mac}"))
         elif owner is None:
             results.append(Result(host, check, FAIL, "does not answer", "check network.nodes.gateway"))
-        else:
+        elif state is None:
+            results.append(Result(host, check, WARN, "no neighbour entry: Windows did not try to resolve it",
+                                  "run the preflight again"))
+        elif trusted:
             results.append(Result(host, check, PASS, "free"))
+        else:
+            results.append(Result(host, check, WARN, "no answer, but neither does the gateway: not conclusive",
+                                  "fix the gateway check first"))
     for entry in report.get("dns") or []:
         check = f"DNS {entry.get('server')}: {entry.get('name')}"
         answer = entry.get("answer") or {}

@@ -63,5 +63,5 @@ class Progress:
                     self.stream.write("\r\x1b[K")
                     self.stream.flush()
             else:
-                self.stream.write(f"[{self.total - len(self.pending)}/{self.total}] {host}: {len(results)} checks, "
-                                  f"{failed} failed\n")
+                outcome = f"{len(results)} checks, {failed} failed" if results else "read"
+                self.stream.write(f"[{self.total - len(self.pending)}/{self.total}] {host}: {outcome}\n")

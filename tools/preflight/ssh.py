@@ -8,8 +8,8 @@ Facts it relies on (paramiko 5.1.0, read in its source; the notes of #41):
   (security.pinHostKeys false) any key is taken, as the program's connections take it (pulumi-command's
   InsecureIgnoreHostKey), and the check says so.
 * A host on another port than 22 is looked up as `[host]:port` (OpenSSH's known_hosts form, which paramiko keeps).
-* `timeout`, `banner_timeout`, `auth_timeout` and `channel_timeout` bound the connection, and `exec_command(timeout=)`
-  each read; a thread left waiting cannot be killed, so every one is set.
+* `timeout`, `banner_timeout`, `auth_timeout` and `channel_timeout` bound the connection; the command is bounded here by
+  a deadline over its whole run (a thread left waiting cannot be killed, so nothing waits without one).
 * The command's stdin is closed at once (EOF), unless the probe reads its input from it: powershell.exe waits for EOF
   on a redirected stdin (render/hyperv.py).
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import io
+import time
 from dataclasses import dataclass
 
 import paramiko
@@ -43,11 +44,15 @@ class Completed:
 
 
 class SshError(Exception):
-    """The session could not run the command; `kind` says which step refused it, for the fix."""
+    """The session could not run the command. `kind` says which step refused it, `stage` whether that was before the
+    command ran ("connect": reaching the host, its key, the sign-in) or after ("exec"), and `bastion` whether it was the
+    bastion's, for the fix."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, stage: str = "connect", bastion: bool = False):
         super().__init__(message)
         self.kind = kind            # unreachable | host-key | auth | timeout | key | protocol
+        self.stage = stage
+        self.bastion = bastion
 
 
 def load_private_key(text: str) -> paramiko.PKey:
@@ -64,7 +69,7 @@ def _known_name(host: str, port: int) -> str:
     return host if port == 22 else f"[{host}]:{port}"
 
 
-def _client(endpoint: Endpoint, sock: paramiko.Channel | None) -> paramiko.SSHClient:
+def _client(endpoint: Endpoint, sock: paramiko.Channel | None, bastion: bool = False) -> paramiko.SSHClient:
     client = paramiko.SSHClient()
     if endpoint.host_key is None:
         client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
@@ -73,7 +78,7 @@ def _client(endpoint: Endpoint, sock: paramiko.Channel | None) -> paramiko.SSHCl
         client.get_host_keys().add(_known_name(endpoint.host, endpoint.port), key_type,
                                    paramiko.PKey.from_type_string(key_type, base64.b64decode(data)))
         client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    where = f"{endpoint.user}@{endpoint.host}:{endpoint.port}"
+    where = f"{'the bastion ' if bastion else ''}{endpoint.user}@{endpoint.host}:{endpoint.port}"
     try:
         client.connect(endpoint.host, port=endpoint.port, username=endpoint.user,
                        pkey=load_private_key(endpoint.private_key) if endpoint.private_key else None,
@@ -83,53 +88,85 @@ def _client(endpoint: Endpoint, sock: paramiko.Channel | None) -> paramiko.SSHCl
     except paramiko.BadHostKeyException as error:
         client.close()
         raise SshError("host-key", f"{where} presented {error.key.get_name()} {error.key.get_base64()}, not the pinned "
-                                   "key") from None
+                                   "key", bastion=bastion) from None
     except paramiko.AuthenticationException as error:
         client.close()
-        raise SshError("auth", f"{where} refused the sign-in: {error}") from None
+        # paramiko says "Authentication timeout." when the server does not answer the sign-in in auth_timeout.
+        kind = "timeout" if "timeout" in str(error).lower() else "auth"
+        raise SshError(kind, f"{where} refused the sign-in: {error}", bastion=bastion) from None
     except TimeoutError as error:
         client.close()
-        raise SshError("timeout", f"{where} did not answer in {CONNECT_TIMEOUT_SECONDS} s ({error})") from None
+        raise SshError("timeout", f"{where} did not answer in {CONNECT_TIMEOUT_SECONDS} s ({error})",
+                       bastion=bastion) from None
     except OSError as error:
         client.close()
-        raise SshError("unreachable", f"{where}: {error.strerror or error}") from None
-    except paramiko.SSHException as error:
+        raise SshError("unreachable", f"{where}: {error.strerror or str(error) or type(error).__name__}", bastion=bastion) from None
+    except (paramiko.SSHException, EOFError) as error:
+        # EOFError: the server closed the connection during the key exchange (paramiko re-raises its transport's).
         client.close()
-        raise SshError("protocol", f"{where}: {error}") from None
+        raise SshError("protocol", f"{where}: {str(error) or 'the connection was closed during the key exchange'}",
+                       bastion=bastion) from None
     return client
 
 
 def run(endpoint: Endpoint, command: str, *, stdin: str | None = None, timeout: float = 60,
         bastion: Endpoint | None = None) -> Completed:
     """Run one command on `endpoint` (through `bastion` when given) and wait for its exit status."""
-    jump = _client(bastion, None) if bastion is not None else None
+    jump = _client(bastion, None, bastion=True) if bastion is not None else None
+    sock = None
     try:
-        sock = None
         if jump is not None:
             transport = jump.get_transport()
             assert transport is not None
             try:
                 sock = transport.open_channel("direct-tcpip", (endpoint.host, endpoint.port), ("127.0.0.1", 0),
                                               timeout=CONNECT_TIMEOUT_SECONDS)
-            except (paramiko.SSHException, OSError) as error:
-                raise SshError("unreachable", f"the bastion could not reach {endpoint.host}:{endpoint.port}: {error}") \
-                    from None
+            except (paramiko.SSHException, EOFError, OSError) as error:
+                raise SshError("unreachable", f"the bastion could not reach {endpoint.host}:{endpoint.port}: {error}",
+                               bastion=True) from None
         client = _client(endpoint, sock)
         try:
-            try:
-                channel_in, channel_out, channel_err = client.exec_command(command, timeout=timeout)
-                if stdin is not None:
-                    channel_in.write(stdin)
-                channel_in.close()
-                out, err = channel_out.read(), channel_err.read()
-                status = channel_out.channel.recv_exit_status()
-            except TimeoutError:
-                raise SshError("timeout", f"the command did not finish in {timeout:.0f} s") from None
-            except paramiko.SSHException as error:
-                raise SshError("protocol", str(error)) from None
-            return Completed(out.decode(errors="replace"), err.decode(errors="replace"), status)
+            return _execute(client, command, stdin, timeout)
         finally:
             client.close()
     finally:
+        # The channel through the bastion is closed before the bastion's connection: the inner transport's thread
+        # would otherwise close it later, on a connection already gone (an EOFError in that thread).
+        if sock is not None:
+            sock.close()
         if jump is not None:
             jump.close()
+
+
+def _execute(client: paramiko.SSHClient, command: str, stdin: str | None, timeout: float) -> Completed:
+    """The command's output and exit status, within `timeout` seconds of wall time in all (paramiko's own timeouts
+    bound each read, and its exit-status wait has none): both streams are read as they come, so neither can fill its
+    window and stall the other."""
+    deadline = time.monotonic() + timeout
+    out, err = bytearray(), bytearray()
+    try:
+        transport = client.get_transport()
+        assert transport is not None
+        channel = transport.open_session(timeout=CONNECT_TIMEOUT_SECONDS)
+        channel.exec_command(command)
+        if stdin is not None:
+            channel.sendall(stdin.encode())
+        channel.shutdown_write()
+        while True:
+            busy = False
+            if channel.recv_ready():
+                out += channel.recv(65536)
+                busy = True
+            if channel.recv_stderr_ready():
+                err += channel.recv_stderr(65536)
+                busy = True
+            if channel.exit_status_ready() and not busy and (channel.eof_received or channel.closed):
+                break
+            if time.monotonic() > deadline:
+                channel.close()
+                raise SshError("timeout", f"the command did not finish in {timeout:.0f} s", stage="exec")
+            if not busy:
+                time.sleep(0.02)
+        return Completed(out.decode(errors="replace"), err.decode(errors="replace"), channel.recv_exit_status())
+    except (paramiko.SSHException, EOFError, OSError) as error:
+        raise SshError("protocol", f"the session ended: {str(error) or 'closed'}", stage="exec") from None
