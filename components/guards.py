@@ -1,6 +1,6 @@
 """Preview-time guards: dynamic resources whose provider `check` sees the state's previous inputs next to
 the program's new ones, and so can refuse, before anything runs, a change the infrastructure cannot follow.
-Their `check` functions are also what the mock engine runs (tools/engine.py), so the tests see the same
+Their `check` functions are also what the mock engine runs (tools/mock/engine.py), so the tests see the same
 refusals a preview would.
 
 Pulumi stores a dynamic provider in the state (dill) and the provider process that runs `check` loads this

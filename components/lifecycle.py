@@ -1,5 +1,5 @@
 """What a node's lifecycle flags (`retire`, `lost`: config.model.NodeSpec) do to the resources declared for
-it. A delete runs the inputs and options the state holds (tools/engine.py), so each flag takes effect in
+it. A delete runs the inputs and options the state holds (tools/mock/engine.py), so each flag takes effect in
 one `pulumi up` and the node's removal from the stack in the next.
 """
 from __future__ import annotations

@@ -202,7 +202,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 # default), every VM at once with no drain.
                 ignore_changes=["clone", "networkDevices[0].mtu"],
                 # A lost node's VM leaves the state without the provider's delete, which fails for a VM that no
-                # longer exists (it reads the VM's status first: tools/providers.py); its destroy step below removes
+                # longer exists (it reads the VM's status first: tools/mock/providers.py); its destroy step below removes
                 # the VM if it is still there.
                 retain_on_delete=node.lost,
                 depends_on=[*args.guards, *args.after],
@@ -223,7 +223,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # every instance, so every per-node step is keyed on this instead: a VM lost and re-created, or
         # replaced, is a new instance whose steps run again. Not `mac_addresses`: with the QEMU agent on, the
         # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
-        # (vm/network/network.go ReadNetworkValues). tools/providers.py has the provider facts.
+        # (vm/network/network.go ReadNetworkValues). tools/mock/providers.py has the provider facts.
         self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
         # The snippet holds the private host key: root only on the Proxmox node (the provider's SFTP upload leaves it
         # 0644). Again with each instance and each new key, which is when a rebuild uploads the snippet anew.
@@ -273,7 +273,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         # script without the Kubernetes packages is the update: the way a later change (mirrors, NTP)
         # reaches this node, and only this node's script re-runs; the upgrade chain moves the version, so a
         # version change leaves this step alone (`create` is ignored on update, never on a replacement:
-        # tools/engine.py).
+        # tools/mock/engine.py).
         self.ready = command.remote.Command(
             f"{name}-prepare",
             connection=self.connection,

@@ -81,9 +81,9 @@ def hk_values() -> dict:
 
 @pytest.fixture(scope="session")
 def hk_recording():
-    """hk-prod declared once per test process under the mock engine (tools/mockrun.py), for the many tests
+    """hk-prod declared once per test process under the mock engine (tools/mock/program.py), for the many tests
     that only read what it declares. Read-only: a test that changes the stack runs its own program."""
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
     recording = run_program(raw_config(hk_prod_values()))
     assert not recording.plan.errors, recording.plan.errors
     return recording

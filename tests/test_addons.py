@@ -9,7 +9,7 @@ from config import compat
 from config.loader import load
 from config.rules import HELM_RELEASE_NAME_MAX, HELM_RELEASES, NEEDS, helm_releases
 from tests.conftest import hk_prod_values, problems, raw_config
-from tools.mockrun import Recording, run_program
+from tools.mock.program import Recording, run_program
 
 # The optional sections, as key paths of the stack file; resourceMetrics is on unless switched off. Each as hk-prod
 # has it, and tls.acme as below (hk-prod's tls is `ca`).

@@ -4,7 +4,7 @@ in one `pulumi up`, in both directions (render/workloads.py AUTOSCALER_KIND_FIEL
 from __future__ import annotations
 
 from tests.conftest import hk_prod_values, raw_config
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 HPA = "hk-prod-samples-horizontalpodautoscaler-linux-prod-api-linux"
 SCALED_OBJECT = "hk-prod-samples-scaledobject-linux-prod-api-linux"

@@ -15,7 +15,7 @@ from render import backup
 from render.scheduling import windows_toleration
 from tests.conftest import hk_prod_values, problems, raw_config
 from tests.crd_schema import validate_custom_resource
-from tools.mockrun import Secret, run_program
+from tools.mock.program import Secret, run_program
 
 K8S = "1.36.0"
 BSL_SCHEMA = "velero.io_v1_BackupStorageLocation.json"
@@ -226,7 +226,7 @@ def test_hk_prod_backs_up_to_both_sites_and_no_pod_copies_etcd(hk_recording):
     policy = hk_recording.named("hk-prod-admission-validatingadmissionpolicybinding-hybrid-cluster-no-inline-nfs")
     assert "matchResources" not in policy.inputs["spec"], "no namespace is exempt from the inline NFS refusal"
     # Each site's keys in their own Secret: the chart's (mounted whole into Velero's pods) holds only this site's.
-    from tools.mockrun import placeholder_secrets
+    from tools.mock.program import placeholder_secrets
     keys = placeholder_secrets()
     secret = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials")
     offsite = hk_recording.named("hk-prod-backup-secret-velero-velero-credentials-offsite")

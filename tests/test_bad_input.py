@@ -13,7 +13,7 @@ import yaml
 
 from config.loader import SpecError, from_stack_file, load
 from tests.conftest import HK_PROD, ROOT, hk_prod_values, leaves, problems, raw_config
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 
 def _set(path: tuple, value):

@@ -8,7 +8,7 @@ import pytest
 import tuning
 from config.loader import load
 from tools import bench
-from tools.mockrun import Recording, Resource
+from tools.mock.program import Recording, Resource
 from tuning import gc_thresholds
 
 

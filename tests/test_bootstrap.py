@@ -12,7 +12,7 @@ from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
-from tools.mockrun import STAND_IN_JOIN_LINE, Recording, Secret, run_declarations, run_program
+from tools.mock.program import STAND_IN_JOIN_LINE, Recording, Secret, run_declarations, run_program
 
 COMMAND = "command:remote:Command"
 CONTROL_PLANE_JOINERS = ["hk-cp-2", "hk-cp-3"]

@@ -25,12 +25,12 @@ from tests.conftest import hk_prod_values, raw_config
 from tests.kubeadm_api import validate_documents
 from tests.test_render_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
 from tests.validators import TEST_ROOT_VARIABLE, configmap_document_stub
-from tools.engine import from_export
-from tools.mockrun import Recording, placeholder, placeholder_secrets, run_program
+from tools.mock.engine import from_export
+from tools.mock.program import Recording, placeholder, placeholder_secrets, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 # The state the previous release's program (commit 2f14be9) left for hk-prod under the mock engine
-# (tools.engine.to_export of tools.mockrun.run_program's state), xz-compressed.
+# (tools.mock.engine.to_export of tools.mock.program.run_program's state), xz-compressed.
 PREVIOUS_STATE = ROOT / "tests" / "fixtures" / "state" / "hk-prod-2f14be9.json.xz"
 
 
@@ -41,7 +41,7 @@ def previous_release_run() -> Recording:
     """hk-prod's next `up` on the state the previous release left (tests/fixtures/state)."""
     # The state holds the secrets as that release's mock wrote them (FAKE-<key>-offline-placeholder, inside a secret's
     # JSON plaintext); the operator's secrets are the same before and after, so they are read as this release's
-    # placeholders (tools/mockrun.py placeholder, in each secret's form).
+    # placeholders (tools/mock/program.py placeholder, in each secret's form).
     now = {f"FAKE-{key}-offline-placeholder": placeholder(key) for key in SECRET_KEYS}
 
     def same_secrets(value):

@@ -7,7 +7,7 @@ import pytest
 
 from tests.conftest import hk_prod_values, raw_config, with_legacy_windows_build
 from tests.crd_schema import validate_custom_resource
-from tools.mockrun import Secret, run_program
+from tools.mock.program import Secret, run_program
 
 # apiVersion/kind -> vendored schema.
 SCHEMAS = {

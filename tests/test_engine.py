@@ -1,11 +1,11 @@
-"""The engine model itself (tools/engine.py), on small graphs of real pulumi-command resources: each rule it
+"""The engine model itself (tools/mock/engine.py), on small graphs of real pulumi-command resources: each rule it
 follows from the engine's source, so a program test built on it can trust it."""
 from __future__ import annotations
 
 import pulumi
 import pulumi_command as command
 
-from tools.mockrun import Recording, run_declarations
+from tools.mock.program import Recording, run_declarations
 
 CONNECTION = command.remote.ConnectionArgs(host="10.0.0.1", user="ops")
 
@@ -142,7 +142,7 @@ def test_a_dependency_on_a_component_orders_deletes_after_its_earlier_children()
     """DependenciesOf: depending on a component counts its descendants registered before the dependent. (The
     Python SDK already expands `depends_on=[component]` to its children, so this is built from entries, as a state
     written by another SDK may hold it.)"""
-    from tools.engine import Deployment, Entry
+    from tools.mock.engine import Deployment, Entry
 
     def entry(name: str, parent: str = "", custom: bool = True, dependencies: tuple[str, ...] = ()) -> Entry:
         return Entry(urn=f"urn:{name}", type="command:remote:Command" if custom else "test:index:Box", name=name,
@@ -169,7 +169,7 @@ def test_a_new_commands_id_is_known_in_a_preview():
 def test_a_failed_check_stops_a_preview_and_an_up_before_anything_else():
     """step_generator.go: an invalid resource bails the run in both modes (no DryRun exception): nothing registered
     after it gets a step, and no delete runs (performPostSteps is never reached)."""
-    from tools.engine import Deployment, Entry, Registration
+    from tools.mock.engine import Deployment, Entry, Registration
 
     def reg(name: str, type_: str = "command:remote:Command") -> Registration:
         return Registration(urn=f"urn:{name}", type=type_, name=name, parent="", custom=True, inputs={"v": 1})

@@ -16,7 +16,7 @@ from render.backup import ObjectStore
 from render.shell import script_from_bash_command
 from tests.conftest import ROOT, hk_prod_values, raw_config
 from tests.validators import bash_input, shellcheck, systemd_stub_env
-from tools.mockrun import placeholder_secrets, run_program
+from tools.mock.program import placeholder_secrets, run_program
 from vocab.checks import openpgp_fingerprint
 
 # The example key of Pulumi.hk-prod.yaml (its private half was never kept): for renderings nothing decrypts.

@@ -12,7 +12,7 @@ import yaml
 from config.loader import PROJECT, from_stack_file, load
 from config.secret_keys import SECRET_KEYS, required_secrets
 from tests.conftest import ROOT, hk_prod_values, raw_config
-from tools.mockrun import Recording, run_program
+from tools.mock.program import Recording, run_program
 
 EXAMPLES = sorted(ROOT.glob("examples/*/Pulumi.*.yaml"))
 LAB = ROOT / "examples" / "lab" / "Pulumi.lab.yaml"

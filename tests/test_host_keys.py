@@ -17,7 +17,7 @@ from render.host_keys import (
     render_snippet_private,
 )
 from tests.validators import TEST_ROOT_VARIABLE, cloud_init_schema, shellcheck
-from tools.providers import new_host_key
+from tools.mock.providers import new_host_key
 
 
 @pytest.fixture(scope="module")

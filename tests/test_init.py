@@ -12,7 +12,7 @@ from config import compat
 from config.loader import PROJECT, LoadedStack, from_stack_file, load
 from config.secret_keys import required_secrets
 from tools import init, synth
-from tools.providers import new_host_key
+from tools.mock.providers import new_host_key
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIKQN0xz5t5mrUBqCIba2ISZ+fvqVp3mvJbSAPrDaapP ops@example"
 SITE = ["--network", "192.168.1.0/24", "--proxmox", "pve=192.168.1.10"]

@@ -1,4 +1,4 @@
-"""The machine lifecycle as the engine runs it (tools/engine.py against the state of an earlier run): a
+"""The machine lifecycle as the engine runs it (tools/mock/engine.py against the state of an earlier run): a
 rebuilt, replaced or lost node runs its own steps again and nothing on other nodes, and ends up at the
 stack's current Kubernetes version."""
 from __future__ import annotations
@@ -12,10 +12,10 @@ from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
-from tools import mockrun
-from tools.engine import without
-from tools.mockrun import Recording, placeholder, run_program
-from tools.providers import new_host_key
+from tools.mock import program as mockrun
+from tools.mock.engine import without
+from tools.mock.program import Recording, placeholder, run_program
+from tools.mock.providers import new_host_key
 
 NODE_STEPS_LINUX = ["host-key-install", "user-data-private", "cloud-init", "prepare", "authorized-keys"]
 JOIN_STEPS = ["registration", "join-credentials", "join", "drain"]
@@ -397,7 +397,7 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
 
 
 def test_a_lost_linux_node_whose_vm_is_already_gone_is_removed_in_one_run(built):
-    """bpg's delete reads the VM first and fails for one that no longer exists (tools/providers.py), as an ordinary
+    """bpg's delete reads the VM first and fails for one that no longer exists (tools/mock/providers.py), as an ordinary
     removal shows; a lost node's VM leaves the state without it, and its destroy step finds nothing to do."""
     gone = ("hk-prod-hk-lnx-4-vm",)
     removal = hk_prod_values()
@@ -538,7 +538,7 @@ def with_stdin_readers(recording: Recording, names: set[str]) -> set[str]:
 
 
 def test_rotating_the_node_ssh_key_updates_only_what_dials_with_it_and_leaves_the_provider(built):
-    from tools.mockrun import placeholder_secrets
+    from tools.mock.program import placeholder_secrets
     old_key = placeholder_secrets()["nodeSshPrivateKey"]
     carrying = {r.name for r in built.resources if r.type == "command:remote:Command"
                 and carries(r.inputs, "connection", old_key) and "connection" not in r.ignore_changes}
@@ -573,7 +573,7 @@ WINDOWS_NODES = ("hk-win-1", "hk-win-2", "hk-win-3")
 
 def test_rotating_the_windows_password_sets_it_in_each_guest_before_anything_signs_in(built):
     from render.hyperv import node_admin_password
-    from tools.mockrun import placeholder_secrets
+    from tools.mock.program import placeholder_secrets
     old = placeholder_secrets()["windowsAdminPassword"]
     run = up(hk_prod_values(), built.state, preview=True,
              secrets={"windowsAdminPassword": "rotated-password", "windowsAdminPasswordPrevious": old})
@@ -599,7 +599,7 @@ def test_one_node_gets_a_new_password_and_no_other_node_is_touched(built):
     """Raising one node's adminPasswordVersion moves that guest to its next password; every step that signs in to it
     runs again, no other node's."""
     from render.hyperv import node_admin_password
-    from tools.mockrun import placeholder_secrets
+    from tools.mock.program import placeholder_secrets
     secret = placeholder_secrets()["windowsAdminPassword"]
     values = hk_prod_values()
     values["nodes"]["windows"][1]["adminPasswordVersion"] = 2
@@ -618,7 +618,7 @@ def test_one_node_gets_a_new_password_and_no_other_node_is_touched(built):
 def test_a_rotation_after_an_upgrade_never_moves_a_windows_kubelet_back():
     """Built at 1.36.3, upgraded to 1.36.4, then the Windows password rotated: the binaries step runs its
     update, which installs nothing (its stored create still names 1.36.3)."""
-    from tools.mockrun import placeholder_secrets
+    from tools.mock.program import placeholder_secrets
     values = hk_prod_values()
     values["cluster"]["kubernetesVersion"] = "1.36.3"
     upgraded = up(hk_prod_values(), up(values).state)
@@ -692,8 +692,8 @@ def test_a_rotated_ssh_key_reaches_the_revocation_but_not_the_credential(built):
 def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster_identifier_holds(built):
     """The engine model is not kinder than pulumi-kubernetes' DiffConfig: an unknown kubeconfig replaces a
     provider that has no clusterIdentifier (and through it every object); an unchanged identifier keeps it."""
-    from tools import providers
-    from tools.engine import Unknown, contains_unknown, unwrap
+    from tools.mock import providers
+    from tools.mock.engine import Unknown, contains_unknown, unwrap
     replaces = providers.kubernetes_provider_replaces({"kubeconfig": "a"}, {"kubeconfig": Unknown()}, contains_unknown, unwrap)
     assert replaces == ["kubeconfig"]
     assert providers.kubernetes_provider_replaces({"kubeconfig": "a", "clusterIdentifier": "x"},
@@ -756,7 +756,7 @@ def test_an_interrupted_clone_is_recovered_by_destroying_it_and_clearing_the_pen
     with its fixed VMID outside the state. The next `up` warns and goes on, and its clone fails on the VMID in use;
     clearing the pending create alone does not help; destroying the VM on Proxmox and then clearing it does
     (docs/lifecycle.md, "An interrupted run")."""
-    from tools.engine import clear_pending_creates
+    from tools.mock.engine import clear_pending_creates
     values = hk_prod_values()
     values["nodes"]["linux"].append({**next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4"),
                                      "name": "hk-lnx-5", "vmId": 325, "ip": "10.30.30.25"})

@@ -9,7 +9,7 @@ import pytest
 from render import load_balancer, workloads
 from tests.conftest import hk_prod_spec, hk_prod_values, problems, raw_config
 from tests.crd_schema import CustomResourceInvalid, validate_custom_resource
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 from tools.synth import plain
 
 

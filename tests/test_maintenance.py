@@ -13,7 +13,7 @@ from render.script_files import revision
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import TEST_ROOT_VARIABLE, bash_input, shellcheck
-from tools.mockrun import placeholder, run_program
+from tools.mock.program import placeholder, run_program
 
 STEPS = ("drain-for-restart", "vm-restart", "uncordon-after-restart")
 # The settings the stub runs use: cpu=8, memory=65536, disk=120.
@@ -287,7 +287,7 @@ def test_a_stopped_vm_is_not_started_behind_the_operators_back(tmp_path):
 def test_a_new_proxmox_key_runs_each_drain_again_with_its_restart(hk):
     """The VM restart acts on its drain's output: anything that runs the restart again (a rotated Proxmox SSH
     key, a bastion) must run the drain again, so the decision is never an earlier run's."""
-    from tools.mockrun import changed_resources
+    from tools.mock.program import changed_resources
     rotated = run_program(raw_config(hk_prod_values()), secrets={"proxmoxSshPrivateKey": placeholder("proxmoxSshPrivateKey", "rotated")})
     touched = changed_resources(hk, rotated)
     restarts = {n for n in touched if n.endswith("-vm-restart")}

@@ -12,8 +12,8 @@ from render import linux_bootstrap
 from render.shell import bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tools import migrate_state
-from tools.engine import Entry, from_export, to_export
-from tools.mockrun import run_program
+from tools.mock.engine import Entry, from_export, to_export
+from tools.mock.program import run_program
 
 
 @pytest.fixture

@@ -212,7 +212,7 @@ def test_the_evaluator_reads_calico_selectors_as_calico_does():
 
 def test_the_rendered_files_match_what_synth_writes(tmp_path):
     """The objects above are the program's: synth renders the same ones."""
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
     recording = run_program(raw_config(hk_prod_values()), stack="hk-prod")
     declared = [r for r in recording.resources if r.name.startswith("hk-prod-network-policy-") and r.custom]
     assert len(declared) == len(HK_OBJECTS)

@@ -16,7 +16,7 @@ import pytest
 from render import backup
 from render.s3_object_lock import EMPTY_SHA256, authorization, differences, read_lock
 from tests.conftest import hk_prod_values, raw_config
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 SUITE_SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import hk_prod_values, raw_config, with_legacy_windows_build
 from tests.crd_schema import SCHEMA_DIR, validate_custom_resource
-from tools.mockrun import Recording, changed_resources, run_program
+from tools.mock.program import Recording, changed_resources, run_program
 from tools.synth import plain
 
 INSTALLATION_SCHEMA = SCHEMA_DIR / "operator.tigera.io_v1_Installation.json"
@@ -244,7 +244,7 @@ def test_samples_can_be_switched_off(hk):
 
 
 def test_storage_classes_and_the_smb_secret(hk):
-    from tools.mockrun import Secret
+    from tools.mock.program import Secret
     classes = [obj for obj in kubernetes_objects(hk) if obj["kind"] == "StorageClass"]
     names = [c["metadata"]["name"] for c in classes]
     assert sorted(names) == ["longhorn", "nfs-files", "shared-files"] and len(set(names)) == len(names)

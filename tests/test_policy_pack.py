@@ -17,8 +17,8 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from tests.conftest import ROOT, hk_prod_values, raw_config, with_legacy_windows_build
-from tools import mockrun
-from tools.mockrun import placeholder_secrets, run_program
+from tools.mock import program as mockrun
+from tools.mock.program import placeholder_secrets, run_program
 
 PACK = ROOT / "policy" / "pack"
 if str(PACK) not in sys.path:

@@ -16,7 +16,7 @@ from render.containerd import MIRROR_CA_DIR, RegistryMirror, mirror_ca_name, reg
 from tests.conftest import hk_prod_values, problems, raw_config
 from tests.crd_schema import validate_custom_resource
 from tests.test_render_cloud_init import HARBOR_MIRRORS, make_node, run_sourced
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 CA = hk_prod_values()["observability"]["logs"]["caCertificate"]
 MESSAGE = "is a private name or address, which no public CA certifies"

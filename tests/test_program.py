@@ -7,9 +7,9 @@ import pulumi
 import pytest
 
 from tests.conftest import raw_config
-from tools.mockrun import Recording, Secret, Unknown, changed_resources, placeholder_secrets, run_program
-from tools.providers import new_host_key
-from tools.sdk import sync_await as _sync_await
+from tools.mock.program import Recording, Secret, Unknown, changed_resources, placeholder_secrets, run_program
+from tools.mock.providers import new_host_key
+from tools.mock.sdk import sync_await as _sync_await
 from vocab.checks import is_pinnable_host_key
 
 VM = "proxmoxve:index/vmLegacy:VmLegacy"

@@ -1378,7 +1378,7 @@ def test_a_one_control_plane_stack_drains_its_only_member_for_an_upgrade(etcd):
     etcd stubs: the chain does not stop at its first step."""
     from render.shell import script_from_bash_command
     from tests.conftest import hk_prod_values, raw_config
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
 
     values = hk_prod_values()
     values["nodes"]["controlPlane"] = values["nodes"]["controlPlane"][:1]

@@ -17,7 +17,7 @@ from render.windows_activation import (
 )
 from tests.conftest import problems, raw_config
 from tests.validators import powershell_errors
-from tools.mockrun import Secret, changed_resources, run_program
+from tools.mock.program import Secret, changed_resources, run_program
 
 KMS = WindowsActivation("hk-win-1", "win2022", "kms", "kms.hk-prod.internal", 1688)
 AVMA = WindowsActivation("hk-win-3", "win2019", "avma")

@@ -14,7 +14,7 @@ from plan.nodes import cluster_params
 from plan.rollout import stack_waves
 from render import kubeadm, resource_metrics, serving_approver
 from tests.conftest import hk_prod_values, raw_config
-from tools.mockrun import Recording, run_program
+from tools.mock.program import Recording, run_program
 
 # --- rendered values -------------------------------------------------------------------------------------------
 

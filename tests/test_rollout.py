@@ -7,7 +7,7 @@ import pytest
 
 from plan.rollout import RolloutNode, RolloutPolicy, batch_size, worker_waves
 from tests.conftest import hk_prod_values, raw_config
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 
 @pytest.mark.parametrize("value, pool, expected", [

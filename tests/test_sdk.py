@@ -1,4 +1,4 @@
-"""tools/sdk.py against the installed Pulumi SDK: every internal the mock engine uses exists and behaves as
+"""tools/mock/sdk.py against the installed Pulumi SDK: every internal the mock engine uses exists and behaves as
 the mock engine assumes. An SDK upgrade that moves one fails here, naming it."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pulumi
 import pytest
 from google.protobuf import json_format
 
-from tools import sdk
+from tools.mock import sdk
 
 
 class _Logger:
@@ -30,7 +30,7 @@ class _EchoMocks(sdk.Mocks):
 def test_the_wire_signatures_are_the_ones_the_sdk_writes():
     secret = sdk.wrap_secret("s3cret")
     assert secret[sdk.SIG_KEY] == sdk.SECRET_SIG and secret["value"] == "s3cret"
-    # serialize keeps a secret and an unknown in the form the decoder (tools/mockrun.py _decode) reads.
+    # serialize keeps a secret and an unknown in the form the decoder (tools/mock/program.py _decode) reads.
     wire = json_format.MessageToDict(sdk.serialize({"password": secret, "later": sdk.UNKNOWN, "plain": 1}))
     assert wire["password"][sdk.SIG_KEY] == sdk.SECRET_SIG and wire["password"]["value"] == "s3cret"
     assert wire["later"] == sdk.UNKNOWN and wire["plain"] == 1
@@ -40,7 +40,7 @@ def test_the_wire_signatures_are_the_ones_the_sdk_writes():
 def test_serialize_writes_what_the_sdks_serializer_writes_for_every_registration_of_a_run(hk_recording):
     """The mock engine's direct serializer against the SDK's, on a sample of every shape and on the outputs the
     engine model returns for each resource of hk-prod (the secrets, unknowns and nested values a real run has)."""
-    from tools.mockrun import _to_rpc
+    from tools.mock.program import _to_rpc
 
     sample = {"top-none": None, "nested": {"none": None, "int": 1, "list": [None, 1, True, "u", {"q": None}]},
               "float": 2.5, "later": sdk.UNKNOWN, "secret": sdk.wrap_secret({"k": None, "v": "x"}), "empty": {},

@@ -19,7 +19,7 @@ from render import serving_approver
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input, shellcheck, systemd_stub_env
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 SERVER = "https://10.10.10.10:6443"
 INVENTORY = (("hk-cp-1", "10.10.10.11"), ("hk-lnx-1", "10.30.30.21"), ("hk-lnx-2", "10.30.30.22"),

@@ -13,7 +13,7 @@ import pytest
 from config.loader import load
 from config.secret_keys import SECRETS, format_problem
 from tests.conftest import hk_prod_values, problems, raw_config
-from tools.mockrun import placeholder, run_program
+from tools.mock.program import placeholder, run_program
 from vocab.checks import PLACEHOLDER_SSH_KEY
 
 

@@ -123,14 +123,14 @@ def test_secret_flag_overrides_placeholder(tmp_path):
 
 
 def _resource(type_: str, name: str, inputs: dict):
-    from tools.mockrun import Resource
+    from tools.mock.program import Resource
     return Resource(urn=f"urn:pulumi:s::p::{type_}::{name}", type=type_, name=name, parent="", dependencies=[],
                     property_dependencies={}, inputs=inputs, custom=True, protect=False,
                     delete_before_replace=False, ignore_changes=[], additional_secret_outputs=[], provider="")
 
 
 def test_kubernetes_objects_and_helm_releases_are_rendered_without_secrets():
-    from tools.mockrun import Secret
+    from tools.mock.program import Secret
     secret = _resource("kubernetes:core/v1:Secret", "smb", {
         "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "smb", "namespace": "kube-system"},
         "stringData": Secret({"password": "hunter2"})})

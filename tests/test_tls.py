@@ -11,7 +11,7 @@ from render import tls, workloads
 from tests.approver_policy_eval import Request, decide
 from tests.conftest import hk_prod_spec, hk_prod_values, problems, raw_config
 from tests.crd_schema import CustomResourceInvalid, validate_custom_resource
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 from tools.synth import plain
 
 ISSUER_SCHEMA = "cert-manager.io_v1_ClusterIssuer.json"
@@ -44,7 +44,7 @@ def test_tls_without_the_samples_runs_cert_manager_without_gateway_api_support_a
     whose HTTP-01 solver is the samples' Gateway, is refused there with the fix."""
     from plan.platform import tls_plan
     from tests.conftest import hk_prod_values, raw_config
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
     values = hk_prod_values()
     values.pop("workloads")
     values["tls"] = {"ca": {}}

@@ -8,7 +8,7 @@ from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
 from tests.conftest import hk_prod_values, raw_config
 from tests.validators import bash_input
-from tools.mockrun import Recording, Secret, changed_resources, run_program
+from tools.mock.program import Recording, Secret, changed_resources, run_program
 
 # Control plane one at a time (the first node runs `kubeadm upgrade apply`), then the workers in waves, zone
 # by zone (Pulumi.hk-prod.yaml: zones [hk-1, hk-2], rollout defaults: 20% of each zone's OS pool, at least 1).

@@ -17,7 +17,7 @@ from config.loader import load
 from config.secret_keys import required_secrets
 from render import backup
 from tests.conftest import hk_prod_values, problems, raw_config
-from tools.mockrun import run_program
+from tools.mock.program import run_program
 
 PASSWORD = "correct-horse-battery-staple-7"
 

@@ -28,8 +28,8 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from components.waves import GATE_MARK, gate_name
-from tools.mockrun import Recording, Resource, carries, changed_resources, placeholder, placeholder_secrets, run_program
-from tools.providers import new_host_key
+from tools.mock.program import Recording, Resource, carries, changed_resources, placeholder, placeholder_secrets, run_program
+from tools.mock.providers import new_host_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"

@@ -1,5 +1,5 @@
 """What `pulumi preview` would show between two synth outputs of a stack, or for `pulumi up --replace` of one
-resource: the program runs under the engine model (tools/engine.py) against the state the first output stands
+resource: the program runs under the engine model (tools/mock/engine.py) against the state the first output stands
 for, so the plan is the engine's: its guards' refusals, protected resources, replacements and what they replace,
 retained deletes (+- replaced, ~ updated, + created, - deleted or retained). Secrets are compared by the keyed
 markers synth writes, never printed. It exits 1 where `pulumi preview` would fail.
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.engine import diff_paths
+from tools.mock.engine import diff_paths
 
 SECRET_PREFIX = "[secret"
 
@@ -105,7 +105,7 @@ def _stack(folder: Path) -> tuple[str, Any]:
 
 def _built(folder: Path, secrets: dict[str, str] | None):
     """The state a synth output stands for: the program run under the engine model from an empty stack."""
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
 
     stack, raw = _stack(folder)
     built = run_program(raw, secrets, stack=stack)
@@ -140,7 +140,7 @@ def preview_lines(steps: list, errors: list[str]) -> list[str]:
 def replace_plan(folder: Path, name: str, secrets: dict[str, str] | None = None) -> tuple[str, bool]:
     """The preview of `pulumi up --replace <name>` against the stack a synth output was rendered from, and whether
     it fails (a protected resource, a guard's refusal)."""
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
 
     stack, raw, built = _built(folder, secrets)
     if name not in {r.name for r in built.resources}:
@@ -155,7 +155,7 @@ def change_plan(before: Path, after: Path, secrets: dict[str, str] | None = None
     delete shows as retained. A secret the two renders were given differently (their keyed markers differ) shows as
     an update of what it reaches; the engine model sees placeholders, so what such a change replaces needs the values
     (--secret)."""
-    from tools.mockrun import run_program
+    from tools.mock.program import run_program
 
     stack, _, built = _built(before, secrets)
     after_stack, after_raw = _stack(after)

@@ -31,7 +31,7 @@ from config.model import StackSpec
 from config.secret_keys import required_secrets
 from render.hyperv import script_from_ssh_command
 from render.shell import script_from_bash_command
-from tools.mockrun import ROOT, Recording, Resource, Secret, Unknown, run_program
+from tools.mock.program import ROOT, Recording, Resource, Secret, Unknown, run_program
 
 COMMAND_TYPE = "command:remote:Command"
 SNIPPET_TYPE = "proxmoxve:index/fileLegacy:FileLegacy"

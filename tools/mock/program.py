@@ -2,9 +2,9 @@
 
 The recording keeps what a real engine would see: type, name, parent, dependencies, inputs with secrets
 marked, options (protect, deleteBeforeReplace, ignoreChanges, retainOnDelete, replaceOnChanges, aliases)
-and the stack outputs. Each registration goes through tools/engine.py against the state of an earlier run
+and the stack outputs. Each registration goes through tools/mock/engine.py against the state of an earlier run
 (none: a new stack), so ids, outputs, replacements and deletes are what the engine and the providers
-would produce (tools/providers.py), and the recording carries the plan. Both the offline synth tool and
+would produce (tools/mock/providers.py), and the recording carries the plan. Both the offline synth tool and
 the tests use it, so what the tests check is what synth shows.
 """
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Any
 
 from config.loader import PROJECT, SECRET_KEYS, RawConfig
 from config.secret_keys import OPTIONAL_SECRET_KEYS, SECRETS
-from tools import engine, sdk
-from tools.engine import (  # noqa: F401
+from tools.mock import engine, sdk
+from tools.mock.engine import (  # noqa: F401
     KEY_RING_SUFFIX,
     STAND_IN_JOIN_LINE,
     STAND_IN_KUBECONFIG,
@@ -36,7 +36,7 @@ from tools.engine import (  # noqa: F401
     Unknown,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _decode(value: Any) -> Any:
@@ -75,7 +75,7 @@ class Resource:
     custom_timeouts: dict[str, str] = field(default_factory=dict)   # create/update/delete, as given
     retain_on_delete: bool = False
     replace_on_changes: list[str] = field(default_factory=list)
-    # What the engine made of it (tools/engine.py): its id (None while unknown, in a preview) and its step.
+    # What the engine made of it (tools/mock/engine.py): its id (None while unknown, in a preview) and its step.
     id: str | None = None
     op: str = "create"
 
@@ -156,7 +156,7 @@ def _to_rpc(value: Any) -> Any:
 
 
 class RecordingMonitor(sdk.MockMonitor):
-    """A MockMonitor whose registrations go through the engine model (tools/engine.py) and are recorded with
+    """A MockMonitor whose registrations go through the engine model (tools/mock/engine.py) and are recorded with
     everything the program asked for, not only what the provider returned."""
 
     def __init__(self, recording: Recording, deployment: Deployment):

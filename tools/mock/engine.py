@@ -1,6 +1,6 @@
 """A model of the Pulumi engine's step generation, for the mock runs: given the state an earlier run left
 and the resources a program registers now, which resources are created, updated, replaced or deleted, in
-which order, with which inputs, and what the providers answer (tools/providers.py).
+which order, with which inputs, and what the providers answer (tools/mock/providers.py).
 
 It follows the engine's source (pulumi/pulumi 1b594989, pkg/resource/deploy), where the program depends
 on it:
@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from tools import providers
+from tools.mock import providers
 
 
 class Secret:

@@ -1,6 +1,6 @@
 """What each provider this program uses answers the engine, as far as the program depends on it: the id a
 create assigns, the outputs it computes, and which input changes it can only make by replacing the
-resource. tools/engine.py asks these questions; the answers come from the providers' source, pinned here:
+resource. tools/mock/engine.py asks these questions; the answers come from the providers' source, pinned here:
 
 - pulumi-command v1.2.1 (pulumi/pulumi-command 7f3eb6f3, provider/pkg/provider/remote/commandController.go):
   Create assigns `resource.NewUniqueHex(name, 8, 0)`, the name and 8 random hex digits, new on every
@@ -82,7 +82,7 @@ def _stable_hex(*parts: object, length: int) -> str:
 
 def new_id(type_: str, name: str, urn: str, inputs: dict[str, Any], generation: int, nonce: str = "") -> str:
     """The id the provider assigns to the `generation`-th instance of this resource; `nonce` stands for the
-    randomness of a real provider (tools/engine.py derives it from the state the run starts from)."""
+    randomness of a real provider (tools/mock/engine.py derives it from the state the run starts from)."""
     if type_ == VM:
         return str(int(inputs["vmId"]))  # protobuf carries numbers as doubles
     if type_ == FILE:

@@ -1,4 +1,4 @@
-"""The Pulumi Python SDK internals the mock engine (tools/mockrun.py) and its tests rely on, in one place.
+"""The Pulumi Python SDK internals the mock engine (tools/mock/program.py) and its tests rely on, in one place.
 
 The SDK's public API has no way to record a whole program's registrations against a model of the engine,
 so the mock engine uses a few of its internals: the mock monitor and its registration record, the wire
