@@ -1,7 +1,7 @@
 """Generated reference: the stack file's JSON Schema (schema/stack.schema.json, for editors through
 yaml-language-server) and the configuration reference (docs/configuration.md), both from config.model's fields
-and their descriptions (the docstring under each field) and config.secret_keys. tests/test_docs.py fails when
-either is stale.
+and their descriptions (the docstring under each field) and config.secret_keys; and the compatibility matrix
+(docs/compatibility.md, tools/compatibility.py) from config.compat. tests/test_docs.py fails when any is stale.
 
     python -m tools.docs            # rewrite both
     python -m tools.docs --check    # exit 1 if either differs from what the model says
@@ -22,6 +22,7 @@ from pydantic.fields import FieldInfo
 from config.loader import PROJECT, unwrap_annotation
 from config.model import PATTERN_HELP, StackSpec
 from config.secret_keys import SECRETS
+from tools.compatibility import COMPATIBILITY_PATH, compatibility
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PATH = ROOT / "schema" / "stack.schema.json"
@@ -205,7 +206,8 @@ def reference() -> str:
 
 
 def rendered() -> dict[Path, str]:
-    return {SCHEMA_PATH: json.dumps(stack_schema(), indent=2, ensure_ascii=False) + "\n", REFERENCE_PATH: reference()}
+    return {SCHEMA_PATH: json.dumps(stack_schema(), indent=2, ensure_ascii=False) + "\n", REFERENCE_PATH: reference(),
+            COMPATIBILITY_PATH: compatibility()}
 
 
 def main(argv: list[str] | None = None) -> int:
