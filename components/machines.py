@@ -20,7 +20,6 @@ from config.secrets import Secrets
 from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
 from plan.rollout import lanes
 from render import hyperv, windows_activation
-from render.cloud_init import render_authorized_keys, render_prepare_script, render_user_data
 from render.host_keys import (
     HostKeyPair,
     pinned_key_of_user_data,
@@ -28,6 +27,7 @@ from render.host_keys import (
     render_install_host_key,
     render_snippet_private,
 )
+from render.linux_node import render_authorized_keys, render_prepare_script, render_user_data
 from render.maintenance import render_vm_destroy
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command

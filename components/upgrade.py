@@ -37,7 +37,7 @@ from config.model import StackSpec
 from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
 from plan.rollout import stack_waves
-from render import cloud_init, node_steps, windows_bootstrap
+from render import linux_node, node_steps, windows_bootstrap
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
@@ -91,7 +91,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                 etcd_pod = access.etcd_pod if is_control_plane else None
                 if isinstance(machine, ProxmoxLinuxNode):
                     upgrade_script = functools.partial(
-                        cloud_init.render_upgrade_script, linux_node_init(spec, machine.node),
+                        linux_node.render_upgrade_script, linux_node_init(spec, machine.node),
                         wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
                 else:
                     upgrade_script = functools.partial(

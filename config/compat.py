@@ -149,7 +149,7 @@ def kubelet_refuses_cgroup_v1(minor: str) -> bool:
 # is a supported adjacent upgrade (RELEASES.md "Upgrade path"). No 1.37 row was found: unconfirmed.
 #
 # No CNI plugins pin: Linux nodes take them from the kubernetes-cni package that comes with the pinned
-# kubelet from pkgs.k8s.io (render/cloud_init.py), Windows nodes need none (Calico installs its own).
+# kubelet from pkgs.k8s.io (render/linux_node.py), Windows nodes need none (Calico installs its own).
 _CONTAINERD = "2.3.5"
 # runc 1.5.1: containerd moved to it on main and cherry-picked it to release/2.3 for a Kubernetes bug
 # (github.com/containerd/containerd/pull/13791, 2026-07-14, "/cherry-pick release/2.3"), so 2.3.5 ships
@@ -177,7 +177,7 @@ class PinnedDigest:
 
 def containerd_archive_url(version: str, arch: str) -> str:
     # The static build: the dynamic one needs glibc 2.35 for containerd 2.2 and later, which Rocky 9 (2.34) lacks
-    # (render/cloud_init.py).
+    # (render/linux_node.py).
     return (f"https://github.com/containerd/containerd/releases/download/v{version}/"
             f"containerd-static-{version}-linux-{arch}.tar.gz")
 

@@ -8,8 +8,8 @@ from typing import Literal
 from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
 from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, storage, windows_activation, windows_bootstrap
-from render.cloud_init import LinuxNodeInit
 from render.containerd import RegistryMirror
+from render.linux_node import LinuxNodeInit
 from vocab import windows_pods
 from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL

@@ -1,6 +1,6 @@
 """containerd as both operating systems configure it: the config.toml of a Linux and of a Windows node, the
 registry mirrors' hosts.toml files (the same text on both), and the release the Windows preparation
-downloads. Pure: the node renderers (render/cloud_init.py for Linux, render/windows_bootstrap.py for Windows)
+downloads. Pure: the node renderers (render/linux_node.py for Linux, render/windows_bootstrap.py for Windows)
 embed the text.
 """
 from __future__ import annotations

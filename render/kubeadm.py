@@ -45,7 +45,7 @@ Design decisions, with their sources (kubernetes/kubernetes paths are at the com
 * The sandbox (pause) image has no field in either kubeadm API nor in KubeletConfiguration; the kubelet
   flag ``--pod-infra-container-image`` was removed in 1.35 and passing it makes the kubelet fail to start
   (kubernetes/kubernetes#133779, "ACTION REQUIRED: Removed the --pod-infra-container-image flag"). The
-  container runtime owns it: containerd's pinned ``sandbox`` image (Linux: render/cloud_init.py; Windows:
+  container runtime owns it: containerd's pinned ``sandbox`` image (Linux: render/linux_node.py; Windows:
   the guest's containerd config). ``ClusterParams.sandbox_image`` is validated but not rendered.
 * ``imageRepository`` is left at its default (registry.k8s.io): the registry mirror is containerd's
   hosts.toml business, so image names stay canonical and kubeadm's preflight image check still matches.
@@ -367,7 +367,7 @@ def kubelet_config(cluster: ClusterParams) -> dict[str, Any]:
     return {
         "apiVersion": KUBELET_CONFIG_API,
         "kind": "KubeletConfiguration",
-        # containerd runs runc with SystemdCgroup = true (render/cloud_init.py); kubelet and runtime must agree.
+        # containerd runs runc with SystemdCgroup = true (render/linux_node.py); kubelet and runtime must agree.
         # kubeadm also defaults an empty cgroupDriver to systemd, so Windows nodes (which have no cgroups)
         # already receive this value from every kubeadm cluster; stating it keeps the intent visible.
         "cgroupDriver": "systemd",

@@ -3,7 +3,7 @@
 (render/scripts/lib/wait-for-cloud-init.sh)."""
 from __future__ import annotations
 
-from render.cloud_init import PREPARE_SCRIPT_PATH
+from render.linux_node import PREPARE_SCRIPT_PATH
 from render.script_files import render_script
 
 # A first boot pulls containerd, runc and the kube packages over the site's internet link, which may be slow and far

@@ -3,7 +3,7 @@
 remote.Command hands its command to the login shell of the SSH user (sh or bash) and its `stdin` input
 to that command. Scripts therefore arrive as an argument, not on standard input, which stays free for
 secrets (join credentials), and run under `sudo -n bash` whatever the login shell is: the admin user
-has password-less sudo (render/cloud_init.py).
+has password-less sudo (render/linux_node.py).
 """
 from __future__ import annotations
 

@@ -11,11 +11,11 @@ import pytest
 
 from config.rules import private_host
 from render import tls
-from render.cloud_init import render_prepare_script
 from render.containerd import MIRROR_CA_DIR, RegistryMirror, mirror_ca_name, registry_ca_files, registry_hosts_files
+from render.linux_node import render_prepare_script
 from tests.conftest import hk_prod_values, problems, raw_config
 from tests.crd_schema import validate_custom_resource
-from tests.test_render_cloud_init import HARBOR_MIRRORS, make_node, run_sourced
+from tests.test_render_linux_node import HARBOR_MIRRORS, make_node, run_sourced
 from tools.mock.program import run_program
 
 CA = hk_prod_values()["observability"]["logs"]["caCertificate"]

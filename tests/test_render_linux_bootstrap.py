@@ -19,7 +19,7 @@ import yaml
 from config.compat import KUBE_VIP_IMAGE
 from render import linux_bootstrap as lb
 from render import node_steps as steps
-from render.cloud_init import PREPARE_SCRIPT_PATH
+from render.linux_node import PREPARE_SCRIPT_PATH
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 from tests import validators as paths

@@ -149,7 +149,7 @@ def test_the_time_zone_is_the_stacks_with_utc_by_default_and_checked():
     import yaml
 
     from plan.nodes import linux_node_init
-    from render.cloud_init import render_user_data
+    from render.linux_node import render_user_data
     values = hk_prod_values()
     spec = load(raw_config(values)).spec
     assert spec.timezone == "Asia/Hong_Kong"
@@ -167,8 +167,8 @@ def test_a_changed_time_zone_is_set_on_existing_nodes_and_an_unchanged_one_left(
     import os
 
     from plan.nodes import linux_node_init
-    from render.cloud_init import render_prepare_script
-    from tests.test_render_cloud_init import run_sourced
+    from render.linux_node import render_prepare_script
+    from tests.test_render_linux_node import run_sourced
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "timedatectl").write_text('#!/bin/sh\necho "$@" >> "$T/timedatectl.log"\n')

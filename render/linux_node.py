@@ -1,5 +1,6 @@
-"""Renders the cloud-init user-data that turns a freshly cloned Proxmox VM (Ubuntu 22.04, Rocky 9 or
-CentOS 7) into a node ready for ``kubeadm init`` / ``kubeadm join``.
+"""Renders what makes a Linux node and keeps it: the cloud-init user-data that turns a freshly cloned Proxmox VM
+(Ubuntu 22.04, Rocky 9 or CentOS 7) into a node ready for ``kubeadm init`` / ``kubeadm join``, the script that
+converges it, and its side of a rolling upgrade.
 
 This module owns the pure functions below, their input dataclasses and the files the scripts write
 (containerd config, hosts.toml, chrony, sysctl, the kube package repository); the scripts themselves are

@@ -1,4 +1,4 @@
-"""Tests for render/cloud_init.py: the rendered bash is checked by shellcheck and partly executed
+"""Tests for render/linux_node.py: the rendered bash is checked by shellcheck and partly executed
 (its functions, sourced into bash with the system-changing commands stubbed), the user-data by
 the real ``cloud-init schema``, and the containerd TOML is parsed with tomllib."""
 from __future__ import annotations
@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from render.cloud_init import (
+from render.containerd import RegistryMirror
+from render.linux_node import (
     PREPARE_SCRIPT_PATH,
     LinuxNodeInit,
     render_prepare_script,
     render_upgrade_script,
     render_user_data,
 )
-from render.containerd import RegistryMirror
 from render.script_files import lint_form
 from tests.validators import bash_input, cloud_init_schema, shellcheck
 
@@ -724,7 +724,7 @@ def _run_authorized_keys(script: str, root: Path, stubs: Path) -> subprocess.Com
 
 
 def test_authorized_keys_follow_the_stack_and_an_unchanged_file_is_left_alone(tmp_path):
-    from render.cloud_init import render_authorized_keys
+    from render.linux_node import render_authorized_keys
     root, stubs = tmp_path / "root", tmp_path / "stubs"
     root.mkdir(), stubs.mkdir()
     for name, body in {"getent": 'echo "ops:x:1000:1000::/home/ops:/bin/bash"',
