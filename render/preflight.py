@@ -16,14 +16,15 @@ DNS_PORT = 53
 
 @dataclass(frozen=True)
 class TlsTarget:
-    """An endpoint a node must reach: TLS checked against the system's CAs plus `ca` (PEM; "" for none), or a plain
-    TCP connection when `tls` is false."""
+    """An endpoint a node must reach, checked as its client checks it: `trust` "pool" is the system's CAs plus `ca`,
+    any of them an anchor (containerd's mirrors); "only" is `ca` alone when it is given (Fluent Bit's tls.ca_file,
+    the collector's ca_file), the system's when not; "tcp" is a plain connection (TLS off)."""
     what: str          # the stack key it comes from, for the report
     name: str          # the host name (or address) the certificate must carry
     host: str
     port: int
-    ca: str = ""
-    tls: bool = True
+    ca: str = ""       # PEM; "" for none
+    trust: str = "only"
 
 
 def bash_command(script: str) -> str:
@@ -41,8 +42,7 @@ def network_probe(iface: str, addresses: Sequence[str], dns_servers: Sequence[st
         "preflight-site-network.sh", IFACE=iface, ADDRESSES=list(addresses), DNS_PORT=dns_port,
         DNS_SERVERS=list(dns_servers), DNS_NAMES=list(dns_names), NTP_SERVERS=list(ntp_servers),
         TLS_NAMES=[t.name for t in targets], TLS_HOSTS=[t.host for t in targets], TLS_PORTS=[t.port for t in targets],
-        # "tcp" stands for a plain connection: no PEM is ever that text.
-        TLS_CAS=[t.ca if t.tls else "tcp" for t in targets]))
+        TLS_CAS=[t.ca for t in targets], TLS_MODES=[t.trust for t in targets]))
 
 
 def hyperv_host_probe(switch_name: str, vm_folder: str, golden: dict[str, str], mount_images: bool,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class FakeSsh:
     password: str | None = None
     host_key: paramiko.Ed25519Key = field(default_factory=lambda: ed25519_key()[1])
     forward: bool = False                 # a bastion: direct-tcpip channels to 127.0.0.1 are forwarded
+    auth_delay: float = 0                 # seconds the server takes to answer a sign-in
     commands: list[str] = field(default_factory=list)
     forwarded: list[tuple[str, int]] = field(default_factory=list)
     port: int = 0
@@ -55,7 +57,13 @@ class FakeSsh:
         return public_line(self.host_key)
 
     def close(self) -> None:
+        """Stop listening: later connections are refused (shutdown wakes the thread blocked in accept, which a close
+        from another thread does not)."""
         self.closed = True
+        try:
+            self.listener.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.listener.close()
 
     def _accept(self) -> None:
@@ -132,6 +140,7 @@ class _Server(paramiko.ServerInterface):
         return "password" if self.fake.password is not None else "publickey"
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        time.sleep(self.fake.auth_delay)
         ok = username == self.fake.user and self.fake.client_key is not None and key == self.fake.client_key
         return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
 

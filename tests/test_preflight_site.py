@@ -333,7 +333,7 @@ def test_a_dns_server_that_does_not_answer_fails(site):
 def test_the_tls_targets_and_dns_names_come_from_the_stack(site):
     spec = site.spec()
     [mirror] = network.tls_targets(spec)
-    assert (mirror.host, mirror.port, mirror.tls) == ("127.0.0.1", site.api.server.server_address[1], True)
+    assert (mirror.host, mirror.port, mirror.trust) == ("127.0.0.1", site.api.server.server_address[1], "pool")
     assert network.dns_names(spec) == ["dl.k8s.io", "pool.ntp.org"]
     assert network.probe_interface(spec) == "vmbr0"
     assert network.arping_answer(0, 'Interface "lo" is not ARPable')[0] == "error"
@@ -478,6 +478,8 @@ def test_with_cmd_exe_as_default_shell_only_the_shell_is_read(site):
     results = _by_check(site.results())
     assert results[("hv", "OpenSSH DefaultShell")].status == FAIL
     assert ("hv", "Hyper-V role") not in results and len(site.host_ssh.commands) == 1
+    # The Windows side of the network is said not to be read, not left out.
+    assert results[("network, from hv", "network probe")].status == WARN
     from render.preflight import hyperv_host_probe
     assert len(hyperv_host_probe("External", "D:\\vms", {"win2022": "D:\\g.vhdx"}, False, ["n"])) > 8191
 
@@ -512,9 +514,9 @@ def test_the_sudo_listing_is_read_as_sudoers_tags_hold():
     assert not hosts.sudo_without_password(["    (ALL : ALL) ALL"], "/usr/bin/tee", "/x")
 
 
-def test_a_stack_ca_that_is_an_intermediate_is_trusted_as_containerd_trusts_it(site, tmp_path):
-    """Go's TLS (containerd) anchors on any certificate in its pool: an issuing CA given as caCertificate is enough.
-    A root, an intermediate it signs, and a leaf for 127.0.0.1 the intermediate signs; the server sends the leaf."""
+def _chain_server(tmp_path: Path) -> tuple[str, str, socket.socket]:
+    """A TLS server on 127.0.0.1 whose certificate an issuing CA signed, itself signed by a root; it sends its
+    certificate and the issuing CA's. The root's and the issuing CA's PEM, and the listener."""
     import ssl
     import subprocess
 
@@ -532,18 +534,27 @@ def test_a_stack_ca_that_is_an_intermediate_is_trusted_as_containerd_trusts_it(s
     (tmp_path / "leaf.ext").write_text("subjectAltName=IP:127.0.0.1\n")
     openssl("x509", "-req", "-in", "leaf.csr", "-CA", "issuing.pem", "-CAkey", "issuing.key", "-CAcreateserial",
             "-out", "leaf.pem", "-days", "1", "-extfile", "leaf.ext")
+    issuing = (tmp_path / "issuing.pem").read_text()
+    (tmp_path / "chain.pem").write_text((tmp_path / "leaf.pem").read_text() + issuing)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(tmp_path / "leaf.pem", tmp_path / "leaf.key")
+    context.load_cert_chain(tmp_path / "chain.pem", tmp_path / "leaf.key")
+
     def handshake(conn: socket.socket) -> None:
         try:
             with context.wrap_socket(conn, server_side=True) as tls:
                 tls.recv(1)
         except (OSError, ssl.SSLError):
             pass
-    listener = _listen(handshake)
+    return (tmp_path / "root.pem").read_text(), issuing, _listen(handshake)
+
+
+def test_a_stack_ca_that_is_an_intermediate_is_trusted_as_containerd_trusts_it(site, tmp_path):
+    """Go's TLS (containerd) anchors on any certificate in its pool: an issuing CA given as a mirror's caCertificate
+    is enough."""
+    _, issuing, listener = _chain_server(tmp_path)
     document = yaml.safe_load(site.stack.read_text())
     document["config"]["hybrid-cluster:registry"]["mirrors"][0].update(
-        endpoint=f"https://127.0.0.1:{listener.getsockname()[1]}/", caCertificate=(tmp_path / "issuing.pem").read_text())
+        endpoint=f"https://127.0.0.1:{listener.getsockname()[1]}/", caCertificate=issuing)
     site.stack.write_text(yaml.safe_dump(document))
     try:
         mirror = next(r for r in site.results() if r.check.startswith("registry.mirrors[0]"))
@@ -612,3 +623,66 @@ def test_the_judges_read_what_the_tools_print():
     assert (ssh._known_name("10.0.0.5", 22), ssh._known_name("10.0.0.5", 2222)) == ("10.0.0.5", "[10.0.0.5]:2222")
     [off] = network._ntp("n", [["ntp", "pool.ntp.org", "0", "System clock wrong by -2.500000 seconds (ignored)"]])
     assert off.status == WARN and "-2.500 s" in off.detail
+
+
+def test_a_second_session_that_cannot_connect_is_the_probes_failure(site):
+    """The DefaultShell read signs in; if the probe's own session is refused (a host rebooting), the probe fails."""
+    first = site.host.answer
+
+    def then_refuse(command: str, stdin: bytes) -> tuple[str, str, int]:
+        site.host_ssh.close()               # no more connections after this one
+        return first(command, stdin)
+    site.host_ssh.handler = then_refuse
+    results = _by_check(site.results())
+    assert results[("hv", "SSH")].status == PASS and results[("hv", "OpenSSH DefaultShell")].status == PASS
+    assert results[("hv", "probe")].status == FAIL and "unable to connect" in results[("hv", "probe")].detail.lower()
+
+
+def test_the_last_matching_sudo_rule_decides_and_only_for_root():
+    tee = "/var/lib/vz/snippets/x.yaml"
+    nopasswd = "    (root) NOPASSWD: /usr/bin/tee /var/lib/vz/snippets/*"
+    assert hosts.sudo_without_password([nopasswd], "/usr/bin/tee", tee)
+    assert not hosts.sudo_without_password([nopasswd, "    (ALL : ALL) ALL"], "/usr/bin/tee", tee)
+    assert not hosts.sudo_without_password(["    (postgres) NOPASSWD: /usr/bin/tee /var/lib/vz/snippets/*"],
+                                           "/usr/bin/tee", tee)
+    assert hosts.sudo_without_password(["    (root) SETENV: NOPASSWD: /usr/bin/tee /a\\,b/*"], "/usr/bin/tee", "/a,b/x")
+
+
+def test_each_endpoint_is_checked_as_its_client_trusts_it(site, tmp_path):
+    """containerd anchors on an intermediate CA added to the system's pool ("pool"); Fluent Bit and the collector trust
+    their configured CA file alone ("only"), where an intermediate without its root is not enough."""
+    from render.preflight import TlsTarget, network_probe
+    root, issuing, listener = _chain_server(tmp_path)
+    port = listener.getsockname()[1]
+    try:
+        for trust, status in (("pool", PASS), ("only", FAIL)):
+            target = TlsTarget("x", "127.0.0.1", "127.0.0.1", port, issuing, trust)
+            out, _, rc = site.node.answer(network_probe("", [], [], [], [], [target]), b"")
+            lines = [line.split("\t") for line in out.splitlines() if line.startswith("tls")]
+            [result] = network._endpoints("n", [target], lines)
+            assert rc == 0 and result.status == status, (trust, result)
+        target = TlsTarget("x", "127.0.0.1", "127.0.0.1", port, root, "only")
+        out, _, _ = site.node.answer(network_probe("", [], [], [], [], [target]), b"")
+        [result] = network._endpoints("n", [target], [line.split("\t") for line in out.splitlines()
+                                                      if line.startswith("tls")])
+        assert result.status == PASS, result                  # the server sends its chain up to the root
+    finally:
+        listener.close()
+
+
+def test_a_sign_in_the_server_never_answers_is_a_timeout(site, monkeypatch):
+    monkeypatch.setattr(ssh, "CONNECT_TIMEOUT_SECONDS", 1)
+    site.node_ssh.auth_delay = 3
+    endpoint = ssh.Endpoint("127.0.0.1", site.node_ssh.port, "root", site.node_ssh.pin,
+                            private_key=site.access.proxmox_key)
+    with pytest.raises(ssh.SshError) as raised:
+        ssh.run(endpoint, "true")
+    assert raised.value.kind == "timeout"
+    [result] = hosts.ssh_results("pve", endpoint, raised.value, "linux", "proxmoxSshPrivateKey")
+    assert "authorized keys" not in result.fix
+
+
+def test_the_windows_side_pings_only_the_windows_nodes_and_the_gateway(site):
+    site.results()
+    script = site.host.scripts[-1]
+    assert "$Addresses = @('192.168.1.53')" in script and "$Gateway = '192.168.1.1'" in script

@@ -87,7 +87,9 @@ for ($i = 0; $i -lt $GoldenKeys.Count; $i++) {
 ## machine that drops ICMP. Resolve-DnsName -Server -DnsOnly -QuickTimeout asks one server, without the hosts file.
 if ($Addresses.Count -gt 0) {
     $targets = @($Addresses) + @($Gateway)
-    $pings = @(foreach ($address in $targets) { (New-Object System.Net.NetworkInformation.Ping).SendPingAsync($address, 1000) })
+    $pings = @(foreach ($address in $targets) {
+        try { (New-Object System.Net.NetworkInformation.Ping).SendPingAsync($address, 1000) } catch { }
+    })
     try { [System.Threading.Tasks.Task]::WaitAll([System.Threading.Tasks.Task[]]$pings, 5000) | Out-Null } catch { }
     $report.addresses = [ordered]@{}
     foreach ($address in $targets) {

@@ -7,11 +7,11 @@
 ## address and `ip -j neigh` tells whether anything answered (iproute2 is: ifupdown2 depends on it).
 ## DNS goes through Perl's Net::DNS (pve-manager depends on libnet-dns-perl); NTP through `chronyd -Q`, which prints
 ## the offset and sets nothing, and binds no server or command socket (chrony main.c, conf.c: client only).
-## openssl s_client checks each endpoint's chain against the system's CAs and the stack's CA for it, given on a file
-## descriptor (nothing is written), as containerd trusts a mirror: its hosts.toml `ca` is added to the system's pool
-## (containerd core/remotes/docker/config/hosts.go: rootSystemPool, then AppendCertsFromPEM).
+## openssl s_client checks each endpoint's chain as its client will (the stack's CA given on a file descriptor: nothing
+## is written); containerd adds a mirror's hosts.toml `ca` to the system's pool (containerd
+## core/remotes/docker/config/hosts.go: rootSystemPool, then AppendCertsFromPEM).
 #@ include lib/strict.sh
-#@ inputs IFACE ADDRESSES[] DNS_PORT DNS_SERVERS[] DNS_NAMES[] NTP_SERVERS[] TLS_NAMES[] TLS_HOSTS[] TLS_PORTS[] TLS_CAS[]
+#@ inputs IFACE ADDRESSES[] DNS_PORT DNS_SERVERS[] DNS_NAMES[] NTP_SERVERS[] TLS_NAMES[] TLS_HOSTS[] TLS_PORTS[] TLS_CAS[] TLS_MODES[]
 PARALLEL=32
 one_line() { tr '\n\t' '| ' | head -c 2000; }
 limit_jobs() {
@@ -84,8 +84,8 @@ else
 fi
 
 for i in "${!TLS_NAMES[@]}"; do
-  name=${TLS_NAMES[$i]} host=${TLS_HOSTS[$i]} port=${TLS_PORTS[$i]} ca=${TLS_CAS[$i]} rc=0
-  if [ "$ca" = tcp ]; then
+  name=${TLS_NAMES[$i]} host=${TLS_HOSTS[$i]} port=${TLS_PORTS[$i]} ca=${TLS_CAS[$i]} mode=${TLS_MODES[$i]} rc=0
+  if [ "$mode" = tcp ]; then
     # shellcheck disable=SC2016 # expanded by the inner bash
     timeout 5 bash -c ': >"/dev/tcp/$1/$2"' _ "$host" "$port" 2>/dev/null || rc=$?
     printf 'tcp\t%s\t%s\n' "$i" "$rc"
@@ -93,10 +93,14 @@ for i in "${!TLS_NAMES[@]}"; do
   fi
   args=(-connect "$host:$port" -verify_return_error -brief)
   if [[ $name =~ ^[0-9.]+$ ]]; then args+=(-verify_ip "$name"); else args+=(-servername "$name" -verify_hostname "$name"); fi
+  ## -CAfile alone replaces the system's CAs: what a client that trusts only its configured CA does ("only": Fluent
+  ## Bit's tls.ca_file, the collector's ca_file). containerd adds a mirror's CA to the system's pool, and Go anchors on
+  ## any certificate there, an intermediate CA too ("pool": the system's directory, the CA, -partial_chain).
+  if [ -n "$ca" ] && [ "$mode" = pool ]; then
+    args+=(-CApath /etc/ssl/certs -partial_chain)
+  fi
   if [ -n "$ca" ]; then
-    ## -CAfile alone would replace the system's CAs, and Go (containerd) anchors on any certificate of its pool, an
-    ## intermediate CA too: the system's directory, the stack's CA, and -partial_chain.
-    out=$(timeout 10 openssl s_client "${args[@]}" -CApath /etc/ssl/certs -CAfile <(printf '%s\n' "$ca") -partial_chain </dev/null 2>&1) || rc=$?
+    out=$(timeout 10 openssl s_client "${args[@]}" -CAfile <(printf '%s\n' "$ca") </dev/null 2>&1) || rc=$?
   else
     out=$(timeout 10 openssl s_client "${args[@]}" </dev/null 2>&1) || rc=$?
   fi

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from config.model import StackSpec
 from tools.preflight import hosts, network, proxmox_api, ssh
-from tools.preflight.results import FAIL, Progress, Result, report
+from tools.preflight.results import FAIL, WARN, Progress, Result, report
 from tools.synth import add_stack_arguments, read_stack
 
 TOKEN_KEY = "proxmoxApiToken"
@@ -94,8 +94,9 @@ def run_all(spec: StackSpec, token: str, access: hosts.Access, *, ca_file: str |
         if progress is not None:
             progress.done(label, results)
 
-    def guarded(label: str, work: Callable[[], T], failed: Callable[[list[Result]], T]) -> T:
-        """One host's work: whatever it raises becomes a FAIL of that host, and the others' results stay."""
+    def guarded(label: str, work: Callable[[], T], failed: Callable[[list[Result]], T], shown: bool = True) -> T:
+        """One host's work (or one judgement): whatever it raises becomes a FAIL of that host, and the others' results
+        stay; `shown`: the progress display hears of it."""
         found: list[Result] = []
         try:
             value = work()
@@ -106,7 +107,8 @@ def run_all(spec: StackSpec, token: str, access: hosts.Access, *, ca_file: str |
                             "report it with the output of --json; the other hosts' checks stand")]
             return failed(found)
         finally:
-            tell(label, found)
+            if shown:
+                tell(label, found)
 
     def hyperv_host(index: int) -> hosts.HypervFindings:
         host = hyperv_hosts[index]
@@ -144,10 +146,19 @@ def run_all(spec: StackSpec, token: str, access: hosts.Access, *, ca_file: str |
             existing |= set(vms.get("names") or [])
             if found.report is None or "error" in vms:
                 unknown |= {n.name for n in spec.nodes.windows if n.hyperv_host == host.name}
+        lines = network_future.result()
         if probe_node is not None:
-            results += network.judge_proxmox(spec, probe_node.name, network_future.result(), existing, unknown)
-        if host_found and host_found[0].report is not None:
-            results += network.judge_hyperv(spec, hyperv_hosts[0].name, host_found[0].report, existing, unknown)
+            results += guarded(network_label, lambda: network.judge_proxmox(spec, probe_node.name, lines, existing,
+                                                                             unknown), lambda found: found, shown=False)
+        if hyperv_hosts:
+            label = f"network, from {hyperv_hosts[0].name}"
+            report = host_found[0].report
+            if report is None:
+                results.append(Result(label, "network probe", WARN, "not run: the host's checks above stopped first",
+                                      "fix them; the Proxmox node's check covers the addresses meanwhile"))
+            else:
+                results += guarded(label, lambda: network.judge_hyperv(spec, hyperv_hosts[0].name, report, existing,
+                                                                       unknown), lambda found: found, shown=False)
     return results
 
 

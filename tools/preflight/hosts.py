@@ -194,7 +194,9 @@ def check_hyperv_host(spec: StackSpec, host: HypervHostSpec, access: Access, mou
     try:
         done = run(endpoint, command, timeout=120, bastion=access.bastion)
     except ssh.SshError as error:
-        return HypervFindings([*results, *ssh_results(name, endpoint, error, "windows", secret)[1:]])
+        # The first session signed in: a second that fails, to connect or to finish, is the probe's failure.
+        return HypervFindings([*results, Result(name, "probe", FAIL, str(error),
+                                                "run the preflight again; if it fails again, check the host")])
     report = parse_report(done.stdout)
     if report is None:
         results.append(Result(name, "probe", FAIL, f"no JSON from PowerShell (exit {done.status}): "
@@ -221,8 +223,10 @@ def _shell(name: str, done: ssh.Completed) -> Result:
            "-PropertyType String -Force")
     check = "OpenSSH DefaultShell"
     found = re.search(r"^\s+DefaultShell\s+REG_\w+\s+(.*?)\s*$", done.stdout, re.M | re.I)
-    if done.status != 0 or found is None:
-        if "unable to find" in (done.stdout + done.stderr).lower():
+    if found is None:
+        # reg.exe exits 1 when the value or the key is missing (its message is in the host's language): either way
+        # OpenSSH runs cmd.exe.
+        if done.status == 1:
             return Result(name, check, FAIL, "not set (cmd.exe): the program's commands need PowerShell", fix)
         return Result(name, check, FAIL, f"not read (exit {done.status}): {(done.stderr or done.stdout).strip()[-200:]}",
                       fix)
@@ -333,24 +337,27 @@ def _space(name: str, host: HypervHostSpec, part: Any, golden: dict[str, Any], c
 
 
 def sudo_without_password(listing: list[str], command: str, argument: str) -> bool:
-    """Whether `sudo -n -l`'s listing has a rule that runs `command argument` without a password. Each rule line is
-    `(runas) TAG: cmd args, cmd args, TAG: ...`; a NOPASSWD or PASSWD tag holds for the commands after it in the line
-    (sudoers(5), "Tag_Spec"), and a command's arguments are a glob (fnmatch). `ALL` is any command."""
+    """Whether `sudo -n -l`'s listing lets the user run `command argument` as root without a password. Each rule line is
+    `(runas) TAG: cmd args, cmd args, TAG: ...`; a NOPASSWD or PASSWD tag holds for the commands after it in the line,
+    commas escaped with a backslash belong to the arguments, a command's arguments are a glob (fnmatch), `ALL` is any
+    command (sudoers(5), "Tag_Spec"), and where several entries match, the last one decides ("the last match is
+    used")."""
+    decided = False
     for line in listing:
         rule = line.strip()
-        if not rule.startswith("("):
+        if not rule.startswith("(") or ")" not in rule:
             continue
-        rule = rule.split(")", 1)[1]
+        runas, rule = rule[1:].split(")", 1)
+        if not {"root", "ALL"} & {user.strip() for user in runas.split(":")[0].split(",")}:
+            continue
         nopasswd = False
-        for item in rule.split(","):
-            words = item.split()
+        for item in re.split(r"(?<!\\),", rule):
+            words = item.replace("\\,", ",").split()
             while words and words[0].endswith(":"):
                 tag = words.pop(0)
                 if tag in ("NOPASSWD:", "PASSWD:"):
                     nopasswd = tag == "NOPASSWD:"
-            if not words or not nopasswd:
-                continue
-            if words == ["ALL"] or (words[0] == command and (len(words) == 1 or
-                                                              fnmatch.fnmatchcase(argument, " ".join(words[1:])))):
-                return True
-    return False
+            if words == ["ALL"] or (words and words[0] == command and (
+                    len(words) == 1 or fnmatch.fnmatchcase(argument, " ".join(words[1:])))):
+                decided = nopasswd
+    return decided

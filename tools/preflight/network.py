@@ -45,25 +45,27 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _url_target(what: str, url: str, ca: str | None) -> TlsTarget:
+def _url_target(what: str, url: str, ca: str | None, trust: str = "only") -> TlsTarget:
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
     tls = parts.scheme == "https"
-    return TlsTarget(what, host, host, parts.port or (443 if tls else 80), ca or "", tls)
+    return TlsTarget(what, host, host, parts.port or (443 if tls else 80), ca or "", trust if tls else "tcp")
 
 
 def tls_targets(spec: StackSpec) -> list[TlsTarget]:
     """Every endpoint outside the cluster the stack sends its nodes or pods to, with the CA it trusts for each."""
-    targets = [_url_target(f"registry.mirrors[{i}] ({m.upstream})", m.endpoint, m.ca_certificate)
+    # containerd adds a mirror's CA to the system's pool; the other clients trust the configured CA alone (Fluent Bit's
+    # tls.ca_file, the collector's ca_file without include_system_ca_certs_pool), and so does this check for them.
+    targets = [_url_target(f"registry.mirrors[{i}] ({m.upstream})", m.endpoint, m.ca_certificate, trust="pool")
                for i, m in enumerate(spec.registry.mirrors)]
     logs = spec.observability.logs if spec.observability is not None else None
     if logs is not None:
         targets.append(TlsTarget("observability.logs", logs.host, logs.host, logs.port, logs.ca_certificate or "",
-                                 logs.tls))
+                                 "only" if logs.tls else "tcp"))
     if spec.tracing is not None:
         host, port = spec.tracing.endpoint.rsplit(":", 1)
         targets.append(TlsTarget("tracing.endpoint", host, host, int(port), spec.tracing.ca_certificate or "",
-                                 not spec.tracing.insecure))
+                                 "tcp" if spec.tracing.insecure else "only"))
     if spec.backup is not None:
         for key in ("primary", "offsite", "recover_from"):
             store = getattr(spec.backup, key)
@@ -72,7 +74,7 @@ def tls_targets(spec: StackSpec) -> list[TlsTarget]:
     if spec.tls is not None and spec.tls.acme is not None:
         targets.append(_url_target("tls.acme.server", spec.tls.acme.server, spec.tls.acme.ca_certificate))
     # One handshake per endpoint, whichever keys name it.
-    return list({(t.host, t.port, t.ca, t.tls): t for t in targets}.values())
+    return list({(t.host, t.port, t.ca, t.trust): t for t in targets}.values())
 
 
 def _camel(key: str) -> str:
@@ -164,7 +166,8 @@ def judge_proxmox(spec: StackSpec, node: str, lines: list[list[str]] | str, exis
     use by design: a second run); `unknown`: those whose existence could not be read."""
     host = f"network, from {node}"
     if isinstance(lines, str):
-        return [Result(host, "network probe", WARN, f"not run: {lines}", "fix the SSH check of this node above")]
+        return [Result(host, "network probe", WARN, f"not run: {lines}",
+                       "if the SSH check of this node above failed, fix it; if it passed, run the preflight again")]
     results: list[Result] = []
     owners = node_addresses(spec)
     gateway = str(spec.network.nodes.gateway)

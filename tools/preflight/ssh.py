@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
 import time
 from dataclasses import dataclass
 
@@ -139,34 +140,48 @@ def run(endpoint: Endpoint, command: str, *, stdin: str | None = None, timeout: 
 
 
 def _execute(client: paramiko.SSHClient, command: str, stdin: str | None, timeout: float) -> Completed:
-    """The command's output and exit status, within `timeout` seconds of wall time in all (paramiko's own timeouts
-    bound each read, and its exit-status wait has none): both streams are read as they come, so neither can fill its
-    window and stall the other."""
-    deadline = time.monotonic() + timeout
+    """The command's output and exit status, within `timeout` seconds of wall time in all. paramiko bounds only each
+    read, and waits for the exec request's answer and the exit status without a limit: a watchdog closes the connection
+    at the deadline, which ends any of those waits. Both streams are read as they come, so neither can fill its window
+    and stall the other; the end is taken only once the exit status and EOF have both come, and what came before them
+    is read after (SSH sends a channel's data before its EOF)."""
     out, err = bytearray(), bytearray()
+    transport = client.get_transport()
+    assert transport is not None
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        transport.close()
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
     try:
-        transport = client.get_transport()
-        assert transport is not None
         channel = transport.open_session(timeout=CONNECT_TIMEOUT_SECONDS)
         channel.exec_command(command)
         if stdin is not None:
             channel.sendall(stdin.encode())
         channel.shutdown_write()
         while True:
+            finished = channel.exit_status_ready() and (channel.eof_received or channel.closed)
             busy = False
-            if channel.recv_ready():
+            while channel.recv_ready():
                 out += channel.recv(65536)
                 busy = True
-            if channel.recv_stderr_ready():
+            while channel.recv_stderr_ready():
                 err += channel.recv_stderr(65536)
                 busy = True
-            if channel.exit_status_ready() and not busy and (channel.eof_received or channel.closed):
+            if expired.is_set():
+                # Closing the connection also ends the channel (closed, exit status -1): that is no answer.
+                raise EOFError("the watchdog closed the connection")
+            if finished:
                 break
-            if time.monotonic() > deadline:
-                channel.close()
-                raise SshError("timeout", f"the command did not finish in {timeout:.0f} s", stage="exec")
             if not busy:
                 time.sleep(0.02)
         return Completed(out.decode(errors="replace"), err.decode(errors="replace"), channel.recv_exit_status())
     except (paramiko.SSHException, EOFError, OSError) as error:
+        if expired.is_set():
+            raise SshError("timeout", f"the command did not finish in {timeout:.0f} s", stage="exec") from None
         raise SshError("protocol", f"the session ended: {str(error) or 'closed'}", stage="exec") from None
+    finally:
+        watchdog.cancel()
