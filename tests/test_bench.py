@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import json
 
 import pytest
 
@@ -174,3 +175,23 @@ def test_the_program_declares_one_gate_per_wave_and_chain():
     recording = bench.run_program(bench.raw(values), stack=bench.CLUSTER)
     assert bench._wave_gates(recording) == bench.expected_gates(values)
     assert len(bench.expected_gates(values)) >= 3 * 5
+
+
+def test_the_baseline_registers_as_many_resources_with_the_programs_inputs(tmp_path):
+    """The bare program (#40): one custom resource per resource the program registers, each carrying that resource's
+    inputs as plain data, under the same mock engine; the page reports the program's CPU per resource against it."""
+    dump = tmp_path / "declared.json"
+    measured = bench.measure_one(3, dump=dump)
+    declared = json.loads(dump.read_text())
+    assert len(declared) == measured["timing"]["resources"]
+    assert any("cloud-config" in json.dumps(d["inputs"]) for d in declared)      # the user-data travels as input
+    floor = bench.measure_baseline(dump, 3)
+    assert floor["resources"] == len(declared) and floor["cpu_ms_per_resource"] > 0
+    row = {"resources": 1, "wall_seconds": 1, "bare_cpu_ms_per_resource": 1.4}
+    timings = [{**row, "nodes": 30, "cpu_ms_per_resource": 2.0, "cpu_seconds": 2, "peak_rss_mib": 100, "bare_ratio": 1.4},
+               {**row, "nodes": 300, "cpu_ms_per_resource": 2.2, "cpu_seconds": 9, "peak_rss_mib": 500, "bare_ratio": 1.6}]
+    targets = bench.timing_targets(timings)
+    assert targets["bare_ratios"] == {30: 1.4, 300: 1.6} and targets["bare_ratio_ok"] is False
+    assert "1.60 at 300 nodes" in bench.markdown({
+        "graph": [], "blast_radius": [], "blast_radius_nodes": 30, "timings": timings, "runs": 1,
+        "machine": {"cpu": "x", "cores": 2, "memory": "1 GiB", "python": "3.11"}})
