@@ -31,7 +31,7 @@ from render import kubelet_config, windows_bootstrap
 
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .upgrade import for_machine
-from .waves import after_wave
+from .waves import roll
 
 _FORMER_TYPE = "hybrid:bootstrap:KubeletServing"
 
@@ -45,33 +45,32 @@ class KubeletConfig(pulumi.ComponentResource):
         settings = kubelet_config_settings(spec)
         by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
         by_name.update({m.node.name: m for m in machines.windows_nodes})
-        previous: list[pulumi.Resource] = list(after)
         self.steps: list[command.remote.Command] = []
         waves = stack_waves(spec)
-        for wave_index, wave in enumerate(waves):
-            done: list[pulumi.Resource] = []
-            for node_name in wave:
-                machine = by_name[node_name]
-                if isinstance(machine, ProxmoxLinuxNode):
-                    render = functools.partial(kubelet_config.render_kubelet_config_node, node_name, settings)
-                else:
-                    render = functools.partial(windows_bootstrap.render_kubelet_config,
-                                               windows_params(spec, machine.node), settings)
-                reach = node_step(machine)
-                text = for_machine(render, reach.encode, machine.instance)
-                step = command.remote.Command(
-                    f"{name}-{node_name}",
-                    connection=reach.connection,
-                    create=text,
-                    update=text,
-                    stdin=reach.stdin,
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=previous, aliases=[
-                        pulumi.Alias(name=f"{former_name}-{node_name}", parent=former_parent)]),
-                )
-                self.steps.append(step)
-                done.append(step)
-            previous = after_wave(name, wave_index, done, spec, self, former=(former_name, former_parent))
+
+        def node_config(wave_index: int, node_name: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
+            machine = by_name[node_name]
+            if isinstance(machine, ProxmoxLinuxNode):
+                render = functools.partial(kubelet_config.render_kubelet_config_node, node_name, settings)
+            else:
+                render = functools.partial(windows_bootstrap.render_kubelet_config,
+                                           windows_params(spec, machine.node), settings)
+            reach = node_step(machine)
+            text = for_machine(render, reach.encode, machine.instance)
+            step = command.remote.Command(
+                f"{name}-{node_name}",
+                connection=reach.connection,
+                create=text,
+                update=text,
+                stdin=reach.stdin,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=previous, aliases=[
+                    pulumi.Alias(name=f"{former_name}-{node_name}", parent=former_parent)]),
+            )
+            self.steps.append(step)
+            return step
+
+        end = roll(name, waves, after, node_config, spec, self, former=(former_name, former_parent))
         # What needs every kubelet running as configured (metrics-server reads them all; the API servers verify them).
-        self.done: list[pulumi.Resource] = previous
+        self.done: list[pulumi.Resource] = end
         self.register_outputs({"settings": kubelet_config.settings_digest(settings), "waves": waves})

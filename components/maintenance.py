@@ -33,7 +33,7 @@ from render.shell import bash_command
 from .bootstrap import ControlPlaneAccess
 from .connections import connection_digest
 from .machines import Machines
-from .waves import after_wave
+from .waves import roll
 
 
 def _drain_command(node: LinuxNodeSpec, etcd_pod: str | None, restart_connection: str) -> str:
@@ -50,48 +50,46 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
         by_name = {m.node.name: m for m in machines.linux_nodes}
         control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
 
-        previous: list[pulumi.Resource] = list(after)
         self.steps: list[command.remote.Command] = []
-        for wave_index, wave in enumerate(stack_waves(spec, windows=False)):
-            restarted: list[pulumi.Resource] = []
-            for node_name in wave:
-                machine = by_name[node_name]
-                node = machine.node
-                prefix = f"{name}-{node.name}"
-                settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
-                etcd_pod = access.etcd_pod if node.name in control_plane else None
-                # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key,
-                # a bastion) must run the drain again too: it carries a digest of the restart's connection.
-                restart_connection = proxmox_connections[node.proxmox_node]
-                maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
-                                                     restart_connection="0" * 16)   # checked now, in a preview too
-                drain = command.remote.Command(
-                    f"{prefix}-drain-for-restart",
-                    connection=access.connection,
-                    update=connection_digest(restart_connection).apply(functools.partial(_drain_command, node, etcd_pod)),
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    # After the VM update that stored the new settings as pending, and after the wave before.
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
-                )
-                restart = command.remote.Command(
-                    f"{prefix}-vm-restart",
-                    connection=restart_connection,
-                    update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
-                    # The drain's output ends with its decision: a node already running with these settings
-                    # (a run caused only by new script text) is neither drained nor restarted.
-                    stdin=drain.stdout,
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
-                )
-                uncordon = command.remote.Command(
-                    f"{prefix}-uncordon-after-restart",
-                    connection=access.connection,
-                    update=bash_command(maintenance.render_maintenance_uncordon(node.name, settings)),
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
-                )
-                self.steps += [drain, restart, uncordon]
-                restarted.append(uncordon)
-            previous = after_wave(name, wave_index, restarted, spec, self)
-        self.done: list[pulumi.Resource] = previous
+
+        def node_restart(wave_index: int, node_name: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
+            machine = by_name[node_name]
+            node = machine.node
+            prefix = f"{name}-{node.name}"
+            settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
+            etcd_pod = access.etcd_pod if node.name in control_plane else None
+            # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key,
+            # a bastion) must run the drain again too: it carries a digest of the restart's connection.
+            restart_connection = proxmox_connections[node.proxmox_node]
+            maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
+                                                 restart_connection="0" * 16)   # checked now, in a preview too
+            drain = command.remote.Command(
+                f"{prefix}-drain-for-restart",
+                connection=access.connection,
+                update=connection_digest(restart_connection).apply(functools.partial(_drain_command, node, etcd_pod)),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                # After the VM update that stored the new settings as pending, and after the wave before.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[*previous, machine.vm]),
+            )
+            restart = command.remote.Command(
+                f"{prefix}-vm-restart",
+                connection=restart_connection,
+                update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
+                # The drain's output ends with its decision: a node already running with these settings
+                # (a run caused only by new script text) is neither drained nor restarted.
+                stdin=drain.stdout,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+            )
+            uncordon = command.remote.Command(
+                f"{prefix}-uncordon-after-restart",
+                connection=access.connection,
+                update=bash_command(maintenance.render_maintenance_uncordon(node.name, settings)),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[restart]),
+            )
+            self.steps += [drain, restart, uncordon]
+            return uncordon
+
+        self.done: list[pulumi.Resource] = roll(name, stack_waves(spec, windows=False), after, node_restart, spec, self)
         self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})

@@ -42,7 +42,7 @@ from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
-from .waves import after_wave
+from .waves import roll
 
 
 class MachineRender(Protocol):
@@ -75,72 +75,71 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
         waves = stack_waves(spec)
 
+        self.steps: list[command.remote.Command] = []
+
+        def node_upgrade(wave_index: int, name_in_wave: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
+            machine = machines_by_name[name_in_wave]
+            node = machine.node
+            prefix = f"{name}-{node.name}"
+            is_control_plane = node.name in control_plane
+            etcd_pod = access.etcd_pod if is_control_plane else None
+            if isinstance(machine, ProxmoxLinuxNode):
+                upgrade_script = functools.partial(
+                    linux_node.render_upgrade_script, linux_node_init(spec, machine.node),
+                    wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
+            else:
+                upgrade_script = functools.partial(
+                    windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
+            reach = node_step(machine)
+            encode, connection, stdin = reach.encode, reach.connection, reach.stdin
+            drain = command.remote.Command(
+                f"{prefix}-drain-for-upgrade",
+                connection=access.connection,
+                update=for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
+                                                      runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
+            )
+            before_upgrade: command.remote.Command = drain
+            if isinstance(machine, HypervWindowsNode):
+                # Windows: the runtime is its own step, before the Kubernetes binaries (on Linux the node's
+                # upgrade script does both).
+                before_upgrade = command.remote.Command(
+                    f"{prefix}-runtime-upgrade",
+                    connection=connection,
+                    update=for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
+                                                          windows_params(spec, machine.node)),
+                                        encode, machine.instance),
+                    stdin=stdin,
+                    logging=command.remote.Logging.STDOUT_AND_STDERR,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
+                )
+                self.steps.append(before_upgrade)
+            upgrade = command.remote.Command(
+                f"{prefix}-node-upgrade",
+                connection=connection,
+                update=for_machine(upgrade_script, encode, machine.instance),
+                stdin=stdin,
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
+            )
+            uncordon = command.remote.Command(
+                f"{prefix}-uncordon-after-upgrade",
+                connection=access.connection,
+                update=for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
+                                                      runtime), bash_command, machine.instance),
+                logging=command.remote.Logging.STDOUT_AND_STDERR,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
+            )
+            self.steps += [drain, upgrade, uncordon]
+            return uncordon
+
         # Nothing is upgraded while a node is still joining: the first wave starts after every node is Ready. Nor before
         # the cluster's kubelet configuration is the stack's and its serving certificates can be approved (`after`): an
         # upgrade restarts kubelets with the configuration it downloads, and `kubeadm upgrade apply` uploads the one it
         # read, which must not race the kubelet-config step.
-        previous: list[pulumi.Resource] = [*node_ready.values(), access.kubelet_config, *after]
-        self.steps: list[command.remote.Command] = []
-        for wave_index, wave in enumerate(waves):
-            uncordoned: list[pulumi.Resource] = []
-            for name_in_wave in wave:
-                machine = machines_by_name[name_in_wave]
-                node = machine.node
-                prefix = f"{name}-{node.name}"
-                is_control_plane = node.name in control_plane
-                etcd_pod = access.etcd_pod if is_control_plane else None
-                if isinstance(machine, ProxmoxLinuxNode):
-                    upgrade_script = functools.partial(
-                        linux_node.render_upgrade_script, linux_node_init(spec, machine.node),
-                        wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
-                else:
-                    upgrade_script = functools.partial(
-                        windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
-                reach = node_step(machine)
-                encode, connection, stdin = reach.encode, reach.connection, reach.stdin
-                drain = command.remote.Command(
-                    f"{prefix}-drain-for-upgrade",
-                    connection=access.connection,
-                    update=for_machine(functools.partial(node_steps.render_upgrade_drain, node.name, version,
-                                                          runtime, etcd_pod=etcd_pod), bash_command, machine.instance),
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=previous),
-                )
-                before_upgrade: command.remote.Command = drain
-                if isinstance(machine, HypervWindowsNode):
-                    # Windows: the runtime is its own step, before the Kubernetes binaries (on Linux the node's
-                    # upgrade script does both).
-                    before_upgrade = command.remote.Command(
-                        f"{prefix}-runtime-upgrade",
-                        connection=connection,
-                        update=for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
-                                                              windows_params(spec, machine.node)),
-                                            encode, machine.instance),
-                        stdin=stdin,
-                        logging=command.remote.Logging.STDOUT_AND_STDERR,
-                        opts=pulumi.ResourceOptions(parent=self, depends_on=[drain]),
-                    )
-                    self.steps.append(before_upgrade)
-                upgrade = command.remote.Command(
-                    f"{prefix}-node-upgrade",
-                    connection=connection,
-                    update=for_machine(upgrade_script, encode, machine.instance),
-                    stdin=stdin,
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[before_upgrade]),
-                )
-                uncordon = command.remote.Command(
-                    f"{prefix}-uncordon-after-upgrade",
-                    connection=access.connection,
-                    update=for_machine(functools.partial(node_steps.render_upgrade_uncordon, node.name, version,
-                                                          runtime), bash_command, machine.instance),
-                    logging=command.remote.Logging.STDOUT_AND_STDERR,
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[upgrade]),
-                )
-                self.steps += [drain, upgrade, uncordon]
-                uncordoned.append(uncordon)
-            previous = after_wave(name, wave_index, uncordoned, spec, self)
+        start_after: list[pulumi.Resource] = [*node_ready.values(), access.kubelet_config, *after]
         # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
-        self.done: list[pulumi.Resource] = previous
+        self.done: list[pulumi.Resource] = roll(name, waves, start_after, node_upgrade, spec, self)
         self.waves = waves
         self.register_outputs({"version": version, "runtime": runtime, "waves": waves})

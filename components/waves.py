@@ -27,7 +27,7 @@ to create a resource that depends on an untargeted new one).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pulumi
 import pulumi_command as command
@@ -51,3 +51,21 @@ def after_wave(name: str, wave_index: int, done: Sequence[pulumi.Resource], spec
         connection=command.remote.ConnectionArgs(host=str(spec.nodes.control_plane[0].ip)),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(done), aliases=aliases),
     )]
+
+
+# One node's steps in a rolling chain: given the wave's index, the node's name and what its first step must wait for
+# (the gate of the wave before, or what the chain starts after), it declares the steps and returns the last.
+NodeSteps = Callable[[int, str, list[pulumi.Resource]], pulumi.Resource]
+
+
+def roll(name: str, waves: Sequence[Sequence[str]], start_after: Sequence[pulumi.Resource], node_steps: NodeSteps,
+         spec: StackSpec, parent: pulumi.Resource, former: tuple[str, str] | None = None) -> list[pulumi.Resource]:
+    """The one rolling mechanism: every node of a wave after the gate of the wave before (the first wave after
+    `start_after`), a gate after each wave, and what the chain's end is (the last gate) returned for what must follow.
+    A node's failed step leaves its wave's gate, and so every later wave, for the next `up` (see the module's
+    docstring). The upgrade, the VM-setting restarts and the kubelet configuration each supply their `node_steps`."""
+    previous: list[pulumi.Resource] = list(start_after)
+    for wave_index, wave in enumerate(waves):
+        done = [node_steps(wave_index, node_name, previous) for node_name in wave]
+        previous = after_wave(name, wave_index, done, spec, parent, former=former)
+    return previous
