@@ -52,7 +52,7 @@ class ControlPlaneAccess:
     connection: command.remote.ConnectionArgs
     init: command.remote.Command
     kubeadm_api: str
-    # The etcd static Pod of that node (kubeadm names it etcd-<node name>): where etcdctl runs.
+    # The etcd Pod of that node (render.kubeadm.etcd_pod): where etcdctl runs.
     etcd_pod: str
     # The cluster's kubelet configuration brought to the stack's (serverTLSBootstrap): every join waits for it.
     kubelet_config: command.remote.Command
@@ -88,7 +88,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             create=bash_command(linux_bootstrap.render_join(
                 join_config, control_plane=control_plane,
                 kube_vip_manifest=kube_vip_manifest(spec, first_control_plane=False) if control_plane else None)),
-            delete=bash_command(linux_bootstrap.render_reset(node.name, f"etcd-{node.name}" if control_plane else None)),
+            delete=bash_command(linux_bootstrap.render_reset(node.name, kubeadm.etcd_pod(node.name) if control_plane else None)),
             stdin=join_stdin,
             logging=command.remote.Logging.STDERR,
             triggers=[machine.instance],
@@ -246,7 +246,7 @@ def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[Prox
     for machine in (m for m in control_plane if not m.node.lost):
         # The quorum check lets the only member of a single-member cluster restart (its API is down meanwhile).
         script = bash_command(linux_bootstrap.render_renew_certificates(
-            machine.node.name, label, etcd_pod=f"etcd-{machine.node.name}", kube_vip=spec.cluster.api_vip is not None))
+            machine.node.name, label, etcd_pod=kubeadm.etcd_pod(machine.node.name), kube_vip=spec.cluster.api_vip is not None))
         previous = [command.remote.Command(
             f"{name}-{machine.node.name}-certificate-renewal",
             connection=machine.connection,
@@ -365,7 +365,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
                                                   kubeadm_api=cluster_params(spec).kubeadm_api,
-                                                  etcd_pod=f"etcd-{first.node.name}", kubelet_config=kubelet_config)
+                                                  etcd_pod=kubeadm.etcd_pod(first.node.name), kubelet_config=kubelet_config)
 
         # When each node is Ready; the first control-plane node has no join, so its wait stands alone
         # (and has no drain: removing it means destroying the cluster).

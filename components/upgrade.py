@@ -37,7 +37,7 @@ from config.model import StackSpec
 from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
 from plan.rollout import stack_waves
-from render import linux_node, node_steps, windows_bootstrap
+from render import kubeadm, linux_node, node_steps, windows_bootstrap
 from render.shell import bash_command
 
 from .bootstrap import ControlPlaneAccess
@@ -86,7 +86,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             if isinstance(machine, ProxmoxLinuxNode):
                 upgrade_script = functools.partial(
                     linux_node.render_upgrade_script, linux_node_init(spec, machine.node),
-                    wave_index == 0, etcd_pod=f"etcd-{node.name}" if is_control_plane else None)
+                    wave_index == 0, etcd_pod=kubeadm.etcd_pod(node.name) if is_control_plane else None)
             else:
                 upgrade_script = functools.partial(
                     windows_bootstrap.render_upgrade, windows_params(spec, machine.node))

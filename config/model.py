@@ -609,9 +609,7 @@ class WindowsSpec(Spec):
 
 def _max_unavailable(value: int | str) -> int | str:
     """A count of nodes (3) or a share of a pool ("20%"), as Kubernetes writes maxUnavailable."""
-    if isinstance(value, int) and 1 <= value <= 1000:
-        return value
-    if isinstance(value, str) and re.match(r"^([1-9][0-9]?|100)%$", value):
+    if checks.is_max_unavailable(value):
         return value
     raise ValueError('must be a node count from 1 or a percentage from 1% to 100%, e.g. 3 or "20%"')
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from config.model import StackSpec
+from vocab import checks
 
 OS = Literal["linux", "windows"]
 
@@ -44,17 +45,9 @@ def batch_size(max_unavailable: int | str, pool: int) -> int:
     whole pool when it has more than one node."""
     if pool < 1:
         raise ValueError(f"an empty pool has no batch (pool {pool})")
-    if isinstance(max_unavailable, str):
-        if not max_unavailable.endswith("%") or not max_unavailable[:-1].isdigit():
-            raise ValueError(f"maxUnavailable {max_unavailable!r} is neither a count nor a percentage like '20%'")
-        percent = int(max_unavailable[:-1])
-        if not 1 <= percent <= 100:
-            raise ValueError(f"maxUnavailable {max_unavailable!r} is not between 1% and 100%")
-        size = pool * percent // 100
-    elif isinstance(max_unavailable, bool) or max_unavailable < 1:
-        raise ValueError(f"maxUnavailable {max_unavailable!r} must be a count of at least 1")
-    else:
-        size = max_unavailable
+    if not checks.is_max_unavailable(max_unavailable):
+        raise ValueError(f"maxUnavailable {max_unavailable!r} is neither a node count nor a percentage from 1% to 100%")
+    size = pool * int(max_unavailable[:-1]) // 100 if isinstance(max_unavailable, str) else max_unavailable
     return max(1, min(size, pool - 1 if pool > 1 else 1))
 
 

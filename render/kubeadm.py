@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from vocab.checks import DNS_SUBDOMAIN, check_image
+from vocab.checks import DNS_SUBDOMAIN, LABEL_VALUE, check_image
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
@@ -105,7 +105,12 @@ _NODE_ROLE_PREFIX = "node-role.kubernetes.io"
 # Label syntax: qualified name (optional DNS-subdomain prefix, name of at most 63 characters) and label
 # value (at most 63 characters), as k8s.io/apimachinery/pkg/util/validation IsQualifiedName / IsValidLabelValue.
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+def etcd_pod(node_name: str) -> str:
+    """The etcd Pod of a control-plane node: kubeadm's static Pod `etcd`, whose mirror Pod the kubelet names
+    `<pod name>-<node name>` (kubelet pkg/kubelet/config/common.go generatePodName)."""
+    return f"etcd-{node_name}"
+
+
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # core/v1 HostPathType values (staging/src/k8s.io/api/core/v1/types.go).
@@ -266,7 +271,7 @@ def _check_label_key(key: str) -> None:
 def _check_labels(labels: dict[str, str]) -> None:
     for key, value in labels.items():
         _check_label_key(key)
-        if not _LABEL_VALUE.match(value):
+        if not LABEL_VALUE.match(value):
             raise ValueError(f"label {key}={value!r}: not a valid label value")
         namespace = key.partition("/")[0] if "/" in key else ""
         if namespace == _NODE_ROLE_PREFIX:
@@ -301,7 +306,7 @@ def _check_node(node: NodeParams) -> None:
         _check_label_key(taint.key)
         if taint.effect not in TAINT_EFFECTS:
             raise ValueError(f"taint {taint.key}: effect {taint.effect!r} is not one of {TAINT_EFFECTS}")
-        if taint.value is not None and not _LABEL_VALUE.match(taint.value):
+        if taint.value is not None and not LABEL_VALUE.match(taint.value):
             raise ValueError(f"taint {taint.key}: {taint.value!r} is not a valid taint value")
 
 

@@ -68,7 +68,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from vocab.checks import DNS_LABEL, DNS_SUBDOMAIN, require
+from vocab.checks import DNS_LABEL, DNS_SUBDOMAIN, LABEL_VALUE, require
 from vocab.labels import (
     DISTRO_LABEL,
     OS_LABEL,
@@ -92,7 +92,6 @@ ROLES = ("worker", "control-plane")
 
 # --- syntax checks (k8s.io/apimachinery/pkg/util/validation) ---------------------------------------------
 
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 _WINDOWS_BUILD = re.compile(r"^10\.0\.\d{5}$")
 _PSA_VERSION = re.compile(r"^(latest|v1\.\d{1,2})$")
 
@@ -151,7 +150,7 @@ def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict[s
     require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
     require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")
     for key, value in ((ZONE_LABEL, zone), (DISTRO_LABEL, distro)):
-        require(bool(value) and bool(_LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
+        require(bool(value) and bool(LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
     # Our distro keys name the OS family (win2019/win2022 vs ubuntu22/rocky9/centos7): a mismatch means
     # the caller mixed up two nodes, and would put the node in the wrong distro affinity.
     require(distro.startswith("win") == (os == "windows"), f"{name}: distro {distro!r} does not run {os}")

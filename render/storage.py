@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from render.scheduling import windows_toleration
-from vocab.checks import is_host, require
+from vocab.checks import LABEL_VALUE, is_host, require
 from vocab.labels import OS_LABEL, WORKER_ROLE_LABEL
 
 # --- Namespaces --------------------------------------------------------------------------------------
@@ -167,7 +167,6 @@ RECLAIM_POLICIES = ("Retain", "Delete")
 _MODE = re.compile(r"^0[0-7]{3}$")
 # An SMB share name: no separators, no characters Windows forbids in share names.
 _SHARE_PART = re.compile(r'^[^\\/:*?"<>|]+$')
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
 
 
 
@@ -212,7 +211,7 @@ def _check_nfs(p: NfsParams) -> None:
 def _check_longhorn(p: LonghornParams) -> None:
     require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
     for zone in p.zones:
-        require(bool(zone) and bool(_LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
+        require(bool(zone) and bool(LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
     require(isinstance(p.replicas, int) and p.replicas >= 1, "longhorn replicas must be >= 1")
     # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
     # than zones could never all be scheduled and every volume would stay degraded.

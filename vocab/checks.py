@@ -26,6 +26,24 @@ ROUTE_HOST = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 REGISTRY_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 # An http(s) URL with a host, an optional port and a plain path: no user:password@ part, no query.
 HTTP_ENDPOINT = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+# A label value (at most 63 characters, alphanumeric at both ends), as k8s.io/apimachinery/pkg/util/validation
+# IsValidLabelValue checks it.
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+# maxUnavailable as Kubernetes writes it: a count of nodes, or a share of a pool from 1% to 100%.
+_MAX_UNAVAILABLE_SHARE = re.compile(r"^([1-9][0-9]?|100)%$")
+MAX_UNAVAILABLE_NODES = 1000
+
+
+def is_max_unavailable(value: object) -> bool:
+    """A count of nodes (3) or a share of a pool ("20%"): the one check, for the stack's rollout.maxUnavailable and for
+    the wave planner."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 1 <= value <= MAX_UNAVAILABLE_NODES
+    return isinstance(value, str) and bool(_MAX_UNAVAILABLE_SHARE.match(value))
+
+
 # A POSIX login name as useradd takes it by default (shadow-utils NAME_REGEX).
 POSIX_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 # NetBIOS computer names: at most 15 characters; Windows also rejects names made only of digits.
