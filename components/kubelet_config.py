@@ -25,7 +25,7 @@ import pulumi_command as command
 
 from config.model import StackSpec
 from plan.nodes import windows_params
-from plan.rollout import stack_waves
+from plan.rollout import rollout
 from plan.security import kubelet_config_settings
 from render import kubelet_config, windows_bootstrap
 
@@ -46,7 +46,7 @@ class KubeletConfig(pulumi.ComponentResource):
         by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
         by_name.update({m.node.name: m for m in machines.windows_nodes})
         self.steps: list[command.remote.Command] = []
-        waves = stack_waves(spec)
+        plan = rollout(spec)
 
         def node_config(wave_index: int, node_name: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
             machine = by_name[node_name]
@@ -70,7 +70,7 @@ class KubeletConfig(pulumi.ComponentResource):
             self.steps.append(step)
             return step
 
-        end = roll(name, waves, after, node_config, spec, self, former=(former_name, former_parent))
+        end = roll(name, plan, after, node_config, self, former=(former_name, former_parent))
         # What needs every kubelet running as configured (metrics-server reads them all; the API servers verify them).
         self.done: list[pulumi.Resource] = end
-        self.register_outputs({"settings": kubelet_config.settings_digest(settings), "waves": waves})
+        self.register_outputs({"settings": kubelet_config.settings_digest(settings), "waves": plan.waves})

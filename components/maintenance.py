@@ -26,7 +26,7 @@ import pulumi
 import pulumi_command as command
 
 from config.model import LinuxNodeSpec, StackSpec
-from plan.rollout import stack_waves
+from plan.rollout import rollout
 from render import maintenance
 from render.shell import bash_command
 
@@ -91,5 +91,5 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             self.steps += [drain, restart, uncordon]
             return uncordon
 
-        self.done: list[pulumi.Resource] = roll(name, stack_waves(spec, windows=False), after, node_restart, spec, self)
+        self.done: list[pulumi.Resource] = roll(name, rollout(spec, windows=False), after, node_restart, self)
         self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})

@@ -36,7 +36,7 @@ import pulumi_command as command
 from config.model import StackSpec
 from plan.nodes import linux_node_init, windows_params
 from plan.release import kubernetes_release
-from plan.rollout import stack_waves
+from plan.rollout import rollout
 from render import kubeadm, linux_node, node_steps, windows_bootstrap
 from render.shell import bash_command
 
@@ -73,7 +73,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         machines_by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
         machines_by_name.update({m.node.name: m for m in machines.windows_nodes})
         control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
-        waves = stack_waves(spec)
+        plan = rollout(spec)
 
         self.steps: list[command.remote.Command] = []
 
@@ -140,6 +140,6 @@ class KubernetesUpgrade(pulumi.ComponentResource):
         # read, which must not race the kubelet-config step.
         start_after: list[pulumi.Resource] = [*node_ready.values(), access.kubelet_config, *after]
         # What must follow a finished upgrade (Windows kube-proxy's image follows the version).
-        self.done: list[pulumi.Resource] = roll(name, waves, start_after, node_upgrade, spec, self)
-        self.waves = waves
-        self.register_outputs({"version": version, "runtime": runtime, "waves": waves})
+        self.done: list[pulumi.Resource] = roll(name, plan, start_after, node_upgrade, self)
+        self.waves = plan.waves
+        self.register_outputs({"version": version, "runtime": runtime, "waves": plan.waves})

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 import pulumi
 import pulumi_command as command
 
-from config.model import StackSpec
+from plan.rollout import Rollout
 
 GATE_MARK = "--wave-"
 
@@ -41,14 +41,14 @@ def gate_name(name: str, wave_index: int) -> str:
     return f"{name}{GATE_MARK}{wave_index}"
 
 
-def after_wave(name: str, wave_index: int, done: Sequence[pulumi.Resource], spec: StackSpec,
+def after_wave(name: str, wave_index: int, done: Sequence[pulumi.Resource], gate_host: str,
                parent: pulumi.Resource, former: tuple[str, str] | None = None) -> list[pulumi.Resource]:
     """What the next wave waits for: the gate `<name>--wave-<index>` after the wave's steps. `former`: the chain's
     earlier name and parent URN, when it was renamed, which the gate keeps as an alias."""
     aliases = [pulumi.Alias(name=gate_name(former[0], wave_index), parent=former[1])] if former else None
     return [command.remote.Command(
         gate_name(name, wave_index),
-        connection=command.remote.ConnectionArgs(host=str(spec.nodes.control_plane[0].ip)),
+        connection=command.remote.ConnectionArgs(host=gate_host),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=list(done), aliases=aliases),
     )]
 
@@ -58,14 +58,14 @@ def after_wave(name: str, wave_index: int, done: Sequence[pulumi.Resource], spec
 NodeSteps = Callable[[int, str, list[pulumi.Resource]], pulumi.Resource]
 
 
-def roll(name: str, waves: Sequence[Sequence[str]], start_after: Sequence[pulumi.Resource], node_steps: NodeSteps,
-         spec: StackSpec, parent: pulumi.Resource, former: tuple[str, str] | None = None) -> list[pulumi.Resource]:
+def roll(name: str, plan: Rollout, start_after: Sequence[pulumi.Resource], node_steps: NodeSteps,
+         parent: pulumi.Resource, former: tuple[str, str] | None = None) -> list[pulumi.Resource]:
     """The one rolling mechanism: every node of a wave after the gate of the wave before (the first wave after
     `start_after`), a gate after each wave, and what the chain's end is (the last gate) returned for what must follow.
     A node's failed step leaves its wave's gate, and so every later wave, for the next `up` (see the module's
     docstring). The upgrade, the VM-setting restarts and the kubelet configuration each supply their `node_steps`."""
     previous: list[pulumi.Resource] = list(start_after)
-    for wave_index, wave in enumerate(waves):
+    for wave_index, wave in enumerate(plan.waves):
         done = [node_steps(wave_index, node_name, previous) for node_name in wave]
-        previous = after_wave(name, wave_index, done, spec, parent, former=former)
+        previous = after_wave(name, wave_index, done, plan.gate_host, parent, former=former)
     return previous

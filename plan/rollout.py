@@ -120,6 +120,19 @@ def stack_waves(spec: StackSpec, windows: bool = True) -> list[list[str]]:
     return [*control_plane, *worker_waves(workers, spec.zones, policy)]
 
 
+@dataclass(frozen=True)
+class Rollout:
+    """A rolling chain's plan: its waves of node names, and the host its gates name (the first control-plane node,
+    which a gate never dials: components/waves.py)."""
+    waves: list[list[str]]
+    gate_host: str
+
+
+def rollout(spec: StackSpec, windows: bool = True) -> Rollout:
+    """The stack's rolling order (stack_waves) with its gates' host."""
+    return Rollout(stack_waves(spec, windows), str(spec.nodes.control_plane[0].ip))
+
+
 def lanes(names: Sequence[str], width: int) -> dict[str, str | None]:
     """Each name's predecessor in `width` parallel lanes (the name `width` places before it, or None): waiting for
     it keeps at most `width` of them running at once, in declaration order (a node added at the end changes no
