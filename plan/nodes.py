@@ -15,7 +15,7 @@ from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 from vocab.labels import DISTRO_LABEL, WINDOWS_TAINT_EFFECT, WINDOWS_TAINT_KEY, WINDOWS_TAINT_VALUE, ZONE_LABEL
 from vocab.time_zones import windows_time_zone
 
-from .platform import object_store
+from .platform import api_host, object_store
 from .release import kubernetes_release, windows_release
 from .security import cluster_hardening_fields, pod_guard, pod_guard_targets
 
@@ -25,9 +25,8 @@ Role = Literal["control-plane", "worker"]
 WINDOWS_TAINT = kubeadm.Taint(key=WINDOWS_TAINT_KEY, value=WINDOWS_TAINT_VALUE, effect=WINDOWS_TAINT_EFFECT)
 
 def api_endpoint(spec: StackSpec) -> str:
-    """host:port of the API server: the VIP when there is one, else the only control-plane node."""
-    host = spec.cluster.api_vip or spec.nodes.control_plane[0].ip
-    return f"{host}:{spec.cluster.api_port}"
+    """host:port of the API server."""
+    return f"{api_host(spec)}:{spec.cluster.api_port}"
 
 
 def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:

@@ -34,6 +34,11 @@ from .security import windows_system_namespace
 SAMPLE_WINDOWS_VERSION: WindowsKey = "win2022"
 
 
+def api_host(spec: StackSpec) -> str:
+    """The API server's address: the VIP when there is one, else the only control-plane node."""
+    return str(spec.cluster.api_vip or spec.nodes.control_plane[0].ip)
+
+
 def calico_params(spec: StackSpec) -> network.CalicoParams:
     return network.CalicoParams(
         pod_cidr=str(spec.cluster.pod_cidr),
@@ -46,7 +51,7 @@ def calico_params(spec: StackSpec) -> network.CalicoParams:
         vxlan_vni=spec.calico.vxlan_vni,
         windows=bool(spec.nodes.windows),
         # The API server by address: Calico must reach it before cluster DNS (which needs Calico) runs.
-        api_host=str(spec.cluster.api_vip or spec.nodes.control_plane[0].ip),
+        api_host=api_host(spec),
         api_port=spec.cluster.api_port,
         windows_cni_bin_dir=windows_bootstrap.CALICO_WINDOWS_CNI_BIN_DIR,
         windows_cni_conf_dir=windows_bootstrap.CALICO_WINDOWS_CNI_CONF_DIR,
