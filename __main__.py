@@ -30,6 +30,7 @@ from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
+from plan.nodes import control_plane_settings
 from plan.platform import (
     backup_plan,
     calico_params,
@@ -45,7 +46,7 @@ from plan.platform import (
     tracing_plan,
     windows_kube_proxy_plan,
 )
-from plan.security import network_policy_plan
+from plan.security import inline_nfs_namespaces, network_policy_plan
 
 try:
     stack = load(from_pulumi_runtime())
@@ -118,14 +119,14 @@ kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.
                          after=[*node_ready.values(), *restarts.done, *approver])
 # The control plane's settings (security): encryption key, the API servers' files and flags, one control-plane node at a
 # time, once no rolling operation of this run takes a node's components down (a certificate renewal round included).
-ControlPlaneSettings(f"{spec.cluster.name}-control-plane", spec, machines, cluster.init,
+ControlPlaneSettings(f"{spec.cluster.name}-control-plane", control_plane_settings(spec), machines, cluster.init,
                      after=[*upgrade.done, *restarts.done, *kubelets.done, *cluster.certificate_renewal])
 metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:
     metrics_server = [MetricsServer(f"{spec.cluster.name}-metrics-server", resource_metrics, cluster.provider,
                                     kubelets.done).release]
 # What pods may mount (security.podSecurity.inlineNfsNamespaces): no inline NFS volume elsewhere.
-AdmissionPolicies(f"{spec.cluster.name}-admission", spec, cluster.provider)
+AdmissionPolicies(f"{spec.cluster.name}-admission", inline_nfs_namespaces(spec), cluster.provider)
 # What pods may reach (security.networkPolicy): the infrastructure tier, and the application namespaces' ingress.
 if (network_policies := network_policy_plan(spec)) is not None:
     NetworkPolicies(f"{spec.cluster.name}-network-policy", network_policies, cluster.provider,

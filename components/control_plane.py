@@ -39,10 +39,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_command as command
 
-from config.model import StackSpec
-from plan.nodes import cluster_params
-from plan.security import control_plane_hardening, encryption_key
-from render import control_plane, kubeadm, security
+from plan.nodes import ControlPlaneSettingsPlan
+from render import control_plane
 from render.shell import bash_command
 
 from .bootstrap import SECRET_STDOUT
@@ -50,14 +48,12 @@ from .machines import Machines
 
 
 class ControlPlaneSettings(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, init: pulumi.Resource,
+    def __init__(self, name: str, plan: ControlPlaneSettingsPlan, machines: Machines, init: pulumi.Resource,
                  after: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:ControlPlaneSettings", name, None, opts)
         nodes = [m for m in machines.linux_nodes if m.role == "control-plane" and not m.node.lost]
         first = nodes[0]
-        target = encryption_key(spec)
-        files = security.control_plane_files(control_plane_hardening(spec))
-        components = kubeadm.control_plane_components(cluster_params(spec))
+        target, files, components = plan.encryption_key, plan.files, plan.components
 
         def step(step_name: str, connection: command.remote.ConnectionArgs, script: str,
                  depends_on: Sequence[pulumi.Resource], stdin: pulumi.Output[str] | None = None,

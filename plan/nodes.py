@@ -3,11 +3,12 @@ preparation, a Windows node's VM, preparation and activation, and the facts abou
 layers and the stack outputs use."""
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, storage, windows_activation, windows_bootstrap
+from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, security, storage, windows_activation, windows_bootstrap
 from render.containerd import RegistryMirror
 from render.linux_node import LinuxNodeInit
 from vocab import windows_pods
@@ -17,7 +18,7 @@ from vocab.time_zones import windows_time_zone
 
 from .platform import api_host, object_store
 from .release import kubernetes_release, windows_release
-from .security import cluster_hardening_fields, pod_guard, pod_guard_targets
+from .security import cluster_hardening_fields, control_plane_hardening, encryption_key, pod_guard, pod_guard_targets
 
 Role = Literal["control-plane", "worker"]
 
@@ -50,6 +51,20 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
         server_tls_bootstrap=spec.resource_metrics.enabled,
         **cluster_hardening_fields(spec),  # type: ignore[arg-type]
     )
+
+
+@dataclass(frozen=True)
+class ControlPlaneSettingsPlan:
+    """What the control-plane nodes are brought to (components/control_plane.py): the key Secrets are written with,
+    the hardening files, and the static Pods' ClusterConfiguration components."""
+    encryption_key: str
+    files: dict[str, str]
+    components: dict[str, Any]
+
+
+def control_plane_settings(spec: StackSpec) -> ControlPlaneSettingsPlan:
+    return ControlPlaneSettingsPlan(encryption_key(spec), security.control_plane_files(control_plane_hardening(spec)),
+                                    kubeadm.control_plane_components(cluster_params(spec)))
 
 
 def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:
