@@ -102,15 +102,9 @@ _KUBELET_LABELS = frozenset({
 _KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
 _NODE_ROLE_PREFIX = "node-role.kubernetes.io"
 
-# Label syntax: qualified name (optional DNS-subdomain prefix, name of at most 63 characters) and label
-# value (at most 63 characters), as k8s.io/apimachinery/pkg/util/validation IsQualifiedName / IsValidLabelValue.
+# Label name syntax: a qualified name (optional DNS-subdomain prefix, name of at most 63 characters), as
+# k8s.io/apimachinery/pkg/util/validation IsQualifiedName; label values: vocab.checks.LABEL_VALUE.
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
-def etcd_pod(node_name: str) -> str:
-    """The etcd Pod of a control-plane node: kubeadm's static Pod `etcd`, whose mirror Pod the kubelet names
-    `<pod name>-<node name>` (kubelet pkg/kubelet/config/common.go generatePodName)."""
-    return f"etcd-{node_name}"
-
-
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 _CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 # core/v1 HostPathType values (staging/src/k8s.io/api/core/v1/types.go).
@@ -118,6 +112,12 @@ _HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File"
 # The keys kubelet_config writes from ClusterParams' own fields.
 _KUBELET_CONFIG_OWN_KEYS = frozenset({"apiVersion", "kind", "cgroupDriver", "serializeImagePulls", "maxParallelImagePulls",
                                       "serverTLSBootstrap"})
+
+
+def etcd_pod(node_name: str) -> str:
+    """The etcd Pod of a control-plane node: kubeadm's static Pod `etcd`, whose mirror Pod the kubelet names
+    `<pod name>-<node name>` (kubelet pkg/kubelet/config/common.go generatePodName)."""
+    return f"etcd-{node_name}"
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _check_label_key(key: str) -> None:
 def _check_labels(labels: dict[str, str]) -> None:
     for key, value in labels.items():
         _check_label_key(key)
-        if not LABEL_VALUE.match(value):
+        if not LABEL_VALUE.fullmatch(value):
             raise ValueError(f"label {key}={value!r}: not a valid label value")
         namespace = key.partition("/")[0] if "/" in key else ""
         if namespace == _NODE_ROLE_PREFIX:
@@ -306,7 +306,7 @@ def _check_node(node: NodeParams) -> None:
         _check_label_key(taint.key)
         if taint.effect not in TAINT_EFFECTS:
             raise ValueError(f"taint {taint.key}: effect {taint.effect!r} is not one of {TAINT_EFFECTS}")
-        if taint.value is not None and not LABEL_VALUE.match(taint.value):
+        if taint.value is not None and not LABEL_VALUE.fullmatch(taint.value):
             raise ValueError(f"taint {taint.key}: {taint.value!r} is not a valid taint value")
 
 

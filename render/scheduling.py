@@ -150,7 +150,7 @@ def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict[s
     require(os in OPERATING_SYSTEMS, f"{name}: os {os!r} is not one of {OPERATING_SYSTEMS}")
     require(os == "linux" or role == "worker", f"{name}: a Windows node can only be a worker")
     for key, value in ((ZONE_LABEL, zone), (DISTRO_LABEL, distro)):
-        require(bool(value) and bool(LABEL_VALUE.match(value)), f"{name}: {key}={value!r} is not a label value")
+        require(bool(value) and bool(LABEL_VALUE.fullmatch(value)), f"{name}: {key}={value!r} is not a label value")
     # Our distro keys name the OS family (win2019/win2022 vs ubuntu22/rocky9/centos7): a mismatch means
     # the caller mixed up two nodes, and would put the node in the wrong distro affinity.
     require(distro.startswith("win") == (os == "windows"), f"{name}: distro {distro!r} does not run {os}")

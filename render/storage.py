@@ -211,7 +211,7 @@ def _check_nfs(p: NfsParams) -> None:
 def _check_longhorn(p: LonghornParams) -> None:
     require(len(p.zones) >= 1 and len(set(p.zones)) == len(p.zones), f"zones {p.zones} must be non-empty and unique")
     for zone in p.zones:
-        require(bool(zone) and bool(LABEL_VALUE.match(zone)), f"zone {zone!r} is not a label value")
+        require(bool(zone) and bool(LABEL_VALUE.fullmatch(zone)), f"zone {zone!r} is not a label value")
     require(isinstance(p.replicas, int) and p.replicas >= 1, "longhorn replicas must be >= 1")
     # replicaZoneSoftAntiAffinity=false forbids two replicas of a volume in one zone, so more replicas
     # than zones could never all be scheduled and every volume would stay degraded.

@@ -3,8 +3,8 @@ yaml-language-server) and the configuration reference (docs/configuration.md), b
 and their descriptions (the docstring under each field) and config.secret_keys; and the compatibility matrix
 (docs/compatibility.md, tools/compatibility.py) from config.compat. tests/test_docs.py fails when any is stale.
 
-    python -m tools.docs            # rewrite both
-    python -m tools.docs --check    # exit 1 if either differs from what the model says
+    python -m tools.docs            # rewrite all three
+    python -m tools.docs --check    # exit 1 if any differs from what the model and the matrix say
 """
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def is_max_unavailable(value: object) -> bool:
         return False
     if isinstance(value, int):
         return 1 <= value <= MAX_UNAVAILABLE_NODES
-    return isinstance(value, str) and bool(_MAX_UNAVAILABLE_SHARE.match(value))
+    return isinstance(value, str) and bool(_MAX_UNAVAILABLE_SHARE.fullmatch(value))
 
 
 # A POSIX login name as useradd takes it by default (shadow-utils NAME_REGEX).
