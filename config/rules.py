@@ -21,6 +21,7 @@ from vocab.namespaces import check_namespace, parse_quantity, quota
 from vocab.time_zones import windows_time_zone
 
 from . import compat
+from .endpoints import endpoints, url_host_port
 from .model import DEFAULT_MTU, READ_HOST_KEY, HypervHostSpec, LinuxNodeSpec, ProxmoxNodeSpec, Spec, StackSpec, VlanSpec, WindowsNodeSpec
 
 Severity = Literal["error", "warning"]
@@ -574,10 +575,6 @@ def control_plane_size(spec: StackSpec) -> Iterator[Problem]:
                                               "2048 or more", "warning")
 
 
-def _url_host(url: str) -> str:
-    return url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[0]
-
-
 def _loopback(host: str | IPv4Address) -> bool:
     if isinstance(host, IPv4Address):
         return host.is_loopback
@@ -603,7 +600,7 @@ def no_loopback_targets(spec: StackSpec) -> Iterator[Problem]:
     if spec.etcd_backup is not None:
         targets.append(("etcdBackup.nfsServer", spec.etcd_backup.nfs_server, "the NFS server's address or DNS name"))
     for index, mirror in enumerate(spec.registry.mirrors):
-        mirror_host = _url_host(mirror.endpoint)
+        mirror_host = url_host_port(mirror.endpoint)[0]
         targets.append((f"registry.mirrors[{index}].endpoint", mirror_host, "the mirror's address or DNS name"))
     for path, target, fix in targets:
         if _loopback(target):
@@ -1209,30 +1206,11 @@ def private_host(host: str) -> bool:
 def private_endpoints_have_a_ca(spec: StackSpec) -> Iterator[Problem]:
     """An HTTPS endpoint of a private name or address is checked against the CA the stack gives for it: the system's
     CAs cannot have issued its certificate, and skipping the check is not offered."""
-    endpoints: list[tuple[str, str, bool, bool]] = []    # (path of its CA field, host, over TLS, CA given)
-    if spec.backup is not None:
-        for key in ("primary", "offsite", "recover_from"):
-            store = getattr(spec.backup, key)
-            if store is not None:
-                camel = "recoverFrom" if key == "recover_from" else key
-                endpoints.append((f"backup.{camel}.caCertificate", _url_host(store.endpoint),
-                                  store.endpoint.startswith("https://"), store.ca_certificate is not None))
-    logs = spec.observability.logs if spec.observability is not None else None
-    if logs is not None:
-        endpoints.append(("observability.logs.caCertificate", logs.host, logs.tls, logs.ca_certificate is not None))
-    if spec.tracing is not None:
-        endpoints.append(("tracing.caCertificate", spec.tracing.endpoint.rsplit(":", 1)[0], not spec.tracing.insecure,
-                          spec.tracing.ca_certificate is not None))
-    for index, mirror in enumerate(spec.registry.mirrors):
-        endpoints.append((f"registry.mirrors[{index}].caCertificate", _url_host(mirror.endpoint),
-                          mirror.endpoint.startswith("https://"), mirror.ca_certificate is not None))
-    if spec.tls is not None and spec.tls.acme is not None:
-        endpoints.append(("tls.acme.caCertificate", _url_host(spec.tls.acme.server), True,
-                          spec.tls.acme.ca_certificate is not None))
-    for path, host, over_tls, has_ca in endpoints:
-        if over_tls and not has_ca and private_host(host):
-            yield Problem(path, f"{host} is a private name or address, which no public CA certifies: give the PEM "
-                                "certificate of the CA that signed its HTTPS certificate")
+    for endpoint in endpoints(spec):
+        if endpoint.tls and endpoint.ca_certificate is None and private_host(endpoint.host):
+            yield Problem(f"{endpoint.key}.caCertificate", f"{endpoint.host} is a private name or address, which no "
+                                                           "public CA certifies: give the PEM certificate of the CA that "
+                                                           "signed its HTTPS certificate")
 
 
 @rule("observability", "storage")

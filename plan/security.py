@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from config.endpoints import url_host_port
 from config.model import StackSpec
 from render import (
     backup,
@@ -217,11 +217,6 @@ def _literal_address(host: str) -> str | None:
         return None
 
 
-def _endpoint_port(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-
-
 def network_policy_plan(spec: StackSpec) -> NetworkPolicyPlan | None:
     """The infrastructure protection and the application namespaces' ingress; None with networkPolicy off."""
     if not spec.security.network_policy.enabled:
@@ -316,7 +311,7 @@ def _allowed_flows(spec: StackSpec, protected: list[str]) -> list[AllowedFlow]:
                   ("backup-recovery", spec.backup.recover_from)]
         for name, store in stores:
             if store is not None:
-                host, port = _endpoint_port(store.endpoint)
+                host, port = url_host_port(store.endpoint)
                 flows += _flow(name, backup.NAMESPACE, None, host, "TCP", (port,),
                                "Velero writes to the S3 store", protected)
     if spec.tracing is not None:
@@ -324,7 +319,7 @@ def _allowed_flows(spec: StackSpec, protected: list[str]) -> list[AllowedFlow]:
         flows += _flow("trace-export", tracing.NAMESPACE, None, host, "TCP", (int(trace_port),),
                        "the OpenTelemetry Collector exports traces to the backend", protected)
     if spec.tls is not None and spec.tls.acme is not None:
-        host, port = _endpoint_port(spec.tls.acme.server)
+        host, port = url_host_port(spec.tls.acme.server)
         flows += _flow("acme", "cert-manager", None, host, "TCP", (port,),
                        "cert-manager orders certificates from the ACME server", protected)
     return flows

@@ -59,7 +59,7 @@ from typing import Any
 
 import yaml
 
-from vocab.checks import DNS_SUBDOMAIN, LABEL_VALUE, check_image
+from vocab.checks import DNS_SUBDOMAIN, LABEL_VALUE, check_image, is_ip_address
 
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
@@ -193,17 +193,9 @@ def _split_host_port(endpoint: str) -> tuple[str, int]:
         raise ValueError(f"endpoint {endpoint!r} must be host:port")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    if not (_is_ip(host) or DNS_SUBDOMAIN.match(host)):
+    if not (is_ip_address(host) or DNS_SUBDOMAIN.match(host)):
         raise ValueError(f"endpoint {endpoint!r}: {host!r} is neither an IP address nor a DNS name")
     return host, int(port)
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _check_cluster(cluster: ClusterParams) -> None:
@@ -255,7 +247,7 @@ def _check_cluster(cluster: ClusterParams) -> None:
     if not cluster.cert_sans:
         raise ValueError("cert_sans must name at least the API endpoint")
     for san in cluster.cert_sans:
-        if not (_is_ip(san) or DNS_SUBDOMAIN.match(san)):
+        if not (is_ip_address(san) or DNS_SUBDOMAIN.match(san)):
             raise ValueError(f"cert SAN {san!r} is neither an IP address nor a DNS name")
     if len(set(cluster.cert_sans)) != len(cluster.cert_sans):
         raise ValueError(f"cert_sans has duplicates: {cluster.cert_sans}")
@@ -293,7 +285,7 @@ def _check_labels(labels: dict[str, str]) -> None:
 def _check_node(node: NodeParams) -> None:
     if not DNS_SUBDOMAIN.match(node.name):
         raise ValueError(f"node name {node.name!r} is not a lowercase DNS name")
-    if not _is_ip(node.advertise_address):
+    if not is_ip_address(node.advertise_address):
         raise ValueError(f"advertise_address {node.advertise_address!r} is not an IP address")
     if not node.cri_socket.startswith(CRI_SOCKET_PREFIXES):
         raise ValueError(f"cri_socket {node.cri_socket!r} must be a unix:// or npipe:// URL")

@@ -28,7 +28,8 @@ class TlsTarget:
 
 
 def bash_command(script: str) -> str:
-    """The exec string for a bash probe, whatever the user's login shell: `bash -c '<script>'`."""
+    """The exec string for a bash probe, whatever the user's login shell: `bash -c '<script>'`, as the SSH user (not
+    render.shell.bash_command, which runs its script as root under sudo: the probes read what that user may do)."""
     return "bash -c " + shlex.quote(script)
 
 

@@ -39,6 +39,7 @@ from tools.mock.program import (
     run_program,
 )
 from tools.mock.providers import new_host_key
+from tools.synth import plain
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"
@@ -336,18 +337,6 @@ def graph_row(nodes: int, recording: Recording) -> dict:
     }
 
 
-def _plain(value: object) -> object:
-    """A recorded input as plain data: secrets unwrapped, unknowns as null, anything else not JSON as its text."""
-    value = getattr(value, "value", value) if type(value).__name__ == "Secret" else value
-    if type(value).__name__ == "Unknown":
-        return None
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
-
-
 BARE_TYPE = "bench:index:Bare"
 
 
@@ -394,7 +383,8 @@ def measure_one(nodes: int, default_gc: bool = False, dump: Path | None = None) 
     peak_rss_mib = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     if dump is not None:
         # Every resource the program registers, as custom ones carrying its inputs (a component's are its own).
-        dump.write_text(json.dumps([{"inputs": _plain(r.inputs)} for r in recording.resources]))
+        dump.write_text(json.dumps([{"inputs": plain(r.inputs, secret=lambda s: plain(s.value))}
+                                    for r in recording.resources]))
     return {
         "graph": graph_row(nodes, recording),
         "timing": {"nodes": nodes, "resources": len(recording.resources), "default_gc": default_gc,

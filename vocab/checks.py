@@ -206,6 +206,15 @@ def is_openpgp_public_key(value: str) -> bool:
         return False
 
 
+def is_ip_address(value: str) -> bool:
+    """An IPv4 or IPv6 address literal (not a name)."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
 def is_host(value: str) -> bool:
     """An IPv4 address or a host name (HOST_NAME)."""
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from config.model import StackSpec
+from config.secret_keys import SECRETS
 from tools.preflight import hosts, network, proxmox_api, ssh
 from tools.preflight.results import FAIL, WARN, Progress, Result, report
 from tools.synth import add_stack_arguments, read_stack
@@ -57,11 +58,7 @@ def _text(value: str) -> str:
 
 def read_access(spec: StackSpec, stack: str | None) -> tuple[hosts.Access, list[str]]:
     """The SSH secrets the stack's hosts need, and a line for each saying where it came from."""
-    wanted = ["proxmoxSshPrivateKey"]
-    if spec.nodes.windows:
-        wanted.append("hypervSshPassword" if spec.hyperv.auth == "password" else "hypervSshPrivateKey")
-    if spec.access.bastion is not None:
-        wanted.append("bastionSshPrivateKey")
+    wanted = [key for key in hosts.SSH_SECRETS if SECRETS[key].needed(spec)]
     found: dict[str, str] = {}
     missing: dict[str, str] = {}
     lines = []

@@ -12,11 +12,14 @@ from typing import Any
 
 from config.compat import WINDOWS
 from config.model import READ_HOST_KEY, HypervHostSpec, ProxmoxNodeSpec, StackSpec
+from config.secret_keys import SECRETS
 from render.preflight import hyperv_host_probe, proxmox_node_probe
 from tools.preflight import ssh
+from tools.preflight.proxmox_api import GIB
 from tools.preflight.results import FAIL, PASS, WARN, Result
 
-GIB = 1024 ** 3
+# The secrets the preflight signs in with, where the stack needs them (config/secret_keys.py says when).
+SSH_SECRETS = ("proxmoxSshPrivateKey", "hypervSshPrivateKey", "hypervSshPassword", "bastionSshPrivateKey")
 POWERSHELL = r"C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe"
 # Runs under cmd.exe and PowerShell alike (reg.exe), so it reads DefaultShell whichever it is.
 READ_DEFAULT_SHELL = r"reg query HKLM\SOFTWARE\OpenSSH /v DefaultShell"
@@ -159,7 +162,8 @@ def _hyperv_endpoint(host: HypervHostSpec, access: Access) -> ssh.Endpoint:
 
 
 def _secret(spec: StackSpec) -> str:
-    return "hypervSshPassword" if spec.hyperv.auth == "password" else "hypervSshPrivateKey"
+    """The Hyper-V hosts' sign-in secret the stack needs (config/secret_keys.py)."""
+    return next(key for key in ("hypervSshPrivateKey", "hypervSshPassword") if SECRETS[key].needed(spec))
 
 
 def check_hyperv_host(spec: StackSpec, host: HypervHostSpec, access: Access, mount_images: bool,

@@ -6,17 +6,17 @@ NTP and the endpoints are reached through the Proxmox node's own routes, which m
 stack here; the probes (render/preflight.py) only ask, and this module judges their answers."""
 from __future__ import annotations
 
-import ipaddress
 import json
 import re
-import urllib.parse
 from collections.abc import Callable, Collection
 from typing import Any
 
+from config.endpoints import endpoints, url_host_port
 from config.model import ProxmoxNodeSpec, StackSpec
 from render.preflight import DNS_PORT, TlsTarget, network_probe
 from tools.preflight import ssh
 from tools.preflight.results import FAIL, PASS, WARN, Result
+from vocab.checks import is_ip_address
 
 # A public name every site must resolve: the Windows nodes download Kubernetes' binaries from dl.k8s.io
 # (render/windows_bootstrap.py).
@@ -37,61 +37,29 @@ _REPLY = re.compile(r"(?:reply|request) from (\S+) \[([0-9A-Fa-f:]{17})\]", re.I
 _OFFSET = re.compile(r"System clock wrong by (-?[0-9.]+) seconds")
 
 
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def _url_target(what: str, url: str, ca: str | None, trust: str = "only") -> TlsTarget:
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or ""
-    tls = parts.scheme == "https"
-    return TlsTarget(what, host, host, parts.port or (443 if tls else 80), ca or "", trust if tls else "tcp")
-
-
 def tls_targets(spec: StackSpec) -> list[TlsTarget]:
-    """Every endpoint outside the cluster the stack sends its nodes or pods to, with the CA it trusts for each."""
-    # containerd adds a mirror's CA to the system's pool; the other clients trust the configured CA alone (Fluent Bit's
-    # tls.ca_file, the collector's ca_file without include_system_ca_certs_pool), and so does this check for them.
-    targets = [_url_target(f"registry.mirrors[{i}] ({m.upstream})", m.endpoint, m.ca_certificate, trust="pool")
-               for i, m in enumerate(spec.registry.mirrors)]
-    logs = spec.observability.logs if spec.observability is not None else None
-    if logs is not None:
-        targets.append(TlsTarget("observability.logs", logs.host, logs.host, logs.port, logs.ca_certificate or "",
-                                 "only" if logs.tls else "tcp"))
-    if spec.tracing is not None:
-        host, port = spec.tracing.endpoint.rsplit(":", 1)
-        targets.append(TlsTarget("tracing.endpoint", host, host, int(port), spec.tracing.ca_certificate or "",
-                                 "tcp" if spec.tracing.insecure else "only"))
-    if spec.backup is not None:
-        for key in ("primary", "offsite", "recover_from"):
-            store = getattr(spec.backup, key)
-            if store is not None:
-                targets.append(_url_target(f"backup.{_camel(key)}", store.endpoint, store.ca_certificate))
-    if spec.tls is not None and spec.tls.acme is not None:
-        targets.append(_url_target("tls.acme.server", spec.tls.acme.server, spec.tls.acme.ca_certificate))
+    """Every endpoint outside the cluster the stack names (config/endpoints.py), with the CA it trusts for each."""
+    targets = []
+    for endpoint in endpoints(spec):
+        # containerd adds a mirror's CA to the system's pool; the other clients trust the configured CA alone (Fluent
+        # Bit's tls.ca_file, the collector's ca_file without include_system_ca_certs_pool), and so does this check.
+        trust = ("pool" if endpoint.key.startswith("registry.mirrors") else "only") if endpoint.tls else "tcp"
+        targets.append(TlsTarget(endpoint.key, endpoint.host, endpoint.host, endpoint.port,
+                                 endpoint.ca_certificate or "", trust))
     # One handshake per endpoint, whichever keys name it.
     return list({(t.host, t.port, t.ca, t.trust): t for t in targets}.values())
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(word.title() for word in rest)
 
 
 def dns_names(spec: StackSpec) -> list[str]:
     """The public name, then every host name (not an address) the stack names, in the order the stack names them."""
     names = [PUBLIC_NAME, *spec.ntp_servers, *(t.host for t in tls_targets(spec))]
-    proxmox = urllib.parse.urlsplit(spec.proxmox.endpoint).hostname or ""
+    proxmox = url_host_port(spec.proxmox.endpoint)[0]
     names.append(proxmox)
     if spec.etcd_backup is not None:
         names.append(spec.etcd_backup.nfs_server)
     if spec.access.bastion is not None:
         names.append(spec.access.bastion.host)
-    return [n for n in dict.fromkeys(names) if n and not _is_address(n)]
+    return [n for n in dict.fromkeys(names) if n and not is_ip_address(n)]
 
 
 def node_addresses(spec: StackSpec) -> dict[str, str]:
