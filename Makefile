@@ -16,12 +16,13 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed
 
-# cloud-init and nft are not on PyPI: the tests validate user-data and the nodes' nftables rules with Debian's packages.
+# cloud-init, nft and Perl's Net::DNS are not on PyPI: the tests validate user-data and the nodes' nftables rules with
+# Debian's packages, and the preflight's DNS probe runs with the Net::DNS a Proxmox node has (libnet-dns-perl).
 tools:
-	@command -v cloud-init >/dev/null && command -v nft >/dev/null || { \
-	  echo "installing Debian's cloud-init and nftables (for 'cloud-init schema' and 'nft --check')"; \
+	@command -v cloud-init >/dev/null && command -v nft >/dev/null && perl -MNet::DNS -e 1 2>/dev/null || { \
+	  echo "installing Debian's cloud-init, nftables and libnet-dns-perl (for 'cloud-init schema', 'nft --check', the DNS probe)"; \
 	  SUDO=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init nftables >/dev/null; }
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq cloud-init nftables libnet-dns-perl >/dev/null; }
 
 test: $(VENV)/.installed tools
 	$(PY) -m pytest -q -n auto -m "not slow"
