@@ -30,6 +30,7 @@ from components.version_pin import KubernetesVersionPin
 from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
+from plan.cluster import cluster_plan
 from plan.nodes import control_plane_settings
 from plan.platform import (
     backup_plan,
@@ -71,12 +72,13 @@ identity = ClusterIdentity(spec.cluster.name)
 # touched before it has accepted the plan.
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
 # Refuses, at preview, machine changes that would collide with a removal or cannot be applied in one run.
-machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", spec)
-machines = Machines(spec.cluster.name, spec, secrets, guards=(identity, version_pin, machines_guard))
-cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", spec, machines, version_pin)
-etcd_backups = EtcdBackups(f"{spec.cluster.name}-etcd-backup", spec, machines, cluster.node_ready, secrets.etcd_offsite)
+planned = cluster_plan(spec)
+machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", planned)
+machines = Machines(spec.cluster.name, planned.machines, secrets, guards=(identity, version_pin, machines_guard))
+cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", planned, machines, version_pin)
+etcd_backups = EtcdBackups(f"{spec.cluster.name}-etcd-backup", planned, machines, cluster.node_ready, secrets.etcd_offsite)
 network = ClusterNetwork(f"{spec.cluster.name}-network", calico_params(spec), cluster.provider)
-windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", spec, machines, cluster.access,
+windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", planned, machines, cluster.access,
                        after=network.windows_prerequisites, lanes=cluster.session_lane_of,
                        lane_steps=cluster.session_steps)
 node_ready = {**cluster.node_ready, **windows.node_ready}
@@ -91,15 +93,15 @@ if resource_metrics is not None:
     approver_of = KubeletServingApprover(f"{spec.cluster.name}-kubelet-serving-approver", resource_metrics,
                                          cluster.provider, machines, node_ready).by_node
 approver = list(approver_of.values())
-upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", spec, machines, cluster.access, node_ready, after=approver)
+upgrade = KubernetesUpgrade(f"{spec.cluster.name}-upgrade", planned, machines, cluster.access, node_ready, after=approver)
 # The version every node reached: it moves only once the upgrade chain has succeeded, so after a failed
 # upgrade the next preview measures a version change from what the nodes still run (its check is the pin's).
 upgraded = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version-upgraded", spec.cluster.kubernetes_version,
                                 opts=pulumi.ResourceOptions(depends_on=upgrade.done))
 # VM settings that take effect at a restart, applied node by node once no upgrade is draining a node.
-restarts = LinuxNodeRestarts(f"{spec.cluster.name}-restarts", spec, machines, cluster.access,
+restarts = LinuxNodeRestarts(f"{spec.cluster.name}-restarts", planned, machines, cluster.access,
                              machines.proxmox_connections, after=upgrade.done)
-certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", spec, machines, cluster.access, after=upgrade.done,
+certificates = CertificateExpiry(f"{spec.cluster.name}-certificates", planned, machines, cluster.access, after=upgrade.done,
                                  provider_credential=cluster.provider_credential_expiry)
 windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy", windows_kube_proxy_plan(spec),
                                       cluster.provider, network,
@@ -115,7 +117,7 @@ MemberLocks(f"{spec.cluster.name}-member-locks", [n.name for n in spec.nodes.con
 # The kubelets' configuration (serving certificates from the cluster CA with resourceMetrics, the hardening), rolled onto
 # the nodes that joined before in waves after the upgrade's and the restarts' (each restarts kubelets); metrics-server
 # once every kubelet serves a certificate it can verify.
-kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.name}-kubelet-serving", spec, machines,
+kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.name}-kubelet-serving", planned, machines,
                          after=[*node_ready.values(), *restarts.done, *approver])
 # The control plane's settings (security): encryption key, the API servers' files and flags, one control-plane node at a
 # time, once no rolling operation of this run takes a node's components down (a certificate renewal round included).

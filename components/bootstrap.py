@@ -20,19 +20,8 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
-from config.model import LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from plan.nodes import (
-    api_endpoint,
-    cluster_params,
-    etcd_backup_params,
-    kube_vip_manifest,
-    node_params,
-    replica_store,
-    windows_params,
-)
-from plan.rollout import session_lanes
-from plan.security import control_plane_hardening, encryption_key, kubelet_config_settings
-from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, security, windows_bootstrap
+from plan.cluster import ClusterPlan, NodePlan
+from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
 from render.kubeconfig import point_at_server
 from render.kubelet_config import render_kubelet_config_sync
@@ -68,7 +57,7 @@ class SessionLane:
 class LinuxNodeJoin(pulumi.ComponentResource):
     """One Linux node's membership: a fresh join credential, the join (reset on delete), the drain."""
 
-    def __init__(self, name: str, spec: StackSpec, machine: ProxmoxLinuxNode, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machine: ProxmoxLinuxNode, access: ControlPlaneAccess,
                  control_plane: bool, after: Sequence[pulumi.Resource] = (), lane: SessionLane | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:LinuxNodeJoin", name, None, opts)
@@ -78,7 +67,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
         credentials = join_credentials(name, access, control_plane, machine.instance,
                                        [machine.ready, *after, *(lane.credentials if lane else ())], self)
         self.credentials = credentials
-        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node, control_plane))
+        join_config = kubeadm.render_join_config(cluster.params, node.kubeadm)
         # Secret by construction, not only through the engine's additional_secret_outputs. Typed here: mypy infers
         # Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
         join_stdin: pulumi.Output[str] = pulumi.Output.secret(credentials.stdout.apply(lambda line: f"{line}\n"))
@@ -87,7 +76,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
             connection=machine.connection,
             create=bash_command(linux_bootstrap.render_join(
                 join_config, control_plane=control_plane,
-                kube_vip_manifest=kube_vip_manifest(spec, first_control_plane=False) if control_plane else None)),
+                kube_vip_manifest=cluster.kube_vip_join if control_plane else None)),
             delete=bash_command(linux_bootstrap.render_reset(node.name, kubeadm.etcd_pod(node.name) if control_plane else None)),
             stdin=join_stdin,
             logging=command.remote.Logging.STDERR,
@@ -97,7 +86,7 @@ class LinuxNodeJoin(pulumi.ComponentResource):
                                  delete_before_replace=True),
         )
         self.drain = node_drain(name, node, access, self.join, etcd_pod, self, lane.ready if lane else (),
-                                replica_store(spec, control_plane))
+                                node.replica_store)
         mark_lost(name, node, access, self.drain, etcd_pod, self)
         self.node_name = node.name
         self.register_outputs({"node": node.name, "joined": self.join.id})
@@ -106,12 +95,12 @@ class LinuxNodeJoin(pulumi.ComponentResource):
 class WindowsNodeJoin(pulumi.ComponentResource):
     """One Windows node: guest preparation, a fresh join credential, the join (reset on delete), the drain."""
 
-    def __init__(self, name: str, spec: StackSpec, machine: HypervWindowsNode, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machine: HypervWindowsNode, access: ControlPlaneAccess,
                  after: Sequence[pulumi.Resource] = (), lane: SessionLane | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:WindowsNodeJoin", name, None, opts)
         node = machine.node
-        params = windows_params(spec, node)
+        params = node.params
         password_line = machine.password_line
         # After the VM converge and, with windows.activation, the guest's activation.
         previous: pulumi.Resource = machine.ready
@@ -140,7 +129,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         credentials = join_credentials(name, access, False, machine.instance,
                                        [previous, *after, *(lane.credentials if lane else ())], self)
         self.credentials = credentials
-        join_config = kubeadm.render_join_config(cluster_params(spec), node_params(spec, node))
+        join_config = kubeadm.render_join_config(cluster.params, node.kubeadm)
         # Typed here: mypy infers Output.secret's type argument only with an expected type (Command's __init__ is overloaded).
         join_stdin: pulumi.Output[str] = pulumi.Output.secret(
             pulumi.Output.all(machine.admin_password, credentials.stdout).apply(lambda s: f"{s[0]}\n{s[1]}\n"))
@@ -161,7 +150,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
         self.register_outputs({"node": node.name, "joined": self.join.id})
 
 
-def mark_lost(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess, drain: pulumi.Resource,
+def mark_lost(name: str, node: NodePlan, access: ControlPlaneAccess, drain: pulumi.Resource,
               etcd_pod: str | None, parent: pulumi.Resource) -> command.remote.Command | None:
     """For a node declared `lost`: on the first control-plane node, take it out of service (the
     non-graceful node shutdown taint), after refusing if it is still Ready, and remove a control-plane
@@ -214,7 +203,7 @@ def node_registration(name: str, node_name: str, access: ControlPlaneAccess, mac
     )
 
 
-def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: ControlPlaneAccess,
+def node_drain(name: str, node: NodePlan, access: ControlPlaneAccess,
                join: command.remote.Command, etcd_pod: str | None, parent: pulumi.Resource,
                after: Sequence[pulumi.Resource] = (), longhorn_namespace: str | None = None) -> command.remote.Command:
     """Waits until the joined node is Ready; on delete drains it (checking etcd quorum first for a control-plane node;
@@ -233,12 +222,12 @@ def node_drain(name: str, node: LinuxNodeSpec | WindowsNodeSpec, access: Control
     )
 
 
-def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[ProxmoxLinuxNode],
+def certificate_renewal(name: str, cluster: ClusterPlan, control_plane: Sequence[ProxmoxLinuxNode],
                         node_ready: dict[str, pulumi.Resource], parent: pulumi.Resource) -> list[pulumi.Resource]:
     """The renewal round `cluster.certificateRenewal` names, on each control-plane node in turn (each
     restarts its control-plane Pods; etcd keeps quorum). No round configured: nothing. Renewed
     certificates stay when the round is removed, so there is nothing to undo on delete."""
-    label = spec.cluster.certificate_renewal
+    label = cluster.certificate_renewal
     if label is None:
         return []
     previous: list[pulumi.Resource] = [node_ready[m.node.name] for m in control_plane]
@@ -246,7 +235,7 @@ def certificate_renewal(name: str, spec: StackSpec, control_plane: Sequence[Prox
     for machine in (m for m in control_plane if not m.node.lost):
         # The quorum check lets the only member of a single-member cluster restart (its API is down meanwhile).
         script = bash_command(linux_bootstrap.render_renew_certificates(
-            machine.node.name, label, etcd_pod=kubeadm.etcd_pod(machine.node.name), kube_vip=spec.cluster.api_vip is not None))
+            machine.node.name, label, etcd_pod=kubeadm.etcd_pod(machine.node.name), kube_vip=cluster.kube_vip))
         previous = [command.remote.Command(
             f"{name}-{machine.node.name}-certificate-renewal",
             connection=machine.connection,
@@ -262,21 +251,21 @@ class EtcdBackups(pulumi.ComponentResource):
     """Scheduled etcd snapshots on every control-plane node (`etcdBackup`), installed once the node is
     Ready, removed with the node or the setting; the stored snapshots outlive both."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, node_ready: dict[str, pulumi.Resource],
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, node_ready: dict[str, pulumi.Resource],
                  offsite_credentials: tuple[pulumi.Output[str], pulumi.Output[str]] | None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:EtcdBackups", name, None, opts)
         self.schedules: dict[str, command.remote.Command] = {}
-        if spec.etcd_backup is not None:
+        if cluster.etcd_backups:
             # The off-site credentials reach the nodes on standard input only (render/etcd_backup.py render_install).
             pair = offsite_credentials
-            if (spec.backup is not None and spec.backup.offsite is not None) != (pair is not None):
+            if cluster.etcd_offsite != (pair is not None):
                 raise ValueError("etcdBackup with backup.offsite needs etcdOffsiteAccessKeyId and etcdOffsiteSecretAccessKey")
             stdin: pulumi.Output[str] | None = None
             if pair is not None:
                 stdin = pulumi.Output.secret(pulumi.Output.format("{0}\n{1}\n", pair[0], pair[1]))
             for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
-                params = etcd_backup_params(spec, machine.node.name)
+                params = cluster.etcd_backups[machine.node.name]
                 install = bash_command(etcd_backup.render_install(params))
                 self.schedules[machine.node.name] = (command.remote.Command(
                     f"{name}-{machine.node.name}",
@@ -302,7 +291,7 @@ class CertificateExpiry(pulumi.ComponentResource):
     renews them (init, a renewal round, an upgrade), as the stack output `certificateExpiry`
     ({node: {certificate: date}}): every node renews its own, so each is read on its node."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, access: ControlPlaneAccess,
                  after: Sequence[pulumi.Resource], provider_credential: pulumi.Output[str],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:CertificateExpiry", name, None, opts)
@@ -313,7 +302,7 @@ class CertificateExpiry(pulumi.ComponentResource):
                 connection=machine.connection,
                 create=bash_command(linux_bootstrap.render_certificate_expiry()),
                 logging=command.remote.Logging.STDERR,
-                triggers=[machine.instance, spec.cluster.certificate_renewal or "", spec.cluster.kubernetes_version],
+                triggers=[machine.instance, cluster.certificate_renewal or "", cluster.kubernetes_version],
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[access.init, *after]),
             )
         # And the Kubernetes provider's own credential, under PROVIDER_EXPIRY_KEY (no node has that name: it has a colon).
@@ -328,11 +317,11 @@ class KubeadmCluster(pulumi.ComponentResource):
     """kubeadm init, the Linux joins, the admin kubeconfig and the Kubernetes provider. Windows nodes join
     through WindowsJoins, declared once the cluster network they wait for exists."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, version_pin: pulumi.Resource,
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, version_pin: pulumi.Resource,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubeadmCluster", name, None, opts)
         first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
-        init_config = kubeadm.render_init_config(cluster_params(spec), node_params(spec, first.node, control_plane=True))
+        init_config = kubeadm.render_init_config(cluster.params, first.node.kubeadm)
         # kubeadm init runs once, at the version of that day; later versions reach the cluster through
         # `kubeadm upgrade` (components/upgrade.py), never by re-running init. It is keyed on nothing and
         # has no delete: a replacement (`--replace`, create before delete) would otherwise end in
@@ -344,9 +333,8 @@ class KubeadmCluster(pulumi.ComponentResource):
             f"{name}-init",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_init(
-                init_config, kube_vip_manifest(spec, first_control_plane=True),
-                hardening_files=security.control_plane_files(control_plane_hardening(spec)),
-                encryption_key=encryption_key(spec))),
+                init_config, cluster.kube_vip_init, hardening_files=cluster.hardening_files,
+                encryption_key=cluster.encryption_key)),
             logging=command.remote.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin],
                                         ignore_changes=["create", "connection"]),
@@ -354,7 +342,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         # The kubelet-config ConfigMap follows the stack (serverTLSBootstrap for `resourceMetrics`, the hardening) before any
         # node joins, so a node always joins with the stack's settings; nodes that joined before are moved in waves by
         # components/kubelet_config.py. A new cluster's init already uploaded it: the step then changes nothing.
-        sync = bash_command(render_kubelet_config_sync(kubelet_config_settings(spec)))
+        sync = bash_command(render_kubelet_config_sync(cluster.kubelet))
         kubelet_config = command.remote.Command(
             f"{name}-kubelet-config",
             connection=first.connection,
@@ -364,7 +352,7 @@ class KubeadmCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init]),
         )
         self.access = access = ControlPlaneAccess(connection=first.connection, init=self.init,
-                                                  kubeadm_api=cluster_params(spec).kubeadm_api,
+                                                  kubeadm_api=cluster.params.kubeadm_api,
                                                   etcd_pod=kubeadm.etcd_pod(first.node.name), kubelet_config=kubelet_config)
 
         # When each node is Ready; the first control-plane node has no join, so its wait stands alone
@@ -380,25 +368,25 @@ class KubeadmCluster(pulumi.ComponentResource):
         self.joins: list[LinuxNodeJoin] = []
         previous_control_plane: list[pulumi.Resource] = []
         for machine in other_control_plane:
-            join = LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, control_plane=True,
+            join = LinuxNodeJoin(f"{name}-{machine.node.name}", cluster, machine, access, control_plane=True,
                                  after=previous_control_plane, opts=pulumi.ResourceOptions(parent=self))
             previous_control_plane = [join.join]
             self.joins.append(join)
         # The workers' join credentials and readiness waits run on the first control-plane node in lanes, so it
         # never starts more SSH sessions at once than sshd admits (provisioning.controlPlaneSessions).
-        self.session_lane_of = session_lanes(spec)
+        self.session_lane_of = cluster.session_lanes
         self.session_steps: dict[str, SessionLane] = {}
         for machine in machines.linux_nodes:
             if machine.role == "worker":
                 before = self.session_lane_of[machine.node.name]
-                join = LinuxNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, control_plane=False,
+                join = LinuxNodeJoin(f"{name}-{machine.node.name}", cluster, machine, access, control_plane=False,
                                      lane=self.session_steps.get(before) if before else None,
                                      opts=pulumi.ResourceOptions(parent=self))
                 self.session_steps[machine.node.name] = SessionLane(credentials=(join.credentials,), ready=(join.drain,))
                 self.joins.append(join)
 
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
-        renewal = certificate_renewal(name, spec, [first, *other_control_plane], self.node_ready, self)
+        renewal = certificate_renewal(name, cluster, [first, *other_control_plane], self.node_ready, self)
         # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
         # it has finished (components/control_plane.py waits for it).
         self.certificate_renewal: list[pulumi.Resource] = list(renewal)
@@ -410,7 +398,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         # a new script, its logging) is ignored: pulumi-command's update would run the script again and issue a new
         # certificate for the same user in place, leaving the old one bound. It has no delete, so it never dials with
         # the connection it keeps. (`--replace` of it does the same: rotate with a new label, never that way.)
-        label = spec.cluster.provider_credential
+        label = cluster.provider_credential
         read = command.remote.Command(
             f"{name}-kubeconfig",
             connection=first.connection,
@@ -426,7 +414,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         )
         self.provider_credential_expiry: pulumi.Output[str] = pulumi.Output.unsecret(
             read.stdout.apply(linux_bootstrap.provider_credential_expiry))
-        self.api_server = f"https://{api_endpoint(spec)}"
+        self.api_server = f"https://{cluster.api_endpoint}"
         self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(read.stdout.apply(lambda text: point_at_server(text, self.api_server)))
         # With clusterIdentifier set and unchanged, pulumi-kubernetes replaces the provider only when it
         # changes: "the provider will _only_ be replaced when clusterIdentifier changes; all other changes to
@@ -435,7 +423,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         # in a preview (a renewal round) replaces the provider and, through it, every Kubernetes resource.
         # The cluster's name is its identity: it never changes for the life of the stack.
         self.provider = kubernetes.Provider(f"{name}-kubernetes", kubeconfig=self.kubeconfig,
-                                            cluster_identifier=spec.cluster.name,
+                                            cluster_identifier=cluster.name,
                                             opts=pulumi.ResourceOptions(parent=self))
         # Every other provider credential's binding deleted, once the provider has moved to this one (it depends on
         # the provider); again with each new credential. What it keeps is read from the credential the provider holds,
@@ -459,7 +447,7 @@ class KubeadmCluster(pulumi.ComponentResource):
 class WindowsJoins(pulumi.ComponentResource):
     """Every Windows node's join, in parallel, each after the cluster network's Windows prerequisites."""
 
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, access: ControlPlaneAccess,
                  after: Sequence[pulumi.Resource] = (), lanes: Mapping[str, str | None] | None = None,
                  lane_steps: Mapping[str, SessionLane] | None = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:WindowsJoins", name, None, opts)
@@ -468,7 +456,7 @@ class WindowsJoins(pulumi.ComponentResource):
         self.joins = []
         for machine in machines.windows_nodes:
             before = (lanes or {}).get(machine.node.name)
-            join = WindowsNodeJoin(f"{name}-{machine.node.name}", spec, machine, access, after=after,
+            join = WindowsNodeJoin(f"{name}-{machine.node.name}", cluster, machine, access, after=after,
                                    lane=steps.get(before) if before else None, opts=pulumi.ResourceOptions(parent=self))
             steps[machine.node.name] = SessionLane(credentials=(join.credentials,), ready=(join.drain,))
             self.joins.append(join)

@@ -7,7 +7,7 @@ import json
 import pulumi
 import pulumi_command as command
 
-from config.model import BastionSpec
+from plan.cluster import Bastion
 
 
 def ssh_connection(
@@ -18,7 +18,7 @@ def ssh_connection(
     host_key: pulumi.Input[str | None] | None = None,
     private_key: pulumi.Output[str] | None = None,
     password: pulumi.Output[str] | None = None,
-    bastion: BastionSpec | None = None,
+    bastion: Bastion | None = None,
     bastion_private_key: pulumi.Output[str] | None = None,
 ) -> command.remote.ConnectionArgs:
     """Connection arguments; the bastion, when configured, authenticates with its own key. With a host key

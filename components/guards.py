@@ -14,8 +14,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from config.model import StackSpec
-from plan.security import encryption_key
+from plan.cluster import ClusterPlan, MachinesPlan
 
 from .version_pin import KubernetesVersionPin, pin_failures
 
@@ -28,20 +27,20 @@ def version_pin_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     return [reason for _, reason in pin_failures(olds, news)]
 
 
-def machine_facts(spec: StackSpec) -> dict[str, Any]:
+def machine_facts(plan: ClusterPlan) -> dict[str, Any]:
     """What the machines guard compares between runs: per node, what identifies its machine (VM id,
     address, host), its size, and whether the stack prepares its removal."""
     nodes: dict[str, Any] = {}
-    for role, pool in (("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux)):
-        for node in pool:
-            nodes[node.name] = {"os": "linux", "role": role, "vmId": node.vm_id, "ip": str(node.ip),
-                                "host": node.proxmox_node, "cpu": node.cpu, "memoryMb": node.memory_mb,
-                                "diskGb": node.disk_gb, "retire": node.retire, "lost": node.lost}
-    for windows_node in spec.nodes.windows:
-        nodes[windows_node.name] = {"os": "windows", "role": "worker", "ip": str(windows_node.ip), "host": windows_node.hyperv_host,
+    for node in plan.machines.linux:
+        vm = node.vm
+        nodes[node.name] = {"os": "linux", "role": node.role, "vmId": vm.vm_id, "ip": node.ip, "host": vm.proxmox_node,
+                            "cpu": vm.cpu, "memoryMb": vm.memory_mb, "diskGb": vm.disk_gb, "retire": node.retire,
+                            "lost": node.lost}
+    for windows_node in plan.machines.windows:
+        nodes[windows_node.name] = {"os": "windows", "role": "worker", "ip": windows_node.ip, "host": windows_node.hyperv_host,
                                     "cpu": windows_node.cpu, "memoryMb": windows_node.memory_mb, "diskGb": windows_node.disk_gb,
                                     "retire": windows_node.retire, "lost": windows_node.lost}
-    return {FIRST_KEY: spec.nodes.control_plane[0].name, NODES_KEY: nodes, ENCRYPTION_KEY: encryption_key(spec)}
+    return {FIRST_KEY: plan.machines.linux[0].name, NODES_KEY: nodes, ENCRYPTION_KEY: plan.encryption_key}
 
 
 def _number(value: Any) -> Any:
@@ -182,8 +181,8 @@ class MachinesGuard(Resource, module="hybrid", name="MachinesGuard"):
     collide with a machine being removed, move the first control-plane node, remove an unprepared
     control-plane node, or resize a disk together with CPU or memory."""
 
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(MachinesGuardProvider(), name, machine_facts(spec), opts)
+    def __init__(self, name: str, plan: ClusterPlan, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(MachinesGuardProvider(), name, machine_facts(plan), opts)
 
 
 class ClusterIdentityProvider(_CheckedProvider):
@@ -211,19 +210,20 @@ class MachineReservation(Resource, module="hybrid", name="MachineReservation"):
         super().__init__(MachineReservationProvider(), name, {HOLDER_KEY: holder, "what": what, "value": value}, opts)
 
 
-def machine_reservations(cluster: str, spec: StackSpec, parent: pulumi.Resource) -> dict[str, tuple[pulumi.Resource, ...]]:
+def machine_reservations(plan: MachinesPlan, parent: pulumi.Resource) -> dict[str, tuple[pulumi.Resource, ...]]:
     """Per node, the reservations of its VM id (Linux) and address: one resource per value, named after it."""
     opts = pulumi.ResourceOptions(parent=parent)
+    cluster = plan.cluster_name
 
-    def address(name: str, ip: object) -> MachineReservation:
-        return MachineReservation(f"{cluster}-address-{str(ip).replace('.', '-')}", name, "address", str(ip), opts)
+    def address(name: str, ip: str) -> MachineReservation:
+        return MachineReservation(f"{cluster}-address-{ip.replace('.', '-')}", name, "address", ip, opts)
 
     reservations: dict[str, tuple[pulumi.Resource, ...]] = {}
-    for node in spec.linux_nodes:
+    for node in plan.linux:
         reservations[node.name] = (
-            MachineReservation(f"{cluster}-vm-id-{node.vm_id}", node.name, "VM id", node.vm_id, opts),
+            MachineReservation(f"{cluster}-vm-id-{node.vm.vm_id}", node.name, "VM id", node.vm.vm_id, opts),
             address(node.name, node.ip))
-    for windows_node in spec.nodes.windows:
+    for windows_node in plan.windows:
         reservations[windows_node.name] = (address(windows_node.name, windows_node.ip),)
     return reservations
 

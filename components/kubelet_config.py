@@ -23,10 +23,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_command as command
 
-from config.model import StackSpec
-from plan.nodes import windows_params
-from plan.rollout import rollout
-from plan.security import kubelet_config_settings
+from plan.cluster import ClusterPlan
 from render import kubelet_config, windows_bootstrap
 
 from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
@@ -37,16 +34,16 @@ _FORMER_TYPE = "hybrid:bootstrap:KubeletServing"
 
 
 class KubeletConfig(pulumi.ComponentResource):
-    def __init__(self, name: str, former_name: str, spec: StackSpec, machines: Machines, after: Sequence[pulumi.Resource],
+    def __init__(self, name: str, former_name: str, cluster: ClusterPlan, machines: Machines, after: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         former_parent = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{_FORMER_TYPE}::{former_name}"
         super().__init__("hybrid:bootstrap:KubeletConfig", name, None, pulumi.ResourceOptions.merge(
             opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(name=former_name, type_=_FORMER_TYPE)])))
-        settings = kubelet_config_settings(spec)
+        settings = cluster.kubelet
         by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
         by_name.update({m.node.name: m for m in machines.windows_nodes})
         self.steps: list[command.remote.Command] = []
-        plan = rollout(spec)
+        plan = cluster.rollout
 
         def node_config(wave_index: int, node_name: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
             machine = by_name[node_name]
@@ -54,7 +51,7 @@ class KubeletConfig(pulumi.ComponentResource):
                 render = functools.partial(kubelet_config.render_kubelet_config_node, node_name, settings)
             else:
                 render = functools.partial(windows_bootstrap.render_kubelet_config,
-                                           windows_params(spec, machine.node), settings)
+                                           machine.node.params, settings)
             reach = node_step(machine)
             text = for_machine(render, reach.encode, machine.instance)
             step = command.remote.Command(

@@ -1,4 +1,4 @@
-"""What a node's lifecycle flags (`retire`, `lost`: config.model.NodeSpec) do to the resources declared for
+"""What a node's lifecycle flags (`retire`, `lost`: plan.cluster.NodePlan) do to the resources declared for
 it. A delete runs the inputs and options the state holds (tools/mock/engine.py), so each flag takes effect in
 one `pulumi up` and the node's removal from the stack in the next.
 """
@@ -8,14 +8,14 @@ from collections.abc import Collection, Mapping, Sequence
 
 import pulumi
 
-from config.model import NodeSpec
+from plan.cluster import NodePlan
 
 # Every input of a command:remote:Command (pulumi-command v1.2.1 CommandInputs and ResourceInputs).
 COMMAND_INPUTS = ["create", "update", "delete", "connection", "stdin", "triggers", "environment", "logging",
                   "addPreviousOutputInEnv"]
 
 
-def dialling_node(node: NodeSpec) -> dict:
+def dialling_node(node: NodePlan) -> dict:
     """Options of a command that reaches the node itself (over SSH, or through its Hyper-V host into the
     guest). For a lost node it is frozen: no input change can update or replace it, so no run dials the
     machine; and its removal drops it from the state without running its delete (`retainOnDelete`, read
@@ -25,7 +25,7 @@ def dialling_node(node: NodeSpec) -> dict:
     return {"ignore_changes": list(COMMAND_INPUTS), "retain_on_delete": True}
 
 
-def command_options(node: NodeSpec, *, retain: bool = True, **options) -> pulumi.ResourceOptions:
+def command_options(node: NodePlan, *, retain: bool = True, **options) -> pulumi.ResourceOptions:
     """ResourceOptions for a command that reaches `node`, frozen when the node is lost (dialling_node);
     `retain=False` keeps the delete of a command that runs elsewhere (a Hyper-V host removing the VM)."""
     frozen = dialling_node(node)

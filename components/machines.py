@@ -15,10 +15,8 @@ import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
 import pulumi_tls as tls
 
-from config.model import DEFAULT_MTU, BastionSpec, HypervHostSpec, LinuxNodeSpec, StackSpec, TemplateSpec, WindowsNodeSpec
 from config.secrets import Secrets
-from plan.nodes import Role, guest_activation, hyperv_vm, linux_node_init, node_summary
-from plan.rollout import lanes
+from plan.cluster import Bastion, HypervHostPlan, LinuxNodePlan, MachinesPlan, SshHost, WindowsNodePlan
 from render import hyperv, windows_activation
 from render.host_keys import (
     HostKeyPair,
@@ -47,7 +45,7 @@ def first_mac(devices: Sequence[object] | None) -> str:
 
 class BastionArgs(TypedDict):
     """ssh_connection's bastion keywords, the same for every connection of the stack."""
-    bastion: BastionSpec | None
+    bastion: Bastion | None
     bastion_private_key: pulumi.Output[str] | None
 
 
@@ -65,10 +63,7 @@ def windows_admin_password(secrets: Secrets) -> pulumi.Output[str]:
 
 @dataclass(frozen=True)
 class LinuxNodeArgs:
-    spec: StackSpec
-    node: LinuxNodeSpec
-    role: Role
-    template: TemplateSpec
+    node: LinuxNodePlan
     # The node's SSH connection, given the host key it is pinned to (None: trusting the node once).
     connect: Callable[[pulumi.Input[str | None]], command.remote.ConnectionArgs]
     # The connection to the Proxmox node that stores the node's snippet.
@@ -87,10 +82,9 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LinuxNodeArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:ProxmoxLinuxNode", name, None, opts)
-        spec, node = args.spec, args.node
-        self.node, self.role = node, args.role
-        init = linux_node_init(spec, node)
-        datastores = spec.proxmox.datastores
+        node = args.node
+        self.node, self.role = node, node.role
+        init, vm = node.init, node.vm
 
         # The node's SSH host key, made by the program (ed25519; the private half a secret in the state) and given to
         # the node in its first boot's cloud-init `ssh_keys`, so that even the first connection to a new VM is pinned.
@@ -108,33 +102,27 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
         self.user_data = proxmoxve.FileLegacy(
             f"{name}-user-data",
             content_type="snippets",
-            datastore_id=datastores.snippets,
-            node_name=node.proxmox_node,
+            datastore_id=vm.snippets,
+            node_name=vm.proxmox_node,
             source_raw=proxmoxve.FileLegacySourceRawArgs(
                 data=user_data,
-                file_name=f"{spec.cluster.name}-{node.name}-user-data.yaml",
+                file_name=vm.snippet_file,
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, delete_before_replace=True,
                                         ignore_changes=["sourceRaw"], depends_on=[*args.guards, *args.after]),
         )
 
-        nics = [(spec.network.nodes, node.ip, spec.network.nodes.gateway)]
-        if node.management_ip is not None and spec.network.management is not None:
-            # No gateway on the second NIC: the default route stays on the node network.
-            nics.append((spec.network.management, node.management_ip, None))
-
         self.vm = proxmoxve.VmLegacy(
             f"{name}-vm",
             name=node.name,
-            node_name=node.proxmox_node,
-            vm_id=node.vm_id,
-            description=f"{spec.cluster.name} Kubernetes {args.role} ({node.distro}), managed by Pulumi",
-            # Proxmox stores tags sorted: sorted here too, or every preview shows a diff.
-            tags=sorted({spec.cluster.name, args.role, node.zone, node.distro}),
+            node_name=vm.proxmox_node,
+            vm_id=vm.vm_id,
+            description=vm.description,
+            tags=vm.tags,
             clone=proxmoxve.VmLegacyCloneArgs(
-                vm_id=args.template.vm_id,
-                node_name=args.template.node,
-                datastore_id=datastores.vm_disks,
+                vm_id=vm.template_vm_id,
+                node_name=vm.template_node,
+                datastore_id=vm.vm_disks,
                 full=True,
                 # Every node of a distro clones the same template at once. The provider re-issues a
                 # clone that Proxmox failed: "Sometimes Proxmox errors with timeout when creating
@@ -142,44 +130,34 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 # clone.retries). That is all it does: no locking or queueing of its own.
                 retries=3,
             ),
-            cpu=proxmoxve.VmLegacyCpuArgs(cores=node.cpu, sockets=1, type=spec.proxmox.cpu_type),
+            cpu=proxmoxve.VmLegacyCpuArgs(cores=vm.cpu, sockets=1, type=vm.cpu_type),
             # No ballooning: the kubelet sizes allocatable memory once, at start.
-            memory=proxmoxve.VmLegacyMemoryArgs(dedicated=node.memory_mb, floating=0),
+            memory=proxmoxve.VmLegacyMemoryArgs(dedicated=vm.memory_mb, floating=0),
             scsi_hardware="virtio-scsi-single",
             disks=[
                 proxmoxve.VmLegacyDiskArgs(
-                    interface="scsi0", datastore_id=datastores.vm_disks, size=node.disk_gb,
+                    interface="scsi0", datastore_id=vm.vm_disks, size=vm.disk_gb,
                     discard="on", iothread=True, ssd=True,
                 )
             ],
             network_devices=[
-                # On a VLAN-aware bridge the NIC carries the tag (Proxmox's per-NIC `tag`); else the bridge is the VLAN.
                 # The node network's NIC takes a jumbo-frame underlay's MTU (virtio tells the guest; Proxmox VE 8
                 # leaves an unset one at 1500, VE 9 takes the bridge's; Proxmox refuses to start a VM whose NIC MTU
                 # exceeds its bridge's, qemu-server print_netdevice_full); unset at 1500, as before. At creation only:
                 # ignore_changes below.
-                proxmoxve.VmLegacyNetworkDeviceArgs(
-                    bridge=vlan.proxmox_bridge, model="virtio",
-                    vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None,
-                    mtu=spec.network.underlay_mtu if index == 0 and spec.network.underlay_mtu != DEFAULT_MTU else None)
-                for index, (vlan, _, _) in enumerate(nics)
+                proxmoxve.VmLegacyNetworkDeviceArgs(bridge=nic.bridge, model="virtio", vlan_id=nic.vlan_id, mtu=nic.mtu)
+                for nic in vm.nics
             ],
             agent=proxmoxve.VmLegacyAgentArgs(enabled=True),
             operating_system=proxmoxve.VmLegacyOperatingSystemArgs(type="l26"),
             initialization=proxmoxve.VmLegacyInitializationArgs(
-                datastore_id=datastores.cloud_init,
+                datastore_id=vm.cloud_init,
                 ip_configs=[
                     proxmoxve.VmLegacyInitializationIpConfigArgs(
-                        ipv4=proxmoxve.VmLegacyInitializationIpConfigIpv4Args(
-                            address=f"{address}/{vlan.cidr.prefixlen}",
-                            gateway=str(gateway) if gateway else None,
-                        )
-                    )
-                    for vlan, address, gateway in nics
+                        ipv4=proxmoxve.VmLegacyInitializationIpConfigIpv4Args(address=nic.address, gateway=nic.gateway))
+                    for nic in vm.nics
                 ],
-                dns=proxmoxve.VmLegacyInitializationDnsArgs(
-                    servers=[str(s) for s in spec.network.dns_servers], domain=spec.network.search_domain
-                ),
+                dns=proxmoxve.VmLegacyInitializationDnsArgs(servers=vm.dns_servers, domain=vm.search_domain),
                 user_data_file_id=self.user_data.id,
             ),
             on_boot=True,
@@ -194,7 +172,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 provider=args.provider,
                 # Losing a control-plane VM loses an etcd member: removing one is a deliberate act, prepared
                 # by `retire` (or `lost`) in the run before (docs/lifecycle.md: Remove a node).
-                protect=node.name in spec.nodes.protected,
+                protect=node.protected,
                 # Its id and name are fixed, so a replacement must remove the old VM first.
                 delete_before_replace=True,
                 # A new template is for new nodes; it must not rebuild existing ones. A new MTU likewise: Proxmox
@@ -214,7 +192,7 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             command.remote.Command(
                 f"{name}-vm-destroy",
                 connection=args.proxmox_connection,
-                delete=bash_command(render_vm_destroy(node.vm_id, node.name)),
+                delete=bash_command(render_vm_destroy(vm.vm_id, node.name)),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
             )
 
@@ -297,17 +275,17 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             opts=command_options(node, parent=self, depends_on=[first_boot], delete_before_replace=True),
         )
 
-        self.summary = node_summary(node, args.role)
+        self.summary = node.summary
         self.register_outputs({"summary": self.summary, "vm_id": self.vm.vm_id, "ready": self.ready.stdout})
 
 
 class HypervHost(pulumi.ComponentResource):
     """Settings on one Hyper-V host that its Windows node VMs rely on."""
 
-    def __init__(self, name: str, host: HypervHostSpec, connection: command.remote.ConnectionArgs,
+    def __init__(self, name: str, host: HypervHostPlan, connection: command.remote.ConnectionArgs,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervHost", name, None, opts)
-        self.host_name = host.name
+        self.host_name = host.ssh.name
         # The tool that gives a new node's disk its own password before its first boot (render/hyperv.py): every VM
         # converge on this host checks and runs it.
         install_tool = hyperv.ssh_command(hyperv.render_host_tool_install())
@@ -319,8 +297,8 @@ class HypervHost(pulumi.ComponentResource):
             delete=hyperv.ssh_command(hyperv.render_host_tool_remove()),
             opts=pulumi.ResourceOptions(parent=self),
         )]
-        if host.nic_offload.disable_lso:
-            offload = hyperv.HostNicOffload(adapter_names=tuple(host.nic_offload.adapters))
+        if host.disable_lso:
+            offload = hyperv.HostNicOffload(adapter_names=host.offload_adapters)
             self.prerequisites.append(command.remote.Command(
                 f"{name}-nic-offload",
                 connection=connection,
@@ -328,19 +306,18 @@ class HypervHost(pulumi.ComponentResource):
                 delete=hyperv.ssh_command(hyperv.render_offload_restore(offload)),
                 opts=pulumi.ResourceOptions(parent=self),
             ))
-        self.register_outputs({"address": str(host.address), "lso_disabled": host.nic_offload.disable_lso})
+        self.register_outputs({"address": host.ssh.address, "lso_disabled": host.disable_lso})
 
 
 class HypervWindowsNode(pulumi.ComponentResource):
     """One Windows node VM on its Hyper-V host, converged by PowerShell over SSH."""
 
-    def __init__(self, name: str, node: WindowsNodeSpec, vm: hyperv.HypervVm, host: HypervHost,
+    def __init__(self, name: str, node: WindowsNodePlan, host: HypervHost,
                  connection: command.remote.ConnectionArgs, password_secret: pulumi.Output[str],
                  guards: tuple[pulumi.Resource, ...] = (), previous_secret: pulumi.Output[str] | None = None,
-                 activation: windows_activation.WindowsActivation | None = None,
                  after: tuple[pulumi.Resource, ...] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:HypervWindowsNode", name, None, opts)
-        summary = node_summary(node, "worker")
+        summary, vm, activation = node.summary, node.vm, node.activation
         version = node.admin_password_version
         # This node's own password (render/hyperv.py node_admin_password). Later layers reach the guest the same way:
         # PowerShell Direct from its host with it, which every guest step reads as its stdin line 1.
@@ -417,52 +394,43 @@ class HypervWindowsNode(pulumi.ComponentResource):
 class Machines(pulumi.ComponentResource):
     """All machines of the cluster, with the Proxmox provider they are created through."""
 
-    def __init__(self, name: str, spec: StackSpec, secrets: Secrets, guards: tuple[pulumi.Resource, ...] = (),
+    def __init__(self, name: str, plan: MachinesPlan, secrets: Secrets, guards: tuple[pulumi.Resource, ...] = (),
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:Machines", name, None, opts)
         self.provider = proxmoxve.Provider(
             f"{name}-proxmox",
-            endpoint=spec.proxmox.endpoint,
-            insecure=spec.proxmox.insecure,
+            endpoint=plan.proxmox_endpoint,
+            insecure=plan.proxmox_insecure,
             api_token=secrets.proxmox_api_token,
             # Snippet uploads go over SSH to the node that stores them.
             ssh=proxmoxve.ProviderSshArgs(
-                username=spec.proxmox.ssh_user,
+                username=plan.proxmox_ssh_user,
                 private_key=secrets.proxmox_ssh_private_key,
-                nodes=[proxmoxve.ProviderSshNodeArgs(name=n.name, address=str(n.address)) for n in spec.proxmox.nodes],
+                nodes=[proxmoxve.ProviderSshNodeArgs(name=n.name, address=n.address) for n in plan.proxmox_nodes],
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        bastion = BastionArgs(bastion=spec.access.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
-        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
-        self.proxmox_connections = {
-            n.name: ssh_connection(str(n.address), spec.proxmox.ssh_user, host_key=n.host_key,
-                                   private_key=secrets.proxmox_ssh_private_key, **bastion)
-            for n in spec.proxmox.nodes
-        }
+        bastion = BastionArgs(bastion=plan.bastion, bastion_private_key=secrets.bastion_ssh_private_key)
 
-        templates = {(t.distro, t.node): t for t in spec.proxmox.templates}
-        linux_pools: tuple[tuple[Role, list[LinuxNodeSpec]], ...] = (
-            ("control-plane", spec.nodes.control_plane), ("worker", spec.nodes.linux))
-        linux_order = [(role, node) for role, nodes in linux_pools for node in nodes]
-        # Lanes per Proxmox node: a clone (and its snippet upload) waits for the one `clonesPerProxmoxNode` before
-        # it on the same node, so no more than that many run at once there.
-        clone_after: dict[str, str | None] = {}
-        for proxmox_node in spec.proxmox.nodes:
-            clone_after.update(lanes([n.name for _, n in linux_order if n.proxmox_node == proxmox_node.name],
-                                     spec.provisioning.clones_per_proxmox_node))
+        def connect(host: SshHost, private_key: pulumi.Output[str] | None,
+                    password: pulumi.Output[str] | None = None) -> command.remote.ConnectionArgs:
+            return ssh_connection(host.address, host.user, port=host.port, host_key=host.host_key,
+                                  private_key=private_key, password=password, **bastion)
+        # The same SSH user and key as the provider's snippet uploads; the reboot chain runs `qm` with them.
+        self.proxmox_connections = {n.name: connect(n, secrets.proxmox_ssh_private_key) for n in plan.proxmox_nodes}
+
         # Each node's VM id and address stay reserved until its machine is deleted (components/guards.py).
-        reserved = machine_reservations(spec.cluster.name, spec, self)
+        reserved = machine_reservations(plan, self)
         created: dict[str, ProxmoxLinuxNode] = {}
-        for role, node in linux_order:
-            before = clone_after.get(node.name)
+        for node in plan.linux:
+            before = plan.clone_after.get(node.name)
             created[node.name] = ProxmoxLinuxNode(
                 f"{name}-{node.name}",
                 LinuxNodeArgs(
-                    spec=spec, node=node, role=role, template=templates[(node.distro, node.proxmox_node)],
-                    connect=functools.partial(_pinned_connection, str(node.ip), spec.access.admin_user,
+                    node=node,
+                    connect=functools.partial(_pinned_connection, node.ip, plan.admin_user,
                                               secrets.node_ssh_private_key, bastion),
-                    proxmox_connection=self.proxmox_connections[node.proxmox_node],
+                    proxmox_connection=self.proxmox_connections[node.vm.proxmox_node],
                     provider=self.provider, guards=(*guards, *reserved[node.name]),
                     after=(created[before].vm,) if before is not None else (),
                 ),
@@ -470,36 +438,24 @@ class Machines(pulumi.ComponentResource):
             )
         self.linux_nodes = list(created.values())
 
-        hosts_in_use = {node.hyperv_host for node in spec.nodes.windows}
-        host_connections = {
-            host.name: ssh_connection(str(host.address), host.user, port=host.port, host_key=host.host_key,
-                                      private_key=secrets.hyperv_ssh_private_key,
-                                      password=secrets.hyperv_ssh_password, **bastion)
-            for host in spec.hyperv.hosts if host.name in hosts_in_use
-        }
+        host_connections = {host.ssh.name: connect(host.ssh, secrets.hyperv_ssh_private_key, secrets.hyperv_ssh_password)
+                            for host in plan.hyperv_hosts}
         self.hyperv_hosts = {
-            host.name: HypervHost(f"{name}-{host.name}", host, host_connections[host.name], opts=pulumi.ResourceOptions(parent=self))
-            for host in spec.hyperv.hosts if host.name in hosts_in_use
+            host.ssh.name: HypervHost(f"{name}-{host.ssh.name}", host, host_connections[host.ssh.name],
+                                      opts=pulumi.ResourceOptions(parent=self))
+            for host in plan.hyperv_hosts
         }
-        host_specs = {host.name: host for host in spec.hyperv.hosts}
-        # Lanes per Hyper-V host: a VM (its golden VHDX copy) waits for the one `copiesPerHypervHost` before it.
-        copy_after: dict[str, str | None] = {}
-        for host_name in hosts_in_use:
-            copy_after.update(lanes([n.name for n in spec.nodes.windows if n.hyperv_host == host_name],
-                                    spec.provisioning.copies_per_hyperv_host))
         windows_created: dict[str, HypervWindowsNode] = {}
-        for windows_node in spec.nodes.windows:
-            before = copy_after.get(windows_node.name)
+        for windows_node in plan.windows:
+            before = plan.copy_after.get(windows_node.name)
             windows_created[windows_node.name] = HypervWindowsNode(
                 f"{name}-{windows_node.name}",
                 windows_node,
-                hyperv_vm(spec, windows_node, host_specs[windows_node.hyperv_host]),
                 self.hyperv_hosts[windows_node.hyperv_host],
                 host_connections[windows_node.hyperv_host],
                 windows_admin_password(secrets),
                 guards=(*guards, *reserved[windows_node.name]),
                 previous_secret=secrets.windows_admin_password_previous,
-                activation=guest_activation(spec, windows_node),
                 after=(windows_created[before].vm,) if before is not None else (),
                 opts=pulumi.ResourceOptions(parent=self),
             )

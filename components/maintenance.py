@@ -25,8 +25,7 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_command as command
 
-from config.model import LinuxNodeSpec, StackSpec
-from plan.rollout import rollout
+from plan.cluster import ClusterPlan, LinuxNodePlan
 from render import maintenance
 from render.shell import bash_command
 
@@ -36,14 +35,15 @@ from .machines import Machines
 from .waves import roll
 
 
-def _drain_command(node: LinuxNodeSpec, etcd_pod: str | None, restart_connection: str) -> str:
+def _drain_command(node: LinuxNodePlan, etcd_pod: str | None, restart_connection: str) -> str:
     """The drain step's command for a node, once the digest of its restart's connection is known."""
-    return bash_command(maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb,
+    vm = node.vm
+    return bash_command(maintenance.render_maintenance_drain(node.name, vm.cpu, vm.memory_mb, vm.disk_gb,
                                                              etcd_pod=etcd_pod, restart_connection=restart_connection))
 
 
 class LinuxNodeRestarts(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, access: ControlPlaneAccess,
                  proxmox_connections: dict[str, command.remote.ConnectionArgs], after: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:machines:LinuxNodeRestarts", name, None, opts)
@@ -55,13 +55,14 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
         def node_restart(wave_index: int, node_name: str, previous: list[pulumi.Resource]) -> pulumi.Resource:
             machine = by_name[node_name]
             node = machine.node
+            vm = node.vm
             prefix = f"{name}-{node.name}"
-            settings = maintenance.settings_label(node.cpu, node.memory_mb, node.disk_gb)
+            settings = maintenance.settings_label(vm.cpu, vm.memory_mb, vm.disk_gb)
             etcd_pod = access.etcd_pod if node.name in control_plane else None
             # The restart acts on the drain's decision, so whatever runs the restart again (a new Proxmox key,
             # a bastion) must run the drain again too: it carries a digest of the restart's connection.
-            restart_connection = proxmox_connections[node.proxmox_node]
-            maintenance.render_maintenance_drain(node.name, node.cpu, node.memory_mb, node.disk_gb, etcd_pod=etcd_pod,
+            restart_connection = proxmox_connections[vm.proxmox_node]
+            maintenance.render_maintenance_drain(node.name, vm.cpu, vm.memory_mb, vm.disk_gb, etcd_pod=etcd_pod,
                                                  restart_connection="0" * 16)   # checked now, in a preview too
             drain = command.remote.Command(
                 f"{prefix}-drain-for-restart",
@@ -74,7 +75,7 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             restart = command.remote.Command(
                 f"{prefix}-vm-restart",
                 connection=restart_connection,
-                update=bash_command(maintenance.render_vm_restart(node.vm_id, settings)),
+                update=bash_command(maintenance.render_vm_restart(vm.vm_id, settings)),
                 # The drain's output ends with its decision: a node already running with these settings
                 # (a run caused only by new script text) is neither drained nor restarted.
                 stdin=drain.stdout,
@@ -91,5 +92,5 @@ class LinuxNodeRestarts(pulumi.ComponentResource):
             self.steps += [drain, restart, uncordon]
             return uncordon
 
-        self.done: list[pulumi.Resource] = roll(name, rollout(spec, windows=False), after, node_restart, self)
+        self.done: list[pulumi.Resource] = roll(name, cluster.linux_rollout, after, node_restart, self)
         self.register_outputs({"order": [s.urn for s in self.steps[1::3]]})

@@ -33,10 +33,7 @@ from typing import Protocol
 import pulumi
 import pulumi_command as command
 
-from config.model import StackSpec
-from plan.nodes import linux_node_init, windows_params
-from plan.release import kubernetes_release
-from plan.rollout import rollout
+from plan.cluster import ClusterPlan
 from render import kubeadm, linux_node, node_steps, windows_bootstrap
 from render.shell import bash_command
 
@@ -63,17 +60,15 @@ def for_machine(render: MachineRender, encode: Callable[[str], str],
 
 
 class KubernetesUpgrade(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, machines: Machines, access: ControlPlaneAccess,
+    def __init__(self, name: str, cluster: ClusterPlan, machines: Machines, access: ControlPlaneAccess,
                  node_ready: Mapping[str, pulumi.Resource], after: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:bootstrap:KubernetesUpgrade", name, None, opts)
-        version = spec.cluster.kubernetes_version
-        # Linux and Windows nodes run the same containerd release (config/compat.py).
-        runtime = kubernetes_release(spec).containerd
+        version, runtime = cluster.kubernetes_version, cluster.runtime
         machines_by_name: dict[str, ProxmoxLinuxNode | HypervWindowsNode] = {m.node.name: m for m in machines.linux_nodes}
         machines_by_name.update({m.node.name: m for m in machines.windows_nodes})
         control_plane = {m.node.name for m in machines.linux_nodes if m.role == "control-plane"}
-        plan = rollout(spec)
+        plan = cluster.rollout
 
         self.steps: list[command.remote.Command] = []
 
@@ -85,11 +80,11 @@ class KubernetesUpgrade(pulumi.ComponentResource):
             etcd_pod = access.etcd_pod if is_control_plane else None
             if isinstance(machine, ProxmoxLinuxNode):
                 upgrade_script = functools.partial(
-                    linux_node.render_upgrade_script, linux_node_init(spec, machine.node),
+                    linux_node.render_upgrade_script, machine.node.init,
                     wave_index == 0, etcd_pod=kubeadm.etcd_pod(node.name) if is_control_plane else None)
             else:
                 upgrade_script = functools.partial(
-                    windows_bootstrap.render_upgrade, windows_params(spec, machine.node))
+                    windows_bootstrap.render_upgrade, machine.node.params)
             reach = node_step(machine)
             encode, connection, stdin = reach.encode, reach.connection, reach.stdin
             drain = command.remote.Command(
@@ -108,7 +103,7 @@ class KubernetesUpgrade(pulumi.ComponentResource):
                     f"{prefix}-runtime-upgrade",
                     connection=connection,
                     update=for_machine(functools.partial(windows_bootstrap.render_runtime_upgrade,
-                                                          windows_params(spec, machine.node)),
+                                                          machine.node.params),
                                         encode, machine.instance),
                     stdin=stdin,
                     logging=command.remote.Logging.STDOUT_AND_STDERR,

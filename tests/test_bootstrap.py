@@ -149,18 +149,20 @@ def _declare_with_network_prerequisite():
     from components.machines import Machines
     from config.loader import load
     from config.secrets import Secrets
+    from plan.cluster import cluster_plan
 
     spec = load(raw_config(hk_prod_values())).spec
+    plan = cluster_plan(spec)
     fake = pulumi.Output.secret("offline")
     secrets = Secrets(proxmox_api_token=fake, proxmox_ssh_private_key=fake, node_ssh_private_key=fake,
                       smb_credentials=(fake, fake), grafana_admin_password=fake, tls_ca=None,
                       hyperv_ssh_private_key=fake, hyperv_ssh_password=None,
                       windows_admin_password=fake, bastion_ssh_private_key=None)
-    machines = Machines("hk-prod", spec, secrets)
+    machines = Machines("hk-prod", plan.machines, secrets)
     prerequisite = pulumi.CustomResource("test:index:WindowsNetworkReady", "calico-windows-ready", {})
     pin = pulumi.CustomResource("test:index:VersionPin", "version-pin", {})
-    cluster = KubeadmCluster("hk-prod-kubeadm", spec, machines, pin)
-    WindowsJoins("hk-prod-kubeadm-windows", spec, machines, cluster.access, after=[prerequisite])
+    cluster = KubeadmCluster("hk-prod-kubeadm", plan, machines, pin)
+    WindowsJoins("hk-prod-kubeadm-windows", plan, machines, cluster.access, after=[prerequisite])
     return None
 
 
