@@ -189,21 +189,23 @@ def summary(recording: Recording) -> str:
 STACK_FILE = "stack.json"
 
 
+def resource_record(r: Resource, marker: Callable[[Secret], str]) -> dict[str, Any]:
+    """What resources.json holds of one resource: its URN, inputs and options, secrets as `marker` shows them."""
+    return {
+        "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
+        "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
+        "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace, "ignoreChanges": r.ignore_changes,
+        "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(r.property_dependencies.items()) if v},
+        "replaceOnChanges": r.replace_on_changes, "retainOnDelete": r.retain_on_delete,
+    }
+
+
 def write(recording: Recording, out: Path, stack: str = "hk-prod", config: dict[str, Any] | None = None) -> None:
     # Registration order follows the event loop; sort so two synths of one stack compare line by line.
     recording.resources.sort(key=lambda r: r.urn)
     marker = secret_marker(synth_key())
     out.mkdir(parents=True, exist_ok=True)
-    resources = [
-        {
-            "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
-            "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
-            "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace, "ignoreChanges": r.ignore_changes,
-            "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(r.property_dependencies.items()) if v},
-            "replaceOnChanges": r.replace_on_changes, "retainOnDelete": r.retain_on_delete,
-        }
-        for r in recording.resources
-    ]
+    resources = [resource_record(r, marker) for r in recording.resources]
     (out / "resources.json").write_text(json.dumps(resources, indent=2, sort_keys=True) + "\n")
     if config is not None:
         (out / STACK_FILE).write_text(json.dumps({"stack": stack, "config": config}, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,43 @@
+"""hk-prod and every example declare exactly what the stored digests say (tools/render_digest.py): a change meant to
+move no resource moves none, and one that does names each resource it moves."""
+import json
+
+import pytest
+
+from tools import render_digest
+
+
+@pytest.mark.parametrize("stack", render_digest.stacks())
+def test_every_resource_is_declared_as_the_stored_digests_say(stack):
+    path = render_digest.path_of(stack)
+    assert path.is_file(), f"no stored digests for {stack}: python -m tools.render_digest"
+    stored = json.loads(path.read_text())
+    now = render_digest.digests(render_digest.record(stack))
+    assert len(now) > 100
+    differences = render_digest.differences(stored, now)
+    assert not differences, (
+        f"{stack}: {len(differences)} resources differ from tests/fixtures/render-digests/{stack}.json; if the change "
+        "is meant to move them, write the digests again (python -m tools.render_digest):\n" + "\n".join(differences[:40]))
+
+
+def test_the_differences_name_each_new_gone_and_changed_resource():
+    stored = {"urn:a": "1", "urn:b": "2", "urn:c": "3"}
+    now = {"urn:a": "1", "urn:b": "9", "urn:d": "4"}
+    assert render_digest.differences(stored, now) == ["new: urn:d", "gone: urn:c", "changed: urn:b"]
+    assert render_digest.differences(now, now) == []
+
+
+def test_a_secret_value_moves_its_resources_digest():
+    from config.loader import from_stack_file, load
+    from config.secret_keys import required_secrets
+    from tools.mock.program import run_program
+    from tools.synth import find_stack_file
+
+    raw = from_stack_file(find_stack_file("lab"))
+    needed = required_secrets(load(raw).spec)
+    before = render_digest.digests(render_digest.record("lab"))
+    after = render_digest.digests(run_program(raw, {"proxmoxApiToken": "pulumi@pve!other=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"},
+                                              stack="lab", secret_keys=needed))
+    changed = render_digest.differences(before, after)
+    assert changed and all(line.startswith("changed: ") for line in changed)
+    assert any("pulumi:providers:proxmoxve" in line for line in changed)
