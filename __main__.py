@@ -4,30 +4,30 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 import tuning
-from components.admission import AdmissionPolicies
-from components.backup import Backups
-from components.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
-from components.control_plane import ControlPlaneSettings
-from components.custom_metrics import CustomMetrics
+from components.cluster.bootstrap import CertificateExpiry, EtcdBackups, KubeadmCluster, WindowsJoins
+from components.cluster.control_plane import ControlPlaneSettings
+from components.cluster.kubelet_config import KubeletConfig
+from components.cluster.restarts import LinuxNodeRestarts
+from components.cluster.upgrade import KubernetesUpgrade
 from components.guards import ClusterIdentity, MachinesGuard
-from components.kubelet_config import KubeletConfig
-from components.lifecycle import MemberLocks
-from components.load_balancer import LoadBalancer
-from components.machines import Machines
-from components.maintenance import LinuxNodeRestarts
-from components.network import ClusterNetwork, WindowsKubeProxy
-from components.network_policy import NetworkPolicies
-from components.observability import Observability
-from components.policy import Policy
-from components.progressive_delivery import ProgressiveDelivery
-from components.resource_metrics import KubeletServingApprover, MetricsServer
-from components.scheduling import Scheduling
-from components.storage import Storage
-from components.tls import Tls
-from components.tracing import Tracing
-from components.upgrade import KubernetesUpgrade
+from components.machines.lifecycle import MemberLocks
+from components.machines.nodes import Machines
+from components.platform.admission import AdmissionPolicies
+from components.platform.backup import Backups
+from components.platform.custom_metrics import CustomMetrics
+from components.platform.load_balancer import LoadBalancer
+from components.platform.network import ClusterNetwork, WindowsKubeProxy
+from components.platform.network_policy import NetworkPolicies
+from components.platform.observability import Observability
+from components.platform.policy import Policy
+from components.platform.progressive_delivery import ProgressiveDelivery
+from components.platform.resource_metrics import KubeletServingApprover, MetricsServer
+from components.platform.scheduling import Scheduling
+from components.platform.storage import Storage
+from components.platform.tls import Tls
+from components.platform.tracing import Tracing
+from components.platform.workloads import SampleWorkloads
 from components.version_pin import KubernetesVersionPin
-from components.workloads import SampleWorkloads
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 from plan.cluster import cluster_plan
@@ -109,7 +109,7 @@ windows_kube_proxy = WindowsKubeProxy(f"{spec.cluster.name}-windows-kube-proxy",
 scheduling = Scheduling(f"{spec.cluster.name}-scheduling", scheduling_plan(spec), cluster.provider, machines.nodes, node_ready,
                         machines.instances)
 # Removing a control-plane member without `retire` is refused before any of its drain, reset or deregistration runs,
-# whatever `--target` or `--exclude` leave out (components/lifecycle.py MemberLocks).
+# whatever `--target` or `--exclude` leave out (components/machines/lifecycle.py MemberLocks).
 MemberLocks(f"{spec.cluster.name}-member-locks", [n.name for n in spec.nodes.control_plane], spec.nodes.protected,
             {m.node.name: [m.vm, node_ready[m.node.name], scheduling.node_labels[m.node.name],
                            *[r for r in (approver_of.get(m.node.name), etcd_backups.schedules.get(m.node.name)) if r]]

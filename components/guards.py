@@ -73,7 +73,7 @@ def machines_check(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     if key_before and key_after != key_before and leaving:
         # The control-plane steps leave a removed node out, but its API server serves until its reset at the end of
         # the run: it would keep writing with the old key while the others write with the new one, which it cannot
-        # read (components/control_plane.py).
+        # read (components/cluster/control_plane.py).
         failures.append(
             f"the Secrets encryption key changes ({key_before} to {key_after}) in the run that removes "
             f"{', '.join(leaving)}, whose API server would keep writing with the old key until its reset: remove "

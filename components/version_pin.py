@@ -1,7 +1,7 @@
 """Holds the cluster's Kubernetes version and lets it change only the way kubeadm can follow.
 
 A kubeadm cluster moves to another version through `kubeadm upgrade`, node by node (the upgrade chain,
-components/upgrade.py), and only forwards: to a newer patch of the same minor, or to the next minor.
+components/cluster/upgrade.py), and only forwards: to a newer patch of the same minor, or to the next minor.
 "Skipping MINOR versions when upgrading is unsupported" and downgrades are not a kubeadm operation
 (https://kubernetes.io/docs/tasks/administer-cluster/kubeadm/kubeadm-upgrade/, "Before you begin";
 https://kubernetes.io/releases/version-skew-policy/). Any other change must stop `pulumi preview` with

@@ -49,7 +49,7 @@ class RawConfig:
 
 # Config namespaces a stack may carry besides the project's: Pulumi's own. Provider namespaces
 # (proxmoxve:, kubernetes:, command:) are not read: the program configures every provider explicitly
-# from hybrid-cluster: keys (components/machines.py, components/bootstrap.py), so a key there would be
+# from hybrid-cluster: keys (components/machines/nodes.py, components/cluster/bootstrap.py), so a key there would be
 # ignored while looking as if it applied.
 OTHER_NAMESPACES = frozenset({"pulumi"})
 # Key names that say "credential": such a value must never sit in a stack file in clear.

@@ -490,7 +490,7 @@ class NodesSpec(Spec):
     @property
     def protected(self) -> frozenset[str]:
         """The control-plane members not being removed (no `retire`, no `lost`): their VM and their member lock are
-        protected (components/lifecycle.py MemberLocks; docs/lifecycle.md, "Remove a node")."""
+        protected (components/machines/lifecycle.py MemberLocks; docs/lifecycle.md, "Remove a node")."""
         return frozenset(n.name for n in self.control_plane if not n.removable)
 
 

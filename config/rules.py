@@ -262,7 +262,7 @@ def first_control_plane_stays(spec: StackSpec) -> Iterator[Problem]:
     first = spec.nodes.control_plane[0]
     for key in ("retire", "lost"):
         if getattr(first, key):
-            # kubeadm init ran there and every lifecycle command runs there (components/bootstrap.py).
+            # kubeadm init ran there and every lifecycle command runs there (components/cluster/bootstrap.py).
             yield Problem(f"nodes.controlPlane[0].{key}",
                           f"{first.name} is the first control-plane node, where the cluster was initialised and every "
                           "node's lifecycle commands run; it cannot be retired or lost (docs/lifecycle.md: The "
@@ -943,7 +943,7 @@ def _host_key_missing(what: str, address: str, system: str) -> str:
 @rule("security", "proxmox", "hyperv", "access", "nodes")
 def host_keys_pinned(spec: StackSpec) -> Iterator[Problem]:
     """Every host a connection dials has its host key in the stack, unless the stack says security.pinHostKeys:
-    false (warned). The Linux nodes need none here: the program makes each one's key (components/machines.py)."""
+    false (warned). The Linux nodes need none here: the program makes each one's key (components/machines/nodes.py)."""
     if not spec.security.pin_host_keys:
         yield Problem("security.pinHostKeys", "false: the Proxmox nodes, Hyper-V hosts and bastion without hostKey are "
                                               "accepted whatever key they present, so a machine in the middle receives "

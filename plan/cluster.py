@@ -188,7 +188,7 @@ def _linux_node(spec: StackSpec, node: LinuxNodeSpec, role: Role, protected: fro
         vlans.append((network.management, node.management_ip, None))
     nics = tuple(
         # On a VLAN-aware bridge the NIC carries the tag (Proxmox's per-NIC `tag`); else the bridge is the VLAN. The
-        # node network's NIC takes a jumbo-frame underlay's MTU (components/machines.py says why at creation only).
+        # node network's NIC takes a jumbo-frame underlay's MTU (components/machines/nodes.py says why at creation only).
         Nic(bridge=vlan.proxmox_bridge, vlan_id=vlan.vlan_id if vlan.proxmox_vlan_aware else None,
             mtu=network.underlay_mtu if index == 0 and network.underlay_mtu != DEFAULT_MTU else None,
             address=f"{address}/{vlan.cidr.prefixlen}", gateway=str(gateway) if gateway else None)

@@ -55,7 +55,7 @@ def cluster_params(spec: StackSpec) -> kubeadm.ClusterParams:
 
 @dataclass(frozen=True)
 class ControlPlaneSettingsPlan:
-    """What the control-plane nodes are brought to (components/control_plane.py): the key Secrets are written with,
+    """What the control-plane nodes are brought to (components/cluster/control_plane.py): the key Secrets are written with,
     the hardening files, and the static Pods' ClusterConfiguration components."""
     encryption_key: str
     files: dict[str, str]

@@ -123,7 +123,7 @@ def stack_waves(spec: StackSpec, windows: bool = True) -> list[list[str]]:
 @dataclass(frozen=True)
 class Rollout:
     """A rolling chain's plan: its waves of node names, and the host its gates name (the first control-plane node,
-    which a gate never dials: components/waves.py)."""
+    which a gate never dials: components/cluster/waves.py)."""
     waves: list[list[str]]
     gate_host: str
 

@@ -2,7 +2,7 @@
 an earlier release as for one built today: the Secrets encryption key ring, the files the API server reads, the
 ClusterConfiguration's component sections, each node's static Pods, and a change of encryption key in its phases
 (render/scripts/encryption-keys.sh, control-plane-files.sh, kubeadm-config-sync.sh, control-plane-node.sh,
-encryption-writer.sh, encryption-rewrite.sh). components/control_plane.py orders them. Pure: values in, script text
+encryption-writer.sh, encryption-rewrite.sh). components/cluster/control_plane.py orders them. Pure: values in, script text
 out; what the files hold is render/security.py's.
 """
 from __future__ import annotations

@@ -300,7 +300,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
 
     ``install_kubernetes=False`` renders the converge that later runs over SSH: everything but the
     kubelet/kubeadm/kubectl and containerd/runc installations, and neither version in its text. A node
-    keeps the versions it was created with until the upgrade chain moves them (components/upgrade.py),
+    keeps the versions it was created with until the upgrade chain moves them (components/cluster/upgrade.py),
     so a version or runtime pin change in the stack re-runs nothing on the nodes by itself.
     """
     facts = _validate(node)

@@ -1,9 +1,9 @@
-"""The scripts of the reboot chain (components/maintenance.py): a Linux node whose VM settings changed in a
+"""The scripts of the reboot chain (components/cluster/restarts.py): a Linux node whose VM settings changed in a
 way that takes effect only at a restart is drained, its VM restarted by Proxmox, and uncordoned once the
 node is back, one node at a time.
 
 Why Proxmox restarts it, not the guest: the VMs are declared with reboot_after_update off
-(components/machines.py), so a changed CPU count or memory size is stored by the provider as a *pending*
+(components/machines/nodes.py), so a changed CPU count or memory size is stored by the provider as a *pending*
 change; a reboot from inside the guest keeps the running QEMU process and its old configuration, while
 `qm reboot` "Reboot[s] the VM by shutting it down, and starting it again. Applies pending changes" (qm(1),
 pve-docs; PVE shuts the guest down cleanly, as `qm shutdown`, then starts it).

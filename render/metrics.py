@@ -5,7 +5,7 @@ PrometheusRule and a Grafana dashboard for Windows nodes.
 This module owns the monitoring namespace name, the windows_exporter collector set and the render
 functions below (the chart pin lives in config.compat.CHARTS). It is pure: no Pulumi and no ``config``
 imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The component
-(components/observability.py) creates the Grafana admin Secret from a Pulumi secret, installs the chart and
+(components/platform/observability.py) creates the Grafana admin Secret from a Pulumi secret, installs the chart and
 turns each dict into a resource.
 
 Design decisions, with their sources:

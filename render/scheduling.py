@@ -169,7 +169,7 @@ def node_labels(name: str, role: str, zone: str, distro: str, os: str) -> dict[s
     }
 
 
-# The machine instance a Node runs on (components/machines.py `instance`), on its label patch.
+# The machine instance a Node runs on (components/machines/nodes.py `instance`), on its label patch.
 MACHINE_ANNOTATION = "hybrid-cluster.io/machine"
 
 

@@ -3,7 +3,7 @@ joined with kubeadm, and that cleans the node up again before the VM is deleted.
 
 Owns: the rendered script text of the guest preparation steps, of the Windows ``kubeadm join`` and of
 its delete script (``kubeadm reset`` plus HNS/CNI cleanup); nothing here talks to Windows or imports
-Pulumi. components/bootstrap.py runs every script on the Hyper-V host through
+Pulumi. components/cluster/bootstrap.py runs every script on the Hyper-V host through
 render.hyperv.ssh_command; the scripts act in the guest over PowerShell Direct
 (``Invoke-Command -VMName ... -Credential ... -ScriptBlock {...} -ArgumentList ...``), the way
 render/hyperv.py converges the VM itself. stdin: line 1 the guest Administrator password, and for the

@@ -1,4 +1,4 @@
-"""Backups and cross-site recovery (config `backup`, render/backup.py, components/backup.py): Velero's locations and
+"""Backups and cross-site recovery (config `backup`, render/backup.py, components/platform/backup.py): Velero's locations and
 schedules strictly against their CRD schemas, its Windows node agent and the etcd off-site copy against the
 Kubernetes schemas, the refusals, the secrets, and a disaster recovery as far as it can be run here: a new site's stack
 reading the old cluster's off-site backups through a read-only location, and the restore objects it renders."""

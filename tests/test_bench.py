@@ -65,7 +65,7 @@ def test_the_benchmark_page_says_what_the_code_says_and_the_fleet_targets_hold()
     assert by_nodes[300]["create_seconds"] < 3 * by_nodes[30]["create_seconds"]
     assert by_nodes[300]["upgrade_serial_seconds"] > 10 * by_nodes[300]["upgrade_seconds"]    # the waves do the work
     # The declared dependencies grow with the graph, not with its square: consecutive waves meet at a gate
-    # (components/waves.py) instead of every node of one naming every node of the other.
+    # (components/cluster/waves.py) instead of every node of one naming every node of the other.
     edges = {n: sum(len(r.dependencies) for r in recording.resources) / len(recording.resources)
              for n, recording in recordings.items()}
     assert edges[300] <= 1.3 * edges[30], edges
@@ -170,7 +170,7 @@ def test_the_program_runs_with_its_tuning_and_puts_the_process_back_itself(monke
 
 def test_the_program_declares_one_gate_per_wave_and_chain():
     """The gates the bench's minimal sets expect come from the rollout plan alone; the program declares exactly
-    those (components/waves.py)."""
+    those (components/cluster/waves.py)."""
     values = bench.generate_stack(20)
     recording = bench.run_program(bench.raw(values), stack=bench.CLUSTER)
     assert bench._wave_gates(recording) == bench.expected_gates(values)

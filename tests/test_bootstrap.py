@@ -145,8 +145,8 @@ def test_windows_nodes_register_with_the_taint(hk):
 
 
 def _declare_with_network_prerequisite():
-    from components.bootstrap import KubeadmCluster, WindowsJoins
-    from components.machines import Machines
+    from components.cluster.bootstrap import KubeadmCluster, WindowsJoins
+    from components.machines.nodes import Machines
     from config.loader import load
     from config.secrets import Secrets
     from plan.cluster import cluster_plan

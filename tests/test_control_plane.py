@@ -1,4 +1,4 @@
-"""The control plane's hardening (render/security.py, render/control_plane.py, components/control_plane.py): what the API
+"""The control plane's hardening (render/security.py, render/control_plane.py, components/cluster/control_plane.py): what the API
 server, controller manager and scheduler are given, the files the API server reads (checked against strict models of
 their upstream types), the scripts run against stub kubectl and kubeadm on scratch control-plane nodes (a change of
 Secrets encryption key walked through three nodes, checking after every step that no API server writes with a key
@@ -322,7 +322,7 @@ def _assert_no_node_writes_what_another_cannot_read(nodes: list[ControlPlaneNode
 
 
 def _change_key(nodes: list[ControlPlaneNode], target: str) -> None:
-    """Every step of components/control_plane.py for a change of key, in its order, checking the invariant after each."""
+    """Every step of components/cluster/control_plane.py for a change of key, in its order, checking the invariant after each."""
     first = nodes[0]
     ring = _ok(first.run(control_plane.render_encryption_keys(target))).stdout
     for node in nodes:
@@ -420,7 +420,7 @@ class Stopped(Exception):
 
 
 class Engine:
-    """components/control_plane.py's steps as the engine runs them across several `pulumi up`s: a step runs when its
+    """components/cluster/control_plane.py's steps as the engine runs them across several `pulumi up`s: a step runs when its
     inputs (script and stdin) differ from those of its last successful run, the keys step only when its trigger (its
     script) changes, so every later run reads the key ring that step printed then; a failed step keeps its old inputs
     and stops the run. After every step each API server writes a Secret (a controller's update), so the keys Secrets

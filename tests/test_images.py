@@ -41,7 +41,7 @@ def _template(path: Path, **values: str) -> str:
 def test_proxmox_templates_have_the_shape_machines_clones(distro):
     doc = _hcl(IMAGES / "proxmox" / "linux.pkr.hcl")
     source = _source(doc, "proxmox-iso", distro)
-    # components/machines.py: scsi_hardware virtio-scsi-single, disk interface scsi0, agent enabled,
+    # components/machines/nodes.py: scsi_hardware virtio-scsi-single, disk interface scsi0, agent enabled,
     # initialization on a cloud-init drive.
     assert source["scsi_controller"] == "virtio-scsi-single"
     disks = source["disks"]

@@ -44,7 +44,7 @@ def node_resources(node: str, windows: bool = False) -> set[str]:
     join_prefix = "hk-prod-kubeadm-windows" if windows else "hk-prod-kubeadm"
     names |= {f"{join_prefix}-{node}-{step}" for step in JOIN_STEPS}
     names |= {f"hk-prod-upgrade-{node}-{step}" for step in upgrade_steps(windows)}
-    # Its kubelet configuration step names the machine too (components/kubelet_config.py).
+    # Its kubelet configuration step names the machine too (components/cluster/kubelet_config.py).
     names.add(f"hk-prod-kubelet-config-{node}")
     if windows:
         names |= {f"hk-prod-{node}-activation"} | {
@@ -334,7 +334,7 @@ def test_a_lost_node_is_removed_without_dialling_it(built, node, pool, address):
     lost = marked.named(f"{prefix}-{node}-lost")
     assert marked.plan.of(lost.name) == ["create"] and lost.inputs["connection"].value["host"] == "10.30.30.11"
     # Where its wave empties (hk-prod's Linux waves hold one node each; hk-win-2 shares hk-lnx-2's), one wave fewer
-    # is followed by one gate fewer (components/waves.py: one per wave, numbered), a gate that never ran anything.
+    # is followed by one gate fewer (components/cluster/waves.py: one per wave, numbered), a gate that never ran anything.
     gates_gone = {r.name for r in built.resources if "--wave-" in r.name} - {r.name for r in marked.resources}
     assert bool(gates_gone) == (node != "hk-win-2"), gates_gone
     assert all(marked.plan.of(gate) == ["delete"] for gate in gates_gone)
@@ -559,7 +559,7 @@ def test_adding_a_bastion_updates_every_command_and_replaces_nothing(built):
     values = hk_prod_values()
     values["access"]["bastion"] = {"host": "10.10.10.2", "user": "jump", "hostKey": new_host_key("bastion", 1)}
     run = up(values, built.state, preview=True)
-    # Every command that connects: the gates between waves never do (components/waves.py), so theirs has no bastion.
+    # Every command that connects: the gates between waves never do (components/cluster/waves.py), so theirs has no bastion.
     commands = {r.name for r in built.resources if r.type == "command:remote:Command"
                 and "connection" not in r.ignore_changes and "--wave-" not in r.name}
     assert run.plan.changed == with_stdin_readers(built, commands)
@@ -702,7 +702,7 @@ def test_the_provider_model_replaces_on_an_unknown_kubeconfig_unless_the_cluster
 
 
 def test_a_stack_built_before_the_wave_gates_gets_them_and_nothing_else_runs(built):
-    """The gates between waves (components/waves.py) came after stacks existed: the first `up` with them creates
+    """The gates between waves (components/cluster/waves.py) came after stacks existed: the first `up` with them creates
     them, which dials nothing, and leaves every other resource as it was."""
     import dataclasses
     gate_urns = {urn for urn, entry in built.state.items() if "--wave-" in entry.name}

@@ -1,4 +1,4 @@
-"""The reboot chain (components/maintenance.py, render/maintenance.py): its place in the graph, and its
+"""The reboot chain (components/cluster/restarts.py, render/maintenance.py): its place in the graph, and its
 scripts shellchecked and run against stub kubectl and qm."""
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def hk(hk_recording):
 
 
 def _chain(hk):
-    """The nodes' steps, without the gates between waves (components/waves.py)."""
+    """The nodes' steps, without the gates between waves (components/cluster/waves.py)."""
     return [r for r in hk.by_type("command:remote:Command")
             if r.name.startswith("hk-prod-restarts-") and not r.name.startswith("hk-prod-restarts--wave-")]
 

@@ -310,7 +310,7 @@ def test_windows_daemonsets_of_the_platform_run_on_windows_only(hk_two_builds):
 
 def test_every_rollout_onto_windows_nodes_may_take_a_first_servercore_pull(hk_two_builds):
     """Windows DaemonSets and the Helm releases that carry Windows pods wait 45 minutes, not the default."""
-    from components.k8s import WINDOWS_ROLLOUT_MINUTES, runs_on_windows
+    from components.platform.k8s import WINDOWS_ROLLOUT_MINUTES, runs_on_windows
     windows_daemonsets = [r for r in hk_two_builds.by_type("kubernetes:apps/v1:DaemonSet")
                           if runs_on_windows({"kind": "DaemonSet", **r.inputs})]
     assert {r.inputs["metadata"]["name"] for r in windows_daemonsets} >= {
@@ -388,7 +388,7 @@ def test_envoy_gateway_is_refused_on_a_kubernetes_minor_its_matrix_does_not_list
 
 
 def test_the_crd_chart_transform_retains_every_object_it_renders():
-    from components.k8s import retain_on_delete
+    from components.platform.k8s import retain_on_delete
     args = pulumi.ResourceTransformArgs(custom=True, type_="kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition",
                                         name="ippools.projectcalico.org", props={"spec": {}},
                                         opts=pulumi.ResourceOptions(protect=False))

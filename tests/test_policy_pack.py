@@ -104,7 +104,7 @@ def pod_spec(resource: rules.Declared) -> dict:
 def test_vocabulary_matches_the_program(recording):
     from pulumi_command.remote import Logging
 
-    from components import bootstrap
+    from components.cluster import bootstrap
     from config.loader import PROJECT, SECRET_KEYS
 
     assert rules.PROJECT == PROJECT
@@ -357,7 +357,7 @@ def test_the_commands_that_keep_their_connection_are_the_ones_the_pack_names(hk_
     for suffix in rules.CONNECTION_KEPT_SUFFIXES:
         assert any(name.endswith(suffix) for name in kept), suffix
     # A lost node's frozen commands never run again: not judged.
-    from components.lifecycle import COMMAND_INPUTS
+    from components.machines.lifecycle import COMMAND_INPUTS
     assert rules.FROZEN_INPUTS <= set(COMMAND_INPUTS)
     # Another command that ignores its connection is still judged.
     other = dataclasses.replace(named(hk_prod, "hk-prod-hk-cp-1-prepare"), ignore_changes=("connection", "create"))

@@ -189,11 +189,11 @@ def test_adding_a_worker_adds_only_its_resources(hk, hk_values):
     # Its place in the upgrade chain: steps with no create, so adding them runs nothing.
     upgrade = {f"hk-prod-upgrade-hk-lnx-5{suffix}" for suffix in ("-drain-for-upgrade", "-node-upgrade", "-uncordon-after-upgrade")}
     restarts = {f"hk-prod-restarts-hk-lnx-5{suffix}" for suffix in ("-drain-for-restart", "-vm-restart", "-uncordon-after-restart")}
-    # Its kubelet serving step: created, it runs once on the new node (components/resource_metrics.py), which joined
+    # Its kubelet serving step: created, it runs once on the new node (components/platform/resource_metrics.py), which joined
     # with the cluster's setting and so only waits for its certificate.
     serving = {"hk-prod-kubelet-config-hk-lnx-5"}
     # hk-2's Linux workers go from two waves to three (20% each): the new wave brings its gate in each rolling chain
-    # (components/waves.py), a resource that runs nothing.
+    # (components/cluster/waves.py), a resource that runs nothing.
     gates = {f"hk-prod-{chain}--wave-7" for chain in ("upgrade", "restarts", "kubelet-config")}
     # The approver's inventory on each control-plane node takes the new node (render/serving_approver.py).
     approver = {f"hk-prod-kubelet-serving-approver-{n}" for n in ("hk-cp-1", "hk-cp-2", "hk-cp-3")}
@@ -305,7 +305,7 @@ WAITS_FOR_NO_NODE = {"hk-prod-network-tigera-operator"}
 
 def _needs_windows(r) -> bool:
     if r.type == "kubernetes:helm.sh/v3:Release":
-        # components/k8s.py gives a release that carries Windows pods the Windows rollout timeout.
+        # components/platform/k8s.py gives a release that carries Windows pods the Windows rollout timeout.
         return "timeout" in r.inputs
     pod = r.inputs.get("spec", {}).get("template", {}).get("spec", {})
     return (pod.get("nodeSelector", {}).get("kubernetes.io/os") == "windows"

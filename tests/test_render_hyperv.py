@@ -31,7 +31,7 @@ from tests.validators import powershell_errors
 PARSER = Parser(Language(tree_sitter_powershell.language()))
 
 # hk-prod's hk-win-1 on its host, and that host's uplinks, as the program builds them (Pulumi.hk-prod.yaml
-# through components/machines.py).
+# through components/machines/nodes.py).
 _SPEC = hk_prod_spec()
 _HOST = _SPEC.hyperv.hosts[0]
 HK_PROD_VM = hyperv_vm(_SPEC, _SPEC.nodes.windows[0], _HOST)

@@ -23,7 +23,7 @@ VALIDATE_VERSION = "1.36.0"
 # config.compat's HostProcess kube-proxy image template (sig-windows-tools naming).
 KUBE_PROXY_IMAGE = "docker.io/sigwindowstools/kube-proxy:v{version}-calico-hostprocess"
 
-# hk-prod's Calico, as the program builds it (Pulumi.hk-prod.yaml through components/network.py).
+# hk-prod's Calico, as the program builds it (Pulumi.hk-prod.yaml through components/platform/network.py).
 HK_PROD = calico_params(hk_prod_spec())
 
 

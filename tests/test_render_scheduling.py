@@ -59,7 +59,7 @@ def test_runtime_class_selects_the_build_and_tolerates_the_windows_taint():
     assert rc["metadata"]["name"] == "win2022"
     assert rc["handler"] == PROCESS_ISOLATION_HANDLER == "runhcs-wcow-process"
     assert rc["scheduling"]["nodeSelector"] == {"kubernetes.io/os": "windows", WINDOWS_BUILD_LABEL: "10.0.20348"}
-    # The toleration must match the exact taint Windows nodes register with (components/bootstrap.py).
+    # The toleration must match the exact taint Windows nodes register with (components/cluster/bootstrap.py).
     taint = {"key": WINDOWS_TAINT_KEY, "value": WINDOWS_TAINT_VALUE, "effect": WINDOWS_TAINT_EFFECT}
     assert taint == {"key": "node-role.kubernetes.io/windows", "value": "true", "effect": "NoSchedule"}
     [toleration] = rc["scheduling"]["tolerations"]

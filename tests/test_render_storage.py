@@ -20,7 +20,7 @@ from vocab.namespaces import parse_quantity
 VALIDATE_VERSION = "1.36.0"
 CONTROL_PLANE_TAINT_KEY = "node-role.kubernetes.io/control-plane"
 
-# hk-prod's storage, as the program builds it (Pulumi.hk-prod.yaml through components/storage.py), with
+# hk-prod's storage, as the program builds it (Pulumi.hk-prod.yaml through components/platform/storage.py), with
 # the optional cifs owner set so that its rendering is tested too.
 def _hk_prod() -> StorageParams:
     params = storage_params(hk_prod_spec())

@@ -42,7 +42,7 @@ from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLATION_SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "operator.tigera.io_v1_Installation.json"
 
-# hk-prod's hk-win-1 as the program builds it (Pulumi.hk-prod.yaml through components/bootstrap.py): Harbor
+# hk-prod's hk-win-1 as the program builds it (Pulumi.hk-prod.yaml through components/cluster/bootstrap.py): Harbor
 # proxy-cache mirrors, two NTP servers, dynamic ports 10000 + 20000 below the NodePort range.
 _SPEC = hk_prod_spec()
 HK_PROD = windows_params(_SPEC, _SPEC.nodes.windows[0])

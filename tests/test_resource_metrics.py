@@ -70,7 +70,7 @@ APPROVERS = [f"hk-prod-kubelet-serving-approver-{node}" for node in ("hk-cp-1", 
 APPROVER_ROLE = ["hk-prod-kubelet-serving-approver-role", "hk-prod-kubelet-serving-approver-binding"]
 
 def _serving(recording: Recording) -> list:
-    """Each node's kubelet-config step, without the gates between waves (components/waves.py)."""
+    """Each node's kubelet-config step, without the gates between waves (components/cluster/waves.py)."""
     return [r for r in recording.by_type("command:remote:Command")
             if r.name.startswith("hk-prod-kubelet-config-") and not r.name.startswith("hk-prod-kubelet-config--wave-")]
 
@@ -88,7 +88,7 @@ def test_the_kubelets_move_in_the_stacks_waves_after_the_approver_and_the_restar
     steps = {r.urn for r in by_name.values()}
     gates = [hk.named(f"hk-prod-kubelet-config--wave-{index}") for index in range(len(waves))]
     for index, wave in enumerate(waves):
-        # The wave's gate (components/waves.py) waits for every kubelet of the wave.
+        # The wave's gate (components/cluster/waves.py) waits for every kubelet of the wave.
         assert set(gates[index].dependencies) == {by_name[n].urn for n in wave}
         for node in wave if index else ():
             # The gate of the wave before, and no kubelet's step (the rest is the node's own machine, whose id the

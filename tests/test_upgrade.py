@@ -1,4 +1,4 @@
-"""The rolling upgrade as the program declares it (components/upgrade.py): its waves, the steps' commands,
+"""The rolling upgrade as the program declares it (components/cluster/upgrade.py): its waves, the steps' commands,
 what a version change touches, and that creating the steps runs nothing."""
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_waves_in_the_upgrade_guides_order(hk):
             # A node's drain waits for the wave before's gate, and nothing else of the upgrade.
             before = {hk.named(f"hk-prod-upgrade--wave-{index - 1}").urn} if index else set()
             assert upgrade_urns & set(steps[0].dependencies) == before, node
-        # The wave's gate (components/waves.py) waits for every node of the wave to be uncordoned, and runs nothing.
+        # The wave's gate (components/cluster/waves.py) waits for every node of the wave to be uncordoned, and runs nothing.
         gate = hk.named(f"hk-prod-upgrade--wave-{index}")
         assert set(gate.dependencies) == {step(hk, node, "uncordon-after-upgrade").urn for node in wave}
         # Its connection (the SDK marks every connection secret) has no credentials: nothing is ever sent over it.
@@ -126,7 +126,7 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
     before, after = run_program(raw_config(values)), hk
     chain = {f"hk-prod-upgrade-{node}-{name}" for node in ORDER for name in STEPS}
     # Plus the certificate expiry report, read again after the upgrade renewed the certificates; not the provider's
-    # credential, which is its own (components/bootstrap.py).
+    # credential, which is its own (components/cluster/bootstrap.py).
     assert changed_resources(before, after) == chain | {
         "hk-prod-kubernetes-version", "hk-prod-kubernetes-version-upgraded",
         "hk-prod-windows-kube-proxy-daemonset-kube-system-kube-proxy-windows",
@@ -285,7 +285,7 @@ def test_the_version_record_moves_only_after_the_chain_succeeded():
 
 def test_a_node_named_like_a_gate_does_not_meet_one():
     """A node may be called `wave-1` (a DNS label); the gates between waves hold `--wave-`, which no step named
-    after a node can (components/waves.py), so the run registers every URN once."""
+    after a node can (components/cluster/waves.py), so the run registers every URN once."""
     values = hk_prod_values()
     next(n for n in values["nodes"]["linux"] if n["name"] == "hk-lnx-4")["name"] = "wave-1"
     recording = run_program(raw_config(values))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from components.waves import GATE_MARK, gate_name
+from components.cluster.waves import GATE_MARK, gate_name
 from tools.mock.program import (
     Recording,
     Resource,
@@ -52,12 +52,12 @@ BARE_RATIO_TARGET = 1.5
 # measurements; what matters is that one table prices every graph the same way.
 DURATIONS: list[tuple[str, str, float, str]] = [
     ("proxmoxve:index/vmLegacy:VmLegacy", "", 90, "full clone of a template and first boot"),
-    # The upgrade chain has no create step (components/upgrade.py): nothing runs when it is declared.
+    # The upgrade chain has no create step (components/cluster/upgrade.py): nothing runs when it is declared.
     ("command:remote:Command", "-drain-for-upgrade", 0, "upgrade chain: nothing on create (drains on a version change)"),
     ("command:remote:Command", "-node-upgrade", 0, "upgrade chain: nothing on create (upgrades on a version change)"),
     ("command:remote:Command", "-runtime-upgrade", 0, "upgrade chain: nothing on create (Windows containerd on a pin change)"),
     ("command:remote:Command", "-uncordon-after-upgrade", 0, "upgrade chain: nothing on create (uncordons on a version change)"),
-    # The reboot chain has no create step either (components/maintenance.py).
+    # The reboot chain has no create step either (components/cluster/restarts.py).
     ("command:remote:Command", "-drain-for-restart", 0, "reboot chain: nothing on create (drains when VM settings change)"),
     ("command:remote:Command", "-vm-restart", 0, "reboot chain: nothing on create (qm reboot when VM settings change)"),
     ("command:remote:Command", "-uncordon-after-restart", 0, "reboot chain: nothing on create (uncordons after the restart)"),
@@ -119,7 +119,7 @@ def upgrade_estimate(name: str, first_control_plane: str) -> float:
 
 def estimate(type_: str, name: str, custom: bool) -> float:
     if not custom or GATE_MARK in name:
-        return 0.0  # components and the gates between waves (components/waves.py) do nothing themselves
+        return 0.0  # components and the gates between waves (components/cluster/waves.py) do nothing themselves
     for pattern, suffix, seconds, _ in DURATIONS:
         if type_.startswith(pattern) and name.endswith(suffix):
             return seconds
@@ -470,7 +470,7 @@ def _policies_naming(recording: Recording, address: str) -> set[str]:
 
 
 def _wave_gates(recording: Recording) -> set[str]:
-    """The gates between the waves of the rolling chains (components/waves.py) the program declared."""
+    """The gates between the waves of the rolling chains (components/cluster/waves.py) the program declared."""
     return {r.name for r in recording.resources if GATE_MARK in r.name}
 
 

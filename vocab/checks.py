@@ -230,7 +230,7 @@ def is_plain_text(value: str) -> bool:
 
 
 def check_machine(machine: str) -> None:
-    """The id of the machine an upgrade step is rendered for (components/upgrade.py passes the VM
+    """The id of the machine an upgrade step is rendered for (components/cluster/upgrade.py passes the VM
     resource's id): a replaced machine changes its steps' text, and so re-runs only its own node's steps."""
     if not is_plain_text(machine) or len(machine) > 200:
         raise ValueError(f"machine id {machine!r} must be 1-200 printable characters")

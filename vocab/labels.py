@@ -7,7 +7,7 @@ DISTRO_LABEL = "node.os.distro"                            # registration label,
 WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
 CONTROL_PLANE_ROLE_LABEL = "node-role.kubernetes.io/control-plane"  # kubeadm sets it; the patch never does
 
-# Windows nodes register with this taint (components/bootstrap.py, through kubeadm's
+# Windows nodes register with this taint (components/cluster/bootstrap.py, through kubeadm's
 # nodeRegistration.taints to --register-with-taints), so no pod without a matching toleration - i.e.
 # every Linux pod - can land on them.
 WINDOWS_TAINT_KEY = "node-role.kubernetes.io/windows"

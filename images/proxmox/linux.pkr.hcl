@@ -1,5 +1,5 @@
 # Proxmox VE cloud-init templates for the Linux nodes (Ubuntu 22.04, Rocky 9), in the shape
-# components/machines.py clones: boot disk on scsi0 behind virtio-scsi-single, an empty cloud-init
+# components/machines/nodes.py clones: boot disk on scsi0 behind virtio-scsi-single, an empty cloud-init
 # drive, the QEMU guest agent installed, enabled and switched on in the VM options.
 # Build once per Proxmox node that hosts templates, with that node's ids from proxmox.templates
 # (Pulumi.hk-prod.yaml: 9000/9001 on pve-hk1-a, 9100/9101 on pve-hk2-a); see README "Building images".

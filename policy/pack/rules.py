@@ -112,14 +112,14 @@ PROXMOX_VM_TYPE = "proxmoxve:index/vmLegacy:VmLegacy"
 MACHINES_GUARD_TYPE = "pulumi-python:dynamic/hybrid:MachinesGuard"
 COMMAND_TYPE = "command:remote:Command"
 
-# Commands whose stdout is a credential (components/bootstrap.py: join credentials, admin kubeconfig;
-# components/control_plane.py: the Secrets encryption key ring).
+# Commands whose stdout is a credential (components/cluster/bootstrap.py: join credentials, admin kubeconfig;
+# components/cluster/control_plane.py: the Secrets encryption key ring).
 SECRET_STDOUT_SUFFIXES = ("-join-credentials", "-kubeconfig", "-encryption-keys")
 # pulumi-command 1.2.1 remote.Command `logging` (Logging enum: stdout, stderr, stdoutAndStderr, none):
 # "Defaults to logging both stdout and stderr" (pulumi_command/remote/command.py). Either of these two
 # keeps stdout out of the logs.
 STDOUT_FREE_LOGGING = frozenset({"stderr", "none"})
-CONTROL_PLANE_TAG = "control-plane"   # components/machines.py tags every VM with its role
+CONTROL_PLANE_TAG = "control-plane"   # components/machines/nodes.py tags every VM with its role
 
 PROJECT = "hybrid-cluster"            # Pulumi.yaml name: config keys arrive as "hybrid-cluster:<key>"
 SECRET_CONFIG_KEYS = (
@@ -306,7 +306,7 @@ HOST_KEY_RULE = "ssh-host-key-pinned"
 # read, the Secrets key ring, the join lines, a node's host key install): an existing one keeps, and the pack sees, the
 # connection it was created with, which it never dials again. Each is pinned when created, except a host key install
 # on a node an earlier release made, which trusts it once (docs/security.md, "Host keys").
-# A lost node's commands ignore every input and are retained on delete (components/lifecycle.py dialling_node).
+# A lost node's commands ignore every input and are retained on delete (components/machines/lifecycle.py dialling_node).
 FROZEN_INPUTS = frozenset({"create", "update", "delete", "connection", "triggers"})
 CONNECTION_KEPT_SUFFIXES = ("-init", "-kubeconfig", "-encryption-keys", "-join-credentials", "-host-key-install")
 
@@ -336,7 +336,7 @@ def unpinned_connections(r: Declared, required: bool) -> list[str]:
     if r.name.endswith(CONNECTION_KEPT_SUFFIXES) and "connection" in r.ignore_changes and not r.props.get("delete"):
         return []
     if FROZEN_INPUTS <= set(r.ignore_changes):
-        return []   # a lost node's command (components/lifecycle.py): it never runs again, its delete included
+        return []   # a lost node's command (components/machines/lifecycle.py): it never runs again, its delete included
     connection = r.props.get("connection")
     if not isinstance(connection, Mapping):
         return []

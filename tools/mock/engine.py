@@ -272,7 +272,7 @@ STAND_IN_STDOUT = {"-join-credentials": STAND_IN_JOIN_LINE, "-kubeconfig": STAND
 # The Secrets encryption key ring (render/scripts/encryption-keys.sh): `writer` is the key the previous run's ring
 # targeted (the cluster writes with it once that change went through), `target` the one this run's script names; the
 # secret is a stand-in of the right shape. A new key therefore changes the ring, as it does on a cluster.
-KEY_RING_SUFFIX = "-encryption-keys"   # components/control_plane.py names the step <name>-encryption-keys
+KEY_RING_SUFFIX = "-encryption-keys"   # components/cluster/control_plane.py names the step <name>-encryption-keys
 _KEY_TARGET = re.compile(r"TARGET='([^']+)'")
 STAND_IN_KEY = "A" * 43 + "="
 

@@ -27,8 +27,8 @@ from render.kubeconfig import point_at_server
 from render.kubelet_config import render_kubelet_config_sync
 from render.shell import bash_command
 
-from .lifecycle import COMMAND_INPUTS, command_options
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode
+from ..machines.lifecycle import COMMAND_INPUTS, command_options
+from ..machines.nodes import HypervWindowsNode, Machines, ProxmoxLinuxNode
 
 # Commands whose stdout carries a secret log stderr only and keep stdout encrypted in the state.
 SECRET_STDOUT = ["stdout"]
@@ -114,7 +114,7 @@ class WindowsNodeJoin(pulumi.ComponentResource):
                 # The Kubernetes binaries and containerd are installed at the versions of the day the instance
                 # is created (a replaced VM is a new instance: the engine ignores nothing on a replacement, so
                 # it gets the stack's current versions); later the upgrade chain moves them
-                # (components/upgrade.py), behind a drain. So their update leaves the binaries alone: a
+                # (components/cluster/upgrade.py), behind a drain. So their update leaves the binaries alone: a
                 # rotated credential re-runs it on every node at once, and a stored older text would move
                 # them back.
                 update=ssh_command(windows_bootstrap.render_prepare_update(params, step, script)),
@@ -323,12 +323,12 @@ class KubeadmCluster(pulumi.ComponentResource):
         first, *other_control_plane = [m for m in machines.linux_nodes if m.role == "control-plane"]
         init_config = kubeadm.render_init_config(cluster.params, first.node.kubeadm)
         # kubeadm init runs once, at the version of that day; later versions reach the cluster through
-        # `kubeadm upgrade` (components/upgrade.py), never by re-running init. It is keyed on nothing and
+        # `kubeadm upgrade` (components/cluster/upgrade.py), never by re-running init. It is keyed on nothing and
         # has no delete: a replacement (`--replace`, create before delete) would otherwise end in
         # `kubeadm reset` on the node that holds the cluster, and a new instance of that node is a new
         # cluster, which the program never starts by itself (docs/lifecycle.md: The first control-plane node).
         # Destroying the stack deletes the VM, which needs no reset. Its connection is ignored too: a new
-        # instance of the node presents a new host key (components/machines.py), and a run there would be init.
+        # instance of the node presents a new host key (components/machines/nodes.py), and a run there would be init.
         self.init = command.remote.Command(
             f"{name}-init",
             connection=first.connection,
@@ -341,7 +341,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         )
         # The kubelet-config ConfigMap follows the stack (serverTLSBootstrap for `resourceMetrics`, the hardening) before any
         # node joins, so a node always joins with the stack's settings; nodes that joined before are moved in waves by
-        # components/kubelet_config.py. A new cluster's init already uploaded it: the step then changes nothing.
+        # components/cluster/kubelet_config.py. A new cluster's init already uploaded it: the step then changes nothing.
         sync = bash_command(render_kubelet_config_sync(cluster.kubelet))
         kubelet_config = command.remote.Command(
             f"{name}-kubelet-config",
@@ -388,7 +388,7 @@ class KubeadmCluster(pulumi.ComponentResource):
         self.node_ready.update({join.node_name: join.drain for join in self.joins})
         renewal = certificate_renewal(name, cluster, [first, *other_control_plane], self.node_ready, self)
         # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
-        # it has finished (components/control_plane.py waits for it).
+        # it has finished (components/cluster/control_plane.py waits for it).
         self.certificate_renewal: list[pulumi.Resource] = list(renewal)
         # The Kubernetes provider's own credential (render/scripts/provider-credential.sh), not admin.conf: kubeadm
         # renews admin.conf in every renewal round and upgrade, and a credential read again is unknown in that preview,

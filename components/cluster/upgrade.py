@@ -10,7 +10,7 @@ steps (a Windows node four): drain (on the first control-plane node; quorum chec
 node; PodDisruptionBudgets honoured), the node's own upgrade (the runtime, staged before anything stops and
 swapped with the kubelet stopped; on Windows its own step first; packages or binaries, kubeadm, kubelet
 restart), uncordon once it is Ready at the new version on the new runtime. Every node of a wave waits for
-every node of the wave before to be uncordoned, through that wave's gate (components/waves.py), so the graph is
+every node of the wave before to be uncordoned, through that wave's gate (components/cluster/waves.py), so the graph is
 as deep as the waves, not the nodes, and its edges grow with the nodes, not their square. A
 runtime pin change alone runs the same waves. A node that fails stays cordoned and the run is cancelled (Pulumi
 starts nothing new after a failed step): steps already under way on its wave's other nodes finish, the rest
@@ -37,8 +37,8 @@ from plan.cluster import ClusterPlan
 from render import kubeadm, linux_node, node_steps, windows_bootstrap
 from render.shell import bash_command
 
+from ..machines.nodes import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .bootstrap import ControlPlaneAccess
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .waves import roll
 
 

@@ -16,7 +16,7 @@ from plan.platform import BackupPlan
 from render import backup
 from render.shell import bash_command
 
-from .bootstrap import ControlPlaneAccess
+from ..cluster.bootstrap import ControlPlaneAccess
 from .k8s import helm_release, kubernetes_object, resource_name
 
 Pair = tuple[pulumi.Output[str], pulumi.Output[str]]

@@ -1,5 +1,5 @@
 """Progressive delivery (config `progressiveDelivery`): the Argo Rollouts controller on Linux nodes. The samples'
-Rollouts, preview Services and preview routes are declared with the samples (components/workloads.py), after `ready`.
+Rollouts, preview Services and preview routes are declared with the samples (components/platform/workloads.py), after `ready`.
 """
 from __future__ import annotations
 

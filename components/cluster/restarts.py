@@ -2,7 +2,7 @@
 them, in the waves plan.rollout lays out (control-plane nodes one at a time, only while etcd keeps quorum,
 then the Linux workers in waves), each node behind a drain.
 
-The VMs are declared with reboot_after_update off (components/machines.py), so the provider stores such a
+The VMs are declared with reboot_after_update off (components/machines/nodes.py), so the provider stores such a
 change as pending and restarts nothing; these steps apply it, after the upgrade's waves (an upgrade and a
 restart never drain at once). Each node is three steps: drain (on the first control-plane node), the VM
 restart (`qm reboot` on the Proxmox node that runs it), uncordon once the node is back with a new boot id
@@ -15,7 +15,7 @@ memory or disk re-runs that node's steps only; every other node's steps are unch
 When a new release of the scripts changes every step's text, every node's steps run, and each finds its
 node already running with its settings: no drain, no restart (render/maintenance.py).
 Nothing is left on a node or host, so there is nothing to delete. Windows nodes are not part of it: the
-Hyper-V converge applies a change that needs the VM off only with an operator (components/machines.py).
+Hyper-V converge applies a change that needs the VM off only with an operator (components/machines/nodes.py).
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from plan.cluster import ClusterPlan, LinuxNodePlan
 from render import maintenance
 from render.shell import bash_command
 
+from ..machines.connections import connection_digest
+from ..machines.nodes import Machines
 from .bootstrap import ControlPlaneAccess
-from .connections import connection_digest
-from .machines import Machines
 from .waves import roll
 
 

@@ -15,14 +15,14 @@ from plan.release import windows_release
 from render import custom_metrics, policy, progressive_delivery, workloads
 from render.shell import bash_command
 
-from .bootstrap import ControlPlaneAccess
+from ..cluster.bootstrap import ControlPlaneAccess
 from .k8s import crd_chart, helm_release, kubernetes_object, resource_name, type_token
 from .scheduling import Scheduling
 
 
 class SampleWorkloads(pulumi.ComponentResource):
     """Declared in two steps, so that what needs the Gateway API's CRDs can wait for them before the samples are
-    declared (cert-manager's Gateway API support, components/tls.py): the component and the CRDs, then `declare`,
+    declared (cert-manager's Gateway API support, components/platform/tls.py): the component and the CRDs, then `declare`,
     which declares the rest and registers the outputs."""
 
     def __init__(self, name: str, plan: SamplesPlan, provider: pulumi.ProviderResource,

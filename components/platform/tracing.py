@@ -1,5 +1,5 @@
 """Distributed tracing (config `tracing`): the OpenTelemetry Collector as a gateway Deployment on Linux nodes, exporting
-to the configured backend (render/tracing.py says why one gateway). The samples send to it (components/workloads.py).
+to the configured backend (render/tracing.py says why one gateway). The samples send to it (components/platform/workloads.py).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Autoscaling on Prometheus metrics (config `customMetrics`): KEDA, its operator, metrics server and admission webhook
 on Linux nodes (render/custom_metrics.py says why KEDA). The samples' ScaledObject and the PodMonitor of their Gateway
-are declared with the samples (components/workloads.py), after `ready`.
+are declared with the samples (components/platform/workloads.py), after `ready`.
 """
 from __future__ import annotations
 

@@ -30,8 +30,8 @@ from render.maintenance import render_vm_destroy
 from render.readiness import render_wait_for_cloud_init
 from render.shell import bash_command
 
+from ..guards import machine_reservations
 from .connections import ssh_connection
-from .guards import machine_reservations
 from .lifecycle import command_options
 
 

@@ -2,7 +2,7 @@
 this program manages in the kubelet-config ConfigMap (serverTLSBootstrap for resourceMetrics, the hardening of config
 `security`), rolled onto each node's kubelet in the waves plan.rollout lays out.
 
-The ConfigMap itself follows the stack before any join (components/bootstrap.py), so a new node joins with it. The
+The ConfigMap itself follows the stack before any join (components/cluster/bootstrap.py), so a new node joins with it. The
 nodes that joined before get it here: each node's kubelet downloads the configuration, restarts, is checked to stay
 up (protectKernelDefaults stops a kubelet whose kernel settings are wrong) and, with serving certificates on, waits
 until its certificate is approved. A kubelet restart stops no Pod, so nothing is drained; the waves only bound how many
@@ -26,7 +26,7 @@ import pulumi_command as command
 from plan.cluster import ClusterPlan
 from render import kubelet_config, windows_bootstrap
 
-from .machines import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
+from ..machines.nodes import HypervWindowsNode, Machines, ProxmoxLinuxNode, node_step
 from .upgrade import for_machine
 from .waves import roll
 

@@ -43,8 +43,8 @@ from plan.nodes import ControlPlaneSettingsPlan
 from render import control_plane
 from render.shell import bash_command
 
+from ..machines.nodes import Machines
 from .bootstrap import SECRET_STDOUT
-from .machines import Machines
 
 
 class ControlPlaneSettings(pulumi.ComponentResource):

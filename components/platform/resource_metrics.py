@@ -19,9 +19,9 @@ from plan.platform import ResourceMetricsPlan
 from render import resource_metrics, serving_approver
 from render.shell import bash_command
 
+from ..machines.lifecycle import command_options
+from ..machines.nodes import Machines
 from .k8s import helm_release, kubernetes_object
-from .lifecycle import command_options
-from .machines import Machines
 
 
 class KubeletServingApprover(pulumi.ComponentResource):

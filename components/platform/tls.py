@@ -15,7 +15,7 @@ from plan.platform import TlsPlan
 from render import policy, tls
 from render.shell import bash_command
 
-from .bootstrap import ControlPlaneAccess
+from ..cluster.bootstrap import ControlPlaneAccess
 from .k8s import helm_release, kubernetes_object, resource_name
 
 
