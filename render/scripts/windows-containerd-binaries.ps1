@@ -7,7 +7,7 @@ $Step = 'containerd binaries'
 #@ include lib/windows-host-functions.ps1
 ## Two callers. The preparation ($KeepMemberVersion 1) installs $Version on a new instance, and leaves a
 ## member's containerd (its $KubeletConf exists) as it is: only the upgrade chain moves a member's runtime.
-## The upgrade chain ($KeepMemberVersion 0, components/upgrade.py) runs it on a drained node before the
+## The upgrade chain ($KeepMemberVersion 0, components/cluster/upgrade.py) runs it on a drained node before the
 ## Kubernetes step. Either way the release is downloaded and verified with everything running; only then
 ## are the kubelet and containerd stopped, the binaries swapped (lib/windows-containerd-release.ps1, which
 ## puts the old ones back on any failure) and both started again. A node at the version changes nothing.

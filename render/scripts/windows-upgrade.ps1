@@ -10,6 +10,6 @@
 ## one guest step (lib/windows-kubernetes-binaries.ps1) replaces each binary whose SHA-256 differs, leaving a
 ## kubelet it stopped stopped, runs `kubeadm upgrade node`, gives the service kubeadm's flags file
 ## (lib/windows-kubelet-flags.ps1) and starts the kubelet. The chain drains the node before and uncordons it
-## after (components/upgrade.py).
+## after (components/cluster/upgrade.py).
 Write-Output "Upgrading the node in $VmName (machine $Machine) to $UpgradeTo"
 #@ include lib/windows-kubernetes-binaries.ps1
