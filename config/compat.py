@@ -423,7 +423,7 @@ PACKER_PLUGINS: dict[str, tuple[str, str]] = {
 
 # --- Sample workloads --------------------------------------------------------------------------------
 #
-# Why these two images, and what they serve: render/workloads.py module docstring ("Images").
+# Why these two images, and what they serve: render/workloads.py, the "Images" comment above WIN_HTTP_PORT.
 SAMPLE_WINDOWS_IMAGE = "mcr.microsoft.com/dotnet/samples:aspnetapp-10.0-nanoserver-ltsc2022"
 SAMPLE_LINUX_IMAGE = "docker.io/springcommunity/spring-petclinic-rest:3.2.1"
 

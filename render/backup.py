@@ -4,44 +4,6 @@ nodes themselves: render/etcd_backup.py.)
 
 This module owns those renderers and the names they share (namespace, Secret keys, the locations' names). Pure: plain
 values in, dicts out; the chart and image pins are config.compat's (CHARTS["velero"], VELERO_*).
-
-Design decisions, with their sources:
-
-* Velero's server runs on Linux ("Velero server runs in linux nodes only", site/content/docs/v1.18/
-  backup-restore-windows.md). Neither its Deployment nor the chart's node agent selects an OS (charts/velero
-  templates at 12.1.0), so both get ``kubernetes.io/os: linux``; the chart's CRD upgrade job takes the server's
-  nodeSelector.
-* The object store plugin is velero-plugin-for-aws, which speaks S3 to MinIO and Ceph RGW: a location's ``config``
-  is ``region``, ``s3ForcePathStyle: "true"`` ("if using a local storage service like MinIO") and ``s3Url``, with
-  ``checksumAlgorithm: ""`` for Ceph ("Ceph S3 | checksumAlgorithm="" to avoid api error XAmzContentSHA256Mismatch",
-  the plugin's backupstoragelocation.md known issues). Its credentials are an AWS shared credentials file
-  (``[default]`` ``aws_access_key_id=`` ``aws_secret_access_key=``, plugin README), one key of one Secret per
-  location, named by the location's ``credential``. A store's own CA goes in through ``objectStorage.caCertRef``
-  (``caCert`` is "Deprecated: Use CACertRef instead", BackupStorageLocation types at v1.18.1).
-* The locations and the schedules are this program's objects, not the chart's (``configuration.backupStorageLocation:
-  []``), so they are checked against their CRD schemas like every other custom resource. Velero does not copy a backup
-  from one location to another: the off-site copy is a second schedule writing to the off-site location, so each
-  backup exists twice, made independently.
-* File-system backups (``defaultVolumesToFsBackup``: every pod volume unless a pod opts a volume out with
-  ``backup.velero.io/backup-volumes-excludes``; file-system-backup.md) go through Velero's node agent with kopia. On
-  Windows, `velero install --use-node-agent-windows` deploys a second DaemonSet, ``node-agent-windows``; the chart has
-  no equivalent, so it is declared here as that installer writes it (pkg/install/daemonset.go at v1.18.1: not
-  HostProcess, no security context, ``spec.os.name: windows``, the kubelet's pods directory mounted at /host_pods),
-  with our Windows taint's toleration instead of the installer's ``os=windows``, and only on Windows Server 2022
-  nodes: the image is built for ltsc2022 only (config/compat.py). Velero's own documents disagree on what it can back
-  up there (the v1.18 Windows page: file system backup "NOT supported"; CHANGELOG-1.17: "fs-backup supports to
-  backup/restore Windows workloads"), which docs/backup.md says.
-* Each volume's files are read by a pod Velero makes for that volume (pkg/exposer/pod_volume.go at v1.18.1,
-  createHostingPod), from the node agent's image, service account and volumes, on the client pod's node by
-  ``spec.nodeName``: the scheduler never sees it, so it tolerates only ``os=windows`` (hard-coded there) and the
-  ThirdPartyTolerations keys copied from the node agent (pkg/util/third_party.go), never our Windows taint. It runs all
-  the same, because a pod bound by name is checked by the kubelet, and the kubelet checks NoExecute taints only
-  (kubernetes pkg/kubelet/lifecycle/predicate.go generalFilter: "Kubelet is only interested in the NoExecute taint"),
-  while our Windows taint is NoSchedule (vocab/labels.py); tests/test_backup.py holds the two facts together.
-* The schedules leave out the platform's namespaces (plan/platform.py PLATFORM_NAMESPACES): the program makes them
-  again on any cluster and the recovery restore leaves them out (docs/backup.md), and velero's own would put the
-  stores' keys and the repository password in the stores, and back up the node agents' scratch volumes on every node
-  every night.
 """
 from __future__ import annotations
 
@@ -136,12 +98,19 @@ def velero_values(aws_plugin_image: str, file_system_backup: bool) -> dict[str, 
     return {
         "initContainers": [{"name": "velero-plugin-for-aws", "image": aws_plugin_image,
                             "volumeMounts": [{"mountPath": "/target", "name": "plugins"}]}],
+        # The locations and the schedules are this program's objects, not the chart's, so they are checked against their
+        # CRD schemas like every other custom resource. File-system backups (defaultVolumesToFsBackup: every pod volume
+        # unless a pod opts a volume out with ``backup.velero.io/backup-volumes-excludes``; file-system-backup.md) go
+        # through Velero's node agent with kopia.
         "configuration": {"backupStorageLocation": [], "volumeSnapshotLocation": [], "uploaderType": "kopia",
                           "defaultVolumesToFsBackup": file_system_backup},
         "snapshotsEnabled": False,
         "credentials": {"useSecret": True, "existingSecret": CREDENTIALS_SECRET},
         "serviceAccount": {"server": {"create": True, "name": SERVICE_ACCOUNT}},
         "deployNodeAgent": file_system_backup,
+        # Velero's server runs on Linux ("Velero server runs in linux nodes only", site/content/docs/v1.18/
+        # backup-restore-windows.md). Neither its Deployment nor the chart's node agent selects an OS (charts/velero
+        # templates at 12.1.0), so both get one; the chart's CRD upgrade job takes the server's nodeSelector.
         "nodeAgent": {"nodeSelector": linux},
         "nodeSelector": linux,
     }
@@ -155,10 +124,14 @@ def storage_location(name: str, store: ObjectStore, default: bool) -> dict[str, 
     require(not (default and name == RECOVERY), "a read-only location cannot be the default one")
     require(store.endpoint.startswith(("http://", "https://")), f"{store.endpoint!r} is not an http(s) URL")
     require(bool(DNS_LABEL.match(store.prefix)), f"prefix {store.prefix!r} is not a DNS-1123 label")
+    # velero-plugin-for-aws speaks S3 to MinIO and Ceph RGW: s3ForcePathStyle "if using a local storage service like
+    # MinIO"; for Ceph, "Ceph S3 | checksumAlgorithm="" to avoid api error XAmzContentSHA256Mismatch" (the plugin's
+    # backupstoragelocation.md, known issues).
     config = {"region": store.region, "s3ForcePathStyle": "true", "s3Url": store.endpoint}
     if store.provider == "ceph":
         config["checksumAlgorithm"] = ""
     object_storage: dict[str, Any] = {"bucket": store.bucket, "prefix": store.prefix}
+    # caCertRef, not caCert: "Deprecated: Use CACertRef instead" (BackupStorageLocation types at v1.18.1).
     if store.ca_certificate is not None:
         object_storage["caCertRef"] = {"name": CA_SECRET, "key": name}
     return {
@@ -182,8 +155,14 @@ def schedule(location: str, cron: str, retention_days: int, file_system_backup: 
     makes again on any cluster and a recovery restore leaves out) to ``location``, at ``cron`` in ``timezone`` (the
     stack's, as the nodes' timers: Velero reads `CRON_TZ=<IANA name> <cron>`, docs/v1.18/backup-reference.md "Time
     zone specification", from the zoneinfo of its image, whose paketo jammy-tiny run image installs tzdata; without a
-    prefix it is UTC)."""
+    prefix it is UTC).
+
+    Velero does not copy a backup from one location to another: the off-site copy is a second schedule writing to the
+    off-site location, so each backup exists twice, made independently."""
     require(len(cron.split()) == 5, f"{cron!r} is not a five-field cron expression")
+    # The platform's namespaces (plan/platform.py PLATFORM_NAMESPACES) are left out: the program makes them again on any
+    # cluster and the recovery restore leaves them out (docs/backup.md), and velero's own would put the stores' keys and
+    # the repository password in the stores, and back up the node agents' scratch volumes on every node every night.
     require(NAMESPACE in excluded_namespaces, f"Velero's own namespace {NAMESPACE!r} must not be backed up")
     require(bool(timezone) and " " not in timezone, f"{timezone!r} is not an IANA time zone name")
     return {
@@ -203,7 +182,15 @@ def schedule(location: str, cron: str, retention_days: int, file_system_backup: 
 
 def node_agent_windows(image: str, build: str) -> dict[str, Any]:
     """The Windows node agent DaemonSet, as `velero install --use-node-agent-windows` writes it, on the nodes of the
-    Windows build ``build`` (its image's)."""
+    Windows build ``build`` (its image's).
+
+    The chart has no equivalent of that installer's second DaemonSet, ``node-agent-windows``, so it is declared here as
+    the installer writes it (pkg/install/daemonset.go at v1.18.1: not HostProcess, no security context, ``spec.os.name:
+    windows``, the kubelet's pods directory mounted at /host_pods), with our Windows taint's toleration instead of the
+    installer's ``os=windows``, and only on Windows Server 2022 nodes: the image is built for ltsc2022 only
+    (config/compat.py). Velero's own documents disagree on what it can back up there (the v1.18 Windows page: file system
+    backup "NOT supported"; CHANGELOG-1.17: "fs-backup supports to backup/restore Windows workloads"), which
+    docs/backup.md says."""
     labels = {"name": "node-agent-windows", "role": "node-agent"}
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
@@ -216,6 +203,14 @@ def node_agent_windows(image: str, build: str) -> dict[str, Any]:
                     "os": {"name": "windows"},
                     "serviceAccountName": SERVICE_ACCOUNT,
                     "nodeSelector": {OS_LABEL: "windows", WINDOWS_BUILD_LABEL: build},
+                    # Each volume's files are read by a pod Velero makes for that volume (pkg/exposer/pod_volume.go at
+                    # v1.18.1, createHostingPod), from the node agent's image, service account and volumes, on the client
+                    # pod's node by ``spec.nodeName``: the scheduler never sees it, so it tolerates only ``os=windows``
+                    # (hard-coded there) and the ThirdPartyTolerations keys copied from the node agent
+                    # (pkg/util/third_party.go), never this taint. It runs all the same: a pod bound by name is checked by
+                    # the kubelet, which checks NoExecute taints only (kubernetes pkg/kubelet/lifecycle/predicate.go
+                    # generalFilter: "Kubelet is only interested in the NoExecute taint"), and our Windows taint is
+                    # NoSchedule (vocab/labels.py); tests/test_backup.py holds the two facts together.
                     "tolerations": [windows_toleration()],
                     "volumes": [
                         {"name": "host-pods", "hostPath": {"path": "/var/lib/kubelet/pods"}},

@@ -5,50 +5,6 @@ node (InitConfiguration, ClusterConfiguration, KubeletConfiguration) and one ``k
 
 This module owns the two input dataclasses, the render functions and the join placeholders. It is pure:
 no Pulumi, no ``config`` imports; values come in through the dataclasses and YAML text goes out.
-
-Join files carry placeholders (``JOIN_*``) instead of secrets. The join script substitutes the token, the
-API endpoint, the discovery CA hash and (control-plane joins) the certificate key that it parses out of the
-``kubeadm token create --print-join-command`` line, so no secret is ever part of a rendered string. Each
-placeholder appears once, inside a single-quoted YAML scalar; the substituted values (token
-``[a-z0-9]{6}.[a-z0-9]{16}``, ``sha256:<hex>``, hex key, ``host:port``) contain no quote, so the quoting
-stays valid after substitution.
-
-Design decisions, with their sources (kubernetes/kubernetes paths are at the commits read for this work):
-
-* Field names are the json tags of cmd/kubeadm/app/apis/kubeadm/v1beta3/types.go and
-  cmd/kubeadm/app/apis/kubeadm/v1beta4/types.go. v1beta4 turned ``extraArgs`` (apiServer,
-  controllerManager, scheduler, etcd.local) and ``nodeRegistration.kubeletExtraArgs`` from
-  ``map[string]string`` into ``[]Arg`` (``{name, value}``) and moved timeouts into ``timeouts``
-  (https://kubernetes.io/docs/reference/config-api/kubeadm-config.v1beta4/, "A list of changes since
-  v1beta3"). v1beta3 is read by kubeadm 1.22-1.35 (removed in 1.36, kubernetes/kubernetes#136016),
-  v1beta4 from 1.31 (kubernetes/kubernetes#125029); the renderer refuses other pairings.
-* No bootstrap token value goes into InitConfiguration. kubeadm always creates one at init: an empty
-  ``bootstrapTokens`` list is defaulted to one entry with the 24h TTL (SetDefaults_BootstrapTokens,
-  cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go), and an entry without ``token`` gets a random one at
-  runtime (SetBootstrapTokensDynamicDefaults, cmd/kubeadm/app/util/config/initconfiguration.go). Joins
-  never use it: each creates a fresh short-lived token. So the init file lists one entry with only a short
-  ``ttl`` (INIT_BOOTSTRAP_TOKEN_TTL): the token kubeadm prints after init dies within minutes instead of a day.
-* Node labels go through ``kubeletExtraArgs`` ``node-labels``: NodeRegistrationOptions has no labels field
-  (both types.go), and the KubeletConfiguration is cluster-wide (uploaded to the kubelet-config ConfigMap),
-  so it cannot carry per-node labels. The kubelet refuses to start with a ``kubernetes.io``/``k8s.io`` label
-  that is not in its self-settable list (ValidateKubeletFlags in cmd/kubelet/app/options/options.go, list
-  in staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go: topology.kubernetes.io/zone is allowed,
-  node-role.kubernetes.io/* is not); the NodeRestriction admission plugin enforces the same set on the API
-  side (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction).
-  The renderer rejects such labels with ValueError instead of producing a kubelet that crash-loops.
-* Taints go to ``nodeRegistration.taints`` (no ``omitempty``: nil means "kubeadm default", i.e. the
-  control-plane taint on control-plane nodes, ``[]`` means none). On join kubeadm passes them to the
-  kubelet as ``--register-with-taints`` (buildKubeletArgMapCommon, cmd/kubeadm/app/phases/kubelet/flags.go),
-  so the Node object is created already tainted: no untolerating pod can be scheduled there even briefly.
-* ``controlPlaneEndpoint`` is the VIP (or the single control-plane node); the local API server binds the
-  same port (``localAPIEndpoint.bindPort``), because kube-vip only moves the address, not the port.
-* The sandbox (pause) image has no field in either kubeadm API nor in KubeletConfiguration; the kubelet
-  flag ``--pod-infra-container-image`` was removed in 1.35 and passing it makes the kubelet fail to start
-  (kubernetes/kubernetes#133779, "ACTION REQUIRED: Removed the --pod-infra-container-image flag"). The
-  container runtime owns it: containerd's pinned ``sandbox`` image (Linux: render/linux_node.py; Windows:
-  the guest's containerd config). ``ClusterParams.sandbox_image`` is validated but not rendered.
-* ``imageRepository`` is left at its default (registry.k8s.io): the registry mirror is containerd's
-  hosts.toml business, so image names stay canonical and kubeadm's preflight image check still matches.
 """
 from __future__ import annotations
 
@@ -61,17 +17,30 @@ import yaml
 
 from vocab.checks import DNS_SUBDOMAIN, LABEL_VALUE, check_image, is_ip_address
 
+# Field names are the json tags of cmd/kubeadm/app/apis/kubeadm/v1beta3/types.go and .../v1beta4/types.go
+# (kubernetes/kubernetes paths in this file are at the commits read for this work). v1beta3 is read by kubeadm
+# 1.22-1.35 (removed in 1.36, kubernetes/kubernetes#136016), v1beta4 from 1.31 (kubernetes/kubernetes#125029);
+# _check_cluster refuses other pairings.
 KUBEADM_V1BETA3 = "kubeadm.k8s.io/v1beta3"
 KUBEADM_V1BETA4 = "kubeadm.k8s.io/v1beta4"
 KUBELET_CONFIG_API = "kubelet.config.k8s.io/v1beta1"
 
+# Join files carry these placeholders instead of secrets: the join script substitutes the token, the API endpoint, the
+# discovery CA hash and (control-plane joins) the certificate key that it parses out of the ``kubeadm token create
+# --print-join-command`` line, so no secret is ever part of a rendered string. Each appears once, inside a single-quoted
+# YAML scalar; the values (token ``[a-z0-9]{6}.[a-z0-9]{16}``, ``sha256:<hex>``, hex key, ``host:port``) contain no
+# quote, so the quoting stays valid after substitution.
 JOIN_TOKEN = "@@JOIN_TOKEN@@"
 JOIN_CA_CERT_HASH = "@@JOIN_CA_CERT_HASH@@"
 JOIN_API_ENDPOINT = "@@JOIN_API_ENDPOINT@@"
 JOIN_CERTIFICATE_KEY = "@@JOIN_CERTIFICATE_KEY@@"
 
-# Short life for the token kubeadm insists on creating at init (see module docstring). Long enough for
-# nothing, since no join uses it; a Go duration string as metav1.Duration expects.
+# Short life for the token kubeadm always creates at init: an empty ``bootstrapTokens`` list is defaulted to one entry
+# with the 24h TTL (SetDefaults_BootstrapTokens, cmd/kubeadm/app/apis/kubeadm/v1beta4/defaults.go), and an entry
+# without ``token`` gets a random one at runtime (SetBootstrapTokensDynamicDefaults,
+# cmd/kubeadm/app/util/config/initconfiguration.go). Joins never use it (each creates a fresh short-lived token), so
+# the init file lists one entry with only this ``ttl`` and no token value: the token kubeadm prints after init dies
+# within minutes instead of a day. Long enough for nothing; a Go duration string as metav1.Duration expects.
 INIT_BOOTSTRAP_TOKEN_TTL = "15m0s"
 
 # Cross-border image pulls are slow; the kubelet's default is one pull at a time (serializeImagePulls
@@ -154,7 +123,12 @@ class ClusterParams:
     node_cidr_mask_size: int         # kube-controller-manager --node-cidr-mask-size
     service_node_port_range: str     # kube-apiserver --service-node-port-range, "30000-32767"
     cert_sans: tuple[str, ...]       # API server certificate SANs: VIP, every control-plane IP and name
-    sandbox_image: str               # validated only: no kubeadm/kubelet field exists (module docstring)
+    # The sandbox (pause) image has no field in either kubeadm API nor in KubeletConfiguration; the kubelet flag
+    # ``--pod-infra-container-image`` was removed in 1.35 and passing it makes the kubelet fail to start
+    # (kubernetes/kubernetes#133779, "ACTION REQUIRED: Removed the --pod-infra-container-image flag"). The container
+    # runtime owns it: containerd's pinned ``sandbox`` image (Linux: render/linux_node.py; Windows: the guest's
+    # containerd config).
+    sandbox_image: str               # validated only, not rendered
     api_server_args: tuple[tuple[str, str], ...] = ()  # further kube-apiserver flags (config.compat, per minor)
     server_tls_bootstrap: bool = False  # kubelet serving certificates from the cluster CA (render/resource_metrics.py)
     # The hardening (render/security.py): further flags of each control-plane component, the API server's hostPath
@@ -260,6 +234,11 @@ def _check_label_key(key: str) -> None:
         raise ValueError(f"{key!r} is not a qualified label/taint key")
 
 
+# The kubelet refuses to start with a ``kubernetes.io``/``k8s.io`` label that is not in its self-settable list
+# (ValidateKubeletFlags in cmd/kubelet/app/options/options.go; the list is _KUBELET_LABELS: topology.kubernetes.io/zone
+# is allowed, node-role.kubernetes.io/* is not); the NodeRestriction admission plugin enforces the same set on the API
+# side (https://kubernetes.io/docs/reference/access-authn-authz/admission-controllers/#noderestriction). So such labels
+# are a ValueError here instead of a kubelet that crash-loops.
 def _check_labels(labels: dict[str, str]) -> None:
     for key, value in labels.items():
         _check_label_key(key)
@@ -307,6 +286,10 @@ def _check_node(node: NodeParams) -> None:
 
 def _args(api: str, args: dict[str, str]) -> dict[str, str] | list[dict[str, str]]:
     """Extra arguments in the form the API version wants: a map (v1beta3) or name/value list (v1beta4)."""
+    # v1beta4 turned ``extraArgs`` (apiServer, controllerManager, scheduler, etcd.local) and
+    # ``nodeRegistration.kubeletExtraArgs`` from ``map[string]string`` into ``[]Arg`` (``{name, value}``) and moved
+    # timeouts into ``timeouts`` (https://kubernetes.io/docs/reference/config-api/kubeadm-config.v1beta4/, "A list of
+    # changes since v1beta3").
     if api == KUBEADM_V1BETA3:
         return dict(args)
     return [{"name": name, "value": value} for name, value in args.items()]
@@ -314,6 +297,10 @@ def _args(api: str, args: dict[str, str]) -> dict[str, str] | list[dict[str, str
 
 def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, Any]:
     registration: dict[str, Any] = {"name": node.name, "criSocket": node.cri_socket}
+    # ``taints`` has no ``omitempty``: nil means "kubeadm default" (the control-plane taint on control-plane nodes), ``[]``
+    # none. On join kubeadm passes them to the kubelet as ``--register-with-taints`` (buildKubeletArgMapCommon,
+    # cmd/kubeadm/app/phases/kubelet/flags.go), so the Node object is created already tainted: no untolerating pod can
+    # be scheduled there even briefly.
     if node.taints is not None:
         registration["taints"] = [
             {"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
@@ -329,6 +316,8 @@ def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, An
     # specified by the Kubelet's --config flag", kubelet reference; deprecated, not removed).
     if node.max_pods is not None:
         extra["max-pods"] = str(node.max_pods)
+    # Labels through the flag: NodeRegistrationOptions has no labels field (both types.go), and the KubeletConfiguration
+    # is cluster-wide (uploaded to the kubelet-config ConfigMap), so it cannot carry per-node labels (_check_labels).
     if node.labels:
         extra["node-labels"] = ",".join(f"{key}={value}" for key, value in sorted(node.labels.items()))
     registration["kubeletExtraArgs"] = _args(cluster.kubeadm_api, extra)
@@ -336,6 +325,8 @@ def _node_registration(cluster: ClusterParams, node: NodeParams) -> dict[str, An
 
 
 def _local_api_endpoint(cluster: ClusterParams, node: NodeParams) -> dict[str, Any]:
+    # ``controlPlaneEndpoint`` is the VIP (or the single control-plane node); the local API server binds the same port
+    # (``bindPort``), because kube-vip only moves the address, not the port.
     _, port = _split_host_port(cluster.control_plane_endpoint)
     return {"advertiseAddress": node.advertise_address, "bindPort": port}
 
@@ -383,6 +374,8 @@ def _cluster_configuration(cluster: ClusterParams) -> dict[str, Any]:
         "clusterName": cluster.cluster_name,
         "kubernetesVersion": "v" + cluster.kubernetes_version.removeprefix("v"),
         "controlPlaneEndpoint": cluster.control_plane_endpoint,
+        # No ``imageRepository``: its default (registry.k8s.io) stays, the registry mirror being containerd's hosts.toml
+        # business, so image names stay canonical and kubeadm's preflight image check still matches.
         "networking": {
             "podSubnet": cluster.pod_subnet,
             "serviceSubnet": cluster.service_subnet,

@@ -3,59 +3,8 @@ chart (the Linux DaemonSet) and plain Kubernetes objects for the Windows DaemonS
 build, all shipping to one configured output.
 
 This module owns the ``logging`` namespace, the Fluent Bit pipeline both OSes run (classic-format config
-text), the pinned chart, the Windows ServiceAccount/RBAC/ConfigMap/DaemonSets and the input dataclass. It
-is pure: no Pulumi, no ``config`` imports; dataclasses and plain values in, dicts out. The lead's component
-installs the ``fluent-bit`` chart (config.compat.CHARTS) with ``fluent_bit_linux_values()`` and creates every object of
-``logging_namespace()`` and ``fluent_bit_windows()``. No object carries a ``pulumi.com/waitFor``
-annotation: nothing waits on logging, and DaemonSets are awaited by pulumi-kubernetes itself.
-
-Design decisions, with their sources:
-
-* Linux: the fluent/fluent-bit chart, kind DaemonSet. Its pod template takes ``nodeSelector``,
-  ``tolerations``, ``resources``, ``daemonSetVolumes``/``daemonSetVolumeMounts`` and renders
-  ``config.service``/``inputs``/``filters``/``outputs`` (classic format) into ``fluent-bit.conf``
-  (fluent/helm-charts charts/fluent-bit README.md values table and templates/_pod.tpl, configmap.yaml).
-  The chart's values that create pods or containers are ``kind`` (DaemonSet/Deployment/StatefulSet),
-  ``testFramework.enabled`` (a ``helm test`` Pod of busybox:latest with no nodeSelector,
-  templates/tests/test-connection.yaml), ``hotReload.enabled`` (a configmap-reload sidecar),
-  ``initContainers`` and ``extraContainers``; ``LINUX_POD_CREATING_VALUES`` lists them and the values pin
-  each one.
-* Windows: the chart cannot run on Windows (its command is /fluent-bit/bin/fluent-bit and its mounts are
-  POSIX paths), so the Windows side is rendered here as plain objects. Fluent Bit on Windows is a normal
-  process-isolated container, NOT HostProcess: fluent/fluent-bit publishes per-build images
-  (windows-2022-<v>, config.compat) built FROM servercore:<ltsc> (fluent/fluent-bit
-  dockerfiles/Dockerfile.windows), and process isolation needs the image build to equal the host build
-  (https://kubernetes.io/docs/concepts/windows/user-guide/). Hence one DaemonSet per build, each selecting
-  ``kubernetes.io/os=windows`` plus ``node.kubernetes.io/windows-build=<build>`` and tolerating our Windows
-  taint, else it never schedules.
-* Log paths: the kubelet writes container logs under ``/var/log/pods`` and keeps one symlink per container
-  in ``/var/log/containers`` (kubernetes pkg/kubelet/kubelet.go ``DefaultContainerLogsDir``,
-  kuberuntime ``legacyLogSymlink``); on Windows the same rooted paths land on the system drive, which is
-  what Fluent Bit's Windows guide tails: ``C:\\var\\log\\containers\\<pod>_<namespace>_<container>-<id>.log``
-  (fluent/fluent-bit-docs installation/downloads/kubernetes.md, "Windows deployment"). Mounting the
-  whole ``C:\\var\\log`` (``/var/log`` on Linux) at the same path keeps the symlink targets in
-  ``...\\log\\pods`` resolvable inside the container. With containerd the files are in CRI format, so the
-  tail input uses the built-in ``cri`` multiline parser (tail.md, "Multiline and Containers").
-* Tags on Windows: tail expands ``Tag kube.*`` with the file path, dots for separators; a Windows build of
-  the kubernetes filter expects the prefix ``kube.c.var.log.containers.`` for a ``c:\\var\\log\\containers``
-  path (fluent/fluent-bit plugins/filter_kubernetes/kube_conf.h ``FLB_KUBE_TAG_PREFIX`` under
-  ``FLB_SYSTEM_WINDOWS``; fluent/fluent-bit#2226 "in_tail emits events with a tag prefixed with
-  kube.c.var.log.containers"). The path is written exactly that way and the prefix set explicitly.
-* Kubernetes API on Windows: "Windows treats all names with a ``.`` as a FQDN and skips FQDN resolution"
-  (https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#dns-windows), so the filter's
-  default ``https://kubernetes.default.svc:443`` does not resolve there; Fluent Bit's Windows guide sets
-  ``Kube_URL https://kubernetes.default.svc.cluster.local:443`` and the ``DNS_Retries``/``DNS_Wait_Time``
-  knobs for pods whose network comes up late. The same rule is why an output host given as a partial
-  in-cluster name (``loki.monitoring.svc``) is refused: it would work on Linux and silently fail on
-  Windows. The CA and token paths are the service-account mount (``/var/run/secrets/...``, the filter's
-  defaults in kube_conf/kubernetes.h) spelled as the C: paths the Windows container sees.
-* Namespace: both DaemonSets mount hostPath volumes, which the ``baseline`` Pod Security level forbids
-  (https://kubernetes.io/docs/concepts/security/pod-security-standards/, "HostPath Volumes"), so
-  ``logging`` is a ``privileged`` namespace (render.scheduling.system_namespace). Running the Windows pods
-  in ``windows-system`` instead would split one product over two namespaces and still leave the Linux
-  DaemonSet needing a privileged one; ``logging`` holds only these agents.
-* Same output: both OSes render the one ``[OUTPUT]`` section from the same ``LogOutput``, so a Linux and a
-  Windows record land in the same place; records tell their node apart by ``kubernetes.host``.
+text), the Windows ServiceAccount/RBAC/ConfigMap/DaemonSets and the input dataclass. It is pure: no Pulumi,
+no ``config`` imports; dataclasses and plain values in, dicts out.
 """
 from __future__ import annotations
 
@@ -73,7 +22,9 @@ LOGGING_NAMESPACE = "logging"
 # The tag of the API server's audit events (linux_config): its own output, never the kubernetes filter's.
 AUDIT_TAG = "audit.kube-apiserver"
 
-# Values keys of the chart that create a pod or a container (see the module docstring).
+# Values keys of the chart that create a pod or a container; fluent_bit_linux_values pins each one. kind
+# (DaemonSet/Deployment/StatefulSet), testFramework.enabled (a `helm test` Pod of busybox:latest with no nodeSelector,
+# templates/tests/test-connection.yaml), hotReload.enabled (a configmap-reload sidecar), initContainers, extraContainers.
 LINUX_POD_CREATING_VALUES = ("kind", "testFramework.enabled", "hotReload.enabled", "initContainers",
                              "extraContainers")
 
@@ -84,6 +35,12 @@ HTTP_PORT = 2020
 CLUSTER_DOMAIN = "cluster.local"   # kubeadm's default networking.dnsDomain
 
 
+# The kubelet writes container logs under /var/log/pods and keeps one symlink per container in /var/log/containers
+# (kubernetes pkg/kubelet/kubelet.go DefaultContainerLogsDir, kuberuntime legacyLogSymlink); on Windows the same rooted
+# paths land on the system drive, which is what Fluent Bit's Windows guide tails:
+# C:\var\log\containers\<pod>_<namespace>_<container>-<id>.log (fluent/fluent-bit-docs
+# installation/downloads/kubernetes.md, "Windows deployment"). The whole log directory is mounted at the same path, so
+# the symlink targets in ...\log\pods resolve inside the container.
 _LINUX_LOG_DIR = "/var/log"
 _LINUX_POSITIONS_DIR = "/var/lib/fluent-bit"
 _WINDOWS_LOG_DIR = "C:\\var\\log"
@@ -93,6 +50,8 @@ _WINDOWS_CONFIG_DIR = "C:\\fluent-bit\\config"
 # (fluent/fluent-bit dockerfiles/Dockerfile.windows).
 _WINDOWS_BINARY = "C:\\fluent-bit\\bin\\fluent-bit.exe"
 _WINDOWS_PARSERS = "C:\\fluent-bit\\etc\\parsers.conf"
+# The service-account mount (/var/run/secrets/..., the kubernetes filter's default CA and token paths in
+# kube_conf/kubernetes.h) spelled as the C: path the Windows container sees.
 _WINDOWS_SA_DIR = "C:\\var\\run\\secrets\\kubernetes.io\\serviceaccount"
 # The log server's CA, when the stack gives one: a ConfigMap of its own mounted here on Linux; a key of the Windows
 # ConfigMap, which is mounted at _WINDOWS_CONFIG_DIR. Fluent Bit's `tls.ca_file` takes "absolute path to CA certificate
@@ -130,8 +89,9 @@ def _validate_output(out: LogOutput) -> None:
         ipaddress.ip_address(out.host)
     except ValueError:
         require(bool(HOST_NAME.match(out.host)), f"log output host {out.host!r} is not an IP or DNS name")
-        # Windows pods treat any dotted name as fully qualified (see module docstring): a partial
-        # in-cluster name resolves on Linux only.
+        # "Windows treats all names with a . as a FQDN and skips FQDN resolution"
+        # (https://kubernetes.io/docs/concepts/services-networking/dns-pod-service/#dns-windows): a partial in-cluster
+        # name (loki.monitoring.svc) would work on Linux and silently fail on Windows.
         partial = out.host.endswith((".svc", ".svc.cluster")) or (
             ".svc." in out.host and not out.host.endswith(f".svc.{out.cluster_domain}"))
         require(not partial, f"log output host {out.host!r} is a partial in-cluster name; Windows pods "
@@ -190,6 +150,8 @@ def _tail(path: str, db: str, tag: str = "kube.*", parser: tuple[str, str] = ("m
     # tail keys: https://docs.fluentbit.io/manual/pipeline/inputs/tail (Tag, Path, multiline.parser, Parser, DB,
     # DB.locking, Mem_Buf_Limit, Skip_Long_Lines, Refresh_Interval). DB keeps offsets across restarts;
     # without it every file is re-read from the start. DB.locking: only Fluent Bit touches the file.
+    # With containerd the files are in CRI format, hence the built-in cri multiline parser by default (tail.md,
+    # "Multiline and Containers").
     return _section("INPUT", [
         ("Name", "tail"),
         ("Tag", tag),
@@ -221,9 +183,10 @@ def _kubernetes_filter(tag_prefix: str, extra: list[tuple[str, str]]) -> str:
 
 
 def output_section(out: LogOutput, audit: bool = False, ca_file: str | None = None) -> str:
-    """The one [OUTPUT] section both OSes ship through; `audit`: the one for the API server's audit log instead, to the
-    same server under its own stream (Loki job) or index (Elasticsearch). `ca_file`: where this OS's pods find the
-    log server's CA (with out.ca_certificate)."""
+    """The one [OUTPUT] section both OSes ship through, from the same LogOutput, so a Linux and a Windows record land in
+    the same place (records tell their node apart by ``kubernetes.host``); `audit`: the one for the API server's audit
+    log instead, to the same server under its own stream (Loki job) or index (Elasticsearch). `ca_file`: where this
+    OS's pods find the log server's CA (with out.ca_certificate)."""
     _validate_output(out)
     require((ca_file is not None) == (out.ca_certificate is not None), "a CA file goes with the output's CA certificate")
     # Match/Retry_Limit are common to every output
@@ -298,7 +261,12 @@ def linux_config(out: LogOutput, audit_log: str | None = None) -> dict[str, str]
 def fluent_bit_linux_values(out: LogOutput, linux_image: str, audit_log: str | None = None) -> dict[str, Any]:
     """Helm values for the fluent-bit chart: a DaemonSet on every Linux node, never on a Windows one.
     ``linux_image`` is config.compat.FLUENT_BIT_LINUX_IMAGE (the chart's appVersion, from Docker Hub); ``audit_log``:
-    linux_config's."""
+    linux_config's. The lead's component installs the ``fluent-bit`` chart (config.compat.CHARTS) with these values.
+
+    The chart's pod template takes ``nodeSelector``, ``tolerations``, ``resources``,
+    ``daemonSetVolumes``/``daemonSetVolumeMounts`` and renders ``config.service``/``inputs``/``filters``/``outputs``
+    (classic format) into ``fluent-bit.conf`` (fluent/helm-charts charts/fluent-bit README.md values table,
+    templates/_pod.tpl, configmap.yaml)."""
     _validate_output(out)
     return {
         "kind": "DaemonSet",
@@ -342,13 +310,24 @@ def ca_config_map(out: LogOutput) -> dict[str, Any] | None:
 
 
 # --- Windows: plain objects ------------------------------------------------------------------------------------
+# The chart cannot run on Windows (its command is /fluent-bit/bin/fluent-bit and its mounts are POSIX paths), so the
+# Windows side is rendered here as plain objects.
 
 def windows_config(out: LogOutput) -> str:
     """fluent-bit.conf for Windows nodes (same pipeline, Windows paths)."""
+    # Windows pods skip resolving dotted names (see _validate_output), so the filter's default
+    # https://kubernetes.default.svc:443 does not resolve there; Fluent Bit's Windows guide sets
+    # Kube_URL https://kubernetes.default.svc.cluster.local:443 and DNS_Retries/DNS_Wait_Time for pods whose network comes
+    # up late.
     kube_url = f"https://kubernetes.default.svc.{out.cluster_domain}:443"
     return "\n".join([
         _service(_WINDOWS_PARSERS),
         _tail("c:\\var\\log\\containers\\*.log", f"{_WINDOWS_POSITIONS_DIR}\\tail-containers.db"),
+        # tail expands Tag kube.* with the file path, dots for separators; a Windows build of the kubernetes filter
+        # expects the prefix kube.c.var.log.containers. for a c:\var\log\containers path (fluent/fluent-bit
+        # plugins/filter_kubernetes/kube_conf.h FLB_KUBE_TAG_PREFIX under FLB_SYSTEM_WINDOWS; fluent/fluent-bit#2226
+        # "in_tail emits events with a tag prefixed with kube.c.var.log.containers"). So the path above is written
+        # exactly that way and the prefix is set explicitly.
         _kubernetes_filter("kube.c.var.log.containers.", [
             ("Kube_URL", kube_url),
             ("Kube_CA_File", f"{_WINDOWS_SA_DIR}\\ca.crt"),
@@ -382,6 +361,11 @@ def _windows_daemonset(key: str, build: str, image: str, config_hash: str) -> di
                 "spec": {
                     "os": {"name": "windows"},
                     "serviceAccountName": WINDOWS_NAME,
+                    # A process-isolated container, NOT HostProcess: fluent/fluent-bit publishes per-build images
+                    # (windows-2022-<v>, config.compat) built FROM servercore:<ltsc> (fluent/fluent-bit
+                    # dockerfiles/Dockerfile.windows), and process isolation needs the image build to equal the host
+                    # build (https://kubernetes.io/docs/concepts/windows/user-guide/). Hence one DaemonSet per build,
+                    # selecting its build and tolerating our Windows taint, else it never schedules.
                     "nodeSelector": {OS_LABEL: "windows", WINDOWS_BUILD_LABEL: build},
                     "tolerations": [windows_toleration()],
                     "containers": [{
@@ -416,7 +400,9 @@ def _windows_daemonset(key: str, build: str, image: str, config_hash: str) -> di
 
 
 def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole(+Binding), ConfigMap and one DaemonSet per Windows build.
+    """ServiceAccount, ClusterRole(+Binding), ConfigMap and one DaemonSet per Windows build, all created by the lead's
+    component. No object of this module carries a ``pulumi.com/waitFor``: nothing waits on logging, and pulumi-kubernetes awaits
+    DaemonSets itself.
 
     builds: {"win2022": ("10.0.20348", "docker.io/fluent/fluent-bit:windows-2022-5.0.3"), ...}
     (config.compat WINDOWS[key].build / .fluent_bit_image)."""
@@ -456,7 +442,10 @@ def fluent_bit_windows(builds: dict[str, tuple[str, str]], out: LogOutput) -> li
 
 
 def logging_namespace() -> dict[str, Any]:
-    """The privileged namespace both DaemonSets run in (hostPath volumes are refused below privileged)."""
+    """The privileged namespace both DaemonSets run in: ``baseline`` forbids their hostPath volumes
+    (https://kubernetes.io/docs/concepts/security/pod-security-standards/, "HostPath Volumes"). Running the Windows
+    pods in ``windows-system`` instead would split one product over two namespaces and still leave the Linux DaemonSet
+    needing a privileged one; ``logging`` holds only these agents. The lead's component creates it."""
     return system_namespace(LOGGING_NAMESPACE)
 
 

@@ -1,55 +1,9 @@
-"""Renders the in-cluster placement policy: the pinned OPA Gatekeeper Helm chart and its values, the
-Gatekeeper Config that syncs RuntimeClasses into ``data.inventory``, the three ConstraintTemplates kept
-under policy/gatekeeper/ (gatekeeper-library layout: ``<name>/template.yaml``, ``suite.yaml``,
-``samples/<case>/``), and one Constraint per template for the prod namespaces.
-
-This module owns the chart pin, the Config, the Constraint names and parameters, and the readiness
-annotation on the templates. It is pure: no Pulumi and no ``config`` imports; it reads the template files
-of this repository and returns plain Kubernetes objects / Helm values. Components turn each dict into a
-typed pulumi_kubernetes resource.
-
-Design decisions, with their sources:
-
-* Version. Gatekeeper's chart version equals its release version (docs/Release_Management.md in
-  open-policy-agent/gatekeeper: "X.Y.Z ... is the version of the Gatekeeper image and the Chart
-  version"). The chart index lists 3.23.0 (2026-07-09, https://open-policy-agent.github.io/gatekeeper/
-  charts/index.yaml); v3.23.1 is the newest patch found: third-party deployment repositories pull
-  ``openpolicyagent/gatekeeper:v3.23.1``, and sighupio/module-policy release v1.19.0 (26 Nov) ships
-  Gatekeeper v3.23.1 stating "compatibility with Kubernetes versions 1.33.x through 1.36.x". Kubernetes
-  1.36: Gatekeeper assumes every supported release compatible with every supported Kubernetes minor
-  (Release_Management.md, "Supported Kubernetes Versions"), and 3.23 is the current minor; 3.24 had only
-  a beta (3.24.0-beta.0, 2026-07-13, chart index) in the newest index seen.
-* Rego v1. Since 3.19 a template may carry Rego v1 at ``spec.targets[].code[{engine: Rego,
-  source: {version: "v1", rego}}]`` (website/docs/constrainttemplates.md, "Enable OPA Rego v1 syntax");
-  the CRD accepts it (``code[].source`` preserves unknown fields in
-  tests/fixtures/schemas/templates.gatekeeper.sh_v1_ConstraintTemplate.json).
-* Workloads, not only pods. Each constraint matches Pods and the workload kinds that carry a pod
-  template, and the Rego reads ``spec.template.spec`` (``spec.jobTemplate.spec.template.spec`` for
-  CronJob), so ``kubectl apply`` of a bad Deployment is refused instead of its ReplicaSet silently
-  failing to create pods. Gatekeeper's expansion (ExpansionTemplate -> mock Pod, website/docs/
-  expansion.md; chart value enableGeneratorResourceExpansion, "beta feature", default true in the chart
-  README) would do the same from a Pod-only constraint,
-  but it adds a cluster object whose absence silently turns the check off, and the mock pod is only as
-  good as the mutators that imitate admission; reading the template directly is exact for what we
-  check and is what tests/gatekeeper_eval.py evaluates, rule for rule.
-* Inventory. The chart creates no Config (its templates/ directory has none) and exposes no sync value,
-  so ``sync_config`` renders the ``config.gatekeeper.sh/v1alpha1`` Config, which must be named
-  ``config`` in Gatekeeper's namespace (website/docs/sync.md, "Replicating Data with Config"). SyncSet
-  is the newer, "preferred" alpha alternative (same page); Config is used because the same object also
-  carries any future process exemptions (website/docs/api.md, Config). Our Rego needs RuntimeClasses
-  only - namespaces are recognised by name prefix, so Namespaces are not synced. Each template also
-  declares the data it needs in ``metadata.gatekeeper.sh/requires-sync-data``
-  (pkg/cachemanager/parser/syncannotationreader.go: quoted JSON list of GVK clauses).
-* Readiness. Creating a constraint before Gatekeeper has created its CRD fails with "no matches for
-  kind" (open-policy-agent/gatekeeper#315, #1147). Gatekeeper reports the CRD with
-  ``status.created: true`` on the template (status schema in the shared CRD), so every template carries
-  ``pulumi.com/waitFor: jsonpath={.status.created}=true`` (pulumi-kubernetes v4 user-defined readiness,
-  pulumi/pulumi-kubernetes#3134, kubectl-wait jsonpath semantics) and the constraints depend on their
-  template. The Config needs only the chart's CRDs.
-* Placement of Gatekeeper itself: controller, audit and every hook Job on Linux nodes through the chart's
-  per-component ``nodeSelector`` values (chart README "Parameters": controllerManager/audit/
-  postInstall/postUpgrade/preUninstall/crds ``.nodeSelector``; the chart already defaults them to
-  ``kubernetes.io/os: linux``, pinned here so a chart change cannot move them onto Windows).
+"""Renders the in-cluster placement policy: the OPA Gatekeeper chart's Helm values (the pin is config.compat's), the
+Gatekeeper Config that syncs RuntimeClasses into ``data.inventory``, the three ConstraintTemplates kept under
+policy/gatekeeper/ (gatekeeper-library layout: ``<name>/template.yaml``, ``suite.yaml``, ``samples/<case>/``) with their
+readiness annotation, one Constraint per template (names, parameters) for the prod namespaces, and the admission probes
+that wait for the policy to be in force. Pure: no Pulumi and no ``config`` imports; it reads the template files of this
+repository and returns plain Kubernetes objects / Helm values, which components turn into pulumi_kubernetes resources.
 """
 from __future__ import annotations
 
@@ -74,7 +28,11 @@ GATEKEEPER_NAMESPACE = "gatekeeper-system"
 
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "policy" / "gatekeeper"
 
-# pulumi-kubernetes v4 user-defined readiness (pulumi/pulumi-kubernetes#3134, same key as render.network).
+# Readiness of a template. Creating a constraint before Gatekeeper has created its CRD fails with "no matches for kind"
+# (open-policy-agent/gatekeeper#315, #1147). Gatekeeper reports the CRD with ``status.created: true`` on the template
+# (status schema in the shared CRD), so every template waits for it (pulumi-kubernetes v4 user-defined readiness,
+# pulumi/pulumi-kubernetes#3134, kubectl-wait jsonpath semantics; same key as render.network) and the constraints
+# depend on their template. The Config needs only the chart's CRDs.
 PULUMI_WAIT_FOR = "pulumi.com/waitFor"
 TEMPLATE_CREATED = "jsonpath={.status.created}=true"
 
@@ -104,7 +62,13 @@ WINDOWS_BUILD_TAGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("10.0.26100", ("ltsc2025", "10.0.26100")),
 )
 
-# Pods and every built-in workload kind with a pod template (the Rego reads each one's pod spec).
+# Pods and every built-in workload kind with a pod template: the Rego reads ``spec.template.spec``
+# (``spec.jobTemplate.spec.template.spec`` for CronJob), so ``kubectl apply`` of a bad Deployment is refused instead of
+# its ReplicaSet silently failing to create pods. Gatekeeper's expansion (ExpansionTemplate -> mock Pod,
+# website/docs/expansion.md; chart value enableGeneratorResourceExpansion, "beta feature", default true in the chart
+# README) would do the same from a Pod-only constraint, but it adds a cluster object whose absence silently turns the
+# check off, and the mock pod is only as good as the mutators that imitate admission; reading the template directly is
+# exact for what we check and is what tests/gatekeeper_eval.py evaluates, rule for rule.
 MATCH_KINDS: tuple[dict[str, list[str]], ...] = (
     {"apiGroups": [""], "kinds": ["Pod", "ReplicationController"]},
     {"apiGroups": ["apps"], "kinds": ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]},
@@ -142,8 +106,21 @@ def gatekeeper_values(budget: bool) -> dict[str, Any]:
     wave leaves Gatekeeper a node (`budget`, plan/platform.py survives_every_wave) and 0 elsewhere: on a single
     worker its default would stop that worker's drain for good. A second budget of this program's over the same pods
     would make each of them unevictable (render/availability.py)."""
+    # The chart (config.compat CHARTS["gatekeeper"]): its version equals Gatekeeper's release version
+    # (open-policy-agent/gatekeeper docs/Release_Management.md: "X.Y.Z ... is the version of the Gatekeeper image and the
+    # Chart version"). The chart index lists 3.23.0 (2026-07-09, https://open-policy-agent.github.io/gatekeeper/charts/
+    # index.yaml); v3.23.1 is the newest patch found: third-party deployment repositories pull
+    # ``openpolicyagent/gatekeeper:v3.23.1``, and sighupio/module-policy release v1.19.0 (26 Nov) ships Gatekeeper v3.23.1
+    # stating "compatibility with Kubernetes versions 1.33.x through 1.36.x". Kubernetes 1.36: Gatekeeper assumes every
+    # supported release compatible with every supported Kubernetes minor (Release_Management.md, "Supported Kubernetes
+    # Versions"), and 3.23 is the current minor; 3.24 had only a beta (3.24.0-beta.0,
+    # 2026-07-13, chart index) in the newest index seen.
     return {
         "pdb": {"controllerManager": {"minAvailable": availability.MIN_AVAILABLE if budget else 0}},
+        # Controller, audit and every hook Job on Linux nodes through the chart's per-component nodeSelector values
+        # (chart README "Parameters": controllerManager/audit/postInstall/postUpgrade/preUninstall/crds .nodeSelector);
+        # the chart already defaults them to kubernetes.io/os: linux, pinned here so a chart change cannot move them
+        # onto Windows.
         "controllerManager": {"nodeSelector": _linux(), "resources": copy.deepcopy(_COMPONENT_RESOURCES)},
         "audit": {"nodeSelector": _linux(), "resources": copy.deepcopy(_COMPONENT_RESOURCES)},
         "postInstall": {"nodeSelector": _linux()},
@@ -159,6 +136,13 @@ def gatekeeper_values(budget: bool) -> dict[str, Any]:
 
 def sync_config() -> dict[str, Any]:
     """The Gatekeeper Config replicating RuntimeClasses into data.inventory for the templates."""
+    # The chart creates no Config (its templates/ directory has none) and exposes no sync value, so it is ours; it must be
+    # named ``config`` in Gatekeeper's namespace (website/docs/sync.md, "Replicating Data with Config"). SyncSet is the
+    # newer, "preferred" alpha alternative (same page); Config is used because the same object also carries any future
+    # process exemptions (website/docs/api.md, Config). Our Rego needs RuntimeClasses only: namespaces are recognised by
+    # name prefix, so Namespaces are not synced. Each template also declares the data it needs in
+    # ``metadata.gatekeeper.sh/requires-sync-data`` (pkg/cachemanager/parser/syncannotationreader.go: quoted JSON list of
+    # GVK clauses).
     return {
         "apiVersion": "config.gatekeeper.sh/v1alpha1",
         "kind": "Config",
@@ -231,6 +215,9 @@ def _load_template(folder: str) -> dict[str, Any]:
     return template
 
 
+# A template may carry Rego v1 (since Gatekeeper 3.19) at ``spec.targets[].code[{engine: Rego, source: {version: "v1",
+# rego}}]`` (website/docs/constrainttemplates.md, "Enable OPA Rego v1 syntax"); the CRD accepts it (``code[].source``
+# preserves unknown fields in tests/fixtures/schemas/templates.gatekeeper.sh_v1_ConstraintTemplate.json).
 def templates() -> list[dict[str, Any]]:
     """The ConstraintTemplates under policy/gatekeeper, each marked ready once Gatekeeper has created its
     constraint CRD."""

@@ -1,58 +1,6 @@
 """Renders the approver of kubelet serving certificates (config `resourceMetrics`): the program every control-plane
 node runs under a systemd timer, its units, the scripts that install and remove it, the node inventory it reads and
 the RBAC role of its own identity. Pure: plain values in, text and dicts out.
-
-Why an approver of our own: kube-controller-manager signs kubelet serving certificates (signer
-kubernetes.io/kubelet-serving) but never approves them (kubeadm "Certificate Management with kubeadm", "Kubelet
-serving certificates"). kubelet-csr-approver, which did before, checks every IP address against one set for all
-nodes and never reads which node asks (postfinance/kubelet-csr-approver v1.2.14 internal/controller/
-regex_ip_checks.go): any node could be given another node's address. This one ties each request to its requester.
-
-What it approves, and nothing else (each request it passes over stays pending, never denied, and its journal says
-why; a later inventory may admit it). It reads each node's newest MAX_PER_NODE pending requests per run:
-
-* signer kubernetes.io/kubelet-serving, not yet approved or denied;
-* requested by ``system:node:<name>`` in group ``system:nodes`` (the API server sets spec.username and spec.groups
-  from the authenticated requester, pkg/registry/certificates/certificates/strategy.go PrepareForCreate; a node's
-  credential names it), ``<name>`` a node of the stack's inventory (a lost node is not in it);
-* the request itself, byte for byte, one a kubelet makes for that node: its CertificationRequestInfo exactly what
-  Go's crypto/x509 CreateCertificateRequest writes for the kubelet's template (pkg/kubelet/certificate/kubelet.go:
-  subject O=system:nodes then CN=system:node:<name>, each a PrintableString; one extensionRequest attribute with one
-  non-critical subjectAltName of the node's name as a DNS name and its address as an IPv4 address, in that order,
-  or one of them; the request's own public key), in one PEM block, its signature valid (openssl req -verify). The
-  kubelet asks for its Hostname addresses as DNS names and its InternalIP and ExternalIP addresses as IP addresses
-  (addressesToHostnamesAndIPs); with ``--node-ip`` and no cloud provider those are the node's name and its address
-  (render/kubeadm.py). So never another node's name or address, the API VIP, the load-balancer pool, an e-mail
-  address, a URI or a critical or second extension. The decision is on the bytes kube-controller-manager signs
-  (pkg/controller/certificates/authority: Go's ParseCertificateRequest, its DNS names and IP addresses copied), not
-  on openssl's printout of them: a printout can be made to hide a name (a DNS name ending in a newline, a text
-  attribute printed as a fake extension, an attribute openssl cannot print; tests/fixtures/kubelet-serving-csr).
-  tests/fixtures/kubelet-serving-csr holds requests Go 1.19 wrote from the kubelet's template; a Go release that
-  laid them out otherwise would leave every request pending (refused, never wrongly approved) and the journal
-  would say so;
-* its usages exactly one of the two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR,
-  pkg/apis/certificates/v1 helpers): digital signature and server auth (what the kubelet asks for with its ECDSA
-  key, pkg/kubelet/certificate/kubelet.go), or those and key encipherment.
-
-Then it approves the request it read: a PUT of the approval subresource naming its uid (a precondition) and
-resourceVersion (a conflict if it changed; apiserver registry/rest/update.go, registry/generic/registry/store.go),
-through ``kubectl replace --raw``. Not ``kubectl certificate approve``, which reads the request again by name
-(kubectl pkg/cmd/certificates/certificates.go): nodes may read every request and create one under a name of their
-choice (the system:node role, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go), so a request deleted
-(the cleaner deletes old ones) and made again under the same name would be approved unread. The subresource keeps
-the stored spec and takes only the conditions (pkg/registry/certificates/certificates/strategy.go).
-kube-controller-manager then signs after its own checks: the organization, the CN's prefix, the usages, no e-mail or
-URI names; it does not tie the CN to the requester or the names to the node, which is what this program is for.
-The addresses are IPv4 (config: the node network); a dual-stack node's second InternalIP would leave its request
-pending.
-
-Its identity is its own, not admin.conf: a client certificate ``CN=hybrid-cluster:kubelet-serving-approver`` the
-program issues on the node from the cluster CA (as kubeadm issues admin.conf's), for a year, issued again when less
-than 30 days remain or when admin.conf's API server address or the CA changes, bound to a role that may read
-requests and approve kubernetes.io/kubelet-serving ones only (the Kubernetes documentation's approver role,
-"Certificate Signing Requests", Authorization). Every control-plane node
-runs it, so requests are approved while any one is up; two approving the same request at once is harmless (the
-second one's update conflicts, and its next run finds the request decided).
 """
 from __future__ import annotations
 
@@ -70,7 +18,15 @@ SYSTEMD_DIR = "/etc/systemd/system"
 CONFIG_DIR = "/etc/hybrid-cluster/kubelet-serving-approver"
 PKI_DIR = "/etc/kubernetes/pki"
 ADMIN_CONF = "/etc/kubernetes/admin.conf"
+# kube-controller-manager signs this signer's requests but never approves them (kubeadm "Certificate Management with
+# kubeadm", "Kubelet serving certificates"). kubelet-csr-approver, which did before, checks every IP address against one
+# set for all nodes and never reads which node asks (postfinance/kubelet-csr-approver v1.2.14
+# internal/controller/regex_ip_checks.go): any node could be given another node's address. This one ties each request
+# to its requester (program).
 SIGNER = "kubernetes.io/kubelet-serving"
+# The program's identity is its own, not admin.conf: a client certificate CN=IDENTITY it issues on the node from the
+# cluster CA (as kubeadm issues admin.conf's), for VALIDITY_DAYS, issued again when less than RENEW_DAYS remain or when
+# admin.conf's API server address or the CA changes; bound to the role of rbac_objects.
 IDENTITY = "hybrid-cluster:kubelet-serving-approver"
 VALIDITY_DAYS = 365
 RENEW_DAYS = 30
@@ -119,6 +75,40 @@ MAX_PER_NODE = 3
 REQUEST_TIMEOUT = "30s"
 
 
+# What the program approves, and nothing else: a request it passes over stays pending, never denied, and its journal
+# says why (a later inventory may admit it). Of each node's newest MAX_PER_NODE pending requests, one with:
+# * signer SIGNER, not yet approved or denied;
+# * requester ``system:node:<name>`` in group ``system:nodes`` (the API server sets spec.username and spec.groups from
+#   the authenticated requester, pkg/registry/certificates/certificates/strategy.go PrepareForCreate; a node's
+#   credential names it), ``<name>`` a node of the stack's inventory (a lost node is not in it);
+# * the request itself, byte for byte, one a kubelet makes for that node: its CertificationRequestInfo exactly what Go's
+#   crypto/x509 CreateCertificateRequest writes for the kubelet's template (pkg/kubelet/certificate/kubelet.go: subject
+#   O=system:nodes then CN=system:node:<name>, each a PrintableString; one extensionRequest attribute with one
+#   non-critical subjectAltName of the node's name as a DNS name and its address as an IPv4 address, in that order, or
+#   one of them; the request's own public key), in one PEM block, its signature valid (openssl req -verify). The kubelet
+#   asks for its Hostname addresses as DNS names and its InternalIP and ExternalIP addresses as IP addresses
+#   (addressesToHostnamesAndIPs); with ``--node-ip`` and no cloud provider those are the node's name and its address
+#   (render/kubeadm.py). So never another node's name or address, the API VIP, the load-balancer pool, an e-mail
+#   address, a URI or a critical or second extension. The decision is on the bytes kube-controller-manager signs
+#   (pkg/controller/certificates/authority: Go's ParseCertificateRequest, its DNS names and IP addresses copied), not on
+#   openssl's printout of them, which can be made to hide a name (a DNS name ending in a newline, a text attribute
+#   printed as a fake extension, an attribute openssl cannot print; tests/fixtures/kubelet-serving-csr). That directory
+#   also holds requests Go 1.19 wrote from the kubelet's template; a Go release that laid them out otherwise would leave
+#   every request pending (refused, never wrongly approved) and the journal would say so;
+# * its usages exactly one of the two sets kube-controller-manager signs for this signer (ValidateKubeletServingCSR,
+#   pkg/apis/certificates/v1 helpers): digital signature and server auth (what the kubelet asks for with its ECDSA key,
+#   pkg/kubelet/certificate/kubelet.go), or those and key encipherment.
+# The addresses are IPv4 (config: the node network); a dual-stack node's second InternalIP would leave its request
+# pending.
+# It approves the request it read: a PUT of the approval subresource naming its uid (a precondition) and
+# resourceVersion (a conflict if it changed; apiserver registry/rest/update.go, registry/generic/registry/store.go),
+# through ``kubectl replace --raw``. Not ``kubectl certificate approve``, which reads the request again by name (kubectl
+# pkg/cmd/certificates/certificates.go): nodes may read every request and create one under a name of their choice (the
+# system:node role, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go), so a request deleted (the cleaner
+# deletes old ones) and made again under the same name would be approved unread. The subresource keeps the stored spec
+# and takes only the conditions (pkg/registry/certificates/certificates/strategy.go). kube-controller-manager then signs
+# after its own checks (the organization, the CN's prefix, the usages, no e-mail or URI names); it does not tie the CN
+# to the requester or the names to the node, which is what this program is for.
 def program(config_dir: str = CONFIG_DIR, pki_dir: str = PKI_DIR, admin_conf: str = ADMIN_CONF) -> str:
     """The program the timer runs; the paths are the node's unless a test gives its scratch directory's."""
     return render_script("serving-approver.sh", CONFIG_DIR=config_dir, PKI_DIR=pki_dir, ADMIN_CONF=admin_conf,
@@ -181,7 +171,10 @@ def _unit_paths() -> dict[str, str]:
 
 def render_install(nodes: tuple[tuple[str, str], ...]) -> str:
     """As root on a control-plane node: the inventory, the program and its units in place (rewritten only when they
-    differ), the timer enabled, and one run now, which proves the identity and its role. Idempotent."""
+    differ), the timer enabled, and one run now, which proves the identity and its role. Idempotent.
+
+    Every control-plane node runs it, so requests are approved while any one is up; two approving the same request at
+    once is harmless (the second one's update conflicts, and its next run finds the request decided)."""
     text = inventory(nodes)
     return render_script("serving-approver-install.sh", PROGRAM_TEXT=program().rstrip("\n"),
                          SERVICE_TEXT=service_unit().rstrip("\n"), TIMER_TEXT=timer_unit().rstrip("\n"),
@@ -195,7 +188,8 @@ def render_remove() -> str:
 
 
 def rbac_objects() -> list[dict[str, Any]]:
-    """The identity's role: read requests, update their approval, approve for the kubelet-serving signer only."""
+    """The identity's role: read requests, update their approval, approve for the kubelet-serving signer only (the
+    Kubernetes documentation's approver role, "Certificate Signing Requests", Authorization)."""
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": IDENTITY},
             "rules": [

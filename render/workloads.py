@@ -1,81 +1,11 @@
-"""Renders the sample workloads that prove the hybrid cluster end to end: ``api-win`` (ASP.NET Core on
-Windows Server 2022 nodes), ``api-linux`` (a Java 17 Spring Boot API on the Linux nodes), one Ingress per
-namespace routing ``/win`` and ``/linux`` to them through one Gateway API Gateway (Envoy Gateway, data
-plane on Linux nodes), and the values for the Envoy Gateway chart.
+"""Renders the sample workloads that prove the hybrid cluster end to end: ``api-win`` (ASP.NET Core on Windows
+Server 2022 nodes) and ``api-linux`` (a Java 17 Spring Boot API on the Linux nodes) with their Services and
+autoscalers, the HTTPRoutes sending ``/win`` and ``/linux`` to them, and the Envoy Gateway (chart values,
+EnvoyProxy, GatewayClass, Gateway) that serves those routes from Linux nodes.
 
-This module owns ``SampleParams``, the Envoy Gateway values and objects, and the render
-functions. It is pure: no Pulumi, no ``config`` imports; plain Kubernetes objects / Helm values out.
-Whether the samples are deployed at all is the caller's switch.
-
-Design decisions, with their sources:
-
-* Images (pinned in config.compat as SAMPLE_WINDOWS_IMAGE and SAMPLE_LINUX_IMAGE). The Windows one is the
-  ASP.NET Core sample from dotnet/dotnet-docker (samples/aspnetapp: Kestrel on port 8080, ``/healthz`` mapped with ``MapHealthChecks`` in
-  samples/aspnetapp/aspnetapp/Program.cs) built on ``aspnet:10.0-nanoserver-ltsc2022``
-  (samples/aspnetapp/Dockerfile.nanoserver), which runs as ``ContainerUser`` (``USER ContainerUser`` in
-  src/runtime/10.0/nanoserver-ltsc2022/amd64/Dockerfile). The repository's tag table publishes the sample
-  as ``aspnetapp-<major>-nanoserver-ltsc2022`` (README.samples.md: ``aspnetapp-9.0-nanoserver-ltsc2022``,
-  ``aspnetapp-8.0-nanoserver-ltsc2022``); .NET 8 and 9 both left support on 2026-11-10
-  (https://devblogs.microsoft.com/dotnet/dotnet-sts-releases-supported-for-24-months), so the default is
-  the .NET 10 tag of that same scheme. The Linux one is spring-petclinic-rest
-  (github.com/spring-petclinic/spring-petclinic-rest: a Spring Boot REST API with
-  spring-boot-starter-actuator, in-memory database, port 9966, published to Docker Hub with Jib as
-  ``springcommunity/spring-petclinic-rest:<version>``, readme "With Docker"; the 3.x line is built on
-  Spring Boot 3 and later, whose Java baseline is 17). Tag 3.2.1 is the release in use in published
-  manifests; its actuator health endpoint sits under the servlet context path.
-* OS declaration. Every pod sets ``spec.os.name`` (https://kubernetes.io/docs/concepts/windows/user-guide/:
-  the scheduler ignores it, it selects the OS-specific validation and PSA rules). Windows pods schedule
-  only through ``runtimeClassName`` (the RuntimeClass carries node selector and taint toleration, see
-  render/scheduling.py); Linux pods use ``nodeSelector: kubernetes.io/os: linux`` and a required
-  nodeAffinity on ``node.os.distro``, and carry no toleration, so the Windows taint keeps them off Windows.
-* Security context. Both pods meet the ``restricted`` Pod Security Standard. Linux: runAsNonRoot with an
-  explicit non-zero UID (the Jib image has no USER, so the kubelet could not prove non-root otherwise),
-  seccomp RuntimeDefault, allowPrivilegeEscalation false, all capabilities dropped, read-only root with
-  an emptyDir for /tmp. Windows: runAsNonRoot with ``runAsUserName: ContainerUser`` and nothing else -
-  the Linux-only fields are forbidden by API validation when ``spec.os.name`` is windows (v1.36 schema
-  field descriptions) and skipped by PSA for such pods (render/scheduling.py has the sources).
-* Topology spread over zones, ``maxSkew: 1`` with ``whenUnsatisfiable: DoNotSchedule``: 4 (or 6) replicas
-  over hk-1/hk-2 must split evenly, and ``ScheduleAnyway`` would only prefer that. To keep a zone outage
-  from blocking rescheduling into the surviving zone, ``nodeTaintsPolicy: Honor`` drops nodes whose
-  taints the pod does not tolerate from the skew computation (the node lifecycle controller taints
-  unreachable/not-ready nodes; field description in the v1.36 schema, and
-  https://kubernetes.io/docs/concepts/architecture/nodes/ on condition taints). ``nodeAffinityPolicy``
-  stays at its default Honor, so only zones that have nodes of the right OS/build count, and
-  ``matchLabelKeys`` spreads each revision on its own during a rollout: ``pod-template-hash`` for a Deployment's pods,
-  ``rollouts-pod-template-hash`` for a Rollout's (render/progressive_delivery.py), each ignored on the pods that do
-  not carry it ("Keys that don't exist in the incoming pod labels will be ignored", the v1.36 field description).
-* Probes. A startupProbe holds liveness and readiness off until the app first answers, so slow starts
-  (a Windows container's first start, a JVM warming up) never count as failures; the budget is
-  generous on Windows (5 minutes) where a cold nanoserver start and HNS endpoint setup are slow.
-  Spring Boot's liveness/readiness health groups are enabled explicitly
-  (``management.endpoint.health.probes.enabled``, Spring Boot reference "Kubernetes Probes") instead of
-  relying on Kubernetes auto-detection.
-* Readiness ordering needs no ``pulumi.com/waitFor`` on the Deployments: pulumi-kubernetes already waits
-  for a Deployment to become Available (provider await logic; @pulumi/kubernetes apps/v1 Deployment doc
-  comment). Gateway API objects are custom resources, which it does not await: the Gateway carries
-  ``pulumi.com/waitFor: condition=Programmed`` (the Gateway condition "Programmed", set once the
-  implementation has configured its data plane, Gateway API v1 GatewayConditionType; pulumi-kubernetes
-  user-defined readiness, render/network.py PULUMI_WAIT_FOR), and the routes are declared after it.
-  The Windows Deployment only raises the await timeout with ``pulumi.com/timeoutSeconds`` (default 10
-  minutes for Deployments) and its ``progressDeadlineSeconds``: the first pull of a Windows image through
-  the registry mirror takes long.
-* Routing: Gateway API, not Ingress. ingress-nginx, the controller this program used, is retired upstream:
-  best-effort maintenance ended in March 2026, with no releases or security fixes after it, and the
-  announcement points to Gateway API implementations (Kubernetes SIG Network / SRC, 2025-11-11). Envoy
-  Gateway (config.compat CHARTS "envoy-gateway") implements it: a GatewayClass whose controllerName is
-  ``gateway.envoyproxy.io/gatewayclass-controller`` (charts/gateway-helm/templates/gateway-class.yaml),
-  parameterised by an EnvoyProxy that places the Envoy data plane (``spec.provider.kubernetes.
-  envoyDeployment.pod``) on Linux nodes and exposes it as a NodePort Service (``envoyService.type``),
-  its node ports fixed with a strategic-merge patch of that Service (``envoyService.patch``, the form
-  the project's own examples use) because the datacenter's load balancer points at them.
-* One Gateway, two HTTPRoutes. A route's backendRefs name Services in its own namespace (cross-namespace
-  refs need a ReferenceGrant), so each sample namespace has its HTTPRoute, attached to the Gateway, which
-  admits routes from exactly those two namespaces (``allowedRoutes.namespaces.from: Selector`` on
-  ``kubernetes.io/metadata.name``, a label every namespace carries). ``/win`` is rewritten to ``/`` with
-  the standard URLRewrite filter (``ReplacePrefixMatch``; the ASP.NET Core sample serves at ``/`` and
-  has no path-base setting). ``/linux`` needs no rewrite: the Spring app is told to serve under /linux
-  (``SERVER_SERVLET_CONTEXTPATH``, Spring Boot relaxed binding of ``server.servlet.context-path`` from
-  environment variables: dots to underscores, dashes removed, upper case).
+This module owns ``SampleParams``, ``SampleAutoscaling`` and the render functions. It is pure: no Pulumi, no
+``config`` imports; plain Kubernetes objects / Helm values out. Whether the samples are deployed at all is the
+caller's switch.
 """
 from __future__ import annotations
 
@@ -91,9 +21,14 @@ from vocab.samples import LINUX_RESOURCES, WIN_RESOURCES
 
 from . import availability, custom_metrics, progressive_delivery, tls, tracing
 
+# Routing is Gateway API, not Ingress: ingress-nginx, the controller this program used, is retired upstream (best-effort
+# maintenance ended in March 2026, no releases or security fixes after it; the announcement points to Gateway API
+# implementations: Kubernetes SIG Network / SRC, 2025-11-11). Envoy Gateway (config.compat CHARTS "envoy-gateway")
+# implements it, parameterised by an EnvoyProxy (gateway_objects).
 # The namespace Envoy Gateway's install guide uses (`helm install eg oci://docker.io/envoyproxy/gateway-helm
 # ... -n envoy-gateway-system --create-namespace`); the Gateway and its EnvoyProxy live there too.
 GATEWAY_NAMESPACE = "envoy-gateway-system"
+# Envoy Gateway's GatewayClass controllerName (charts/gateway-helm/templates/gateway-class.yaml).
 GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 GATEWAY_CLASS = "hybrid-samples"
 GATEWAY_NAME = "samples"
@@ -107,9 +42,23 @@ WIN_APP = "api-win"
 LINUX_APP = "api-linux"
 SAMPLE_PART_OF = "hybrid-samples"
 
-WIN_HTTP_PORT = 8080        # ASPNETCORE_HTTP_PORTS in the .NET images (runtime Dockerfile above)
+# Images (pinned in config.compat as SAMPLE_WINDOWS_IMAGE and SAMPLE_LINUX_IMAGE):
+# - Windows: the ASP.NET Core sample of dotnet/dotnet-docker (samples/aspnetapp) built on aspnet:10.0-nanoserver-ltsc2022
+#   (samples/aspnetapp/Dockerfile.nanoserver; its runtime Dockerfile is src/runtime/10.0/nanoserver-ltsc2022/amd64/
+#   Dockerfile). The tag table publishes the sample as aspnetapp-<major>-nanoserver-ltsc2022 (README.samples.md:
+#   aspnetapp-9.0-nanoserver-ltsc2022, aspnetapp-8.0-nanoserver-ltsc2022); .NET 8 and 9 both left support on 2026-11-10
+#   (https://devblogs.microsoft.com/dotnet/dotnet-sts-releases-supported-for-24-months), so the default is the .NET 10
+#   tag of that same scheme.
+# - Linux: spring-petclinic-rest (github.com/spring-petclinic/spring-petclinic-rest): a Spring Boot REST API with
+#   spring-boot-starter-actuator and an in-memory database, published to Docker Hub with Jib as
+#   springcommunity/spring-petclinic-rest:<version> (readme "With Docker"); the 3.x line is built on Spring Boot 3 and
+#   later, whose Java baseline is 17. Tag 3.2.1 is the release in use in published manifests.
+WIN_HTTP_PORT = 8080        # Kestrel's port: ASPNETCORE_HTTP_PORTS in the .NET images (runtime Dockerfile above)
 LINUX_HTTP_PORT = 9966      # server.port in spring-petclinic-rest src/main/resources/application.properties
+# The Spring app serves under this path itself (SERVER_SERVLET_CONTEXTPATH in api_linux), so its route needs no rewrite.
 LINUX_PATH = "/linux"
+# Rewritten to "/" by the route's standard URLRewrite filter (ReplacePrefixMatch): the ASP.NET Core sample serves at "/"
+# and has no path-base setting.
 WIN_PATH = "/win"
 SERVICE_PORT = 80
 
@@ -189,13 +138,22 @@ def _labels(app: str) -> dict[str, str]:
 
 
 def _zone_spread(app: str, zone_key: str) -> list[dict[str, Any]]:
+    # nodeAffinityPolicy stays at its default Honor: only zones that have nodes of the right OS/build count.
     return [{
+        # 4 (or 6) replicas over hk-1/hk-2 must split evenly; ScheduleAnyway would only prefer that.
         "maxSkew": 1,
         "topologyKey": zone_key,
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app.kubernetes.io/name": app}},
-        # Both owners' revision labels: the template is the same with and without progressive delivery.
+        # Each revision spreads on its own during a rollout: pod-template-hash for a Deployment's pods,
+        # rollouts-pod-template-hash for a Rollout's (render/progressive_delivery.py). Both owners' labels, so the template
+        # is the same with and without progressive delivery; each is ignored on the pods that do not carry it ("Keys that
+        # don't exist in the incoming pod labels will be ignored", the v1.36 field description).
         "matchLabelKeys": ["pod-template-hash", progressive_delivery.POD_TEMPLATE_HASH_LABEL],
+        # So a zone outage does not block rescheduling into the surviving zone: nodes whose taints the pod does not
+        # tolerate leave the skew computation, and the node lifecycle controller taints unreachable/not-ready nodes
+        # (field description in the v1.36 schema; https://kubernetes.io/docs/concepts/architecture/nodes/ on condition
+        # taints).
         "nodeTaintsPolicy": "Honor",
     }]
 
@@ -227,6 +185,8 @@ def _service(name: str, namespace: str) -> dict[str, Any]:
 
 def _deployment(name: str, namespace: str, replicas: int, pod_spec: dict[str, Any], annotations: dict[str, str] | None = None,
                 progress_deadline: int | None = None) -> dict[str, Any]:
+    # No pulumi.com/waitFor: pulumi-kubernetes already waits for a Deployment to become Available (provider await
+    # logic; @pulumi/kubernetes apps/v1 Deployment doc comment).
     metadata: dict[str, Any] = {"name": name, "namespace": namespace, "labels": _labels(name)}
     if annotations:
         metadata["annotations"] = annotations
@@ -247,8 +207,16 @@ def api_win(p: SampleParams) -> list[dict[str, Any]]:
     """Deployment + Service for the ASP.NET Core sample on Windows Server 2022."""
     _check(p)
     pod_spec = {
+        # Both samples set spec.os.name: the scheduler ignores it, it selects the OS-specific validation and PSA rules
+        # (https://kubernetes.io/docs/concepts/windows/user-guide/).
         "os": {"name": "windows"},
+        # The only scheduling a Windows pod needs: the RuntimeClass carries node selector and taint toleration
+        # (render/scheduling.py runtime_class).
         "runtimeClassName": p.win_runtime_class,
+        # Meets the restricted Pod Security Standard with runAsNonRoot as ContainerUser (USER ContainerUser in the .NET
+        # runtime Dockerfile, see Images above) and nothing else: the Linux-only fields are forbidden by API validation
+        # when spec.os.name is windows (v1.36 schema field descriptions) and skipped by PSA for such pods
+        # (render/scheduling.py namespace has the sources).
         "securityContext": {
             "runAsNonRoot": True,
             "windowsOptions": {"runAsUserName": "ContainerUser"},
@@ -263,11 +231,17 @@ def api_win(p: SampleParams) -> list[dict[str, Any]]:
             # Stated even though the image sets it: the Service's targetPort depends on it.
             "env": [{"name": "ASPNETCORE_HTTP_PORTS", "value": str(WIN_HTTP_PORT)}],
             "resources": WIN_RESOURCES,
+            # /healthz: mapped with MapHealthChecks (dotnet/dotnet-docker samples/aspnetapp/aspnetapp/Program.cs).
+            # A startupProbe holds liveness and readiness off until the app first answers, so a slow start (here a
+            # Windows container's first start, in api_linux a JVM warming up) never counts as a failure; the budget is
+            # generous on Windows (5 minutes), where a cold nanoserver start and HNS endpoint setup are slow.
             "startupProbe": _http_probe("/healthz", period=10, timeout=10, failures=30, initial_delay=15),
             "readinessProbe": _http_probe("/healthz", period=10, timeout=5, failures=3),
             "livenessProbe": _http_probe("/healthz", period=20, timeout=10, failures=3),
         }],
     }
+    # Only the await timeout is raised (pulumi.com/timeoutSeconds, default 10 minutes for Deployments), with
+    # progressDeadlineSeconds: the first pull of a Windows image through the registry mirror takes long.
     deployment = _deployment(
         WIN_APP, p.win_namespace, p.win_replicas, pod_spec,
         annotations={"pulumi.com/timeoutSeconds": "1800"},
@@ -279,13 +253,16 @@ def api_win(p: SampleParams) -> list[dict[str, Any]]:
 def api_linux(p: SampleParams) -> list[dict[str, Any]]:
     """Deployment + Service for the Java 17 Spring Boot sample on the Linux distros in ``linux_distros``."""
     _check(p)
-    health = f"{LINUX_PATH}/actuator/health"
+    health = f"{LINUX_PATH}/actuator/health"   # the actuator health endpoint sits under the servlet context path
     pod_spec = {
         "os": {"name": "linux"},
+        # The OS and (below) the distro select Linux nodes; with no toleration, the Windows taint keeps the pods off Windows.
         "nodeSelector": {OS_LABEL: "linux"},
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
             "matchExpressions": [{"key": DISTRO_LABEL, "operator": "In", "values": list(p.linux_distros)}],
         }]}}},
+        # Meets the restricted Pod Security Standard (with the container's securityContext and the /tmp emptyDir for
+        # the read-only root). The UID is explicit: the Jib image has no USER, so the kubelet could not prove non-root.
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": LINUX_RUN_AS,
@@ -299,6 +276,10 @@ def api_linux(p: SampleParams) -> list[dict[str, Any]]:
             "image": p.linux_image,
             "imagePullPolicy": "IfNotPresent",
             "ports": [{"name": "http", "containerPort": LINUX_HTTP_PORT, "protocol": "TCP"}],
+            # Spring Boot relaxed binding from environment variables (dots to underscores, dashes removed, upper case):
+            # server.servlet.context-path, and management.endpoint.health.probes.enabled, which enables the
+            # liveness/readiness health groups explicitly instead of relying on Kubernetes auto-detection (Spring Boot
+            # reference "Kubernetes Probes").
             "env": [
                 {"name": "SERVER_SERVLET_CONTEXTPATH", "value": LINUX_PATH},
                 {"name": "MANAGEMENT_ENDPOINT_HEALTH_PROBES_ENABLED", "value": "true"},
@@ -310,6 +291,7 @@ def api_linux(p: SampleParams) -> list[dict[str, Any]]:
                 "capabilities": {"drop": ["ALL"]},
             },
             "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+            # The startupProbe as in api_win.
             "startupProbe": _http_probe(f"{health}/liveness", period=5, timeout=3, failures=36, initial_delay=10),
             "readinessProbe": _http_probe(f"{health}/readiness", period=10, timeout=3, failures=3),
             "livenessProbe": _http_probe(f"{health}/liveness", period=10, timeout=3, failures=3),
@@ -386,6 +368,8 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
         # leader is then a node that runs an Envoy pod (metallb.universe.tf usage, "Local" traffic policy).
         envoy_service = {"type": "LoadBalancer", "externalTrafficPolicy": "Local"}
     else:
+        # envoyService.type exposes the data plane as a NodePort Service; its node port is fixed with a strategic-merge
+        # patch of that Service (envoyService.patch, the form Envoy Gateway's own examples use).
         envoy_service = {
             "type": "NodePort",
             # Envoy Gateway names a listener's Service port <protocol>-<port>, as its examples patch it.
@@ -401,6 +385,7 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
         "spec": {"provider": {"type": "Kubernetes", "kubernetes": {
             "envoyDeployment": {
                 "replicas": GATEWAY_PROXY_REPLICAS,
+                # spec.provider.kubernetes.envoyDeployment.pod places the Envoy data plane on Linux nodes.
                 # Spread over the Linux nodes and zones (soft: never left Pending by a drained node), so one node or
                 # one wave does not hold both proxies. Envoy Gateway labels its proxy pods with their Gateway
                 # (gateway.envoyproxy.io/owning-gateway-name and -namespace; envoyproxy/gateway's own test scripts
@@ -430,6 +415,8 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
                  "parametersRef": {"group": "gateway.envoyproxy.io", "kind": "EnvoyProxy",
                                    "name": GATEWAY_CLASS, "namespace": GATEWAY_NAMESPACE}},
     }
+    # The Gateway admits routes from exactly the two sample namespaces, by kubernetes.io/metadata.name (a label every
+    # namespace carries).
     sample_namespaces = {"namespaces": {"from": "Selector", "selector": {"matchExpressions": [
         {"key": "kubernetes.io/metadata.name", "operator": "In", "values": sorted({p.win_namespace, p.linux_namespace})}]}}}
     listener: dict[str, Any] = {"name": "http", "protocol": "HTTP", "port": GATEWAY_HTTP_PORT,
@@ -437,6 +424,9 @@ def gateway_objects(p: SampleParams, node_port_range: tuple[int, int] = (30000, 
     if p.host:
         listener["hostname"] = p.host
     listeners = [listener]
+    # Gateway API objects are custom resources, which pulumi-kubernetes does not await: wait for the Gateway condition
+    # "Programmed", set once the implementation has configured its data plane (Gateway API v1 GatewayConditionType;
+    # pulumi-kubernetes user-defined readiness, render/network.py PULUMI_WAIT_FOR). The routes are declared after it.
     annotations = {"pulumi.com/waitFor": "condition=Programmed"}
     if tls_issuer is not None:
         # HTTP carries only the redirect and cert-manager's challenge routes, both in the Gateway's namespace.
@@ -493,9 +483,9 @@ PREVIEW_PATH = "/preview"
 
 def http_routes(p: SampleParams, https: bool = False, preview: bool = False) -> list[dict[str, Any]]:
     """The HTTPRoutes sending /win to api-win (rewritten to /) and /linux to api-linux: one per namespace,
-    because a route's backends are Services of its own namespace. On the HTTPS listener with `https`. With `preview`
-    (progressive delivery) also /preview/win and /preview/linux to the preview Services, where a new version answers
-    before it is promoted."""
+    because a route's backends are Services of its own namespace (cross-namespace refs need a ReferenceGrant). On the
+    HTTPS listener with `https`. With `preview` (progressive delivery) also /preview/win and /preview/linux to the
+    preview Services, where a new version answers before it is promoted."""
     _check(p)
     listener = "https" if https else "http"
     routes = [_http_route(WIN_APP, p.win_namespace, p, WIN_PATH, rewrite=True, listener=listener),
