@@ -308,6 +308,7 @@ def run_program(
     fail_delete: tuple[str, ...] = (),
     target: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    source_positions: bool = False,
 ) -> Recording:
     """Run __main__.py with the given config under the mock engine; return what it declared.
 
@@ -318,7 +319,7 @@ def run_program(
     whose create is under way when the CLI is interrupted (the run stops there; Recording.pending and .outside say
     what it left); pending, outside: what an earlier run left so. fail_delete: names whose delete fails inside a
     delete-before-replace cascade (`fail` fails the replacement's create). target, exclude: names given with
-    `--target` / `--exclude`. secret_keys: the
+    `--target` / `--exclude`. source_positions: run_declarations. secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
     secret_values = placeholder_secrets(secrets, secret_keys)
@@ -329,7 +330,8 @@ def run_program(
         sys.path.insert(0, str(ROOT))
     return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
                             state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt, pending=pending,
-                            outside=outside, fail_delete=fail_delete, target=target, exclude=exclude)
+                            outside=outside, fail_delete=fail_delete, target=target, exclude=exclude,
+                            source_positions=source_positions)
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
@@ -337,8 +339,10 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
                      fail: tuple[str, ...] = (), gone: tuple[str, ...] = (), interrupt: tuple[str, ...] = (),
                      pending: Sequence[PendingCreate] = (), outside: Collection[str] = (),
                      fail_delete: tuple[str, ...] = (), target: tuple[str, ...] = (),
-                     exclude: tuple[str, ...] = ()) -> Recording:
-    """Run `declare` (a program, or a few components under test) under the mock engine and record it."""
+                     exclude: tuple[str, ...] = (), source_positions: bool = False) -> Recording:
+    """Run `declare` (a program, or a few components under test) under the mock engine and record it.
+    source_positions: whether the SDK computes each registration's source position, as under the CLI (tools.bench
+    measures with it; nothing the mock engine models reads it: tools/mock/sdk.py)."""
     recording = Recording()
     targets = {urn for urn, entry in (state or {}).items() if entry.name in replace}
     deployment = Deployment(state, preview=preview, replace=targets, check=dynamic_checks(), fail=fail, gone=gone,
@@ -358,6 +362,7 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
             resolved = await output.future(with_unknowns=True) if known else None
             recording.outputs[key] = Secret(resolved) if secret else (resolved if known else Unknown())
 
+    sdk.source_positions(source_positions)
     try:
         sdk.run(program)
     except BaseException:
@@ -366,6 +371,7 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
     finally:
         # The root stack resource belongs to this run only; the next run starts a new stack.
         sdk.reset_root_stack()
+        sdk.source_positions(True)
     recording.plan = deployment.finish()
     recording.state = deployment.state
     recording.outside = set(deployment.outside)

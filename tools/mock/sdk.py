@@ -17,6 +17,7 @@ import pulumi
 from google.protobuf import json_format, struct_pb2
 from pulumi.runtime import config as _config
 from pulumi.runtime import mocks as _mocks
+from pulumi.runtime import resource as _resource
 from pulumi.runtime import rpc as _rpc
 from pulumi.runtime import settings as _settings
 from pulumi.runtime.proto import resource_pb2 as _resource_pb2
@@ -120,6 +121,22 @@ def cancel_pending() -> None:
     # the run: the next run's wait_for_rpcs would raise its error again.
     with _settings.SETTINGS.lock:
         _settings.SETTINGS.outputs.clear()
+
+
+# At every registration the SDK walks the Python stack to send the resource's source position to the engine
+# (runtime/resource.py: register_resource calls _get_stack_trace, which runs traceback.extract_stack and makes a URI of
+# every frame's file). The engine only shows it; nothing the mock engine models reads it, and it was a fifth of a
+# test's time. The tests' runs leave it out; tools.bench keeps it, since a real run pays it.
+_STACK_TRACE = _resource._get_stack_trace
+
+
+def _no_stack_trace() -> Any:
+    return _resource.source_pb2.StackTrace()
+
+
+def source_positions(enabled: bool) -> None:
+    """Whether registrations carry their source position, as with the CLI (True) or not (False)."""
+    _resource._get_stack_trace = _STACK_TRACE if enabled else _no_stack_trace
 
 
 def sync_await(awaitable: Awaitable[Any]) -> Any:
