@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from render import yaml_text
 from vocab.checks import DNS_SUBDOMAIN, LABEL_VALUE, check_image, is_ip_address
 
 # Field names are the json tags of cmd/kubeadm/app/apis/kubeadm/v1beta3/types.go and .../v1beta4/types.go
@@ -416,7 +417,7 @@ def control_plane_components(cluster: ClusterParams) -> dict[str, Any]:
 
 
 def _dump(documents: list[dict[str, Any]]) -> str:
-    return yaml.dump_all(documents, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False,
+    return yaml.dump_all(documents, Dumper=yaml_text.SAFE_DUMPER, sort_keys=False,
                          explicit_start=True, default_flow_style=False, width=4096)
 
 

@@ -27,6 +27,7 @@ import re
 
 import yaml
 
+from render import yaml_text
 from render.node_steps import POLL_SECONDS, poll_attempts
 from render.readiness import cloud_init_wait_inputs
 from render.script_files import render_script
@@ -59,15 +60,11 @@ _TTL = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 # check their parameters and pass them as the scripts' inputs.
 
 
-# libyaml's safe loader when PyYAML has it (its wheels do): the same documents, many times faster per node.
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def _check_yaml(text: str, what: str) -> None:
     if not text.strip():
         raise ValueError(f"{what} is empty")
     try:
-        list(yaml.load_all(text, Loader=_YAML_LOADER))
+        list(yaml.load_all(text, Loader=yaml_text.SAFE_LOADER))
     except yaml.YAMLError as error:
         raise ValueError(f"{what} is not valid YAML: {error}") from error
 
@@ -151,7 +148,7 @@ def render_kube_vip_manifest(vip: str, port: int, image: str, interface: str | N
 
 def _kube_vip_after_init(manifest: str) -> str | None:
     """The manifest with its kubeconfig switched to admin.conf, or None when it is not a bootstrap one."""
-    pod = yaml.load(manifest, Loader=_YAML_LOADER)
+    pod = yaml.load(manifest, Loader=yaml_text.SAFE_LOADER)
     if not isinstance(pod, dict) or pod.get("kind") != "Pod":
         raise ValueError("the kube-vip manifest is not a Pod")
     switched = False

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from render import yaml_text
 from render.containerd import (
     LINUX_CERTS_DIR,
     MANAGED_MARKER,
@@ -333,7 +334,7 @@ def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) 
 
 
 # libyaml's emitter when PyYAML has it (its wheels do): the same output, several times faster per node.
-class _LiteralDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # mypy types no base chosen at run time
+class _LiteralDumper(yaml_text.SAFE_DUMPER):  # type: ignore[misc]  # mypy types no base chosen at run time
     """Emits multi-line strings as literal blocks so the embedded script stays readable."""
 
 

@@ -12,9 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from render import availability
+from render import availability, yaml_text
 from render.script_files import render_script
 from vocab.checks import DNS_LABEL
 from vocab.labels import (
@@ -209,7 +207,7 @@ def render_admission_probe(pods: list[dict[str, Any]], timeout_seconds: int = AD
 
 def _load_template(folder: str) -> dict[str, Any]:
     path = TEMPLATE_DIR / folder / "template.yaml"
-    template = yaml.safe_load(path.read_text())
+    template = yaml_text.load(path.read_text())
     if not isinstance(template, dict) or template.get("kind") != "ConstraintTemplate":
         raise ValueError(f"{path} is not a ConstraintTemplate")
     return template

@@ -48,6 +48,7 @@ from typing import Any
 
 import yaml
 
+from render import yaml_text
 from render.kubeadm import HostPathMount
 from vocab.checks import DNS_LABEL, require
 
@@ -379,4 +380,4 @@ def check_hardening_files(files: dict[str, str]) -> None:
     for path, text in files.items():
         require(path.rpartition("/")[0] == HARDENING_DIR and path.endswith(".yaml"),
                 f"{path} is not a YAML file in {HARDENING_DIR}")
-        require(isinstance(yaml.safe_load(text), dict), f"{path} is not a YAML document")
+        require(isinstance(yaml_text.load(text), dict), f"{path} is not a YAML document")

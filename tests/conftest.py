@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 from pathlib import Path
 
@@ -17,11 +18,16 @@ from config.loader import PROJECT, RawConfig  # noqa: E402
 HK_PROD = ROOT / "Pulumi.hk-prod.yaml"
 
 
+@functools.cache
+def _hk_prod_config() -> dict:
+    return yaml.safe_load(HK_PROD.read_text())["config"]
+
+
 def hk_prod_values() -> dict:
-    """The hk-prod stack's project config, keyed without the namespace, as plain data."""
-    document = yaml.safe_load(HK_PROD.read_text())
+    """The hk-prod stack's project config, keyed without the namespace, as plain data (a copy of its own: the file is
+    read once per test process, and hundreds of tests change their copy)."""
     prefix = f"{PROJECT}:"
-    return {k[len(prefix):]: v for k, v in document["config"].items() if k.startswith(prefix)}
+    return {k[len(prefix):]: copy.deepcopy(v) for k, v in _hk_prod_config().items() if k.startswith(prefix)}
 
 
 def with_legacy_windows_build(values: dict) -> dict:
