@@ -43,7 +43,7 @@ check: lint test test-slow
 
 # Only the script files (render/scripts/): shellcheck and the PowerShell parser, as written.
 lint-scripts: $(VENV)/.installed
-	$(PY) -m pytest -q tests/test_script_files.py
+	$(PY) -m pytest -q tests/render/test_script_files.py
 
 # STACK=<name>: Pulumi.<name>.yaml at the root, or examples/<name>/Pulumi.<name>.yaml.
 synth: $(VENV)/.installed

@@ -82,7 +82,7 @@ windows = WindowsJoins(f"{spec.cluster.name}-kubeadm-windows", planned, machines
                        after=network.windows_prerequisites, lanes=cluster.session_lane_of,
                        lane_steps=cluster.session_steps)
 node_ready = {**cluster.node_ready, **windows.node_ready}
-# What the Linux workloads wait for: the Linux workers, Ready (tests/test_program.py checks every one).
+# What the Linux workloads wait for: the Linux workers, Ready (tests/program/test_program.py checks every one).
 linux_ready = [node_ready[n.name] for n in spec.nodes.linux]
 windows_ready = [node_ready[n.name] for n in spec.nodes.windows]
 # The approver of kubelet serving certificates (resourceMetrics), before anything restarts a kubelet: the upgrade, the

@@ -162,7 +162,7 @@ _RUNC = "1.5.1"
 # SHA-256 the file must have and where that digest was read. A file is checked against its pin, never against a
 # checksum fetched from the server beside it. A URL pinned to None has no digest yet: no authoritative copy was found
 # (there is no network here to take one from the release itself), so its published checksum is checked as before and
-# the node's log says so; tests/test_compat.py fails for any download that is neither pinned nor on its reviewed list
+# the node's log says so; tests/config/test_compat.py fails for any download that is neither pinned nor on its reviewed list
 # (KNOWN_UNPINNED).
 # Pin one: take the digest from the release's own checksum file on a trusted machine (or kops' pkg/assets/assetdata,
 # which records them), and write it with its source.
@@ -209,7 +209,7 @@ DOWNLOADS: dict[str, PinnedDigest | None] = {
 
 def runtime_downloads(containerd: str, runc: str) -> dict[str, PinnedDigest | None]:
     """Every file stage_runtime may download for this containerd and runc, on either architecture, with its pin (None:
-    none; tests/test_compat.py requires every download of the table's versions to be an entry of DOWNLOADS)."""
+    none; tests/config/test_compat.py requires every download of the table's versions to be an entry of DOWNLOADS)."""
     urls = [containerd_unit_url(containerd), *(containerd_archive_url(containerd, a) for a in RELEASE_ARCHES),
             *(runc_url(runc, a) for a in RELEASE_ARCHES)]
     return {url: DOWNLOADS.get(url) for url in urls}
@@ -412,7 +412,7 @@ KUBE_VIP_IMAGE = "ghcr.io/kube-vip/kube-vip:v1.2.4"
 # --- Packer plugins (images/) ------------------------------------------------------------------------
 #
 # Packer takes its plugin pins only from each template's required_plugins block, so they are written
-# there; these are the values, and tests/test_images.py keeps the templates equal to them.
+# there; these are the values, and tests/images/test_images.py keeps the templates equal to them.
 # proxmox 1.2.1: hashicorp/packer-plugin-proxmox pull request #284 (release 1.2.1; boot_iso since 1.2.0,
 # #279). hyperv 1.1.4: hashicorp/packer-plugin-hyperv pull request #139 (release 1.1.4).
 PACKER_PLUGINS: dict[str, tuple[str, str]] = {

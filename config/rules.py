@@ -219,7 +219,7 @@ def node_names(spec: StackSpec) -> Iterator[Problem]:
 # must be at most 53 characters", so that the names a chart derives from it fit a DNS label).
 HELM_RELEASE_NAME_MAX = 53
 # The Helm releases the program installs, <cluster.name>-<suffix>, by the optional section that declares them (None:
-# always). tests/test_addons.py checks this table against the releases each section renders.
+# always). tests/program/test_addons.py checks this table against the releases each section renders.
 HELM_RELEASES: dict[str | None, tuple[str, ...]] = {
     None: ("network-tigera-operator",),
     "resourceMetrics": ("metrics-server-metrics-server",),
@@ -708,7 +708,7 @@ def tls_grants(spec: StackSpec) -> Iterator[Problem]:
 
 # What an optional section cannot work without: section -> (what it needs, why). A need the program can meet by itself
 # (cert-manager's Gateway API support only with the Gateway API's CRDs, plan/platform.py tls_plan) is met there; these
-# are the ones only the stack can. tests/test_addons.py renders every optional section alone with its needs, and with
+# are the ones only the stack can. tests/program/test_addons.py renders every optional section alone with its needs, and with
 # each other section, and checks that every custom resource and every release waits for what installs its CRDs.
 NEEDS: dict[str, tuple[tuple[str, str], ...]] = {
     # KEDA's prometheus trigger reads the cluster's Prometheus, and its cpu trigger metrics-server (keda-docs

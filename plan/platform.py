@@ -348,7 +348,7 @@ def tls_plan(spec: StackSpec) -> TlsPlan | None:
 
 # Every namespace the program makes or installs into, or that Kubernetes and the Tigera operator make: the platform's,
 # made again by the program on any cluster. Velero's schedules back up everything else (render/backup.py), and the
-# recovery restore in docs/backup.md leaves out exactly these (tests/test_backup.py checks both against a whole run).
+# recovery restore in docs/backup.md leaves out exactly these (tests/program/test_backup.py checks both against a whole run).
 PLATFORM_NAMESPACES: tuple[str, ...] = tuple(sorted({
     "kube-system", "kube-public", "kube-node-lease",              # Kubernetes' own
     metrics.CALICO_NAMESPACE, network.CALICO_CHARTS_NAMESPACE, WINDOWS_SYSTEM_NAMESPACE,

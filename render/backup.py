@@ -210,7 +210,7 @@ def node_agent_windows(image: str, build: str) -> dict[str, Any]:
                     # (pkg/util/third_party.go), never this taint. It runs all the same: a pod bound by name is checked by
                     # the kubelet, which checks NoExecute taints only (kubernetes pkg/kubelet/lifecycle/predicate.go
                     # generalFilter: "Kubelet is only interested in the NoExecute taint"), and our Windows taint is
-                    # NoSchedule (vocab/labels.py); tests/test_backup.py holds the two facts together.
+                    # NoSchedule (vocab/labels.py); tests/program/test_backup.py holds the two facts together.
                     "tolerations": [windows_toleration()],
                     "volumes": [
                         {"name": "host-pods", "hostPath": {"path": "/var/lib/kubelet/pods"}},

@@ -20,7 +20,7 @@ Design decisions, with their sources:
   and goes live when an operator promotes it (``kubectl argo rollouts promote``) or is dropped when they abort
   (``kubectl argo rollouts abort``: "The previous ReplicaSet will be active", docs/generated). ``previewReplicaCount:
   1`` keeps the preview to one pod until promotion, when the new version scales to full size before it takes the
-  traffic: the namespace quota must hold both versions at that moment (checked in tests/test_progressive_delivery.py
+  traffic: the namespace quota must hold both versions at that moment (checked in tests/program/test_progressive_delivery.py
   at the default replicas). The old version stays ``scaleDownDelaySeconds`` (30, the default) after the switch,
   long enough for Envoy to drop its endpoints.
 * The controller on Linux: its image is linux/amd64 and arm64 only, and the chart sets no OS selector.

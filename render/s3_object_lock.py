@@ -6,7 +6,7 @@ Signature Version 4, and fails unless lock is enabled with the stack's default r
 
 The signing follows AWS's "Signature Version 4 signing process" (canonical request, string to sign, derived key) and
 is tested against AWS's published vectors: the SigV4 test suite's get-vanilla and the S3 API reference's "Example:
-GET Object" (tests/test_object_lock.py). The response is S3's ObjectLockConfiguration document (S3 API reference,
+GET Object" (tests/program/test_object_lock.py). The response is S3's ObjectLockConfiguration document (S3 API reference,
 GetObjectLockConfiguration): ObjectLockEnabled, and Rule/DefaultRetention with Mode and Days or Years.
 
 Run as `python3 -c PROGRAM ENDPOINT BUCKET REGION MODE DAYS CA_PEM` with the access key and the secret key on

@@ -400,7 +400,7 @@ def _section(name: str) -> re.Pattern[str]:
 
 def write_page(decisions: list[Decision], spec: StackSpec) -> None:
     """The generated tables of docs/security.md (the CIS checks, the namespaces), between their markers, replaced
-    (tests/test_security.py checks both)."""
+    (tests/program/test_security.py checks both)."""
     page = SECURITY_PAGE.read_text()
     for name, text in (("cis", markdown(decisions)), ("namespaces", namespace_markdown(spec))):
         if not _section(name).search(page):

@@ -1,6 +1,6 @@
 """docs/compatibility.md, generated from config/compat.py (the matrix and every pin, each with its source there) and
 the reference stack's Kubernetes version: what the program supports and runs, said once, in the tables; the sources
-stay in compat.py's comments. tools.docs writes it with the other generated references and tests/test_docs.py fails
+stay in compat.py's comments. tools.docs writes it with the other generated references and tests/tools/test_docs.py fails
 when it is stale."""
 from __future__ import annotations
 

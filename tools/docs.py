@@ -1,7 +1,7 @@
 """Generated reference: the stack file's JSON Schema (schema/stack.schema.json, for editors through
 yaml-language-server) and the configuration reference (docs/configuration.md), both from config.model's fields
 and their descriptions (the docstring under each field) and config.secret_keys; and the compatibility matrix
-(docs/compatibility.md, tools/compatibility.py) from config.compat. tests/test_docs.py fails when any is stale.
+(docs/compatibility.md, tools/compatibility.py) from config.compat. tests/tools/test_docs.py fails when any is stale.
 
     python -m tools.docs            # rewrite all three
     python -m tools.docs --check    # exit 1 if any differs from what the model and the matrix say

@@ -1,5 +1,5 @@
 """A digest per resource of what the program declares for hk-prod and every example (its URN, inputs and options, as
-tools.synth writes them to resources.json), stored in tests/fixtures/render-digests/: tests/test_render_digests.py
+tools.synth writes them to resources.json), stored in tests/fixtures/render-digests/: tests/tools/test_render_digests.py
 fails when a resource appears, goes or declares anything else, and names it. A change meant to move no resource (a
 refactoring) passes as it is; a change that moves some shows which, and the digests are written again with:
 

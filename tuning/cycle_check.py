@@ -14,7 +14,7 @@ dependent would climb from an earlier resource to a later one, which no edge doe
 without a walk. A stack transformation (pulumi.runtime.register_stack_transformation, run synchronously in
 every Resource constructor) numbers the resources as they are constructed. The first dependency against that
 order (possible through an Output of a later resource) is checked by a walk, like every one after it, so every
-answer, and every cycle error, is the one the SDK would give. tests/test_cycle_check.py compares the answers with the
+answer, and every cycle error, is the one the SDK would give. tests/tuning/test_cycle_check.py compares the answers with the
 SDK's on random graphs. install() checks at run time that the SDK's cycle check is the one this was written against
 (its source's SHA-256, and rpc calling the function it replaces); any other SDK keeps its own check, with a warning:
 slower on a large fleet, never wrong.

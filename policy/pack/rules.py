@@ -9,7 +9,7 @@ policy SDK hands over (``ResourceValidationArgs`` / ``PolicyResource``) into ``D
 
 It cannot import the program's own modules (render/, config/): the CLI runs a pack from its own folder
 with its own virtualenv (``runpy.run_path(<pack dir>, run_name="__main__")`` in pulumi/policy/__main__.py
-of the pulumi 3.272.0 SDK). tests/test_policy_pack.py keeps every copied constant equal to its origin.
+of the pulumi 3.272.0 SDK). tests/policy/test_pack.py keeps every copied constant equal to its origin.
 
 What each rule can and cannot see is decided by the SDK, not by us (pulumi_policy 1.21.0, policy.py):
 
@@ -26,7 +26,7 @@ What each rule can and cannot see is decided by the SDK, not by us (pulumi_polic
   ``deserialize_properties(...)`` without ``proxy_secrets``, which unwraps each secret into its plain
   value. Only Remediate keeps the marker. pulumi/pulumi-policy#241 (open): "It's not currently possible
   to check if a stack config value or property is a secret from policies". So no rule here claims to
-  check that a value is marked secret; the program's tests check that (tests/test_policy_pack.py).
+  check that a value is marked secret; the program's tests check that (tests/policy/test_pack.py).
 * Stack config is visible, secrets decrypted: the engine decrypts the stack config and passes it to
   policy packs as PULUMI_CONFIG (pkg/engine/deployment.go ``target.Config.Decrypt``;
   analyzer_plugin.go ``constructEnv``: "Config is passed as an environment variable (including

@@ -3,7 +3,7 @@
 The SDK's public API has no way to record a whole program's registrations against a model of the engine,
 so the mock engine uses a few of its internals: the mock monitor and its registration record, the wire
 format of secrets, unknowns and resource references, property serialization, the runtime configuration
-and the root stack resource. Each is reached only through this module, and tests/test_sdk.py checks every
+and the root stack resource. Each is reached only through this module, and tests/tools/mock/test_sdk.py checks every
 one against the installed SDK (pulumi==3.272.0, requirements.txt), so an SDK upgrade that moves one breaks
 here, in one place, with a test naming it.
 """
@@ -55,7 +55,7 @@ def serialize(outputs: Mapping[str, Any]) -> struct_pb2.Struct:
     plain data, with secrets and unknowns already in their wire form, so the struct is built directly, as the
     SDK's serialize_properties builds it from such data: a top-level None left out, every number a double.
     Going through that asynchronous serializer instead cost a third of the mock engine's time at 300 nodes;
-    tests/test_sdk.py compares the two on every registration of a run."""
+    tests/tools/mock/test_sdk.py compares the two on every registration of a run."""
     struct = struct_pb2.Struct()
     struct.update({key: value for key, value in outputs.items() if value is not None})
     return struct

@@ -337,7 +337,7 @@ def test_a_cluster_the_previous_release_built_passes_on_its_first_pinned_run():
     were created with (kubeadm init, the key ring; the host key install on an older node, which trusts it once) never
     dial it again, and pass; every command that dials is pinned (the provider's credential is issued anew in that run,
     pinned)."""
-    from tests.test_control_plane import previous_release_run
+    from tests.program.test_control_plane import previous_release_run
     run = previous_release_run()
     judged = [dataclasses.replace(r, props=_as_policy_sees(run.state[r.urn].inputs)) for r in declared_resources(run)
               if r.urn in run.state]

@@ -39,7 +39,7 @@ from tests.conftest import hk_prod_spec
 from tests.validators import powershell_errors
 from vocab.cluster import LINUX_CRI_SOCKET, WINDOWS_CRI_SOCKET
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTALLATION_SCHEMA = ROOT / "tests" / "fixtures" / "schemas" / "operator.tigera.io_v1_Installation.json"
 
 # hk-prod's hk-win-1 as the program builds it (Pulumi.hk-prod.yaml through components/cluster/bootstrap.py): Harbor

@@ -30,7 +30,7 @@ def key_pair(tmp_path_factory) -> HostKeyPair:
 
 def test_the_first_boot_gives_the_node_the_programs_key_and_the_program_reads_it_back(key_pair, tmp_path):
     from render.linux_node import render_user_data
-    from tests.test_render_linux_node import make_node
+    from tests.render.test_linux_node import make_node
 
     user_data = render_user_data(make_node("rocky9", ()), key_pair)
     path = tmp_path / "user-data"

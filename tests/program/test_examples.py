@@ -44,7 +44,7 @@ def test_the_examples_are_there():
 @pytest.mark.parametrize("path", [*EXAMPLES, ROOT / "Pulumi.hk-prod.yaml"], ids=lambda p: p.name)
 def test_each_example_renders_with_only_the_secrets_it_needs(path):
     loaded = load(from_stack_file(path))
-    # hk-prod's documented warnings: KEDA, Velero and Argo Rollouts untested on its minor (tests/test_config.py); and
+    # hk-prod's documented warnings: KEDA, Velero and Argo Rollouts untested on its minor (tests/config/test_validation.py); and
     # with Windows nodes, the Windows kube-proxy image's tag unconfirmed.
     assert [w for w in loaded.warnings
             if w.path not in ("customMetrics", "backup", "progressiveDelivery") or path.name != "Pulumi.hk-prod.yaml"

@@ -23,12 +23,12 @@ from render import control_plane, kubeadm, linux_bootstrap, security
 from tests import apiserver_api as api
 from tests.conftest import hk_prod_values, raw_config
 from tests.kubeadm_api import validate_documents
-from tests.test_render_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
+from tests.render.test_linux_bootstrap import CONTROL_PLANE_JOIN_YAML
 from tests.validators import TEST_ROOT_VARIABLE, configmap_document_stub
 from tools.mock.engine import from_export
 from tools.mock.program import Recording, placeholder, placeholder_secrets, run_program
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The state the previous release's program (commit 2f14be9) left for hk-prod under the mock engine
 # (tools.mock.engine.to_export of tools.mock.program.run_program's state), xz-compressed.
 PREVIOUS_STATE = ROOT / "tests" / "fixtures" / "state" / "hk-prod-2f14be9.json.xz"

@@ -208,7 +208,7 @@ def check_worker_services(recording, kept: bool) -> None:
 def test_a_single_linux_worker_gets_no_budget_to_block_its_drain():
     """A lab with one Linux worker and every section whose services run there: no budget could be met while that
     worker drains, so none exists (Gatekeeper's chart default of 1 blocked the drain before, #39 item 4)."""
-    from tests.test_examples import LAB, values_of
+    from tests.program.test_examples import LAB, values_of
     values = values_of(LAB)
     hk = hk_prod_values()
     values["workloads"] = {"sampleHost": "samples.lab.example.com"}

@@ -142,7 +142,7 @@ def test_a_ready_site_passes_every_host_and_network_check(site):
 
 
 def test_each_probe_is_what_it_claims_read_only_and_linted(site, tmp_path):
-    """The Proxmox probes as sent: shellcheck passes them (tests/test_script_files.py lints the files as written), and
+    """The Proxmox probes as sent: shellcheck passes them (tests/render/test_script_files.py lints the files as written), and
     they hold no command that writes (no redirection into a file, no mkdir, rm, tee, pvesm set or qm)."""
     from tests.validators import powershell_errors, shellcheck
     site.results()

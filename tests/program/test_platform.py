@@ -89,14 +89,14 @@ def test_mtu_change_touches_only_calico(hk):
 
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "StatefulSet", "Job", "Pod"}
 # Custom resources with no vendored CRD schema: their renderers' tests check their fields against the
-# upstream API references (tests/test_render_network.py, tests/test_render_metrics.py).
-from tests.test_render_workloads import ROUTING_KINDS  # noqa: E402
+# upstream API references (tests/render/test_network.py, tests/render/test_metrics.py).
+from tests.render.test_workloads import ROUTING_KINDS  # noqa: E402
 
 UNSCHEMAED_CUSTOM_RESOURCES = {"projectcalico.org/v3": {"FelixConfiguration", "IPAMConfiguration", "Tier",
                                                          "GlobalNetworkPolicy"},
                                "monitoring.coreos.com/v1": {"PrometheusRule", "PodMonitor"},
                                "config.gatekeeper.sh/v1alpha1": {"Config"},
-                               # Validated against their CRD schemas in tests/test_custom_resources.py.
+                               # Validated against their CRD schemas in tests/program/test_custom_resources.py.
                                "metallb.io/v1beta1": {"IPAddressPool", "L2Advertisement"},
                                "cert-manager.io/v1": {"ClusterIssuer"},
                                "policy.cert-manager.io/v1alpha1": {"CertificateRequestPolicy"},
@@ -133,10 +133,10 @@ def test_every_kubernetes_object_passes_the_validators(hk):
         elif obj["apiVersion"] == "templates.gatekeeper.sh/v1":
             validate_custom_resource(obj, CONSTRAINT_TEMPLATE_SCHEMA)
         elif (obj["apiVersion"], obj["kind"]) in ROUTING_KINDS:
-            # Custom resources: tests/test_custom_resources.py validates them against their CRD schemas.
+            # Custom resources: tests/program/test_custom_resources.py validates them against their CRD schemas.
             continue
         elif obj["apiVersion"] == "constraints.gatekeeper.sh/v1beta1":
-            # A constraint's schema is its template's parameters schema: tests/test_gatekeeper.py.
+            # A constraint's schema is its template's parameters schema: tests/policy/test_gatekeeper.py.
             continue
         elif obj["kind"] in UNSCHEMAED_CUSTOM_RESOURCES.get(obj["apiVersion"], ()):
             continue

@@ -168,7 +168,7 @@ def test_a_changed_time_zone_is_set_on_existing_nodes_and_an_unchanged_one_left(
 
     from plan.nodes import linux_node_init
     from render.linux_node import render_prepare_script
-    from tests.test_render_linux_node import run_sourced
+    from tests.render.test_linux_node import run_sourced
     stub = tmp_path / "bin"
     stub.mkdir()
     (stub / "timedatectl").write_text('#!/bin/sh\necho "$@" >> "$T/timedatectl.log"\n')

@@ -34,7 +34,7 @@ SCHEMAS = {
     "policy.cert-manager.io/v1alpha1/CertificateRequestPolicy": "policy.cert-manager.io_v1alpha1_CertificateRequestPolicy.json",
 }
 # Gatekeeper generates each constraint kind's CRD from its template (spec.crd.spec.validation); the
-# constraints are validated against their templates' parameter schemas in tests/test_gatekeeper.py.
+# constraints are validated against their templates' parameter schemas in tests/policy/test_gatekeeper.py.
 GENERATED_BY_GATEKEEPER = "constraints.gatekeeper.sh/"
 
 

@@ -15,7 +15,7 @@ from render.containerd import MIRROR_CA_DIR, RegistryMirror, mirror_ca_name, reg
 from render.linux_node import render_prepare_script
 from tests.conftest import hk_prod_values, problems, raw_config
 from tests.crd_schema import validate_custom_resource
-from tests.test_render_linux_node import HARBOR_MIRRORS, make_node, run_sourced
+from tests.render.test_linux_node import HARBOR_MIRRORS, make_node, run_sourced
 from tools.mock.program import run_program
 
 CA = hk_prod_values()["observability"]["logs"]["caCertificate"]

@@ -11,7 +11,7 @@ from render import progressive_delivery
 from render.scheduling import namespace
 from render.workloads import SampleAutoscaling, api_linux, api_win, autoscalers, http_routes, peak_footprint
 from tests.crd_schema import validate_custom_resource
-from tests.test_render_workloads import K8S, NAMESPACES, PARAMS, deployments
+from tests.render.test_workloads import K8S, NAMESPACES, PARAMS, deployments
 from vocab.namespaces import parse_quantity
 
 ROLLOUT_SCHEMA = "argoproj.io_v1alpha1_Rollout.json"

@@ -127,7 +127,7 @@ def test_without_windows_the_windows_parts_are_dropped():
 
 def test_windows_settings_include_strict_affinity():
     # The operator renders no Windows support without strict affinity; the order of creation is a
-    # property of the graph (tests/test_platform.py).
+    # property of the graph (tests/program/test_platform.py).
     kinds = [obj["kind"] for obj in network.calico_settings(HK_PROD)]
     assert kinds == ["FelixConfiguration", "IPAMConfiguration"]
 

@@ -138,7 +138,7 @@ def test_a_patch_upgrade_touches_only_the_pin_the_chain_windows_kube_proxy_and_t
 
 def test_nodes_keep_the_version_they_were_created_with_until_the_chain_moves_them(hk):
     # The SSH converge (the preparation's update) names no version; its create, which installs the version
-    # for a new instance, is ignored on updates (not on a replacement: tests/test_lifecycle.py). kubeadm
+    # for a new instance, is ignored on updates (not on a replacement: tests/program/test_lifecycle.py). kubeadm
     # init and the Windows binaries step ignore later changes the same way.
     prepare = hk.named("hk-prod-hk-lnx-1-prepare")
     converge = script_from_bash_command(prepare.inputs["update"])

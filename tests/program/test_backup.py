@@ -220,7 +220,7 @@ def test_hk_prod_backs_up_to_both_sites_and_no_pod_copies_etcd(hk_recording):
                      "hk-prod-backup-backupstoragelocation-velero-offsite", "hk-prod-backup-schedule-velero-daily-primary",
                      "hk-prod-backup-schedule-velero-daily-offsite", "hk-prod-backup-daemonset-velero-node-agent-windows"):
         assert expected in names, expected
-    # The etcd snapshots go off-site from the control-plane nodes (tests/test_etcd_backup.py): no CronJob, no pod
+    # The etcd snapshots go off-site from the control-plane nodes (tests/render/test_etcd_backup.py): no CronJob, no pod
     # mounts the export, and no pod may mount NFS inline.
     assert not hk_recording.by_type("kubernetes:batch/v1:CronJob")
     policy = hk_recording.named("hk-prod-admission-validatingadmissionpolicybinding-hybrid-cluster-no-inline-nfs")

@@ -11,7 +11,7 @@ from config import compat
 from render import tracing
 from render.workloads import api_linux, gateway_objects
 from tests.crd_schema import validate_custom_resource
-from tests.test_render_workloads import K8S, PARAMS, pod_spec, psa_violations
+from tests.render.test_workloads import K8S, PARAMS, pod_spec, psa_violations
 from vocab.namespaces import parse_quantity
 
 TRACED = dataclasses.replace(PARAMS, tracing_sampling=10, java_agent_image=compat.OTEL_JAVA_AGENT_IMAGE)

@@ -226,7 +226,7 @@ def fields_forbidden_for(os_name: str) -> dict[str, set[str]]:
 # --- schema validity -------------------------------------------------------------------------------------------
 
 # The routing layer's custom resources (Gateway API GatewayClass/Gateway/HTTPRoute, Envoy Gateway's
-# EnvoyProxy) are not built-in kinds: tests/test_custom_resources.py validates them strictly against their
+# EnvoyProxy) are not built-in kinds: tests/program/test_custom_resources.py validates them strictly against their
 # vendored CRD schemas. Every built-in object is validated strictly here.
 ROUTING_KINDS = {("gateway.networking.k8s.io/v1", "GatewayClass"), ("gateway.networking.k8s.io/v1", "Gateway"),
                  ("gateway.networking.k8s.io/v1", "HTTPRoute"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")}
@@ -570,7 +570,7 @@ def test_with_keda_api_linux_scales_on_cpu_and_its_routes_request_rate():
     spec = linux["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (6, 10)
     # KEDA's HPA under the sample's name, as its CPU autoscaler; never an adoption: the program deletes the one before it
-    # makes the other (tests/test_autoscaler_handover.py).
+    # makes the other (tests/program/test_autoscaler_handover.py).
     assert "annotations" not in linux["metadata"]
     assert spec["advanced"]["horizontalPodAutoscalerConfig"]["name"] == "api-linux"
     cpu, rate = spec["triggers"]

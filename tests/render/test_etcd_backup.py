@@ -363,7 +363,7 @@ def test_hk_prod_nodes_get_the_keys_in_the_script_and_the_credentials_only_on_se
 
 # --- the restore's decryption, as docs/backup.md writes it ------------------------------------------------------
 
-DECRYPT_MARK = "<!-- decrypt-snapshot: tests/test_etcd_backup.py runs this block -->"
+DECRYPT_MARK = "<!-- decrypt-snapshot: tests/render/test_etcd_backup.py runs this block -->"
 
 
 def _decrypt_block() -> str:

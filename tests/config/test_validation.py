@@ -407,8 +407,7 @@ def test_pattern_mismatches_say_what_a_valid_value_looks_like(hk_values, path, v
 
 def test_every_pattern_in_the_model_has_its_help():
     import re
-    from pathlib import Path
-    source = (Path(__file__).parent.parent / "config" / "model.py").read_text()
+    source = (ROOT / "config" / "model.py").read_text()
     # Every pattern goes through matching(), which records its help: only matching() itself calls Field(pattern=).
     assert source.count("Field(pattern=") == 1 and "    return Field(pattern=pattern)" in source
     from config.model import PATTERN_HELP

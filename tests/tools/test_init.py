@@ -185,7 +185,7 @@ def test_a_stack_the_validator_refuses_is_not_written(tmp_path, capsys):
 
 def test_a_missing_key_file_is_refused_with_how_to_make_one(tmp_path, capsys):
     """A stack no one can sign in to is not written (earlier releases wrote a placeholder key, which config.rules now
-    refuses: tests/test_site_input.py)."""
+    refuses: tests/config/test_site_input.py)."""
     status, path = run(tmp_path, *SITE, "--windows-workers", "0", key=None)
     assert status == 2 and not path.exists()
     assert "does not exist; make a key pair (ssh-keygen -t ed25519)" in capsys.readouterr().err

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 # The repository has no installed package or root conftest; make `config` importable when pytest
-# is run as `.venv/bin/pytest tests/test_compat.py` from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# is run as `.venv/bin/pytest tests/config/test_compat.py` from the repository root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from config import compat
 

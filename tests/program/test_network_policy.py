@@ -20,7 +20,7 @@ from tests.conftest import hk_prod_values, raw_config
 from tests.crd_schema import validate_custom_resource
 
 K8S = "1.36.0"   # kubernetes-validate ships schemas per minor; hk-prod runs 1.36.4
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # The operator's own tier and its CoreDNS policy (tigera/operator release-v1.44 pkg/render/tiers/tiers.go, order 100;
 # the policy calico-system.cluster-dns in kube-system: ingress from calico-system allowed then Pass, egress allowed).
 OPERATOR_OBJECTS = [

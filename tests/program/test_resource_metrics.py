@@ -1,8 +1,8 @@
 """The resource metrics API (config `resourceMetrics`): kubelet serving certificates from the cluster CA, their approver
-on the control-plane nodes (its program is tests/test_serving_approver.py's) and metrics-server. Their values as
+on the control-plane nodes (its program is tests/render/test_serving_approver.py's) and metrics-server. Their values as
 rendered and their place in the graph under the mock engine: a new cluster has them from its init, an existing one
 gets them on its next `up` in waves without any node being re-created, and switching them off takes every kubelet back
-first. The kubelet steps' scripts are tests/test_kubelet_config.py's."""
+first. The kubelet steps' scripts are tests/render/test_kubelet_config.py's."""
 from __future__ import annotations
 
 import copy

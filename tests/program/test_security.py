@@ -12,7 +12,7 @@ from config.loader import from_stack_file, load
 from tests.conftest import hk_prod_values, raw_config
 from tools import cis, kube_bench
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SECURITY_PAGE = ROOT / "docs" / "security.md"
 # The benchmark is read where the workspace keeps it (its README: read, do not copy); a checkout without the
 # workspace beside it cannot decide the checks, and says so.

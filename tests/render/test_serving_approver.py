@@ -51,7 +51,7 @@ def make_request(directory: Path, subject: str, names: str | None) -> str:
                     *extension).decode()
 
 
-FIXTURES = Path(__file__).parent / "fixtures" / "kubelet-serving-csr"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kubelet-serving-csr"
 
 
 def _der(tag: int, content: bytes) -> bytes:
