@@ -17,6 +17,9 @@ from config.loader import PROJECT, RawConfig  # noqa: E402
 
 HK_PROD = ROOT / "Pulumi.hk-prod.yaml"
 
+# The scratch-root fixtures (node, control_plane, etcd) of the Linux bootstrap and node-step script tests.
+pytest_plugins = ["tests.scratch_root"]
+
 
 @functools.cache
 def _hk_prod_config() -> dict:

@@ -198,7 +198,7 @@ def test_removing_a_linux_worker_drains_resets_deregisters_then_deletes_its_vm(b
 def test_a_linux_workers_removal_moves_its_longhorn_replicas_before_its_drain(built):
     """hk-prod has Longhorn on its Linux workers: a worker's drain, the first thing its removal runs on the cluster,
     moves the node's replicas elsewhere first and waits for that (render/scripts/lib/longhorn-evict.sh, tested with
-    stubs in tests/render/test_linux_bootstrap.py). A control-plane node holds none; a stack without Longhorn moves
+    stubs in tests/render/test_node_steps.py). A control-plane node holds none; a stack without Longhorn moves
     nothing."""
     def evicts(recording: Recording, node: str, control_plane: bool = False) -> str:
         delete = recording.named(f"hk-prod-kubeadm-{node}-drain").inputs["delete"]
