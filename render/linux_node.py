@@ -1,46 +1,11 @@
-"""Renders what makes a Linux node and keeps it: the cloud-init user-data that turns a freshly cloned Proxmox VM
-(Ubuntu 22.04, Rocky 9 or CentOS 7) into a node ready for ``kubeadm init`` / ``kubeadm join``, the script that
-converges it, and its side of a rolling upgrade.
+"""Renders what makes a Linux node and keeps it: the cloud-init user-data that turns a freshly cloned Proxmox VM (Ubuntu
+22.04, Rocky 9 or CentOS 7) into a node ready for ``kubeadm init`` / ``kubeadm join``, the script that converges it,
+and its side of a rolling upgrade.
 
-This module owns the pure functions below, their input dataclasses and the files the scripts write
-(containerd config, hosts.toml, chrony, sysctl, the kube package repository); the scripts themselves are
-render/scripts/prepare-k8s-node.sh and upgrade-k8s-node.sh (render/script_files.py):
-
-* ``render_prepare_script`` returns ``prepare-k8s-node.sh``: an idempotent bash script that holds
-  *all* node state (swap, kernel modules, sysctls, SELinux, host firewall, chrony, storage clients,
-  qemu-guest-agent, containerd + runc + registry mirrors, pinned kubeadm/kubelet/kubectl). It is
-  the single place that converges a node, so it can be re-run by hand or by automation and a second
-  run changes nothing.
-* ``render_upgrade_script`` returns ``upgrade-k8s-node.sh``, the node's side of a rolling upgrade.
-* ``render_user_data`` returns the ``#cloud-config`` document. Cloud-init only does what it has
-  modules for and what is identity rather than state: admin user + keys + sudo, hostname/fqdn,
-  timezone, password SSH off. It embeds the script with ``write_files`` and runs it from
-  ``runcmd``; a failing script makes ``cloud-init status`` report an error.
-
-Values (versions, images) are passed in by the caller from ``config.compat``; nothing here imports
-it and nothing here hard-codes a Kubernetes, containerd or runc version.
-
-Design choices, with their sources:
-
-* containerd is installed from the upstream *static* release tarball on every distro, not from
-  Docker's ``containerd.io`` package. The release notes say the dynamic tarball needs a recent glibc
-  (2.35 for 2.2.x, 2.31 for 2.0.x) and that the static one is for distributions without it (Rocky 9
-  has 2.34, CentOS 7 has 2.17); Docker's repository does not carry every containerd patch and no
-  longer publishes for EL7, so only the tarball gives the *exact* ``containerd_version`` pinned in
-  ``config.compat`` - the same one the Windows nodes run - on all three distros.
-  Sources: https://github.com/containerd/containerd/releases/tag/v2.2.0 ("Which file should I
-  download?"), https://github.com/containerd/containerd/blob/main/docs/getting-started.md
-  ("Option 1: From the official binaries": tarball under /usr/local, containerd.service in
-  /usr/local/lib/systemd/system, runc from opencontainers/runc releases in /usr/local/sbin).
-* runc is the opencontainers release binary at ``LinuxNodeInit.runc_version``, pinned in
-  ``config.compat`` next to the containerd release it ships with (containerd docs/RUNC.md recommends
-  a runc at least as new as the one in the release's ``script/setup/runc-version``). Every download
-  is checked against the SHA-256 ``config.compat.DOWNLOADS`` pins for its URL; one that has no pin yet (the
-  containerd archives: none was found offline) against the ``.sha256sum`` published next to it, and says so.
-* Downloads may cross a slow, distant link (the reference site's crosses a border): they are retried with back-off,
-  and skipped entirely when the wanted version is already installed, so re-runs cost no traffic.
-* The CNI plugins come from the ``kubernetes-cni`` package that kubelet/kubeadm from pkgs.k8s.io
-  still depend on (kubernetes/release issue #4156, open in late 2025); Calico adds its own.
+Owns ``LinuxNodeInit``, the render functions below and the files the scripts write (containerd config, hosts.toml,
+chrony, sysctl, the kube package repository); the scripts are render/scripts/prepare-k8s-node.sh and upgrade-k8s-node.sh
+(render/script_files.py). Versions and images come from the caller (``config.compat``); nothing here imports it or
+hard-codes a Kubernetes, containerd or runc version.
 """
 from __future__ import annotations
 
@@ -81,18 +46,32 @@ class LinuxNodeInit:
     distro: str                    # "ubuntu22" | "rocky9" | "centos7"
     package_manager: str           # "apt" | "dnf" | "yum"   (comes from config.compat.DISTROS)
     kubernetes_version: str        # "1.34.2"  (full patch)
+    # containerd comes from the upstream *static* release tarball on every distro, not Docker's containerd.io package:
+    # the dynamic tarball needs a recent glibc (2.35 for 2.2.x, 2.31 for 2.0.x), the static one is for distributions
+    # without it (Rocky 9 has 2.34, CentOS 7 2.17), and Docker's repository does not carry every containerd patch and
+    # no longer publishes for EL7, so only the tarball gives the exact pinned version - the one the Windows nodes
+    # run - on all three distros. Sources:
+    # https://github.com/containerd/containerd/releases/tag/v2.2.0 ("Which file should I download?"),
+    # https://github.com/containerd/containerd/blob/main/docs/getting-started.md ("Option 1: From the official
+    # binaries": tarball under /usr/local, containerd.service in /usr/local/lib/systemd/system, runc from
+    # opencontainers/runc releases in /usr/local/sbin).
     containerd_version: str        # from config.compat.KUBERNETES[minor].containerd
     sandbox_image: str             # from config.compat (pause image)
     admin_user: str
     ssh_authorized_keys: tuple[str, ...]
     ntp_servers: tuple[str, ...]
     registry_mirrors: tuple[RegistryMirror, ...]
+    # The opencontainers/runc release binary, pinned next to the containerd release it ships with (containerd
+    # docs/RUNC.md recommends a runc at least as new as the release's script/setup/runc-version).
     runc_version: str              # from config.compat.KUBERNETES[minor].runc
     timezone: str                  # IANA name (the stack's `timezone`)
     selinux: str = "enforcing"     # "enforcing" | "permissive": the RHEL family's mode (security.selinux)
     pod_guard: str = ""            # render.security.pod_guard_rules, "" with security.networkPolicy off
-    # (URL, SHA-256) of every runtime download config.compat pins (compat.runtime_downloads); the rest are checked
-    # against the checksum published beside them.
+    # (URL, SHA-256) of every runtime download config.compat pins (compat.DOWNLOADS, via compat.runtime_downloads); one
+    # with no pin yet (the containerd archives: none was found offline) is checked against the .sha256sum published
+    # beside it, and the script says so. Downloads may cross a slow, distant link (the reference site's crosses a
+    # border): they are retried with back-off, and skipped when the wanted version is already installed, so re-runs
+    # cost no traffic.
     runtime_sha256: tuple[tuple[str, str], ...] = ()
 
 
@@ -225,6 +204,9 @@ def _sysctl_conf() -> str:
 def _kubernetes_repo_file(node: LinuxNodeInit, facts: _DistroFacts) -> tuple[str, str]:
     """(path, content) of the per-minor pkgs.k8s.io repository definition.
 
+    The CNI plugins come from its ``kubernetes-cni`` package, which kubelet/kubeadm from pkgs.k8s.io still depend on
+    (kubernetes/release issue #4156, open in late 2025); Calico adds its own.
+
     Formats from https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/install-kubeadm/
     (Debian-based: keyring in /etc/apt/keyrings + sources list; Red Hat-based: repo file whose
     ``exclude`` keeps `yum update` from upgrading the kube packages).
@@ -297,7 +279,10 @@ def render_upgrade_script(node: LinuxNodeInit, first_control_plane: bool, machin
 
 def render_prepare_script(node: LinuxNodeInit, install_kubernetes: bool = True) -> str:
     """The idempotent node-preparation script (render/scripts/prepare-k8s-node.sh, bash, ``set -euo
-    pipefail``), logging to stdout.
+    pipefail``), logging to stdout. It holds *all* node state (swap, kernel modules, sysctls, SELinux, host
+    firewall, chrony, storage clients, qemu-guest-agent, containerd + runc + registry mirrors, pinned
+    kubeadm/kubelet/kubectl) and is the single place that converges a node: re-run by hand or by automation,
+    a second run changes nothing.
 
     ``install_kubernetes=False`` renders the converge that later runs over SSH: everything but the
     kubelet/kubeadm/kubectl and containerd/runc installations, and neither version in its text. A node
@@ -348,6 +333,10 @@ _LiteralDumper.add_representer(str, _represent_str)
 
 def render_user_data(node: LinuxNodeInit, host_key: HostKeyPair | None = None) -> str:
     """The ``#cloud-config`` user-data for a Proxmox ``cicustom`` user snippet.
+
+    Cloud-init does only what it has modules for and what is identity rather than state (admin user + keys + sudo,
+    hostname/fqdn, timezone, password SSH off); the rest is the preparation script, embedded with ``write_files`` and
+    run from ``runcmd``, so a failing script makes ``cloud-init status`` report an error.
 
     Proxmox ignores its own ciuser/sshkeys when a user snippet is given, so the admin user is
     created here. Module keys from https://cloudinit.readthedocs.io/en/latest/reference/modules.html

@@ -1,44 +1,11 @@
-"""Renders metrics and alerting for both operating systems: the kube-prometheus-stack Helm values (its
-Linux parts, and with Windows nodes its Windows rules, dashboards and windows_exporter), the cluster's own
-PrometheusRule and a Grafana dashboard for Windows nodes.
+"""Renders metrics and alerting for both operating systems: the kube-prometheus-stack Helm values (its Linux parts, and
+with Windows nodes its Windows rules, dashboards and windows_exporter), the cluster's own PrometheusRule and a Grafana
+dashboard for Windows nodes.
 
-This module owns the monitoring namespace name, the windows_exporter collector set and the render
-functions below (the chart pin lives in config.compat.CHARTS). It is pure: no Pulumi and no ``config``
-imports; plain values come in, Helm values and Kubernetes objects as dicts go out. The component
-(components/platform/observability.py) creates the Grafana admin Secret from a Pulumi secret, installs the chart and
-turns each dict into a resource.
-
-Design decisions, with their sources:
-
-* Windows monitoring is kube-prometheus-stack's own: ``windowsMonitoring.enabled`` "Deploys the
-  windows-exporter and Windows-specific dashboards and rules (job name must be 'windows-exporter')"
-  (kube-prometheus-stack values.yaml @6e3607554b0e). One switch turns on the prometheus-windows-exporter
-  subchart (Chart.yaml ``condition: windowsMonitoring.enabled``, the only condition, so the rules cannot be
-  had without it), the windows.node/windows.pod recording rules (also gated on
-  ``defaultRules.rules.windows``) and the five Kubernetes/Windows dashboards. Every one of them selects
-  ``job="windows-exporter"``, which the subchart's ServiceMonitor produces from the pod label
-  ``jobLabel: windows-exporter`` (``prometheus.monitor.jobLabel: jobLabel``); our alerts and dashboard read
-  the same job. ``windows_exporter_values()`` configures that subchart (keys from
-  charts/prometheus-windows-exporter/values.yaml): our pinned image, our collectors (a superset of the
-  ``memory`` and ``container`` ones the chart's rules need), our namespace, the Windows taint only.
-* It runs as a HostProcess container (the subchart's default ``securityContext.windowsOptions.hostProcess``):
-  one DaemonSet serves every Windows build, because a HostProcess image need not match the host build
-  ("One image works on every Windows version that supports HostProcess containers",
-  prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, quoted in config/compat.py; the
-  exporter's Dockerfile: "this image doesn't really matter for hostprocess"). The DaemonSet is still
-  limited, by node affinity, to the Windows builds the stack declares.
-* It lives in ``windows-system``, the namespace at Pod Security level ``privileged`` that
-  render.scheduling provides for Windows HostProcess system pods: ``baseline`` refuses
-  ``windowsOptions.hostProcess`` (check_windowsHostProcess.go, see render/scheduling.py). The monitoring
-  namespace must be ``privileged`` too, for a different reason: the node-exporter DaemonSet uses
-  hostNetwork, hostPID and a hostPath mount of / (prometheus-node-exporter values.yaml ``hostNetwork: true``,
-  ``hostPID: true``, ``hostRootFsMount.enabled: true``), all refused by ``baseline``.
-* Control-plane scraping: kubeadm binds kube-controller-manager and kube-scheduler to 127.0.0.1 and etcd's
-  metrics to http://127.0.0.1:2381 (kubernetes/kubeadm#2388; prometheus-community/helm-charts#1966), and
-  kube-proxy's metrics to 127.0.0.1:10249 (vexxhost/magnum-cluster-api#180). render/kubeadm.py keeps those
-  defaults, so Prometheus (a pod on a worker) cannot reach them; the chart's scrapers and the default
-  rules that would page on their absence are turned off instead of firing forever. Re-enable them
-  together with ``bind-address``/``listen-metrics-urls``/``metricsBindAddress`` extraArgs in kubeadm.
+Owns the monitoring namespace name, the windows_exporter collector set and the render functions below (the chart pin
+is config.compat.CHARTS). Pure: no Pulumi and no ``config`` imports; plain values in, Helm values and Kubernetes objects
+as dicts out. components/platform/observability.py creates the Grafana admin Secret from a Pulumi secret, installs the
+chart and turns each dict into a resource.
 """
 from __future__ import annotations
 
@@ -58,14 +25,16 @@ MONITORING_NAMESPACE = "monitoring"
 WINDOWS_EXPORTER_PORT = 9182
 WINDOWS_EXPORTER_PORT_NAME = "http-metrics"
 # Prometheus' job label for the exporter. kube-prometheus-stack's own Windows rules and dashboards expect
-# this job name ("job name must be 'windows-exporter'", values.yaml `windowsMonitoring`), so ours match it.
+# this job name ("job name must be 'windows-exporter'", values.yaml `windowsMonitoring`), so our alerts and
+# dashboard read it too.
 WINDOWS_EXPORTER_JOB = "windows-exporter"
 
 # Collectors (`--collectors.enabled`, windows_exporter README.md "Flags"), each for what the dashboard and
 # the alerts read. `cs` is deliberately absent: it was deprecated (windows_exporter#1596, its metrics moved
 # to cpu/memory/os) and then deleted ("cs: remove deprecated cs collector (#2115)", commit fd70703,
 # 2025-07-05, quoted in grafana/agent#7198), so the 0.31 image pinned in config.compat no longer has it
-# and naming it would fail the exporter's start.
+# and naming it would fail the exporter's start. A superset of the `memory` and `container` collectors the
+# chart's own Windows rules need.
 WINDOWS_EXPORTER_COLLECTORS: tuple[str, ...] = ("cpu", "logical_disk", "memory", "net", "os", "system", "container")
 
 # The windows_ metrics this module's dashboard and rules use, and the collector that produces each
@@ -114,8 +83,9 @@ _RETENTION = re.compile(r"^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?((
 
 
 def monitoring_namespace() -> dict[str, Any]:
-    """MONITORING_NAMESPACE at Pod Security level privileged: node-exporter needs the host's network,
-    PID namespace and root filesystem (module docstring)."""
+    """MONITORING_NAMESPACE at Pod Security level privileged: the node-exporter DaemonSet uses hostNetwork, hostPID
+    and a hostPath mount of / (prometheus-node-exporter values.yaml ``hostNetwork: true``, ``hostPID: true``,
+    ``hostRootFsMount.enabled: true``), all refused by ``baseline``."""
     return system_namespace(MONITORING_NAMESPACE)
 
 
@@ -155,7 +125,7 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
                                  windows_exporter_image: str | None = None,
                                  volume: tuple[str, int] | None = None) -> dict[str, Any]:
     """Helm values for the kube-prometheus-stack chart; with ``windows_exporter_image`` (a stack with
-    Windows nodes) its Windows monitoring too (module docstring).
+    Windows nodes) its Windows monitoring too (the ``windowsMonitoring`` key below).
 
     ``grafana_admin_secret`` names a Secret in MONITORING_NAMESPACE holding GRAFANA_ADMIN_USER_KEY and
     GRAFANA_ADMIN_PASSWORD_KEY; the lead creates it from a Pulumi secret, so no password is in the values.
@@ -171,6 +141,12 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
         # The chart's CRD upgrade Job is off by default (values.yaml `crds.upgradeJob.enabled: false`);
         # placed anyway, so turning it on cannot schedule a pod onto Windows.
         "crds": {"upgradeJob": {"enabled": False, **_linux({"cpu": "10m", "memory": "64Mi"})}},
+        # Windows monitoring is the chart's own: `windowsMonitoring.enabled` "Deploys the windows-exporter and
+        # Windows-specific dashboards and rules (job name must be 'windows-exporter')" (kube-prometheus-stack
+        # values.yaml @6e3607554b0e). This one switch turns on the prometheus-windows-exporter subchart (Chart.yaml
+        # `condition: windowsMonitoring.enabled`, its only condition, so the rules cannot be had without it), the
+        # recording rules (defaultRules.rules.windows below) and the five Kubernetes/Windows dashboards, all
+        # selecting job="windows-exporter".
         "windowsMonitoring": {"enabled": windows_exporter_image is not None},
         "prometheusOperator": {
             **_linux({"cpu": "100m", "memory": "128Mi"}),
@@ -239,8 +215,12 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
             "extraArgs": [f"--collector.textfile.directory=/host/root{TEXTFILE_DIR}"],
         },
         "thanosRuler": {"enabled": False, "thanosRulerSpec": _linux({"cpu": "50m", "memory": "64Mi"})},
-        # Scrapers kubeadm's defaults make unreachable (bound to 127.0.0.1, module docstring), with the
-        # default rules that would otherwise report them down forever.
+        # Scrapers kubeadm's defaults make unreachable, with the default rules that would otherwise report them down
+        # forever: kubeadm binds kube-controller-manager and kube-scheduler to 127.0.0.1 and etcd's metrics to
+        # http://127.0.0.1:2381 (kubernetes/kubeadm#2388; prometheus-community/helm-charts#1966), and kube-proxy's
+        # metrics to 127.0.0.1:10249 (vexxhost/magnum-cluster-api#180). render/kubeadm.py keeps those defaults, so
+        # Prometheus (a pod on a worker) cannot reach them. Re-enable these together with
+        # `bind-address`/`listen-metrics-urls`/`metricsBindAddress` extraArgs in kubeadm.
         "kubeEtcd": {"enabled": False},
         "kubeControllerManager": {"enabled": False},
         "kubeScheduler": {"enabled": False},
@@ -251,7 +231,7 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
             "kubeSchedulerAlerting": False,
             "kubeSchedulerRecording": False,
             "kubeProxy": False,
-            # The chart's Windows recording rules: also need windowsMonitoring.enabled.
+            # The chart's windows.node/windows.pod recording rules: also need windowsMonitoring.enabled.
             "windows": windows_exporter_image is not None,
         }},
     }
@@ -261,12 +241,17 @@ def kube_prometheus_stack_values(retention: str = "15d", grafana_admin_secret: s
 
 
 def windows_exporter_values(image: str) -> dict[str, Any]:
-    """Values for kube-prometheus-stack's prometheus-windows-exporter subchart: windows_exporter as a
-    HostProcess DaemonSet in WINDOWS_SYSTEM_NAMESPACE on every Windows node, scraped as job
-    "windows-exporter" with a `node` label. ``image`` is config.compat WINDOWS[...].windows_exporter_image
-    (registry/repository:tag): one image serves every build (HostProcess), so adding a build changes nothing
-    here. The node's firewall rule for the port is the node's own (render/windows_bootstrap.py
-    NODE_FIREWALL_RULES); the chart's configure-firewall init container adds the same rule again."""
+    """Values for kube-prometheus-stack's prometheus-windows-exporter subchart (keys from
+    charts/prometheus-windows-exporter/values.yaml): windows_exporter as a HostProcess DaemonSet (the subchart's
+    default ``securityContext.windowsOptions.hostProcess``) in WINDOWS_SYSTEM_NAMESPACE on every Windows node, scraped
+    as job "windows-exporter" with a `node` label. ``image`` is config.compat WINDOWS[...].windows_exporter_image
+    (registry/repository:tag): one image serves every build, because a HostProcess image need not match the host
+    build ("One image works on every Windows version that supports HostProcess containers",
+    prometheus-community/windows_exporter docs/kubernetes/kubernetes.md, quoted in config/compat.py; the exporter's
+    Dockerfile: "this image doesn't really matter for hostprocess"), so adding a build changes nothing here: the
+    DaemonSet selects every Windows node by its OS label, whatever its build. The node's firewall rule
+    for the port is the node's own (render/windows_bootstrap.py NODE_FIREWALL_RULES); the chart's configure-firewall
+    init container adds the same rule again."""
     match = re.fullmatch(r"([a-z0-9.-]+)/([a-z0-9._/-]+):([A-Za-z0-9._-]+)", image or "")
     if match is None:
         raise ValueError(f"windows_exporter image {image!r} is not a registry/repository:tag reference")
@@ -275,12 +260,14 @@ def windows_exporter_values(image: str) -> dict[str, Any]:
         "image": {"registry": registry, "repository": repository, "tag": tag},
         # windows_exporter's YAML config file (the chart mounts `config` as config.yml, --config.file).
         "config": "collectors:\n  enabled: " + ",".join(WINDOWS_EXPORTER_COLLECTORS) + "\n",
-        # privileged (render/scheduling.py system_namespace): HostProcess pods are refused by baseline.
+        # privileged (render/scheduling.py system_namespace): baseline refuses `windowsOptions.hostProcess`
+        # (check_windowsHostProcess.go, cited there).
         "namespaceOverride": WINDOWS_SYSTEM_NAMESPACE,
         "nodeSelector": {OS_LABEL: "windows"},
         # The chart's default tolerates every NoSchedule taint; only the Windows one is wanted.
         "tolerations": [windows_toleration()],
         "service": {"port": WINDOWS_EXPORTER_PORT, "portName": WINDOWS_EXPORTER_PORT_NAME},
+        # The subchart's ServiceMonitor takes the job name from this pod label (`prometheus.monitor.jobLabel: jobLabel`).
         "podLabels": {"jobLabel": WINDOWS_EXPORTER_JOB},
         "prometheus": {"monitor": {
             "enabled": True,

@@ -3,39 +3,7 @@ configuration and authentication configuration (files on every control-plane nod
 them, the controller manager's and scheduler's flags, the kubelet settings every node's kubelet-config carries, and
 the kernel settings the kubelet's protectKernelDefaults requires.
 
-This module owns the paths of those files and their content. It is pure: plain values in, dicts and text out. The
-Secrets encryption configuration is composed on the nodes (render/scripts/lib/encryption.sh), because its keys are
-made there and never pass through this program except as Pulumi secrets.
-
-Design decisions, with their sources (kubernetes/kubernetes at v1.36.3 unless said; the notes of issue #36):
-
-* Anonymous requests are refused except on the health endpoints and the one object `kubeadm join` discovery reads
-  before it has a credential: the structured AuthenticationConfiguration's ``anonymous.conditions`` (KEP-4633,
-  AnonymousAuthConfigurableEndpoints, GA and locked on since 1.34: staging/src/k8s.io/apiserver/pkg/features/
-  kube_features.go). ``--anonymous-auth=false`` cannot be used: the kubelet's liveness, readiness and startup probes of
-  kube-apiserver carry no credential (kubeadm cmd/kubeadm/app/util/staticpod/utils.go createHTTPProbe; probes fail
-  with 401 under anonymous-auth=false, kubernetes/kubeadm#798, kubernetes/kubernetes#100581), and token discovery
-  reads kube-public/cluster-info anonymously (kubeadm cmd/kubeadm/app/discovery/token). The flag and the file's
-  ``anonymous`` section are mutually exclusive ("--anonymous-auth flag cannot be set when anonymous field is
-  configured in authentication configuration file", pkg/kubeapiserver/options/authentication.go). A file with no
-  JWT authenticator is valid (apiserver pkg/apis/apiserver/validation/validation.go: "We allow 0 authenticators").
-  RBAC still decides what those anonymous requests may read (system:public-info-viewer, kubeadm's cluster-info Role).
-* Pod Security: a cluster-wide default through the PodSecurity plugin's configuration (pod-security.admission.config.
-  k8s.io/v1 PodSecurityConfiguration, staging/src/k8s.io/pod-security-admission/admission/api/v1/types.go), which
-  holds for every namespace without its own labels. Exempt namespaces are few and each has a reason
-  (plan/security.py); kube-system must be among them: mirror pods of kubeadm's static pods are not exempt from Pod
-  Security (pod-security-admission admission/admission.go ValidatePod has no mirror-pod case), and they use the host
-  network and hostPath volumes.
-* Audit: the first matching rule decides (audit.k8s.io/v1 Policy: "A request may match multiple rules, in which case
-  the FIRST matching rule is used"), so Secret, ConfigMap and token requests are recorded at Metadata before any
-  rule that records bodies, as kubernetes/kubernetes cluster/gce/gci/configure-helper.sh create-master-audit-policy
-  does. Rotation by the API server itself (--audit-log-maxage/maxbackup/maxsize).
-* TLS: the six ECDHE AEAD cipher suites RKE2 configures (k3s pkg/cli/server/server.go, "TLS config based on mozilla
-  ssl-config generator"), all within the CIS benchmark's lists for the API server and the kubelet. TLS 1.3 suites are
-  not configurable in Go and stay as Go sets them.
-* The kernel settings are those the kubelet checks when protectKernelDefaults is on (k8s.io/component-helpers
-  node/util/sysctl/sysctl.go; the kubelet exits on a mismatch: pkg/kubelet/cm/container_manager_linux.go
-  setupKernelTunables), so a node gets them before its kubelet restarts with the setting.
+Owns the paths of those files and their content. Pure: plain values in, dicts and text out.
 """
 from __future__ import annotations
 
@@ -52,10 +20,14 @@ from render import yaml_text
 from render.kubeadm import HostPathMount
 from vocab.checks import DNS_LABEL, require
 
+# Sources in this file: the notes of issue #36; upstream paths are kubernetes/kubernetes at v1.36.3 unless said.
+
 HARDENING_DIR = "/etc/kubernetes/hardening"
 AUDIT_POLICY_FILE = f"{HARDENING_DIR}/audit-policy.yaml"
 ADMISSION_FILE = f"{HARDENING_DIR}/admission.yaml"
 AUTHENTICATION_FILE = f"{HARDENING_DIR}/authentication.yaml"
+# The Secrets encryption configuration is not rendered here but composed on the nodes (render/scripts/lib/encryption.sh):
+# its keys are made there and never pass through this program except as Pulumi secrets.
 ENCRYPTION_DIR = "/etc/kubernetes/encryption"
 ENCRYPTION_FILE = f"{ENCRYPTION_DIR}/config.yaml"
 AUDIT_LOG_DIR = "/var/log/kubernetes/audit"
@@ -65,8 +37,10 @@ CLUSTER_CA_FILE = "/etc/kubernetes/pki/ca.crt"
 
 PSA_LEVELS = ("privileged", "baseline", "restricted")
 
-# Strong TLS 1.2 suites (module docstring). Go spells them as crypto/tls does (component-base cli/flag/
-# ciphersuites_flag.go accepts every name of tls.CipherSuites()).
+# Strong TLS 1.2 suites: the six ECDHE AEAD suites RKE2 configures (k3s pkg/cli/server/server.go, "TLS config based on
+# mozilla ssl-config generator"), all within the CIS benchmark's lists for the API server and the kubelet. TLS 1.3
+# suites are not configurable in Go and stay as Go sets them. Go spells them as crypto/tls does (component-base
+# cli/flag/ciphersuites_flag.go accepts every name of tls.CipherSuites()).
 TLS_CIPHER_SUITES = (
     "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
     "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
@@ -76,7 +50,9 @@ TLS_CIPHER_SUITES = (
     "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305",
 )
 
-# protectKernelDefaults' required values (module docstring), in sysctl.d syntax order.
+# protectKernelDefaults' required values, in sysctl.d syntax order: those the kubelet checks when the setting is on
+# (k8s.io/component-helpers node/util/sysctl/sysctl.go; the kubelet exits on a mismatch: pkg/kubelet/cm/
+# container_manager_linux.go setupKernelTunables), so a node gets them before its kubelet restarts with the setting.
 KERNEL_DEFAULTS = (
     ("vm.overcommit_memory", "1"),
     ("vm.panic_on_oom", "0"),
@@ -86,8 +62,13 @@ KERNEL_DEFAULTS = (
     ("kernel.keys.root_maxbytes", "25000000"),
 )
 
-# The paths anonymous requests may reach (module docstring): the health endpoints the probes use, and the
-# cluster-info ConfigMap token discovery reads (client-go's Get of kube-public/cluster-info).
+# The paths anonymous requests may reach: the health endpoints the probes use, and the cluster-info ConfigMap that
+# `kubeadm join` token discovery reads before it has a credential (client-go's Get of kube-public/cluster-info).
+# ``--anonymous-auth=false`` cannot be used: the kubelet's liveness, readiness and startup probes of kube-apiserver
+# carry no credential (kubeadm cmd/kubeadm/app/util/staticpod/utils.go createHTTPProbe; probes fail with 401 under
+# anonymous-auth=false, kubernetes/kubeadm#798, kubernetes/kubernetes#100581), and token discovery reads
+# kube-public/cluster-info anonymously (kubeadm cmd/kubeadm/app/discovery/token). RBAC still decides what those
+# requests may read (system:public-info-viewer, kubeadm's cluster-info Role).
 ANONYMOUS_PATHS = ("/livez", "/readyz", "/healthz", "/api/v1/namespaces/kube-public/configmaps/cluster-info")
 
 # kube-controller-manager keeps at most this many terminated pods before deleting them; RKE2's value (CIS 1.3.1
@@ -141,6 +122,8 @@ def _check(hardening: ControlPlaneHardening) -> None:
     for name in psa.exempt_namespaces:
         require(bool(DNS_LABEL.match(name)), f"exempt namespace {name!r} is not a DNS-1123 label")
     require(len(set(psa.exempt_namespaces)) == len(psa.exempt_namespaces), "exempt namespaces repeat")
+    # Mirror pods of kubeadm's static pods (host network, hostPath volumes) are not exempt from Pod Security
+    # (pod-security-admission admission/admission.go ValidatePod has no mirror-pod case).
     require("kube-system" in psa.exempt_namespaces,
             "kube-system must be exempt: the mirror pods of the static control-plane pods are not")
     audit = hardening.audit_log
@@ -175,7 +158,9 @@ def audit_policy() -> dict[str, Any]:
              "resources": [{"group": "coordination.k8s.io", "resources": ["leases"]}]},
             {"level": "None", "resources": [{"group": "", "resources": ["events"]},
                                             {"group": "events.k8s.io", "resources": ["events"]}]},
-            # Before any rule that records bodies: the first match wins.
+            # Before any rule that records bodies: the first match wins (audit.k8s.io/v1 Policy: "A request may match
+            # multiple rules, in which case the FIRST matching rule is used"), as kubernetes/kubernetes
+            # cluster/gce/gci/configure-helper.sh create-master-audit-policy does.
             {"level": "Metadata", "resources": secret_like},
             {"level": "Metadata", "resources": [{"group": "", "resources": ["pods/exec", "pods/attach",
                                                                              "pods/portforward", "pods/proxy",
@@ -188,7 +173,10 @@ def audit_policy() -> dict[str, Any]:
 
 
 def admission_configuration(psa: PodSecurityDefaults) -> dict[str, Any]:
-    """The API server's AdmissionConfiguration: the PodSecurity plugin's cluster-wide defaults and exemptions."""
+    """The API server's AdmissionConfiguration: the PodSecurity plugin's cluster-wide defaults and exemptions
+    (pod-security.admission.config.k8s.io/v1 PodSecurityConfiguration, staging/src/k8s.io/pod-security-admission/
+    admission/api/v1/types.go). The defaults hold for every namespace without its own labels; exempt namespaces are
+    few and each has a reason (plan/security.py)."""
     return {
         "apiVersion": "apiserver.config.k8s.io/v1",
         "kind": "AdmissionConfiguration",
@@ -209,7 +197,12 @@ def admission_configuration(psa: PodSecurityDefaults) -> dict[str, Any]:
 
 
 def authentication_configuration() -> dict[str, Any]:
-    """The API server's AuthenticationConfiguration: anonymous requests only to ANONYMOUS_PATHS."""
+    """The API server's AuthenticationConfiguration: anonymous requests only to ANONYMOUS_PATHS, through its
+    ``anonymous.conditions`` (KEP-4633, AnonymousAuthConfigurableEndpoints, GA and locked on since 1.34:
+    staging/src/k8s.io/apiserver/pkg/features/kube_features.go). The ``--anonymous-auth`` flag and this ``anonymous``
+    section are mutually exclusive ("--anonymous-auth flag cannot be set when anonymous field is configured in
+    authentication configuration file", pkg/kubeapiserver/options/authentication.go). A file with no JWT
+    authenticator is valid (apiserver pkg/apis/apiserver/validation/validation.go: "We allow 0 authenticators")."""
     return {
         "apiVersion": "apiserver.config.k8s.io/v1",
         "kind": "AuthenticationConfiguration",
@@ -252,6 +245,7 @@ def api_server_args(hardening: ControlPlaneHardening) -> dict[str, str]:
         args["kubelet-certificate-authority"] = CLUSTER_CA_FILE
     audit = hardening.audit_log
     if audit is not None:
+        # The API server rotates the log itself (--audit-log-maxage/maxbackup/maxsize).
         args.update({
             "audit-policy-file": AUDIT_POLICY_FILE,
             "audit-log-path": AUDIT_LOG_FILE,
