@@ -71,8 +71,9 @@ identity = ClusterIdentity(spec.cluster.name)
 # Refuses, at preview, a version change kubeadm cannot follow (downgrades, skipped minors); nothing else is
 # touched before it has accepted the plan.
 version_pin = KubernetesVersionPin(f"{spec.cluster.name}-kubernetes-version", spec.cluster.kubernetes_version)
-# Refuses, at preview, machine changes that would collide with a removal or cannot be applied in one run.
+# The node side's plans (plan/cluster.py): one per node, the machines' access, the cluster's own.
 planned = cluster_plan(spec)
+# Refuses, at preview, machine changes that would collide with a removal or cannot be applied in one run.
 machines_guard = MachinesGuard(f"{spec.cluster.name}-machines", planned)
 machines = Machines(spec.cluster.name, planned.machines, secrets, guards=(identity, version_pin, machines_guard))
 cluster = KubeadmCluster(f"{spec.cluster.name}-kubeadm", planned, machines, version_pin)

@@ -9,12 +9,13 @@ module from the project directory: keep its path stable and its checks self-cont
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from plan.cluster import ClusterPlan, MachinesPlan
+if TYPE_CHECKING:   # the provider process that loads this module runs the checks only: it needs no plan
+    from plan.cluster import ClusterPlan, MachinesPlan
 
 from .version_pin import KubernetesVersionPin, pin_failures
 

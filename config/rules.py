@@ -355,9 +355,15 @@ def references(spec: StackSpec) -> Iterator[Problem]:
     for index, hyperv_host in enumerate(spec.hyperv.hosts):
         if hyperv_host.zone not in zones:
             yield Problem(f"hyperv.hosts[{index}].zone", f"unknown zone {hyperv_host.zone!r} (zones: {', '.join(spec.zones)})")
+    seen_templates: set[tuple[str, str]] = set()
     for index, template in enumerate(spec.proxmox.templates):
         if template.node not in proxmox:
             yield Problem(f"proxmox.templates[{index}].node", f"unknown Proxmox node {template.node!r}")
+        if (template.distro, template.node) in seen_templates:
+            # A node clones the one template of its distro on its Proxmox node: a second would leave which one unsaid.
+            yield Problem(f"proxmox.templates[{index}]", f"a second {template.distro} template on Proxmox node "
+                          f"{template.node}: keep one (change its vmId to move new nodes to a new template)")
+        seen_templates.add((template.distro, template.node))
     templates = {(t.distro, t.node) for t in spec.proxmox.templates}
     for path, node in _node_paths(spec):
         if node.zone not in zones:

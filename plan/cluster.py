@@ -65,13 +65,12 @@ class ProxmoxVm:
 
 @dataclass(frozen=True)
 class LinuxNodePlan:
-    """One Linux node: what it is, its lifecycle flags (`retire`, `lost`; `protected` while it is a control-plane member
-    being kept), its VM, and the inputs of its steps (preparation and upgrade, its kubeadm node parameters)."""
+    """One Linux node: what it is (name, role, address; zone and distro in its summary), its lifecycle flags (`retire`,
+    `lost`; `protected` while it is a control-plane member being kept), its VM, and the inputs of its steps
+    (preparation and upgrade, its kubeadm node parameters)."""
     name: str
     role: Role
     ip: str
-    zone: str
-    distro: str
     lost: bool
     retire: bool
     protected: bool
@@ -89,7 +88,6 @@ class WindowsNodePlan:
     inputs of its steps (windows_bootstrap's parameters, its kubeadm node parameters)."""
     name: str
     ip: str
-    zone: str
     lost: bool
     retire: bool
     hyperv_host: str
@@ -181,6 +179,7 @@ class ClusterPlan:
 
 def _linux_node(spec: StackSpec, node: LinuxNodeSpec, role: Role, protected: frozenset[str]) -> LinuxNodePlan:
     network, datastores = spec.network, spec.proxmox.datastores
+    # One per distro and Proxmox node (config.rules), and one there for every node's distro.
     template = next(t for t in spec.proxmox.templates if (t.distro, t.node) == (node.distro, node.proxmox_node))
     vlans = [(network.nodes, node.ip, network.nodes.gateway)]
     if node.management_ip is not None and network.management is not None:
@@ -196,7 +195,7 @@ def _linux_node(spec: StackSpec, node: LinuxNodeSpec, role: Role, protected: fro
     cluster = spec.cluster.name
     control_plane = role == "control-plane"
     return LinuxNodePlan(
-        name=node.name, role=role, ip=str(node.ip), zone=node.zone, distro=node.distro, lost=node.lost,
+        name=node.name, role=role, ip=str(node.ip), lost=node.lost,
         retire=node.retire, protected=node.name in protected,
         vm=ProxmoxVm(
             proxmox_node=node.proxmox_node, vm_id=node.vm_id, template_vm_id=template.vm_id, template_node=template.node,
@@ -217,7 +216,7 @@ def _linux_node(spec: StackSpec, node: LinuxNodeSpec, role: Role, protected: fro
 def _windows_node(spec: StackSpec, node: WindowsNodeSpec) -> WindowsNodePlan:
     host = next(h for h in spec.hyperv.hosts if h.name == node.hyperv_host)
     return WindowsNodePlan(
-        name=node.name, ip=str(node.ip), zone=node.zone, lost=node.lost, retire=node.retire,
+        name=node.name, ip=str(node.ip), lost=node.lost, retire=node.retire,
         hyperv_host=node.hyperv_host, cpu=node.cpu, memory_mb=node.memory_mb, disk_gb=node.disk_gb,
         admin_password_version=node.admin_password_version, vm=hyperv_vm(spec, node, host),
         activation=guest_activation(spec, node), params=windows_params(spec, node), kubeadm=node_params(spec, node),

@@ -1,5 +1,6 @@
-"""Which PyYAML loader and dumper the renderers use: libyaml's safe ones when PyYAML has them (its wheels do), else
-PyYAML's own. The same documents either way; libyaml's are many times faster, which a fleet's renderings feel."""
+"""libyaml's safe loader and dumper when PyYAML has them (its wheels do), else PyYAML's own, for the renderers that
+load or dump on every node: many times faster, the same documents. Dumps elsewhere stay with yaml.safe_dump, whose
+exact text a node step's input may carry."""
 from __future__ import annotations
 
 from typing import Any

@@ -57,7 +57,7 @@ def leaves(value, path=()):
 
 def hk_prod_spec():
     """hk-prod as the program sees it: Pulumi.hk-prod.yaml through config.loader. Renderer tests build their
-    parameters from it with the components' own functions (components/*.py *_params), never by hand."""
+    parameters from it with the plan's own functions (plan/*.py), never by hand."""
     from config.loader import load
     return load(raw_config(hk_prod_values())).spec
 

@@ -190,13 +190,16 @@ STACK_FILE = "stack.json"
 
 
 def resource_record(r: Resource, marker: Callable[[Secret], str]) -> dict[str, Any]:
-    """What resources.json holds of one resource: its URN, inputs and options, secrets as `marker` shows them."""
+    """What resources.json holds of one resource: its URN, inputs and every option the program gives it (its provider by
+    URN: the mock engine's provider ids are its own), secrets as `marker` shows them."""
     return {
         "urn": r.urn, "type": r.type, "name": r.name, "parent": r.parent,
         "dependencies": sorted(set(r.dependencies)), "inputs": plain(r.inputs, marker),
         "protect": r.protect, "deleteBeforeReplace": r.delete_before_replace, "ignoreChanges": r.ignore_changes,
         "propertyDependencies": {k: sorted(set(v)) for k, v in sorted(r.property_dependencies.items()) if v},
         "replaceOnChanges": r.replace_on_changes, "retainOnDelete": r.retain_on_delete,
+        "provider": r.provider.rpartition("::")[0] if r.provider else "", "aliases": r.aliases,
+        "additionalSecretOutputs": sorted(r.additional_secret_outputs), "customTimeouts": r.custom_timeouts,
     }
 
 

@@ -185,6 +185,13 @@ def test_vm_ids_unique_across_templates_and_nodes(hk_values):
     assert_problem(hk_values, "nodes.linux[2].vmId", "already used by proxmox.templates[0].vmId")
 
 
+def test_a_second_template_of_a_distro_on_one_proxmox_node_is_refused(hk_values):
+    first = hk_values["proxmox"]["templates"][0]
+    hk_values["proxmox"]["templates"].append({**first, "vmId": 9100})
+    index = len(hk_values["proxmox"]["templates"]) - 1
+    assert_problem(hk_values, f"proxmox.templates[{index}]", f"a second {first['distro']} template on Proxmox node")
+
+
 def test_unsupported_kubernetes_version(hk_values):
     hk_values["cluster"]["kubernetesVersion"] = "1.29.6"
     assert_problem(hk_values, "cluster.kubernetesVersion", "Kubernetes 1.29 is not supported")

@@ -571,6 +571,9 @@ def test_the_ssh_converge_leaves_the_kube_packages_and_names_no_version(distro, 
     body = converge.split("\nmain() {\n", 1)[1].split("\n}\n", 1)[0]
     calls = [name for name in re.findall(r"^ +([a-z_]+)$", body, re.MULTILINE) if name in defined]
     assert {"install_base_packages", "keep_host_keys", "configure_containerd", "enable_kubelet"} <= set(calls), calls
+    # A step called otherwise (with arguments, inside a condition) would escape the stubs and run for real: refused here.
+    called_otherwise = {name for name in re.findall(r"\b([a-z_]+)\b", body) if name in defined} - set(calls)
+    assert called_otherwise <= {"die", "log", "installed_kube_version"}, called_otherwise
     steps = [call for call in calls if call != "install_kubernetes_packages"]
     stubs = "".join(f'{step}() {{ echo {step} >> "$T/steps"; }}\n' for step in calls)
     stubs += 'install_kubernetes_packages() { echo install_kubernetes_packages >> "$T/steps"; }\n'

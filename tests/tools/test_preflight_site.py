@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -74,6 +75,9 @@ sys.addaudithook(_audit)
 
 @pytest.fixture
 def site(tmp_path, certificate, monkeypatch):
+    # The DNS probe runs with the Net::DNS a Proxmox node has; the test machine needs it too.
+    assert subprocess.run(["perl", "-MNet::DNS", "-e", "1"], capture_output=True).returncode == 0, \
+        "Perl's Net::DNS is missing: install libnet-dns-perl (make tools does)"
     global _CONNECTS
     _CONNECTS = []
     for name in PROXY_VARIABLES:

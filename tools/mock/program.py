@@ -369,9 +369,9 @@ def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = 
         sdk.cancel_pending()
         raise
     finally:
+        sdk.source_positions(True)
         # The root stack resource belongs to this run only; the next run starts a new stack.
         sdk.reset_root_stack()
-        sdk.source_positions(True)
     recording.plan = deployment.finish()
     recording.state = deployment.state
     recording.outside = set(deployment.outside)

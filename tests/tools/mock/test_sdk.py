@@ -111,3 +111,28 @@ def test_leaving_source_positions_out_changes_nothing_the_engine_model_records()
     assert len(with_positions) > 100 and with_positions == without
     # The same steps (their order follows the event loop, which timing moves).
     assert sorted((s.op, s.urn) for s in runs[0].plan.steps) == sorted((s.op, s.urn) for s in runs[1].plan.steps)
+
+
+def test_the_switch_holds_for_the_run_only_even_when_the_program_raises():
+    from pulumi.runtime import resource as sdk_resource
+
+    from tools.mock.program import run_declarations
+
+    original = sdk_resource._get_stack_trace
+    seen: list[object] = []
+
+    def declare(fail: bool):
+        def program() -> None:
+            seen.append(sdk_resource._get_stack_trace)
+            if fail:
+                raise RuntimeError("the program failed")
+        return program
+
+    run_declarations(declare(False), stack="dev", source_positions=True)
+    run_declarations(declare(False), stack="dev")
+    with pytest.raises(RuntimeError, match="the program failed"):
+        run_declarations(declare(True), stack="dev")
+    assert seen[0] is original                      # with source positions: the SDK's own walk
+    assert seen[1] is not original and seen[2] is not original
+    assert len(seen[1]().frames) == 0               # without: no stack walked, an empty trace
+    assert sdk_resource._get_stack_trace is original
