@@ -41,3 +41,25 @@ def test_a_secret_value_moves_its_resources_digest():
     changed = render_digest.differences(before, after)
     assert changed and all(line.startswith("changed: ") for line in changed)
     assert any("pulumi:providers:proxmoxve" in line for line in changed)
+
+
+@pytest.mark.parametrize("option, value", [
+    ("inputs", {"create": "echo other"}), ("parent", "urn:other"), ("dependencies", ["urn:other"]),
+    ("protect", True), ("delete_before_replace", True), ("ignore_changes", ["create"]),
+    ("additional_secret_outputs", ["stdout"]), ("provider", "urn:pulumi:s::p::pulumi:providers:command::other::1"),
+    ("aliases", [{"name": "old"}]), ("custom_timeouts", {"create": "5m"}), ("retain_on_delete", True),
+    ("replace_on_changes", ["create"]), ("property_dependencies", {"create": ["urn:other"]}),
+])
+def test_every_option_the_program_gives_a_resource_moves_its_digest(option, value):
+    import dataclasses
+
+    from tools.mock.program import Recording, Resource
+
+    base = Resource(urn="urn:pulumi:s::p::command:remote:Command::step", type="command:remote:Command", name="step",
+                    parent="urn:pulumi:s::p::pulumi:pulumi:Stack::p-s", dependencies=[], property_dependencies={},
+                    inputs={"create": "echo hello"}, custom=True, protect=False, delete_before_replace=False,
+                    ignore_changes=[], additional_secret_outputs=[],
+                    provider="urn:pulumi:s::p::pulumi:providers:command::default::0")
+    before = render_digest.digests(Recording(resources=[base]))
+    after = render_digest.digests(Recording(resources=[dataclasses.replace(base, **{option: value})]))
+    assert render_digest.differences(before, after) == [f"changed: {base.urn}"]
