@@ -1,35 +1,7 @@
-"""Renders autoscaling on Prometheus metrics (config `customMetrics`): KEDA's Helm values, the PodMonitor through which
-Prometheus scrapes the Gateway's Envoy proxies, and the ScaledObject that scales a sample on its request rate.
-
-This module owns those three renderers and the names they share (the PromQL of a route's request rate, the
-Prometheus address). Pure: plain values in, dicts out; the chart pin is config.compat.CHARTS["keda"].
-
-Design decisions, with their sources:
-
-* KEDA, not prometheus-adapter. prometheus-adapter has had no release since v0.12.0 (2024-05) and SIG
-  Instrumentation means to deprecate it, pointing its users to KEDA (kubernetes-sigs/prometheus-adapter#701
-  "Deprecate Prometheus Adapter", triage/accepted: "suggest users to fulfill their use-cases using KEDA"). KEDA is
-  released monthly, pins its operator, metrics server and webhooks to Linux nodes in its chart (templates:
-  ``nodeSelector: kubernetes.io/os: linux``), and scales any Deployment through the Kubernetes API, Windows ones
-  included ("we do still help them scale Windows workloads given we manage scaling through Kubernetes APIs",
-  kedacore/keda#2666). It serves external.metrics.k8s.io, which only one server per cluster may (keda-docs FAQ), and
-  leaves metrics.k8s.io to metrics-server, which its cpu trigger needs (scalers/cpu.md: "The Kubernetes Metrics
-  Server must be installed").
-* One ScaledObject per scaled Deployment, with a cpu trigger and a prometheus trigger: KEDA makes the one
-  HorizontalPodAutoscaler (``keda-hpa-<name>``, controllers/keda/hpa.go) that takes the larger of the two
-  proposals, so a Deployment never has two autoscalers fighting over it. Trigger metadata values are strings
-  (the CRD's ``metadata: additionalProperties: type: string``).
-* The request rate is measured where every request passes, the Gateway's Envoy proxies: Envoy Gateway names a
-  route's upstream cluster ``httproute/<namespace>/<name>/rule/<index>`` (EnvoyProxy ``telemetry.metrics.
-  clusterStatName`` default ``%ROUTE_KIND%/%ROUTE_NAMESPACE%/%ROUTE_NAME%/rule/%ROUTE_RULE_NUMBER%``,
-  api/v1alpha1/envoyproxy_metric_types.go at v1.9.0), and ``envoy_cluster_upstream_rq_total`` counts its requests.
-  The proxies serve Prometheus metrics on their container port ``metrics`` (19001) at /stats/prometheus, and the
-  Prometheus operator reads them through a PodMonitor like the one in Envoy Gateway's proxy-metric task
-  (examples/kubernetes/metric/pod-monitor.yaml: pods labelled app.kubernetes.io/name envoy and
-  app.kubernetes.io/component proxy). render/metrics.py already lets Prometheus select every PodMonitor.
-* Prometheus is reached through ``prometheus-operated``, the governing Service the Prometheus operator creates for
-  every Prometheus in its namespace (prometheus-operator pkg/prometheus statefulset.go ``governingServiceName``;
-  port 9090 "web"): its name does not depend on the Helm release's name, which kube-prometheus-stack truncates.
+"""Renders autoscaling on Prometheus metrics (config `customMetrics`): KEDA's Helm values and disruption budgets, the
+PodMonitor through which Prometheus scrapes the Gateway's Envoy proxies, and the ScaledObject that scales a sample on
+CPU and its request rate, with the names they share (the PromQL of a route's request rate, the Prometheus address).
+Pure: plain values in, dicts out; the chart pin is config.compat.CHARTS["keda"].
 """
 from __future__ import annotations
 
@@ -38,12 +10,23 @@ from typing import Any
 from render import availability
 from vocab.checks import DNS_LABEL, require
 
+# KEDA, not prometheus-adapter: prometheus-adapter has had no release since v0.12.0 (2024-05) and SIG Instrumentation
+# means to deprecate it, pointing its users to KEDA (kubernetes-sigs/prometheus-adapter#701 "Deprecate Prometheus
+# Adapter", triage/accepted: "suggest users to fulfill their use-cases using KEDA"). KEDA is released monthly and scales
+# any Deployment through the Kubernetes API, Windows ones included ("we do still help them scale Windows workloads given
+# we manage scaling through Kubernetes APIs", kedacore/keda#2666). It serves external.metrics.k8s.io, which only one
+# server per cluster may (keda-docs FAQ), and leaves metrics.k8s.io to metrics-server.
 KEDA_NAMESPACE = "keda"   # the install guide's (`helm install keda kedacore/keda --namespace keda`)
 SCALED_OBJECT_API_VERSION = "keda.sh/v1alpha1"
 POD_MONITOR_API_VERSION = "monitoring.coreos.com/v1"
+# The governing Service the Prometheus operator creates for every Prometheus in its namespace (prometheus-operator
+# pkg/prometheus statefulset.go `governingServiceName`; port 9090 "web"): its name does not depend on the Helm release's
+# name, which kube-prometheus-stack truncates.
 PROMETHEUS_SERVICE = "prometheus-operated"
 PROMETHEUS_PORT = 9090
-# Envoy Gateway's proxy labels and metrics port (module docstring).
+# Envoy Gateway's proxies serve Prometheus metrics on their container port `metrics` (19001) at /stats/prometheus, and
+# the PodMonitor selects them as the one in its proxy-metric task does (examples/kubernetes/metric/pod-monitor.yaml:
+# pods labelled app.kubernetes.io/name envoy and app.kubernetes.io/component proxy).
 ENVOY_PROXY_LABELS = {"app.kubernetes.io/name": "envoy", "app.kubernetes.io/component": "proxy"}
 ENVOY_METRICS_PORT = "metrics"
 ENVOY_METRICS_PATH = "/stats/prometheus"
@@ -63,8 +46,9 @@ def keda_values(budget: bool) -> dict[str, Any]:
     """Values for the keda chart (kedacore/charts keda/values.yaml at v2.20.2). Its CRDs are chart templates
     (``crds.install``, default true) with no keep policy, so uninstalling the chart would delete every ScaledObject
     in the cluster; Helm keeps a resource annotated ``helm.sh/resource-policy: keep`` (Helm docs, "Tell Helm Not To
-    Uninstall a Resource"), set through ``crds.additionalAnnotations``. Nothing names an OS: the chart pins its pods to
-    Linux, and a second ``kubernetes.io/os`` key would be a duplicate in its nodeSelector.
+    Uninstall a Resource"), set through ``crds.additionalAnnotations``. Nothing names an OS: the chart pins its operator,
+    metrics server and webhooks to Linux (templates: ``nodeSelector: kubernetes.io/os: linux``), and a second
+    ``kubernetes.io/os`` key would be a duplicate in its nodeSelector.
 
     With ``budget`` (plan/platform.py survives_every_wave), each of the three runs two replicas spread over nodes, with
     a budget of this program's (keda_disruption_budgets): the operator is leader-elected, one active and one standing
@@ -90,7 +74,8 @@ def prometheus_address(monitoring_namespace: str) -> str:
 
 
 def envoy_pod_monitor(gateway_namespace: str) -> dict[str, Any]:
-    """The PodMonitor through which Prometheus scrapes the Envoy proxies of the Gateway's namespace."""
+    """The PodMonitor through which Prometheus scrapes the Envoy proxies of the Gateway's namespace (render/metrics.py
+    lets Prometheus select every PodMonitor)."""
     require(bool(DNS_LABEL.match(gateway_namespace)), f"{gateway_namespace!r} is not a namespace name")
     return {
         "apiVersion": POD_MONITOR_API_VERSION,
@@ -104,7 +89,11 @@ def envoy_pod_monitor(gateway_namespace: str) -> dict[str, Any]:
 
 
 def route_request_rate(namespace: str, route: str) -> str:
-    """PromQL: the requests per second an HTTPRoute's rules sent to their backends, over every Envoy proxy."""
+    """PromQL: the requests per second an HTTPRoute's rules sent to their backends, over every Envoy proxy, where every
+    request passes. Envoy Gateway names a route's upstream cluster ``httproute/<namespace>/<name>/rule/<index>``
+    (EnvoyProxy ``telemetry.metrics.clusterStatName`` default
+    ``%ROUTE_KIND%/%ROUTE_NAMESPACE%/%ROUTE_NAME%/rule/%ROUTE_RULE_NUMBER%``, api/v1alpha1/envoyproxy_metric_types.go
+    at v1.9.0), and ``envoy_cluster_upstream_rq_total`` counts its requests."""
     for value in (namespace, route):
         require(bool(DNS_LABEL.match(value)), f"{value!r} is not a DNS-1123 label")
     return (f'sum(rate(envoy_cluster_upstream_rq_total{{envoy_cluster_name=~"httproute/{namespace}/{route}/rule/[0-9]+"}}'
@@ -124,12 +113,17 @@ def scaled_object(name: str, namespace: str, labels: dict[str, str], min_replica
         "kind": "ScaledObject",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
-            # KEDA's HPA under the sample's name, as its CPU autoscaler without KEDA: the program deletes the one
-            # before it makes the other (render/workloads.py AUTOSCALER_KIND_FIELDS), so they never meet.
+            # KEDA's HPA (by default `keda-hpa-<name>`, controllers/keda/hpa.go) under the sample's name, as its CPU
+            # autoscaler without KEDA: the program deletes the one before it makes the other (render/workloads.py
+            # AUTOSCALER_KIND_FIELDS), so they never meet.
             "advanced": {"horizontalPodAutoscalerConfig": {"name": name}},
             "scaleTargetRef": dict(scale_target),
             "minReplicaCount": min_replicas,
             "maxReplicaCount": max_replicas,
+            # Both triggers in one ScaledObject: KEDA makes the one HorizontalPodAutoscaler, which takes the larger of
+            # the two proposals, so the target never has two autoscalers fighting over it. The cpu trigger needs
+            # metrics-server (scalers/cpu.md: "The Kubernetes Metrics Server must be installed"). Metadata values are
+            # strings (the CRD's `metadata: additionalProperties: type: string`).
             "triggers": [
                 {"type": "cpu", "metricType": "Utilization", "metadata": {"value": str(cpu_utilization)}},
                 {"type": "prometheus", "metadata": {"serverAddress": prometheus,

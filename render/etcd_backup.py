@@ -1,38 +1,6 @@
-"""Renders the scheduled etcd snapshots of a control-plane node: the snapshot program, its systemd
-service and timer, and the scripts that install and remove them. Pure: no Pulumi, no config imports.
-
-How a snapshot is taken, with its sources:
-  * ``etcdctl snapshot save`` against the local member, with the CA, certificate and key kubeadm
-    generates under /etc/kubernetes/pki/etcd, as upstream's backup section does
-    (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/#backing-up-an-etcd-cluster).
-    etcdctl runs inside the node's etcd container, whose image ships it (render/linux_bootstrap.py
-    uses it the same way), through ``crictl exec``: the snapshot needs no API server, only etcd, so it
-    also works while the API is down. crictl comes with kubeadm (cri-tools). The container's
-    /var/lib/etcd is the host's (kubeadm's etcd static Pod mounts it as ``etcd-data``), so the file
-    written there appears on the host and is moved off at once.
-  * The snapshot, checked with ``etcdutl snapshot status`` first, is encrypted on the node before anything else
-    sees it, with GnuPG to every key of ``etcdBackup.recipientKeys`` (``--recipient-file``: "a file containing
-    exactly one key ... gpg assumes that the key in this file is fully valid", gpg(1); GnuPG 2.1.14 and later),
-    AES-256, no compression, in a throw-away home directory (no keyring, no agent). The node holds no key that
-    decrypts it, not even its own past snapshots; the plaintext is removed at once. The ciphertext's recipients are
-    counted (``--list-only``) before it is kept.
-  * The target is an NFS export, mounted only for the copy; each node writes under its own name, files
-    are ``etcd-<node>-<UTC timestamp>.db.gpg`` (sortable), copied under a temporary name, compared with the
-    local ciphertext (SHA-256) and renamed, and only the newest ``keep`` are left; a plaintext ``.db`` an
-    earlier release stored is removed. Each success is recorded for node-exporter's textfile collector
-    (SNAPSHOT_METRIC), and an alert fires when a node's last one is older than ``etcdBackup.alertAfterHours``.
-  * With ``backup.offsite``, the node uploads the same ciphertext to ``<bucket>/<prefix>-etcd/<node>/`` at once,
-    with rclone from the pinned image run by containerd outside Kubernetes (``ctr run --rm --net-host``; ctr's
-    flags: containerd cmd/ctr/commands/commands.go at v2.3.4), its configuration and credentials in a root-only file
-    mounted read-only. ``--no-check-dest``: no HEAD before the upload, which a key allowed only to write and read
-    its own objects gets refused (403) on S3 stores that answer so for a missing object without s3:ListBucket
-    (rclone v1.75.0 fs/operations copyto, backend/s3 treats only 404 as "not found"); each name is new anyway.
-    No pod mounts the export, and nothing but ciphertext leaves the node.
-  * A systemd timer (``OnCalendar=`` from the stack, ``Persistent=true`` so a missed run happens at the
-    next boot, systemd.timer(5)) starts the service; installation runs one snapshot at once, so a wrong
-    target fails the deployment instead of the first night.
-
-Restoring is a manual, documented procedure (docs/day2.md, "Restore etcd from a snapshot").
+"""Renders the scheduled etcd snapshots of a control-plane node (EtcdBackupParams, EtcdOffsite): the snapshot program
+(render/scripts/etcd-snapshot.sh), its systemd service and timer, the off-site rclone settings, and the scripts that
+install and remove them. Pure: no Pulumi, no config imports.
 """
 from __future__ import annotations
 
@@ -47,18 +15,29 @@ SNAPSHOT_PROGRAM = "/usr/local/sbin/hybrid-cluster-etcd-snapshot"
 SERVICE = "hybrid-cluster-etcd-snapshot.service"
 TIMER = "hybrid-cluster-etcd-snapshot.timer"
 SYSTEMD_DIR = "/etc/systemd/system"
+# The NFS export is mounted here only for the copy; no pod mounts it.
 MOUNT_POINT = "/run/hybrid-cluster-etcd-snapshot-target"
+# crictl (cri-tools, which comes with kubeadm) and ctr reach containerd here. etcdctl runs through `crictl exec`, which
+# needs no API server, only etcd: a snapshot is taken while the API is down too.
 CONTAINERD_SOCKET = "unix:///run/containerd/containerd.sock"
 # node-exporter's textfile collector reads this directory of the host (render/metrics.py passes it as
 # --collector.textfile.directory under the chart's /host/root mount of the node's root file system).
 TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+# Each stored snapshot's time, for the textfile collector; an alert fires when a node's last one is older than
+# etcdBackup.alertAfterHours (render/metrics.py etcd_snapshot_alerts).
 SNAPSHOT_METRIC = "hybrid_cluster_etcd_snapshot_last_success_timestamp_seconds"
 # The recipients' keys, the off-site settings and credentials (root only), and where the ciphertext waits for its copies.
 CONFIG_DIR = "/etc/hybrid-cluster/etcd-snapshot"
 STAGE_DIR = "/var/lib/hybrid-cluster/etcd-snapshot"
 OFFSITE_CONF = "offsite.conf"
 OFFSITE_CA = "offsite-ca.crt"
-# Where the rclone container finds the staged ciphertext, its configuration and the store's CA.
+# Where the rclone container finds the staged ciphertext, its configuration and the store's CA. With backup.offsite the
+# node uploads the ciphertext it just stored on NFS at once, with rclone from the pinned image (EtcdOffsite.image) run by
+# containerd outside Kubernetes (`ctr run --rm --net-host`; ctr's flags: containerd cmd/ctr/commands/commands.go at
+# v2.3.4), its configuration and credentials in a root-only file mounted read-only. `rclone copyto --no-check-dest`:
+# no HEAD before the upload, which a key allowed only to write and read its own objects gets refused (403) on S3 stores
+# that answer so for a missing object without s3:ListBucket (rclone v1.75.0 fs/operations copyto, backend/s3 treats
+# only 404 as "not found"); each name is new anyway.
 _CONTAINER_SNAPSHOTS = "/snapshots"
 _CONTAINER_CONF = "/config/rclone.conf"
 _CONTAINER_CA = "/etc/offsite-ca.crt"
@@ -82,7 +61,10 @@ class EtcdBackupParams:
     nfs_path: str          # export path
     schedule: str          # systemd OnCalendar expression
     keep: int              # snapshots kept for this node
-    recipient_keys: tuple[str, ...]    # ASCII-armored OpenPGP public keys, one key each
+    # etcdBackup.recipientKeys: ASCII-armored OpenPGP public keys, one key each, each read with gpg --recipient-file
+    # ("a file containing exactly one key ... gpg assumes that the key in this file is fully valid", gpg(1); GnuPG
+    # 2.1.14 and later).
+    recipient_keys: tuple[str, ...]
     offsite: EtcdOffsite | None = None
 
 
@@ -124,6 +106,21 @@ def offsite_settings(store: ObjectStore) -> str:
     return "\n".join(lines)
 
 
+# What the snapshot program (render/scripts/etcd-snapshot.sh) does, with its sources:
+#   * `etcdctl snapshot save` against the local member, with the CA, certificate and key kubeadm generates under
+#     /etc/kubernetes/pki/etcd, as upstream's backup section does
+#     (https://kubernetes.io/docs/tasks/administer-cluster/configure-upgrade-etcd/#backing-up-an-etcd-cluster), run in the
+#     node's etcd container (CONTAINERD_SOCKET), whose image ships etcdctl (render/linux_bootstrap.py's scripts run it
+#     there too, through kubectl exec: render/scripts/lib/etcd.sh). That container's /var/lib/etcd is the host's
+#     (kubeadm's etcd static Pod mounts it as `etcd-data`), so the file it writes appears on the host and is taken off
+#     at once.
+#   * Checked with `etcdutl snapshot status`, then encrypted on the node before anything else sees it, with GnuPG to
+#     every recipient key, AES-256, no compression, in a throw-away home directory (no keyring, no agent): the node holds
+#     no key that decrypts it, not even its own past snapshots; the plaintext is removed at once, and the ciphertext's
+#     recipients are counted (`--list-only`) before it is kept. Nothing but ciphertext leaves the node.
+#   * Stored under the node's own name on the NFS export as `etcd-<node>-<UTC timestamp>.db.gpg` (sortable): copied
+#     under a temporary name, compared with the local ciphertext (SHA-256) and renamed; only the newest `keep` are left,
+#     and a plaintext `.db` an earlier release stored is removed.
 def snapshot_program(p: EtcdBackupParams) -> str:
     """The program the timer runs: one snapshot, encrypted, stored on the NFS target (older ones pruned) and, with
     an off-site store, uploaded there."""
@@ -155,6 +152,8 @@ ExecStart={SNAPSHOT_PROGRAM}
 
 
 def timer_unit(p: EtcdBackupParams) -> str:
+    """``OnCalendar=`` from the stack; ``Persistent=true``: a run missed while the node was down happens at the next
+    boot (systemd.timer(5))."""
     _validate(p)
     return f"""# Rendered by render/etcd_backup.py.
 [Unit]
@@ -174,7 +173,7 @@ def render_install(p: EtcdBackupParams) -> str:
     """As root on the control-plane node: the recipients' keys, the off-site settings (with the credentials read
     from standard input: the access key's line, then the secret key's) and the program and units in place
     (rewritten only when they differ), the timer enabled, and one snapshot taken now to prove the target and the
-    keys. Idempotent."""
+    keys, so a wrong target fails the deployment instead of the first night. Idempotent."""
     _validate(p)
     offsite = p.offsite
     where = f"{p.nfs_server}:{p.nfs_path}" + (f" and {offsite.store.endpoint}/{offsite_path(offsite.store)}" if offsite else "")
@@ -195,5 +194,6 @@ def _unit_paths() -> dict[str, str]:
 
 def render_remove() -> str:
     """As root on the control-plane node: timer stopped and disabled, program, units, keys and credentials
-    removed. The snapshots already stored stay on the target: they are the data this exists for."""
+    removed. The snapshots already stored stay on the target: they are the data this exists for. Restoring one is a
+    manual, documented procedure (docs/day2.md, "Restore etcd from a snapshot")."""
     return render_script("etcd-snapshot-remove.sh", **_unit_paths())

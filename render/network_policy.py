@@ -1,32 +1,8 @@
-"""Renders the network policies of config `security.networkPolicy` (plan/security.py says what they protect and let
-through): Calico policies in a tier of their own that keep every pod, in every namespace including those made later,
-off the protected networks and off the administrative ports of the node network, with one stated exception per component that
-must reach one; and Kubernetes NetworkPolicies that default-deny ingress in the application namespaces.
-
-Design decisions, with their sources (projectcalico/calico release-v3.33 6609dea5 unless said; the notes of #36):
-
-* A tier of their own, before Kubernetes' (order 500: after the operator's `calico-system` tier at 100, before
-  `kube-admin` at 1000 and `default` at 1,000,000: felix/calc/policy_sorter.go orders tiers by `order`). A tier's
-  policies are evaluated before the next tier's, so no NetworkPolicy a namespace's owner writes (they land in
-  `default`, order 1000: libcalico-go conversion.go K8sNetworkPolicyToCalico) can allow what this tier denies, and
-  what it does not decide it passes on, so those NetworkPolicies still decide it (Pass: "skips to the next tier that
-  contains a policy that applies to the endpoint", docs tiered-policy).
-* The deny policy ends with an explicit catch-all `Pass` rule, and the tier's defaultAction is Pass: on Windows, Felix
-  flattens tiers by joining each Pass rule with the next tier's rules, so only an explicit Pass rule carries a packet on
-  (felix/dataplane/windows/flattener.go); a Pass in the last tier that applies becomes a block there, which cannot
-  happen here because the profiles (allow) follow when no default-tier policy applies (endpoint_mgr.go).
-* Only matches Calico for Windows enforces: positive `nets`, `ports`, protocol, selectors; no negative match (a rule
-  with notNets, notPorts or notSelector is skipped on Windows: policysets.go ruleHasNegativeMatches), no Log, no ICMP
-  type. So every rule here means the same on both operating systems.
-* `types` is always written: without Calico's MutatingAdmissionPolicy a policy with no types applies both ways
-  (policy_sorter.go "no Types means Ingress and Egress").
-* Workload endpoints carry `projectcalico.org/namespace` (api/pkg/apis/projectcalico/v3/constants.go), host endpoints
-  do not, so `has(projectcalico.org/namespace)` selects every pod and no host. Pods on the host network have no
-  workload endpoint and are outside these policies (conversion.go IsValidCalicoWorkloadEndpoint): Calico, kube-proxy,
-  the CSI node plugins, node-exporter and MetalLB's speakers, each in a namespace exempt from or privileged for Pod
-  Security (plan/security.py), which no ordinary pod can use.
-* Destinations are addresses: Calico's open-source policy has no domain names, so a flow to a server named by DNS is
-  let through to the protected networks on that server's port only (plan/security.py).
+"""Renders the network policies of config `security.networkPolicy` (NetworkPolicyParams, Flow; plan/security.py says
+what they protect and let through): Calico policies in a tier of their own that keep every pod, in every namespace
+including those made later, off the protected networks and off the administrative ports of the node network, with one
+stated exception per component that must reach one; and Kubernetes NetworkPolicies that default-deny ingress in the
+application namespaces.
 """
 from __future__ import annotations
 
@@ -36,11 +12,22 @@ from typing import Any
 
 from vocab.checks import DNS_LABEL, require
 
+# Calico sources below: projectcalico/calico release-v3.33 6609dea5 unless said (the notes of #36).
+
 TIER = "hybrid-infrastructure"
+# After the operator's `calico-system` tier (100), before `kube-admin` (1000) and `default` (1,000,000)
+# (felix/calc/policy_sorter.go orders tiers by `order`). A tier's policies are evaluated before the next tier's, so no
+# NetworkPolicy a namespace's owner writes (it lands in `default`, order 1000: libcalico-go conversion.go
+# K8sNetworkPolicyToCalico) can allow what this tier denies, and what this tier passes on those NetworkPolicies still
+# decide (Pass: "skips to the next tier that contains a policy that applies to the endpoint", docs tiered-policy).
 TIER_ORDER = 500
 ALLOW_ORDER = 100
 DENY_ORDER = 200
-# Every pod, no host endpoint (module docstring).
+# Every pod, no host endpoint: workload endpoints carry `projectcalico.org/namespace`
+# (api/pkg/apis/projectcalico/v3/constants.go), host endpoints do not. Pods on the host network have no workload endpoint
+# and are outside these policies (conversion.go IsValidCalicoWorkloadEndpoint): Calico, kube-proxy, the CSI node plugins,
+# node-exporter and MetalLB's speakers, each in a namespace exempt from or privileged for Pod Security (plan/security.py),
+# which no ordinary pod can use.
 EVERY_POD = "has(projectcalico.org/namespace)"
 CALICO_API = "projectcalico.org/v3"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -52,6 +39,8 @@ class Flow:
     name: str
     namespace: str
     pod_selector: str | None
+    # Addresses: Calico's open-source policy has no domain names, so a flow to a server named by DNS is let through to
+    # the protected networks on that server's port only (plan/security.py).
     nets: tuple[str, ...]
     protocol: str
     ports: tuple[int, ...]
@@ -67,6 +56,9 @@ class NetworkPolicyParams:
     ingress_sources: tuple[str, ...]
 
 
+# Every rule uses only matches Calico for Windows enforces, so it means the same on both operating systems: positive
+# `nets`, `ports`, protocol, selectors; no negative match (a rule with notNets, notPorts or notSelector is skipped on
+# Windows: policysets.go ruleHasNegativeMatches), no Log, no ICMP type.
 def _check(p: NetworkPolicyParams) -> None:
     for cidr in (*p.protected_networks, *p.node_networks, *(f for flow in p.allowed for f in flow.nets)):
         ipaddress.IPv4Network(cidr)
@@ -88,6 +80,8 @@ def _gnp(name: str, order: int, selector: str, egress: list[dict[str, Any]]) -> 
     return {
         "apiVersion": CALICO_API, "kind": "GlobalNetworkPolicy",
         "metadata": {"name": name},
+        # `types` always written: without Calico's MutatingAdmissionPolicy a policy with no types applies both ways
+        # (policy_sorter.go "no Types means Ingress and Egress").
         "spec": {"tier": TIER, "order": order, "selector": selector, "types": ["Egress"], "egress": egress},
     }
 
@@ -114,6 +108,10 @@ def infrastructure_policies(p: NetworkPolicyParams) -> list[dict[str, Any]]:
     if p.node_networks and p.node_admin_ports:
         deny.append({"action": "Deny", "protocol": "TCP",
                      "destination": {"nets": list(p.node_networks), "ports": list(p.node_admin_ports)}})
+    # An explicit catch-all Pass, besides the tier's defaultAction Pass: on Windows, Felix flattens tiers by joining each
+    # Pass rule with the next tier's rules, so only an explicit Pass rule carries a packet on
+    # (felix/dataplane/windows/flattener.go); a Pass in the last tier that applies becomes a block there, which cannot
+    # happen here because the profiles (allow) follow when no default-tier policy applies (endpoint_mgr.go).
     deny.append({"action": "Pass"})
     objects.append(_gnp(f"{TIER}-deny", DENY_ORDER, EVERY_POD, deny))
     return objects

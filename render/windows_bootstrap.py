@@ -1,34 +1,9 @@
-"""Pure renderer of the PowerShell that turns a fresh Windows Server worker VM into a Kubernetes node
-joined with kubeadm, and that cleans the node up again before the VM is deleted.
+"""Pure renderer of the PowerShell (render/scripts/windows-*.ps1, from WindowsNodeParams) that turns a fresh Windows
+Server worker VM into a Kubernetes node joined with kubeadm, and that cleans the node up again before the VM is deleted.
 
-Owns: the rendered script text of the guest preparation steps, of the Windows ``kubeadm join`` and of
-its delete script (``kubeadm reset`` plus HNS/CNI cleanup); nothing here talks to Windows or imports
-Pulumi. components/cluster/bootstrap.py runs every script on the Hyper-V host through
-render.hyperv.ssh_command; the scripts act in the guest over PowerShell Direct
-(``Invoke-Command -VMName ... -Credential ... -ScriptBlock {...} -ArgumentList ...``), the way
-render/hyperv.py converges the VM itself. stdin: line 1 the guest Administrator password, and for the
-join line 2 the join line printed by ``kubeadm token create --print-join-command``.
-
-How the kubelet runs as a service, and why the join is split in two:
-  * The kubelet is registered with the Service Control Manager directly (``kubelet.exe
-    --windows-service`` behind ``kube-log-runner.exe``, which writes its log file), the way upstream
-    runs it without NSSM: kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 (``sc.exe
-    create kubelet binPath= "...\\kube-log-runner.exe -log-file=... ...\\kubelet.exe ..."``),
-    kubernetes-sigs/image-builder images/capi/ansible/windows/roles/kubernetes/tasks/sc.yml and
-    templates/RestartKubelet.ps1. sig-windows-tools hostprocess/PrepareNode.ps1 instead wraps a
-    StartKubelet.ps1 in NSSM, a third-party binary with no published checksum, so it is not used.
-  * A service command line cannot read kubeadm's ``C:\\var\\lib\\kubelet\\kubeadm-flags.env``
-    (KUBELET_KUBEADM_ARGS), and that file carries ``--register-with-taints`` and ``--node-labels``:
-    image-builder issue #2011 ("kubelet installed via sc.exe ... ignores KUBELET_KUBEADM_ARGS").
-    So preparation registers the service *disabled*, and the join runs ``kubeadm join
-    --skip-phases=kubelet-wait-bootstrap`` (kubeadm writes the flags file; its attempt to start the
-    disabled service only prints "WARNING: unable to start the kubelet service", kubernetes/kubernetes
-    cmd/kubeadm/app/phases/kubelet/kubelet.go TryStartKubelet), appends the flags to the service command line, starts the kubelet
-    and then runs ``kubeadm join phase kubelet-wait-bootstrap``. The node therefore registers with
-    its taint from the first moment. kubelet-wait-bootstrap is a separate phase that "will always run"
-    since kubeadm 1.35 (kubernetes/kubernetes#134106, ControlPlaneKubeletLocalMode GA), which every
-    supported minor (config.compat.KUBERNETES) is; ``--skip-*`` flags may be mixed with ``--config``
-    (cmd/kubeadm/app/apis/kubeadm/validation/validation.go isAllowedFlag).
+Owns: the rendered script text of the guest preparation steps, of the Windows ``kubeadm join`` and of its delete
+script (``kubeadm reset`` plus HNS/CNI cleanup), and of the node's Kubernetes upgrade, containerd update and kubelet
+configuration; nothing here talks to Windows or imports Pulumi.
 """
 
 from __future__ import annotations
@@ -108,6 +83,9 @@ DEFAULT_CNI_CONF_DIR = WINDOWS_SYSTEM_DRIVE + CALICO_WINDOWS_CNI_CONF_DIR
 # kubelet/kubeadm/kubectl live in C:\k, as in sig-windows-tools PrepareNode.ps1 ($env:SystemDrive\k).
 KUBERNETES_BIN_DIR = r"C:\k"
 KUBELET_KUBECONFIG = r"C:\etc\kubernetes\kubelet.conf"
+# kubeadm writes the node's flags here (KUBELET_KUBEADM_ARGS), among them --register-with-taints and --node-labels; a
+# service command line cannot read it (image-builder issue #2011, "kubelet installed via sc.exe ... ignores
+# KUBELET_KUBEADM_ARGS"), so the join copies them onto the service command line (the Join section below).
 KUBEADM_FLAGS_FILE = r"C:\var\lib\kubelet\kubeadm-flags.env"
 # Inbound TCP ports a Windows node serves, each with the firewall rule that opens it: the kubelet API, and
 # windows_exporter, whose Kubernetes guide asks for 9182 to be opened on the node
@@ -141,6 +119,12 @@ _KUBERNETES_DIRECTORIES = (
 # tasks/sc.yml ("{{ kubernetes_base_url }}/kube-log-runner.exe").
 _KUBERNETES_BINARIES = ("kubelet.exe", "kubeadm.exe", "kubectl.exe", "kube-log-runner.exe")
 
+# The kubelet is registered with the Service Control Manager directly, the way upstream runs it without NSSM:
+# kubernetes/kubernetes cluster/gce/windows/k8s-node-setup.psm1 (`sc.exe create kubelet binPath=
+# "...\kube-log-runner.exe -log-file=... ...\kubelet.exe ..."`), kubernetes-sigs/image-builder
+# images/capi/ansible/windows/roles/kubernetes/tasks/sc.yml and templates/RestartKubelet.ps1. sig-windows-tools
+# hostprocess/PrepareNode.ps1 instead wraps a StartKubelet.ps1 in NSSM, a third-party binary with no published
+# checksum, so it is not used.
 # The kubelet service command line before kubeadm's flags are appended, after image-builder
 # tasks/sc.yml and the kubernetes e2e Windows node runner: kube-log-runner writes the log file
 # ("Windows services don't have a mechanism for redirecting output of a process",
@@ -259,7 +243,10 @@ def _host_inputs(p: WindowsNodeParams, ps_direct_timeout: int) -> dict[str, obje
 # ---------------------------------------------------------------------------------------
 # The scripts: render/scripts/windows-*.ps1, rendered through render.script_files. Every value
 # reaches a script as an input (a `$Name = <literal>` line at its top) and every guest script
-# block gets its values through -ArgumentList. Shared pieces are fragments in
+# block gets its values through -ArgumentList. components/cluster/bootstrap.py runs every script on the Hyper-V host
+# through render.hyperv.ssh_command; the scripts act in the guest over PowerShell Direct (`Invoke-Command -VMName ...
+# -Credential ... -ScriptBlock {...} -ArgumentList ...`), the way render/hyperv.py converges the VM itself. Shared
+# pieces are fragments in
 # render/scripts/lib/: hyperv-preamble, hyperv-read-guest-password and hyperv-guest-wait
 # (render/hyperv.py), windows-host-functions, windows-host-report, and inside the guest blocks
 # windows-guest-start, windows-guest-native, windows-guest-download.
@@ -336,7 +323,7 @@ def _render_containerd(p: WindowsNodeParams) -> str:
 # ---------------------------------------------------------------------------------------
 #
 # render/scripts/windows-kubernetes.ps1, which includes lib/windows-kubernetes-binaries.ps1 (their
-# notes, with their sources, are in the files).
+# notes, with their sources, are in the files). The kubelet service is registered disabled: the Join section says why.
 
 
 def _kubernetes_inputs(p: WindowsNodeParams) -> dict[str, object]:
@@ -374,8 +361,6 @@ def render_upgrade(p: WindowsNodeParams, machine: str = "unnamed") -> str:
     return _checked(script)
 
 
-# How long a Windows node's kubelet-serving step waits for its approved certificate (the approver answers
-# within its period, render/serving_approver.py; the kubelet retries its request with backoff).
 def render_kubelet_config(p: WindowsNodeParams, settings: KubeletSettings, machine: str = "unnamed") -> str:
     """The host script that brings the kubelet of the joined Windows node in ``p.vm_name`` to the cluster's
     kubelet-config (``settings``, render/kubelet_config.py), restarts it and, with serverTLSBootstrap, waits for its
@@ -386,6 +371,8 @@ def render_kubelet_config(p: WindowsNodeParams, settings: KubeletSettings, machi
         "windows-kubelet-config.ps1", **_host_inputs(p, POWERSHELL_DIRECT_TIMEOUT_SECONDS), BinDir=KUBERNETES_BIN_DIR,
         SettingsDigest=settings_digest(settings), WantedLines=settings_lines(settings), AbsentKeys=absent_keys(settings),
         ServerTlsBootstrap=settings.server_tls_bootstrap, Machine=machine,
+        # The wait for the approved serving certificate, as long as a Linux node's (the approver answers within its
+        # period, render/serving_approver.py; the kubelet retries its request with backoff).
         CertificateTimeoutSec=SERVING_CERTIFICATE_TIMEOUT_SECONDS, SettleSec=KUBELET_SETTLE_SECONDS))
 
 
@@ -448,6 +435,16 @@ def render_prepare_steps(p: WindowsNodeParams) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------------------
 #
 # render/scripts/windows-join.ps1 (its notes, with their sources, are in the file).
+#
+# Why the join is split in two: the kubelet service cannot read kubeadm's flags (KUBEADM_FLAGS_FILE), so preparation
+# registers it *disabled*, and the join runs ``kubeadm join --skip-phases=kubelet-wait-bootstrap`` (kubeadm writes the
+# flags file; its attempt to start the disabled service only prints "WARNING: unable to start the kubelet service",
+# kubernetes/kubernetes cmd/kubeadm/app/phases/kubelet/kubelet.go TryStartKubelet), appends the flags to the service
+# command line, starts the kubelet and then runs ``kubeadm join phase kubelet-wait-bootstrap``. The node therefore
+# registers with its taint from the first moment. kubelet-wait-bootstrap is a separate phase that "will always run"
+# since kubeadm 1.35 (kubernetes/kubernetes#134106, ControlPlaneKubeletLocalMode GA), which every supported minor
+# (config.compat.KUBERNETES) is; ``--skip-*`` flags may be mixed with ``--config``
+# (cmd/kubeadm/app/apis/kubeadm/validation/validation.go isAllowedFlag).
 
 
 def render_join(p: WindowsNodeParams, join_config_yaml: str) -> str:

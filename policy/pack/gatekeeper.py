@@ -1,32 +1,9 @@
-"""Evaluates Gatekeeper ConstraintTemplates with a real Rego engine (regopy, the rego-cpp interpreter), in
-the input shape Gatekeeper gives a template: the policy pack judges the program's workloads with it at
-preview, and the tests run every suite sample and every declared workload through it, so preview, tests
-and the admission webhook read one Rego. It imports nothing of the program (the pack runs from its own
-folder, see rules.py).
-
-The shape, from the Gatekeeper docs:
-
-* ``input.review`` is the admission request under review: ``kind`` ({group, version, kind}), ``name``,
-  ``namespace`` (empty for cluster-scoped objects), ``object``, ``operation``
-  (https://open-policy-agent.github.io/gatekeeper/website/docs/input/, "Admission Review Input").
-* ``input.parameters`` is the constraint's ``spec.parameters`` (website/docs/howto.md, "The parameters
-  field").
-* ``data.inventory`` holds synced objects: cluster-scoped ones at
-  ``data.inventory.cluster[<groupVersion>][<kind>][<name>]``, namespaced ones at
-  ``data.inventory.namespace[<namespace>][<groupVersion>][<kind>][<name>]`` (website/docs/sync.md,
-  "Accessing replicated data").
-* A template yields violations through its ``violation`` rule, each an object with ``msg``
-  (website/docs/constrainttemplates.md). Libraries sit next to it in ``source.libs``, each a module of
-  package ``lib.<name>`` the template imports as ``data.lib.<name>`` (open-policy-agent/frameworks
-  constraint/pkg/client/drivers/rego/schema/schema.go: "Libs holds supporting code for the main rego
-  library"). Rego v1 source sits at
-  ``spec.targets[].code[engine=Rego].source.rego`` with ``source.version: "v1"`` (same page, "Enable OPA
-  Rego v1 syntax in ConstraintTemplates", Gatekeeper 3.19+). regopy parses Rego v1 only, which is one
-  reason the templates use it.
-
-What this does not emulate: Gatekeeper's match logic beyond kinds and namespaces (``matches`` covers the
-two our constraints use), mutation, and expansion of workloads into mock pods (our templates read pod
-templates of workload kinds themselves, so none is needed).
+"""Evaluates Gatekeeper ConstraintTemplates with a real Rego engine (regopy, the rego-cpp interpreter), in the input
+shape Gatekeeper gives a template (``input.review``, ``input.parameters``, ``data.inventory``, each sourced where it
+is built): the policy pack judges the program's workloads with it at preview, and the tests run every suite sample and
+every declared workload through it, so preview, tests and the admission webhook read one Rego. ``evaluate_constraint``
+is what the pack calls. It imports nothing of the program (the pack runs from its own folder: the vocabulary section
+of rules.py).
 """
 from __future__ import annotations
 
@@ -56,6 +33,9 @@ def rego_code(template: dict) -> dict:
 
 
 def rego_source(template: dict) -> str:
+    """The template's Rego, which must be Rego v1: it sits at ``spec.targets[].code[engine=Rego].source.rego`` with
+    ``source.version: "v1"`` (Gatekeeper website/docs/constrainttemplates.md, "Enable OPA Rego v1 syntax in
+    ConstraintTemplates", Gatekeeper 3.19+). regopy parses Rego v1 only, which is one reason the templates use it."""
     source = rego_code(template)
     if source.get("version") != "v1":
         raise TemplateError(f"{template['metadata']['name']}: Rego source is not marked version v1")
@@ -80,8 +60,10 @@ def _group_version(obj: dict) -> tuple[str, str]:
 
 
 def review(obj: dict, namespace: str | None = None, operation: str = "CREATE") -> dict:
-    """The ``input.review`` Gatekeeper builds for ``obj``; ``namespace`` overrides the object's own (as
-    for ``kubectl apply -n`` of an object without metadata.namespace)."""
+    """The ``input.review`` Gatekeeper builds for ``obj``, the admission request under review: ``kind`` ({group,
+    version, kind}), ``name``, ``namespace`` (empty for cluster-scoped objects), ``object``, ``operation``
+    (https://open-policy-agent.github.io/gatekeeper/website/docs/input/, "Admission Review Input"). ``namespace``
+    overrides the object's own (as for ``kubectl apply -n`` of an object without metadata.namespace)."""
     group, version = _group_version(obj)
     metadata = obj.get("metadata", {})
     return {
@@ -94,7 +76,10 @@ def review(obj: dict, namespace: str | None = None, operation: str = "CREATE") -
 
 
 def inventory_document(objects: Iterable[dict]) -> dict:
-    """``data.inventory`` holding ``objects``: namespaced when they carry metadata.namespace."""
+    """``data.inventory`` holding ``objects``, as Gatekeeper holds synced objects: cluster-scoped ones at
+    ``data.inventory.cluster[<groupVersion>][<kind>][<name>]``, namespaced ones (those with metadata.namespace) at
+    ``data.inventory.namespace[<namespace>][<groupVersion>][<kind>][<name>]`` (website/docs/sync.md, "Accessing
+    replicated data")."""
     inventory: dict[str, Any] = {"cluster": {}, "namespace": {}}
     for obj in objects:
         metadata = obj["metadata"]
@@ -115,7 +100,9 @@ def _package_of(name: str, source: str) -> str:
 
 
 def rego_libs(template: dict) -> list[str]:
-    """The library modules of the template's Rego source (``source.libs``), in order."""
+    """The library modules of the template's Rego source (``source.libs``), in order: each a module of package
+    ``lib.<name>`` the template imports as ``data.lib.<name>`` (open-policy-agent/frameworks
+    constraint/pkg/client/drivers/rego/schema/schema.go: "Libs holds supporting code for the main rego library")."""
     return list(rego_code(template).get("libs", []))
 
 
@@ -124,7 +111,9 @@ def evaluate(template: dict, obj: dict, inventory: Iterable[dict] = (), paramete
     """The violation messages ``template`` reports for ``obj``, sorted.
 
     ``inventory`` lists the synced cluster objects (RuntimeClasses, ...); ``parameters`` is the
-    constraint's spec.parameters. Match criteria are not applied here: see ``evaluate_constraint``.
+    constraint's spec.parameters, which Gatekeeper gives the template as ``input.parameters`` (Gatekeeper
+    website/docs/howto.md, "The parameters field"). A template yields violations through its ``violation`` rule, each an object with ``msg``
+    (website/docs/constrainttemplates.md). Match criteria are not applied here: see ``evaluate_constraint``.
     """
     rego = Interpreter()
     name = template["metadata"]["name"]
@@ -159,7 +148,8 @@ def _glob_match(pattern: str, name: str) -> bool:
 
 
 def matches(constraint: dict, obj: dict, namespace: str | None = None) -> bool:
-    """Whether the constraint's ``spec.match`` kinds and namespaces select ``obj``."""
+    """Whether the constraint's ``spec.match`` kinds and namespaces select ``obj``. Gatekeeper's match logic beyond
+    these is not emulated: kinds and namespaces are the two our constraints use."""
     match = constraint["spec"].get("match", {})
     group, _ = _group_version(obj)
     kinds = match.get("kinds")
@@ -180,7 +170,9 @@ def matches(constraint: dict, obj: dict, namespace: str | None = None) -> bool:
 def evaluate_constraint(constraint: dict, template: dict, obj: dict, inventory: Iterable[dict] = (),
                         namespace: str | None = None) -> list[str]:
     """What ``constraint`` (an instance of ``template``) reports for ``obj``: nothing when its match does
-    not select the object, else the template's violations with the constraint's parameters."""
+    not select the object, else the template's violations with the constraint's parameters. Neither mutation nor the
+    expansion of workloads into mock pods is emulated: our templates read the pod templates of workload kinds
+    themselves, so none is needed."""
     kind = template["spec"]["crd"]["spec"]["names"]["kind"]
     if constraint["kind"] != kind:
         raise TemplateError(f"constraint kind {constraint['kind']} is not {kind}")

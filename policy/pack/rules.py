@@ -1,38 +1,10 @@
 """The rules of the hybrid-cluster policy pack as pure functions: plain data in, violation messages out.
 
-This module owns the infrastructure rules and the small vocabulary they need (resource-type names, the
-project's secret config keys). Placement is not re-written here: the declared Gatekeeper ConstraintTemplates
-are evaluated on the declared workloads by gatekeeper.py, the same Rego admission runs (see below). It
-imports nothing from Pulumi, so tests run
-it on the resources the program declares under the mock engine, and ``__main__.py`` only adapts what the
-policy SDK hands over (``ResourceValidationArgs`` / ``PolicyResource``) into ``Declared`` and reports.
-
-It cannot import the program's own modules (render/, config/): the CLI runs a pack from its own folder
-with its own virtualenv (``runpy.run_path(<pack dir>, run_name="__main__")`` in pulumi/policy/__main__.py
-of the pulumi 3.272.0 SDK). tests/policy/test_pack.py keeps every copied constant equal to its origin.
-
-What each rule can and cannot see is decided by the SDK, not by us (pulumi_policy 1.21.0, policy.py):
-
-* A resource policy sees the resource's *inputs* after the provider's Check, before the step runs; a
-  stack policy sees every resource's *outputs* at the end of the preview or update
-  (pulumi/pulumi pkg/resource/deploy/step_generator.go: ``Properties: inputs`` for Analyze,
-  ``Properties: v.Outputs`` for AnalyzeStack; deployment_executor.go calls AnalyzeResources after all
-  steps). A mandatory finding in a preview fails the preview, so ``pulumi up`` stops before any change.
-* Options are visible: ``PolicyResourceOptions.protect`` and ``.additional_secret_outputs``, filled from
-  the engine's ``AnalyzerResourceOptions`` (``Protect: new.Protect``,
-  ``AdditionalSecretOutputs: new.AdditionalSecretOutputs`` in step_generator.go).
-* Whether a value is *secret* is not: the engine sends secrets (``KeepSecrets: true`` in
-  sdk/go/common/resource/plugin/analyzer_plugin.go) but the Python SDK's Analyze and AnalyzeStack call
-  ``deserialize_properties(...)`` without ``proxy_secrets``, which unwraps each secret into its plain
-  value. Only Remediate keeps the marker. pulumi/pulumi-policy#241 (open): "It's not currently possible
-  to check if a stack config value or property is a secret from policies". So no rule here claims to
-  check that a value is marked secret; the program's tests check that (tests/policy/test_pack.py).
-* Stack config is visible, secrets decrypted: the engine decrypts the stack config and passes it to
-  policy packs as PULUMI_CONFIG (pkg/engine/deployment.go ``target.Config.Decrypt``;
-  analyzer_plugin.go ``constructEnv``: "Config is passed as an environment variable (including
-  unecrypted secrets)"), read by ``pulumi.runtime.get_config_env()``. That is what
-  ``secret_config_leaks`` uses: a secret config value that shows up anywhere except the inputs made to
-  carry it has been pasted into plain text (a script body, a manifest).
+Owns the infrastructure rules and the small vocabulary they need (resource-type names, the project's secret config
+keys); placement is the declared Gatekeeper constraints' own Rego, run by gatekeeper.py. It imports nothing from Pulumi
+or from the program, so the tests run it on the resources the program declares under the mock engine, and
+``__main__.py`` only adapts what the policy SDK hands over (``ResourceValidationArgs`` / ``PolicyResource``) into
+``Declared`` and reports what the rules find.
 """
 from __future__ import annotations
 
@@ -73,12 +45,27 @@ def contains_unknown(value: Any) -> bool:
 @dataclass(frozen=True)
 class Declared:
     """One resource as the policy SDK shows it: type token, Pulumi name, URN, properties (camelCase, as
-    the provider sees them; secrets already unwrapped), and the options rules look at."""
+    the provider sees them), and the options rules look at. What a rule can see is the SDK's decision, not ours
+    (pulumi_policy 1.21.0, policy.py).
+
+    A resource policy's ``props`` are the resource's *inputs* after the provider's Check, before the step runs; a
+    stack policy's are every resource's *outputs* at the end of the preview or update (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go: ``Properties: inputs`` for Analyze, ``Properties: v.Outputs`` for
+    AnalyzeStack; deployment_executor.go calls AnalyzeResources after all steps)."""
 
     type: str
     name: str
     urn: str
+    # Secrets arrive unwrapped: whether a value is secret is not visible. The engine sends secrets (`KeepSecrets: true`
+    # in sdk/go/common/resource/plugin/analyzer_plugin.go), but the Python SDK's Analyze and AnalyzeStack call
+    # `deserialize_properties(...)` without `proxy_secrets`, which unwraps each secret into its plain value; only
+    # Remediate keeps the marker. pulumi/pulumi-policy#241 (open): "It's not currently possible to check if a stack
+    # config value or property is a secret from policies". So no rule here claims to check that a value is marked
+    # secret; the program's tests check that (tests/policy/test_pack.py).
     props: Mapping[str, Any]
+    # Options are visible: PolicyResourceOptions.protect and .additional_secret_outputs, filled from the engine's
+    # AnalyzerResourceOptions (`Protect: new.Protect`, `AdditionalSecretOutputs: new.AdditionalSecretOutputs` in
+    # step_generator.go).
     protect: bool = False
     additional_secret_outputs: tuple[str, ...] = ()
     ignore_changes: tuple[str, ...] = ()
@@ -86,11 +73,18 @@ class Declared:
 
 @dataclass(frozen=True)
 class Finding:
+    """What a rule refuses. Every policy is mandatory: a finding in a preview fails the preview, so ``pulumi up``
+    stops before any change."""
+
     urn: str
     message: str
 
 
 # --- vocabulary (kept equal to the program's by the tests) -------------------------------------------------
+#
+# Copied, not imported: the CLI runs a pack from its own folder with its own virtualenv (`runpy.run_path(<pack dir>,
+# run_name="__main__")` in pulumi/policy/__main__.py of the pulumi 3.272.0 SDK), so the program's own modules (render/,
+# config/) are out of reach. tests/policy/test_pack.py keeps every copied constant equal to its origin.
 
 # Resource type tokens (pulumi-kubernetes: kubernetes:<group>/<version>:<Kind>, core group as "core").
 # Where each kind keeps its pod template.
@@ -268,7 +262,10 @@ def _strings(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str
 
 
 def secret_values_from_config(config: Mapping[str, Any]) -> dict[str, str]:
-    """Secret config key -> value, from the stack config the engine hands the pack (PULUMI_CONFIG)."""
+    """Secret config key -> value, from the stack config the engine hands the pack, secrets decrypted: it decrypts
+    the stack config and passes it as PULUMI_CONFIG (pkg/engine/deployment.go ``target.Config.Decrypt``;
+    analyzer_plugin.go ``constructEnv``: "Config is passed as an environment variable (including unecrypted
+    secrets)"), which ``pulumi.runtime.get_config_env()`` reads. secret_config_leaks searches for these values."""
     values = {}
     for key in SECRET_CONFIG_KEYS:
         value = config.get(f"{PROJECT}:{key}")

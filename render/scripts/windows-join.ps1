@@ -43,7 +43,7 @@ $GuestStep = {
     try {
         [System.IO.File]::WriteAllText($configFile, $config, (New-Object System.Text.UTF8Encoding($false)))
         ## Why the join skips kubelet-wait-bootstrap and runs it after the kubelet service is enabled with
-        ## kubeadm's flags: render/windows_bootstrap.py module docstring.
+        ## kubeadm's flags: render/windows_bootstrap.py, the comment above render_join.
         $null = Invoke-Checked $kubeadm @('join', "--config=$configFile", '--skip-phases=kubelet-wait-bootstrap') $secrets
         $flags = @(Set-KubeletServiceFlags $FlagsFile $FlagPattern $ServiceBase)
         Set-Service -Name kubelet -StartupType Automatic

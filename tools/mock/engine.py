@@ -1,38 +1,11 @@
-"""A model of the Pulumi engine's step generation, for the mock runs: given the state an earlier run left
-and the resources a program registers now, which resources are created, updated, replaced or deleted, in
-which order, with which inputs, and what the providers answer (tools/mock/providers.py).
+"""A model of the Pulumi engine's step generation, for the mock runs: given the state an earlier run left and the
+resources a program registers now, which resources are created, updated, replaced or deleted, in which order, with
+which inputs, and what the providers answer (tools/mock/providers.py).
 
-It follows the engine's source (pulumi/pulumi 1b594989, pkg/resource/deploy), where the program depends
-on it:
-- step_generator.go continueStepsFromDiff: inputs under `ignoreChanges` take their old values before the
-  diff, so an ignored change alone never updates or replaces; but once a resource is replaced, its inputs
-  are checked again from the program's own values ("If we are going to perform a replacement, we need to
-  recompute the default values"), and a targeted or recreated resource uses them from the start
-  (continueStepsFromImport, `recreating || wasExternal || isTargetedReplace || old == nil`). A replacement
-  is therefore created with what the program declares now, ignored inputs included.
-- step_generator.go calculateDependentReplacements: only a delete-before-replace replacement replaces its
-  dependents up front: each custom resource with an input whose property dependencies reach the replace
-  set is diffed with those inputs unknown, and replaced if its provider says so; a plain `dependsOn` edge
-  replaces nothing. They are deleted, dependents first, before the resource itself. A create-before-replace
-  replacement deletes the old resource at the end of the run.
-- step.go DeleteStep.Apply: a protected resource cannot be deleted, in a preview too; `retainOnDelete`
-  (read from the state) drops the resource without calling its provider; a delete uses the inputs stored in
-  the state. SameStep keeps the new options (protect, retainOnDelete) with the old id and outputs.
-- step_executor.go / deployment_executor.go: deletes run in reverse dependency order; a failed delete keeps
-  every resource it depends on (its transitive dependencies) from being deleted in that run.
-- A resource whose provider is replaced is replaced ("If the resource's provider reference changed, the
-  resource must be replaced").
-- step.go DeleteStep (pendingReplace): a delete-before-replace keeps each resource it deleted in the state marked
-  pending replacement until its create succeeds; the next run creates it without deleting it again. A delete that
-  fails inside the cascade stops it: nothing it depends on is deleted, and the run stops.
-- Pending operations (pulumi/pulumi#9293, backend/snapshot.go): a create the CLI was interrupted in stays in the
-  state as a pending operation; an update warns (a preview does not) and keeps it; `pulumi refresh
-  --clear-pending-creates` drops it (clear_pending_creates). The object it may have made exists outside the state,
-  and a provider with a fixed identity (a VM's VMID) refuses to create it again (providers.CREATE_FAILS_WHEN_PRESENT).
-- A delete of an object already gone outside Pulumi fails where the provider reads it first
-  (providers.DELETE_FAILS_WHEN_GONE).
-- provider_plugin.go Diff / step_generator.go: a preview whose Kubernetes provider has an unknown configuration
-  cannot diff that provider's objects (DiffUnavailable), and each is planned as an update, with a warning.
+Callers make one Deployment per run, register() each resource in the program's registration order, then finish(): its
+`plan` holds the steps, its `state` the state the run leaves (to_export / from_export: as `pulumi stack export` writes
+it). It follows the engine's source where the program depends on it, pulumi/pulumi 1b594989 (paths under
+pkg/resource/deploy unless named otherwise); each rule is cited at the code that models it.
 """
 from __future__ import annotations
 
@@ -144,7 +117,7 @@ class Step:
 class PendingCreate:
     """A create the run was interrupted in (the CLI killed, the machine running it lost): the engine journals the
     operation before the provider call and clears it after, so the state keeps it with the inputs sent, and the object
-    may exist outside the state (snapshot.go PendingOperations; "interrupted while creating")."""
+    may exist outside the state (backend/snapshot.go PendingOperations; "interrupted while creating")."""
     urn: str
     type: str
     name: str
@@ -511,6 +484,7 @@ class Deployment:
             entry.id = old.id
             entry.outputs = _outputs(entry, op, old, self.preview, self.nonce) if entry.custom else {}
         else:
+            # step.go SameStep: the new options (protect, retainOnDelete) with the old id and outputs.
             entry.id, entry.outputs = old.id, old.outputs
         if op != "same" and self.cancelled:
             # A step failed earlier in this run: step_executor.go cancelDueToError cancels the run, so steps under
@@ -588,6 +562,8 @@ class Deployment:
         return provider is not None and provider.type == providers.K8S_PROVIDER and contains_unknown(provider.inputs)
 
     def _diff(self, reg: Registration, old: Entry, entry: Entry) -> tuple[str, list[str], Entry]:
+        # step_generator.go continueStepsFromDiff: inputs under `ignoreChanges` take their old values before the diff, so
+        # an ignored change alone never updates or replaces.
         processed = apply_ignore_changes(reg.inputs, old.inputs, reg.ignore_changes)
         if self._diff_unavailable(reg):
             if not any(w.startswith("diff unavailable") for w in self.plan.warnings):
@@ -600,6 +576,7 @@ class Deployment:
         if reg.urn in self.targets:
             why = ["--replace"]
         elif reg.custom and provider_urn(reg.provider) in self.replaced:
+            # step_generator.go: "If the resource's provider reference changed, the resource must be replaced".
             why = ["provider replaced"]
         elif reg.custom and changed:
             why = self.replace_keys(reg.type, changed, reg.replace_on_changes, old.inputs, processed)
@@ -611,7 +588,10 @@ class Deployment:
                 if not self.preview:
                     self.bailed = self.cancelled = True
                     return "refused", why, old
-            # Replaced: the program's inputs as declared, ignored ones included (continueStepsFromDiff).
+            # Replaced: created with what the program declares now, ignored inputs included. continueStepsFromDiff checks
+            # the inputs again from the program's own values ("If we are going to perform a replacement, we need to
+            # recompute the default values"), and a `--replace` target or a re-created dependent (register) uses them from
+            # the start (continueStepsFromImport: `recreating || wasExternal || isTargetedReplace || old == nil`).
             entry.generation = old.generation + 1
             if reg.delete_before_replace:
                 if not self._delete_before_replace(old):
@@ -636,7 +616,10 @@ class Deployment:
 
     # --- delete-before-replace -----------------------------------------------------------------------
     def _dependents_to_replace(self, root: Entry) -> list[Entry]:
-        """calculateDependentReplacements over the old state, in registration order."""
+        """step_generator.go calculateDependentReplacements over the old state, in registration order. Only a delete-before-replace
+        replacement replaces its dependents up front: each custom resource with an input whose property dependencies
+        reach the replace set is diffed with those inputs unknown, and replaced if its provider says so; a plain
+        `dependsOn` edge replaces nothing."""
         replace_set = {root.urn}
         result: list[Entry] = []
         for urn in self.order:
@@ -665,7 +648,8 @@ class Deployment:
 
     def _delete_before_replace(self, root: Entry) -> bool:
         """The dependents' deletes, then the root's; each deleted one stays in the state pending replacement until
-        it is created again. A failed delete stops the cascade (False): what it depends on is not deleted."""
+        it is created again. A failed delete stops the cascade (False): what it depends on is not deleted, and the
+        run stops."""
         dependents = self._dependents_to_replace(root)
         if self.bailed:
             return False
@@ -761,8 +745,9 @@ class Deployment:
         the program no longer declares, in ScheduleDeletes' batches (deployment_executor.go performPostSteps).
         A failed step cancels the rest of the run (step_executor.go cancelDueToError): after a failed create or
         update no delete runs, and after a failed delete no later batch does (the rest of its own batch was already
-        under way). A protected resource's refusal does not cancel, but before each batch every errored step's
-        transitive dependencies are taken out (`erroredDeps`), so nothing a protected resource needs is deleted."""
+        under way), so nothing a failed delete depends on, transitively, is deleted in that run. A protected resource's
+        refusal does not cancel, but before each batch every errored step's transitive dependencies are taken out
+        (`erroredDeps`), so nothing a protected resource needs is deleted."""
         if self.bailed:
             # The step generator bailed: performPostSteps, where the deletes are generated, is never reached.
             for entry in [*self.late, *self.old.values()]:
@@ -796,6 +781,7 @@ class Deployment:
                     continue
                 replaced = entry.urn in late
                 if entry.protect and not replaced:
+                    # step.go DeleteStep.Apply: a protected resource cannot be deleted, in a preview too.
                     # deleteProtectedError does not cancel the run; the resource stays.
                     self.plan.errors.append(f"{entry.name}: resource cannot be deleted because it is protected")
                     errored.append(entry.urn)
@@ -805,6 +791,8 @@ class Deployment:
                     self.plan.failed.append(entry.name)
                     failed_here = True
                     continue
+                # step.go DeleteStep.Apply: `retainOnDelete`, read from the state, drops the resource without calling
+                # its provider; a delete runs with the inputs the state holds.
                 op = "retain" if entry.retain_on_delete else ("delete-replaced" if replaced else "delete")
                 self.plan.steps.append(Step(op, entry.urn, entry.type, entry.name))
             cancelled = cancelled or failed_here

@@ -39,8 +39,8 @@ $GuestStep = {
     }
     ## The service: New-Service -Name -BinaryPathName -StartupType Disabled -DependsOn containerd
     ## (https://learn.microsoft.com/powershell/module/microsoft.powershell.management/new-service?view=powershell-5.1);
-    ## the join enables it once kubeadm has written the node's flags (render/windows_bootstrap.py module
-    ## docstring). Restart on failure as the GCE Windows node setup does:
+    ## the join enables it once kubeadm has written the node's flags (render/windows_bootstrap.py, the comment
+    ## above render_join). Restart on failure as the GCE Windows node setup does:
     ## `sc.exe failure kubelet reset= 0 actions= restart/10000` (kubernetes/kubernetes
     ## cluster/gce/windows/k8s-node-setup.psm1).
     if (-not (Get-Service -Name kubelet -ErrorAction SilentlyContinue)) {
