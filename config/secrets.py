@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pulumi
 
@@ -34,6 +35,17 @@ class Secrets:
     etcd_offsite: tuple[pulumi.Output[str], pulumi.Output[str]] | None = None
     # backup.fileSystemBackup: the password of Velero's Kopia repositories.
     velero_repository_password: pulumi.Output[str] | None = None
+
+
+T = TypeVar("T")
+
+
+def present(value: T | None, key: str) -> T:
+    """A secret that read_secrets read because the stack needs it (config/secret_keys.py required_secrets decides which,
+    once): a component that gets None instead has been wired to a subsystem the stack does not configure."""
+    if value is None:
+        raise ValueError(f"secret {key} was not read, yet the stack needs it (config/secret_keys.py required_secrets)")
+    return value
 
 
 class SecretFormatError(ValueError):

@@ -372,6 +372,12 @@ class BackupPlan:
     recovery: backup.ObjectStore | None = None        # the replaced cluster's off-site store, read-only
     keep_default_repository_password: bool = False    # backup.keepVeleroDefaultRepositoryPassword
 
+    @property
+    def stores(self) -> dict[str, backup.ObjectStore]:
+        """Every location Velero gets, by its name: this site's, then the off-site and recovery stores it has."""
+        return {backup.PRIMARY: self.primary, **({backup.OFFSITE: self.offsite} if self.offsite else {}),
+                **({backup.RECOVERY: self.recovery} if self.recovery else {})}
+
 
 def object_store(spec: StackSpec, store: ObjectStoreSpec) -> backup.ObjectStore:
     """An S3 store of the stack (backup.primary, offsite, recoverFrom), its prefix defaulting to the cluster's name."""

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
+from config.secrets import present
 from plan.cluster import ClusterPlan, NodePlan
 from render import etcd_backup, kubeadm, linux_bootstrap, node_steps, windows_bootstrap
 from render.hyperv import ssh_command
@@ -258,11 +259,9 @@ class EtcdBackups(pulumi.ComponentResource):
         self.schedules: dict[str, command.remote.Command] = {}
         if cluster.etcd_backups:
             # The off-site credentials reach the nodes on standard input only (render/etcd_backup.py render_install).
-            pair = offsite_credentials
-            if cluster.etcd_offsite != (pair is not None):
-                raise ValueError("etcdBackup with backup.offsite needs etcdOffsiteAccessKeyId and etcdOffsiteSecretAccessKey")
             stdin: pulumi.Output[str] | None = None
-            if pair is not None:
+            if cluster.etcd_offsite:
+                pair = present(offsite_credentials, "etcdOffsiteAccessKeyId")
                 stdin = pulumi.Output.secret(pulumi.Output.format("{0}\n{1}\n", pair[0], pair[1]))
             for machine in (m for m in machines.linux_nodes if m.role == "control-plane"):
                 params = cluster.etcd_backups[machine.node.name]

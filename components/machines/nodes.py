@@ -15,7 +15,7 @@ import pulumi_command as command
 import pulumi_proxmoxve as proxmoxve
 import pulumi_tls as tls
 
-from config.secrets import Secrets
+from config.secrets import Secrets, present
 from plan.cluster import Bastion, HypervHostPlan, LinuxNodePlan, MachinesPlan, SshHost, WindowsNodePlan
 from render import hyperv, windows_activation
 from render.host_keys import (
@@ -52,13 +52,6 @@ class BastionArgs(TypedDict):
 def _pinned_connection(host: str, user: str, private_key: pulumi.Output[str] | None, bastion: BastionArgs,
                        host_key: pulumi.Input[str | None]) -> command.remote.ConnectionArgs:
     return ssh_connection(host, user, host_key=host_key, private_key=private_key, **bastion)
-
-
-def windows_admin_password(secrets: Secrets) -> pulumi.Output[str]:
-    """windowsAdminPassword, which config.secrets reads for every stack with Windows nodes."""
-    if secrets.windows_admin_password is None:
-        raise ValueError("windowsAdminPassword was not read, yet the stack declares Windows nodes (config.secrets.read_secrets)")
-    return secrets.windows_admin_password
 
 
 @dataclass(frozen=True)
@@ -453,7 +446,7 @@ class Machines(pulumi.ComponentResource):
                 windows_node,
                 self.hyperv_hosts[windows_node.hyperv_host],
                 host_connections[windows_node.hyperv_host],
-                windows_admin_password(secrets),
+                present(secrets.windows_admin_password, "windowsAdminPassword"),
                 guards=(*guards, *reserved[windows_node.name]),
                 previous_secret=secrets.windows_admin_password_previous,
                 after=(windows_created[before].vm,) if before is not None else (),

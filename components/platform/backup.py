@@ -12,6 +12,7 @@ import pulumi_command as command
 import pulumi_kubernetes as kubernetes
 
 from config import compat
+from config.secrets import present
 from plan.platform import BackupPlan
 from render import backup
 from render.shell import bash_command
@@ -35,11 +36,8 @@ class Backups(pulumi.ComponentResource):
                  access: ControlPlaneAccess, repository_password: pulumi.Output[str] | None = None,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("hybrid:platform:Backups", name, None, opts)
-        stores = {backup.PRIMARY: plan.primary, **({backup.OFFSITE: plan.offsite} if plan.offsite else {}),
-                  **({backup.RECOVERY: plan.recovery} if plan.recovery else {})}
-        if primary is None or (len(stores) > 1 and offsite is None):
-            raise ValueError("backup needs backupAccessKeyId/backupSecretAccessKey, and offsiteAccessKeyId/"
-                             "offsiteSecretAccessKey with backup.offsite or backup.recoverFrom")
+        stores = plan.stores
+        primary = present(primary, "backupAccessKeyId")
 
         def declare(obj: dict, depends_on: Sequence[pulumi.Resource]) -> pulumi.CustomResource:
             return kubernetes_object(f"{name}-{resource_name(obj)}", obj, provider=provider, parent=self,
@@ -49,8 +47,9 @@ class Backups(pulumi.ComponentResource):
         # Each site's keys in their own Secret (render/backup.py credential_ref): this site's, and the other site's
         # for the off-site and recovery locations.
         sites: list[tuple[str, Pair, list[str]]] = [(backup.CREDENTIALS_SECRET, primary, [backup.PRIMARY])]
-        if offsite is not None and len(stores) > 1:
-            sites.append((backup.OFFSITE_CREDENTIALS_SECRET, offsite, [n for n in stores if n != backup.PRIMARY]))
+        if len(stores) > 1:
+            sites.append((backup.OFFSITE_CREDENTIALS_SECRET, present(offsite, "offsiteAccessKeyId"),
+                          [n for n in stores if n != backup.PRIMARY]))
         credentials: list[pulumi.Resource] = []
         for secret_name, pair, site_locations in sites:
             metadata = backup.credentials_secret_metadata(secret_name)
@@ -63,8 +62,7 @@ class Backups(pulumi.ComponentResource):
             ))
         before_release: list[pulumi.Resource] = [namespace, *credentials, *linux_ready]
         if plan.file_system_backup:
-            if repository_password is None:
-                raise ValueError("backup.fileSystemBackup needs the secret veleroRepositoryPassword")
+            repository_password = present(repository_password, "veleroRepositoryPassword")
             # Before Velero's first start, which would make the Secret with its default (render/backup.py). Run again
             # for a new password or script only; on the first control-plane node, as every cluster-wide step.
             script = bash_command(backup.render_repository_password(plan.keep_default_repository_password))

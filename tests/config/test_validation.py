@@ -593,3 +593,10 @@ def test_a_ca_certificate_is_pem_and_goes_with_tls(hk_values):
     plain = copy.deepcopy(hk_values)
     plain["observability"]["logs"]["tls"] = False
     assert any(p.startswith("observability.logs") and "ship with tls: true" in p for p in problems(plain))
+
+
+def test_a_needed_secret_that_was_not_read_fails_naming_its_key():
+    from config.secrets import present
+    assert present("value", "backupAccessKeyId") == "value"
+    with pytest.raises(ValueError, match="secret backupAccessKeyId was not read, yet the stack needs it"):
+        present(None, "backupAccessKeyId")
