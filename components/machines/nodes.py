@@ -105,7 +105,32 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                                         ignore_changes=["sourceRaw"], depends_on=[*args.guards, *args.after]),
         )
 
-        self.vm = proxmoxve.VmLegacy(
+        self.vm = self._clone(name, args)
+        if node.lost:
+            # Deleted before the VM leaves the state (it depends on it): destroys the VM on its Proxmox node if it
+            # still exists, and succeeds if it is gone (render/scripts/vm-destroy.sh). Nothing runs on create.
+            command.remote.Command(
+                f"{name}-vm-destroy",
+                connection=args.proxmox_connection,
+                delete=bash_command(render_vm_destroy(vm.vm_id, node.name)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
+            )
+
+        # This VM instance: the MAC Proxmox gave its first NIC when it cloned it, as the VM's configuration
+        # holds it. The VM's own id is its VMID (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for
+        # every instance, so every per-node step is keyed on this instead: a VM lost and re-created, or
+        # replaced, is a new instance whose steps run again. Not `mac_addresses`: with the QEMU agent on, the
+        # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
+        # (vm/network/network.go ReadNetworkValues). tools/mock/providers.py has the provider facts.
+        self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
+        self._converge(name, args, public, private)
+        self.summary = node.summary
+        self.register_outputs({"summary": self.summary, "vm_id": self.vm.vm_id, "ready": self.ready.stdout})
+
+    def _clone(self, name: str, args: LinuxNodeArgs) -> proxmoxve.VmLegacy:
+        """The VM, cloned from its distro's template on its Proxmox node, booting with its snippet."""
+        node, vm = args.node, args.node.vm
+        return proxmoxve.VmLegacy(
             f"{name}-vm",
             name=node.name,
             node_name=vm.proxmox_node,
@@ -179,23 +204,12 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
                 depends_on=[*args.guards, *args.after],
             ),
         )
-        if node.lost:
-            # Deleted before the VM leaves the state (it depends on it): destroys the VM on its Proxmox node if it
-            # still exists, and succeeds if it is gone (render/scripts/vm-destroy.sh). Nothing runs on create.
-            command.remote.Command(
-                f"{name}-vm-destroy",
-                connection=args.proxmox_connection,
-                delete=bash_command(render_vm_destroy(vm.vm_id, node.name)),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.vm]),
-            )
 
-        # This VM instance: the MAC Proxmox gave its first NIC when it cloned it, as the VM's configuration
-        # holds it. The VM's own id is its VMID (bpg vmCreateClone: `d.SetId(strconv.Itoa(vmID))`), the same for
-        # every instance, so every per-node step is keyed on this instead: a VM lost and re-created, or
-        # replaced, is a new instance whose steps run again. Not `mac_addresses`: with the QEMU agent on, the
-        # provider fills that from the guest's interfaces, loopback (00:00:00:00:00:00) first
-        # (vm/network/network.go ReadNetworkValues). tools/mock/providers.py has the provider facts.
-        self.instance: pulumi.Output[str] = self.vm.network_devices.apply(first_mac)
+    def _converge(self, name: str, args: LinuxNodeArgs, public: pulumi.Output[str],
+                  private: pulumi.Output[str]) -> None:
+        """The steps over SSH once the VM runs: its snippet made private, its host key, the wait for its first
+        boot, its preparation and its admin user's keys."""
+        node, init = args.node, args.node.init
         # The snippet holds the private host key: root only on the Proxmox node (the provider's SFTP upload leaves it
         # 0644). Again with each instance and each new key, which is when a rebuild uploads the snippet anew.
         self.snippet_private = command.remote.Command(
@@ -267,9 +281,6 @@ class ProxmoxLinuxNode(pulumi.ComponentResource):
             logging=command.remote.Logging.STDOUT_AND_STDERR,
             opts=command_options(node, parent=self, depends_on=[first_boot], delete_before_replace=True),
         )
-
-        self.summary = node.summary
-        self.register_outputs({"summary": self.summary, "vm_id": self.vm.vm_id, "ready": self.ready.stdout})
 
 
 class HypervHost(pulumi.ComponentResource):
