@@ -364,6 +364,19 @@ class KubeadmCluster(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.init]),
             )
         }
+        self._joins(name, cluster, machines, other_control_plane, access)
+
+        self.node_ready.update({join.node_name: join.drain for join in self.joins})
+        renewal = certificate_renewal(name, cluster, [first, *other_control_plane], self.node_ready, self)
+        # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
+        # it has finished (components/cluster/control_plane.py waits for it).
+        self.certificate_renewal: list[pulumi.Resource] = list(renewal)
+        self._kubernetes_provider(name, cluster, first, renewal)
+        self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})
+
+    def _joins(self, name: str, cluster: ClusterPlan, machines: Machines, other_control_plane: Sequence[ProxmoxLinuxNode],
+               access: ControlPlaneAccess) -> None:
+        """The other control-plane nodes' joins, one after another, then the Linux workers' in their session lanes."""
         self.joins: list[LinuxNodeJoin] = []
         previous_control_plane: list[pulumi.Resource] = []
         for machine in other_control_plane:
@@ -384,11 +397,9 @@ class KubeadmCluster(pulumi.ComponentResource):
                 self.session_steps[machine.node.name] = SessionLane(credentials=(join.credentials,), ready=(join.drain,))
                 self.joins.append(join)
 
-        self.node_ready.update({join.node_name: join.drain for join in self.joins})
-        renewal = certificate_renewal(name, cluster, [first, *other_control_plane], self.node_ready, self)
-        # The renewal round restarts every control-plane component: nothing else restarts one in the same run before
-        # it has finished (components/cluster/control_plane.py waits for it).
-        self.certificate_renewal: list[pulumi.Resource] = list(renewal)
+    def _kubernetes_provider(self, name: str, cluster: ClusterPlan, first: ProxmoxLinuxNode, renewal: Sequence[pulumi.Resource]) -> None:
+        """The Kubernetes provider, on a credential of its own read from the first control-plane node, and the revocation
+        of every other such credential once it has moved."""
         # The Kubernetes provider's own credential (render/scripts/provider-credential.sh), not admin.conf: kubeadm
         # renews admin.conf in every renewal round and upgrade, and a credential read again is unknown in that preview,
         # where the engine then cannot diff a single Kubernetes object (DiffUnavailable). This one changes only with
@@ -440,7 +451,6 @@ class KubeadmCluster(pulumi.ComponentResource):
             triggers=[read.id],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.provider]),
         )
-        self.register_outputs({"api_server": self.api_server, "kubeconfig": self.kubeconfig})
 
 
 class WindowsJoins(pulumi.ComponentResource):
