@@ -31,7 +31,6 @@ from components.version_pin import KubernetesVersionPin
 from config.loader import SpecError, from_pulumi_runtime, load
 from config.secrets import read_secrets
 from plan.cluster import cluster_plan
-from plan.nodes import control_plane_settings
 from plan.platform import (
     backup_plan,
     calico_params,
@@ -122,7 +121,7 @@ kubelets = KubeletConfig(f"{spec.cluster.name}-kubelet-config", f"{spec.cluster.
                          after=[*node_ready.values(), *restarts.done, *approver])
 # The control plane's settings (security): encryption key, the API servers' files and flags, one control-plane node at a
 # time, once no rolling operation of this run takes a node's components down (a certificate renewal round included).
-ControlPlaneSettings(f"{spec.cluster.name}-control-plane", control_plane_settings(spec), machines, cluster.init,
+ControlPlaneSettings(f"{spec.cluster.name}-control-plane", planned.control_plane, machines, cluster.init,
                      after=[*upgrade.done, *restarts.done, *kubelets.done, *cluster.certificate_renewal])
 metrics_server: Sequence[pulumi.Resource] = ()
 if resource_metrics is not None:

@@ -41,7 +41,7 @@ def machine_facts(plan: ClusterPlan) -> dict[str, Any]:
         nodes[windows_node.name] = {"os": "windows", "role": "worker", "ip": windows_node.ip, "host": windows_node.hyperv_host,
                                     "cpu": windows_node.cpu, "memoryMb": windows_node.memory_mb, "diskGb": windows_node.disk_gb,
                                     "retire": windows_node.retire, "lost": windows_node.lost}
-    return {FIRST_KEY: plan.machines.linux[0].name, NODES_KEY: nodes, ENCRYPTION_KEY: plan.encryption_key}
+    return {FIRST_KEY: plan.machines.linux[0].name, NODES_KEY: nodes, ENCRYPTION_KEY: plan.control_plane.encryption_key}
 
 
 def _number(value: Any) -> Any:

@@ -12,6 +12,7 @@ from render.kubelet_config import KubeletSettings
 from render.linux_node import LinuxNodeInit
 
 from .nodes import (
+    ControlPlaneSettingsPlan,
     Role,
     api_endpoint,
     cluster_params,
@@ -163,8 +164,9 @@ class ClusterPlan:
     kube_vip: bool
     kube_vip_init: str | None
     kube_vip_join: str | None
-    hardening_files: dict[str, str]
-    encryption_key: str
+    # The control plane's files, the key Secrets are written with, its static Pods' components (init writes them;
+    # components/cluster/control_plane.py keeps them).
+    control_plane: ControlPlaneSettingsPlan
     kubelet: KubeletSettings
     certificate_renewal: str | None
     provider_credential: str
@@ -268,8 +270,10 @@ def cluster_plan(spec: StackSpec) -> ClusterPlan:
         kube_vip=spec.cluster.api_vip is not None,
         kube_vip_init=kube_vip_manifest(spec, first_control_plane=True),
         kube_vip_join=kube_vip_manifest(spec, first_control_plane=False),
-        hardening_files=security.control_plane_files(control_plane_hardening(spec)),
-        encryption_key=encryption_key(spec), kubelet=kubelet_config_settings(spec),
+        control_plane=ControlPlaneSettingsPlan(encryption_key(spec),
+                                               security.control_plane_files(control_plane_hardening(spec)),
+                                               kubeadm.control_plane_components(params)),
+        kubelet=kubelet_config_settings(spec),
         certificate_renewal=spec.cluster.certificate_renewal, provider_credential=spec.cluster.provider_credential,
         etcd_backups=etcd_backups, etcd_offsite=offsite, machines=machines_plan(spec),
         rollout=rollout(spec), linux_rollout=rollout(spec, windows=False), session_lanes=session_lanes(spec),

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from config import compat
 from config.model import HypervHostSpec, LinuxNodeSpec, StackSpec, WindowsNodeSpec
-from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, security, storage, windows_activation, windows_bootstrap
+from render import etcd_backup, hyperv, kubeadm, linux_bootstrap, storage, windows_activation, windows_bootstrap
 from render.containerd import RegistryMirror
 from render.linux_node import LinuxNodeInit
 from vocab import windows_pods
@@ -18,7 +18,7 @@ from vocab.time_zones import windows_time_zone
 
 from .platform import api_host, object_store
 from .release import kubernetes_release, windows_release
-from .security import cluster_hardening_fields, control_plane_hardening, encryption_key, pod_guard, pod_guard_targets
+from .security import cluster_hardening_fields, pod_guard, pod_guard_targets
 
 Role = Literal["control-plane", "worker"]
 
@@ -60,11 +60,6 @@ class ControlPlaneSettingsPlan:
     encryption_key: str
     files: dict[str, str]
     components: dict[str, Any]
-
-
-def control_plane_settings(spec: StackSpec) -> ControlPlaneSettingsPlan:
-    return ControlPlaneSettingsPlan(encryption_key(spec), security.control_plane_files(control_plane_hardening(spec)),
-                                    kubeadm.control_plane_components(cluster_params(spec)))
 
 
 def node_params(spec: StackSpec, node: LinuxNodeSpec | WindowsNodeSpec, control_plane: bool = False) -> kubeadm.NodeParams:

@@ -29,10 +29,11 @@ def stacks() -> list[str]:
                                for path in (ROOT / "examples").glob("*/Pulumi.*.yaml"))]
 
 
-def record(stack: str) -> Recording:
-    """The stack's program, run as tools.synth runs it (placeholders for the secrets it needs)."""
+def record(stack: str, secrets: dict[str, str] | None = None, source_positions: bool = False) -> Recording:
+    """The stack's program, run as tools.synth runs it: `secrets` as given, placeholders for the others it needs."""
     raw = from_stack_file(find_stack_file(stack))
-    return run_program(raw, {}, stack=stack, secret_keys=required_secrets(load(raw).spec))
+    return run_program(raw, secrets or {}, stack=stack, secret_keys=required_secrets(load(raw).spec),
+                       source_positions=source_positions)
 
 
 def digests(recording: Recording) -> dict[str, str]:

@@ -332,8 +332,8 @@ class KubeadmCluster(pulumi.ComponentResource):
             f"{name}-init",
             connection=first.connection,
             create=bash_command(linux_bootstrap.render_init(
-                init_config, cluster.kube_vip_init, hardening_files=cluster.hardening_files,
-                encryption_key=cluster.encryption_key)),
+                init_config, cluster.kube_vip_init, hardening_files=cluster.control_plane.files,
+                encryption_key=cluster.control_plane.encryption_key)),
             logging=command.remote.Logging.STDERR,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[first.ready, version_pin],
                                         ignore_changes=["create", "connection"]),

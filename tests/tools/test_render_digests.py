@@ -28,16 +28,9 @@ def test_the_differences_name_each_new_gone_and_changed_resource():
 
 
 def test_a_secret_value_moves_its_resources_digest():
-    from config.loader import from_stack_file, load
-    from config.secret_keys import required_secrets
-    from tools.mock.program import run_program
-    from tools.synth import find_stack_file
-
-    raw = from_stack_file(find_stack_file("lab"))
-    needed = required_secrets(load(raw).spec)
     before = render_digest.digests(render_digest.record("lab"))
-    after = render_digest.digests(run_program(raw, {"proxmoxApiToken": "pulumi@pve!other=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"},
-                                              stack="lab", secret_keys=needed))
+    after = render_digest.digests(render_digest.record(
+        "lab", {"proxmoxApiToken": "pulumi@pve!other=0b6a4c3e-9f1d-4e2a-8c7b-5d9e0f1a2b3c"}))
     changed = render_digest.differences(before, after)
     assert changed and all(line.startswith("changed: ") for line in changed)
     assert any("pulumi:providers:proxmoxve" in line for line in changed)

@@ -96,16 +96,10 @@ def test_leaving_source_positions_out_changes_nothing_the_engine_model_records()
     the SDK's own function is back after the run."""
     from pulumi.runtime import resource as sdk_resource
 
-    from config.loader import from_stack_file, load
-    from config.secret_keys import required_secrets
     from tools import render_digest
-    from tools.mock.program import run_program
-    from tools.synth import find_stack_file
 
     original = sdk_resource._get_stack_trace
-    raw = from_stack_file(find_stack_file("lab"))
-    needed = required_secrets(load(raw).spec)
-    runs = [run_program(raw, stack="lab", secret_keys=needed, source_positions=flag) for flag in (True, False)]
+    runs = [render_digest.record("lab", source_positions=flag) for flag in (True, False)]
     assert sdk_resource._get_stack_trace is original
     with_positions, without = (render_digest.digests(run) for run in runs)
     assert len(with_positions) > 100 and with_positions == without
