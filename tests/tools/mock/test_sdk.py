@@ -130,3 +130,29 @@ def test_the_switch_holds_for_the_run_only_even_when_the_program_raises():
     assert seen[1] is not original and seen[2] is not original
     assert len(seen[1]().frames) == 0               # without: no stack walked, an empty trace
     assert sdk_resource._get_stack_trace is original
+
+
+def test_after_a_failed_run_a_future_nobody_read_is_not_reported_when_collected_and_other_reports_are(caplog):
+    """A failed registration sets its error on every future of the resource's properties; the error leaves
+    run_declarations once, and those futures, collected later, report nothing (each report formatted a traceback:
+    some seventeen thousand of them, 20 to 45 s, inside a later test). Any other report of the loop still reaches
+    asyncio's default handler."""
+    import gc
+    import logging
+
+    from tools.mock.program import run_declarations
+
+    def program() -> None:
+        raise RuntimeError("the program failed")
+
+    with pytest.raises(RuntimeError, match="the program failed"):
+        run_declarations(program, stack="dev")
+    loop = sdk._ensure_event_loop()
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        future = loop.create_future()
+        future.set_exception(ValueError("set, never read"))
+        del future
+        gc.collect()
+        assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
+        loop.call_exception_handler({"message": "a callback failed", "exception": RuntimeError("boom")})
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == ["a callback failed"]
