@@ -83,6 +83,15 @@ def synth_key_file(tmp_path_factory):
     os.environ["HYBRID_CLUSTER_SYNTH_KEY_FILE"] = str(tmp_path_factory.mktemp("synth-key") / "key")
 
 
+@pytest.fixture(autouse=True)
+def _new_stack_runs_reused(request):
+    """A test's runs of a new stack reuse this process's recent identical ones (tools/mock/program.py
+    reuse_new_stack_runs), except in a test that patches anything (it asks for monkeypatch): the program it runs is
+    not the one those runs ran."""
+    from tools.mock import program
+    program.reuse_new_stack_runs("monkeypatch" not in request.fixturenames)
+
+
 @pytest.fixture
 def hk_values() -> dict:
     return copy.deepcopy(hk_prod_values())

@@ -10,10 +10,12 @@ the tests use it, so what the tests check is what synth shows.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import runpy
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -292,6 +294,30 @@ def dynamic_checks() -> dict[str, Callable[[dict, dict], list[str]]]:
     return DYNAMIC_CHECKS
 
 
+# Runs of a new stack kept for reuse, by their inputs, the most recently used last (reuse_new_stack_runs).
+_NEW_STACK_RUNS: OrderedDict[str, Recording] = OrderedDict()
+_REUSE = False
+# How many: a kept recording holds some 15 to 20 MB for hk-prod's 7 nodes, its run's objects included (through its module
+# globals, Recording.program). Eight catch two thirds of the repeats `make test` makes in one process.
+NEW_STACK_RUNS_KEPT = 8
+
+
+def reuse_new_stack_runs(enabled: bool) -> None:
+    """Whether run_program answers a run of a new stack it has made recently, with the same inputs, with a copy of
+    that run's recording instead of running the program again. The program reads nothing but its configuration, its
+    secrets and its code (a run of a new stack has no state, no fault and no target), so the same inputs declare the
+    same resources; only the order of the engine's steps, which follows the event loop, may differ between two runs,
+    as it does between any two. For a process that runs the program many times with unchanged code (the tests, where
+    tests/conftest.py turns it off for a test that patches anything); each copy is the caller's own, its module
+    globals (Recording.program) shared. Off by default."""
+    global _REUSE
+    _REUSE = enabled
+
+
+def _copy(recording: Recording) -> Recording:
+    return copy.deepcopy(recording, {id(recording.program): recording.program})
+
+
 def run_program(
     raw: RawConfig,
     secrets: Mapping[str, str] | None = None,
@@ -322,16 +348,30 @@ def run_program(
     `--target` / `--exclude`. source_positions: run_declarations. secret_keys: the
     secrets the stack sets (None: every one), as `pulumi config set --secret` would have; reading another fails
     as pulumi.Config.require_secret does."""
+    key = None
+    if _REUSE and state is None and not any((replace, fail, gone, interrupt, pending, outside, fail_delete, target,
+                                             exclude)):
+        key = json.dumps([raw.values, sorted(raw.secure_keys), secrets, None if secret_keys is None else
+                          sorted(secret_keys), stack, preview, source_positions], sort_keys=True, default=repr)
+        if key in _NEW_STACK_RUNS:
+            _NEW_STACK_RUNS.move_to_end(key)
+            return _copy(_NEW_STACK_RUNS[key])
     secret_values = placeholder_secrets(secrets, secret_keys)
     config = {f"{PROJECT}:{k}": v if isinstance(v, str) else json.dumps(v) for k, v in raw.values.items() if k not in SECRET_KEYS}
     config.update({f"{PROJECT}:{k}": v for k, v in secret_values.items()})
     sdk.set_config(config, [f"{PROJECT}:{k}" for k in secret_values])
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    return run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack, preview,
-                            state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt, pending=pending,
-                            outside=outside, fail_delete=fail_delete, target=target, exclude=exclude,
-                            source_positions=source_positions)
+    recording = run_declarations(lambda: runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__"), stack,
+                                 preview, state=state, replace=replace, fail=fail, gone=gone, interrupt=interrupt,
+                                 pending=pending, outside=outside, fail_delete=fail_delete, target=target,
+                                 exclude=exclude, source_positions=source_positions)
+    if key is not None:
+        _NEW_STACK_RUNS[key] = recording
+        while len(_NEW_STACK_RUNS) > NEW_STACK_RUNS_KEPT:
+            _NEW_STACK_RUNS.popitem(last=False)
+        return _copy(recording)
+    return recording
 
 
 def run_declarations(declare: Callable[[], dict[str, Any] | None], stack: str = "hk-prod", preview: bool = False,
