@@ -12,7 +12,7 @@ import pytest
 
 from render import script_files
 from render.script_files import SCRIPTS_DIR, entry_scripts, fragments, lint_form, render_script
-from tests.validators import powershell_errors, shellcheck, shellcheck_fragment
+from tests.validators import powershell_errors, shellcheck, shellcheck_equivalent, shellcheck_fragment
 
 BASH = [name for name in entry_scripts() if name.endswith(".sh")]
 POWERSHELL = [name for name in entry_scripts() if name.endswith(".ps1")]
@@ -27,6 +27,20 @@ def test_bash_script_passes_shellcheck_as_written(name, tmp_path):
     path = tmp_path / name
     path.write_text(lint_form(name))
     shellcheck(path)
+
+
+def test_only_plain_values_of_input_assignments_are_left_out_of_what_shellcheck_must_read_again():
+    """tests/validators.py shellcheck_equivalent, which lets the synth test check one script per text: values of names
+    and addresses, single or in a list, are one placeholder; a value bash or shellcheck could read otherwise (white
+    space, $, a glob, a brace, a tilde, a quote), a list of another length, and everything outside the assignments
+    keep their text."""
+    one = "NODE='hk-cp-1'\nADDRESSES=('10.30.30.11' 'https://h:6443/')\necho 'hk-cp-1'\n"
+    two = "NODE='hk-lnx-4'\nADDRESSES=('10.30.30.24' 'https://g:6443/')\necho 'hk-cp-1'\n"
+    assert shellcheck_equivalent(one) == shellcheck_equivalent(two) != one
+    for kept in ("NODE='a b'", "NODE='$HOME'", "NODE='*'", "NODE='{a,b}'", "NODE='~'", "NODE=''\"'\"''",
+                 "  NODE='indented'", "echo 'hk-cp-1'"):
+        assert shellcheck_equivalent(kept) == kept, kept
+    assert shellcheck_equivalent("A=('x' 'y')") != shellcheck_equivalent("A=('x')")
 
 
 @pytest.mark.parametrize("name", POWERSHELL)

@@ -2,11 +2,18 @@
 a copy of the first, and nothing else is; tests/conftest.py turns it off for a test that patches anything."""
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.conftest import hk_prod_values, raw_config
 from tools.mock import program
 from tools.mock.program import changed_resources, run_program
+
+
+def _unseen_secrets() -> dict[str, str]:
+    """Secrets no earlier run of this process used: the runs kept from other tests cannot answer these."""
+    return {"windowsAdminPassword": f"unseen-{uuid.uuid4()}"}
 
 
 @pytest.fixture
@@ -26,11 +33,11 @@ def counted(monkeypatch):
 
 
 def test_the_same_new_stack_run_is_made_once_and_each_caller_gets_its_own_copy(counted):
-    values = hk_prod_values()
-    first = run_program(raw_config(values), secrets={"windowsAdminPassword": "one"})
+    values, secrets = hk_prod_values(), _unseen_secrets()
+    first = run_program(raw_config(values), secrets=secrets)
     first.resources.clear()
     first.state.clear()
-    again = run_program(raw_config(values), secrets={"windowsAdminPassword": "one"})
+    again = run_program(raw_config(values), secrets=secrets)
     assert len(counted) == 1
     assert again.resources and again.state
     fresh = program._copy(again)
@@ -40,11 +47,11 @@ def test_the_same_new_stack_run_is_made_once_and_each_caller_gets_its_own_copy(c
 
 
 def test_other_inputs_and_every_run_on_a_state_or_with_a_fault_are_made(counted):
-    values = hk_prod_values()
-    base = run_program(raw_config(values))
-    run_program(raw_config(values), preview=True)
-    run_program(raw_config(values), state=base.state)
-    run_program(raw_config(values), fail=("hk-prod-hk-cp-1-vm",))
+    values, secrets = hk_prod_values(), _unseen_secrets()
+    base = run_program(raw_config(values), secrets=secrets)
+    run_program(raw_config(values), secrets=secrets, preview=True)
+    run_program(raw_config(values), secrets=secrets, state=base.state)
+    run_program(raw_config(values), secrets=secrets, fail=("hk-prod-hk-cp-1-vm",))
     assert len(counted) == 4
 
 
