@@ -133,10 +133,9 @@ def test_the_switch_holds_for_the_run_only_even_when_the_program_raises():
 
 
 def test_after_a_failed_run_a_future_nobody_read_is_not_reported_when_collected_and_other_reports_are(caplog):
-    """A failed registration sets its error on every future of the resource's properties; the error leaves
-    run_declarations once, and those futures, collected later, report nothing (each report formatted a traceback:
-    some seventeen thousand of them, 20 to 45 s, inside a later test). Any other report of the loop still reaches
-    asyncio's default handler."""
+    """The error of a failed run leaves run_declarations once; a future that carries it and that nobody read reports
+    nothing when it is collected later (why: tools/mock/sdk.py NEVER_RETRIEVED). Any other report of the loop still
+    reaches asyncio's default handler."""
     import gc
     import logging
 
