@@ -24,6 +24,8 @@ from pulumi.runtime.proto import resource_pb2 as _resource_pb2
 from pulumi.runtime.stack import run_pulumi_func as _run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
+from tuning import source_positions as _source_positions
+
 # The wire format of special values (pulumi/sdk/python/lib/pulumi/runtime/rpc.py): an object with the
 # signature key is a secret, a resource reference, an asset or an archive; UNKNOWN is a computed value.
 SIG_KEY: str = _rpc._special_sig_key
@@ -143,8 +145,10 @@ def _unreported_errors_of_failed_runs(loop: asyncio.AbstractEventLoop, context: 
 # At every registration the SDK walks the Python stack to send the resource's source position to the engine
 # (runtime/resource.py: register_resource calls _get_stack_trace, which runs traceback.extract_stack and makes a URI of
 # every frame's file). The engine only shows it; nothing the mock engine models reads it, and it was a fifth of a
-# test's time. The tests' runs leave it out; tools.bench keeps it, since a real run pays it.
-_STACK_TRACE = _resource._get_stack_trace
+# test's time. The tests' runs leave it out; tools.bench keeps it, since a real run pays it (through the program's
+# equivalent, tuning/source_positions.py, which installs itself only over the SDK's own function, and took it when
+# imported above, before any swap here).
+_STACK_TRACE = _source_positions.REPLACEMENT.sdk
 
 
 def _no_stack_trace() -> Any:
