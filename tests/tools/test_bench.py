@@ -9,7 +9,8 @@ import pytest
 import tuning
 from config.loader import load
 from tools import bench
-from tools.mock.program import Recording, Resource
+from tools.mock.program import Recording, Resource, run_declarations
+from tools.synth import plain
 from tuning import gc_thresholds
 
 
@@ -195,3 +196,33 @@ def test_the_baseline_registers_as_many_resources_with_the_programs_inputs(tmp_p
     assert "1.60 at 300 nodes" in bench.markdown({
         "graph": [], "blast_radius": [], "blast_radius_nodes": 30, "timings": timings, "runs": 1,
         "machine": {"cpu": "x", "cores": 2, "memory": "1 GiB", "python": "3.11"}})
+
+
+def test_the_replay_registers_the_programs_graph_through_the_command_class(tmp_path):
+    """The second floor (replay_program): the program's resources, each with the same parent and dependencies; each
+    remote command through pulumi_command's class, with the very inputs the program gave it."""
+    dump = tmp_path / "declared.json"
+    bench.measure_one(3, dump=dump)
+    declared = json.loads(dump.read_text())
+    recording = run_declarations(lambda: bench.replay_program(declared, 3), stack=bench.CLUSTER)
+    # Each replayed resource is named after its index in the program's list.
+    index = {r.urn: int(r.name.removeprefix("replay-")) for r in recording.resources}
+    assert sorted(index.values()) == list(range(len(declared)))
+    commands = 0
+    for replay in recording.resources:
+        program = declared[index[replay.urn]]
+        assert replay.custom == program["custom"]
+        assert index.get(replay.parent) == program["parent"]
+        assert sorted(index[urn] for urn in replay.dependencies) == program["dependencies"]
+        inputs = plain(replay.inputs, secret=lambda s: plain(s.value))
+        if program["type"] == bench.COMMAND_TYPE:
+            commands += 1
+            assert replay.type == bench.COMMAND_TYPE and inputs == program["inputs"]
+        elif program["custom"]:
+            assert replay.type == bench.BARE_TYPE and inputs == program["inputs"]
+        else:
+            assert replay.type == (program["type"] if program["remote"] else bench.REPLAY_COMPONENT_TYPE)
+    assert commands > 50                      # the largest kind of resource (4,886 of 7,092 at 300 nodes)
+    assert sum(len(d["dependencies"]) for d in declared) > len(declared)
+    floor = bench.measure_baseline(dump, 3, replay=True)
+    assert floor["resources"] == len(declared)
