@@ -83,6 +83,10 @@ class FakeSsh:
             channel = transport.accept(10)
             if channel is not None and server.destination is not None:
                 self._forward(channel, server.destination)
+                # As sshd does, the connection outlives its forwarded channel: the client closes it (within 10 s).
+                deadline = time.monotonic() + 10
+                while transport.is_active() and time.monotonic() < deadline:
+                    time.sleep(0.01)
                 return
             if channel is None or not server.exec_event.wait(10):
                 return
