@@ -406,7 +406,9 @@ def replay_program(declared: list[dict], nodes: int) -> None:
             super().__init__(REPLAY_COMPONENT_TYPE, name, None, opts)
 
     class RemoteComponent(pulumi.ComponentResource):
-        # A provider's component (a Helm chart of kubernetes' helm.sh/v4), registered as the program registers it.
+        # A provider's component (a Helm chart of kubernetes' helm.sh/v4), registered as the program registers it: a
+        # dependency on it stays one (a local component's is recorded as its children: runtime/rpc.py
+        # _expand_dependencies).
         def __init__(self, type_: str, name: str, props: dict, opts: pulumi.ResourceOptions) -> None:
             super().__init__(type_, name, props, opts, remote=True)
 
@@ -448,10 +450,7 @@ def measure_baseline(path: Path, nodes: int, replay: bool = False) -> dict:
 def declared_graph(recording: Recording) -> list[dict]:
     """What bare_program and replay_program register: every resource of the recording, in registration order."""
     index = {r.urn: i for i, r in enumerate(recording.resources)}
-    # A dependency on a local component is recorded as its children (pulumi/runtime/rpc.py _expand_dependencies); a
-    # component recorded as a dependency is a provider's (remote) one.
-    depended_on = {urn for r in recording.resources for urn in r.dependencies}
-    return [{"type": r.type, "custom": r.custom, "remote": not r.custom and r.urn in depended_on,
+    return [{"type": r.type, "custom": r.custom, "remote": r.remote,
              "parent": index.get(r.parent),
              "dependencies": sorted(index[urn] for urn in r.dependencies),
              "inputs": plain(r.inputs, secret=lambda s: plain(s.value))} for r in recording.resources]

@@ -40,16 +40,19 @@ _uris: dict[str, str | None] = {}
 
 
 def _uri(filename: str) -> str | None:
-    """pathlib.Path(filename).as_uri(), or None where the SDK's try gives up (a relative path): a function of the
-    name alone, so made once per file."""
+    """pathlib.Path(filename).as_uri(), or None where the SDK's try gives up. A relative path's ValueError is a
+    function of the name alone, so each file's answer is made once; any other exception (a RecursionError near the
+    limit, an interrupt) gives None for this frame only, as the SDK's catch does, and is not remembered."""
     try:
         return _uris[filename]
     except KeyError:
         pass
     try:
         uri: str | None = pathlib.Path(filename).as_uri()
-    except BaseException:       # the SDK catches everything here too (_get_source_position_for_frame)
+    except ValueError:
         uri = None
+    except BaseException:       # the SDK catches everything here too (_get_source_position_for_frame)
+        return None
     _uris[filename] = uri
     return uri
 

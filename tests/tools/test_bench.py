@@ -223,6 +223,7 @@ def test_the_replay_registers_the_programs_graph_through_the_command_class(tmp_p
         else:
             assert replay.type == (program["type"] if program["remote"] else bench.REPLAY_COMPONENT_TYPE)
     assert commands > 50                      # the largest kind of resource (4,886 of 7,092 at 300 nodes)
+    assert any(d["remote"] for d in declared)                     # the Helm v4 charts, provider components
     assert sum(len(d["dependencies"]) for d in declared) > len(declared)
     floor = bench.measure_baseline(dump, 3, replay=True)
     assert floor["resources"] == len(declared)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import pathlib
 import sys
 
 import pytest
@@ -51,7 +52,7 @@ def _nested(depth, then):
     return then() if depth == 0 else _nested(depth - 1, then)
 
 
-@pytest.mark.parametrize("limit", [None, -1, 0, 2, 5, 8, 9, 10, 30])
+@pytest.mark.parametrize("limit", [None, -1, 0, True, *range(1, 12), 30])
 @pytest.mark.parametrize("depth", [0, 3, 12])
 def test_same_message_as_the_sdk(monkeypatch, limit, depth):
     if limit is None:
@@ -80,6 +81,19 @@ def test_too_few_constructors_and_file_names_without_a_uri():
         assert ours == expected, filename
 
 
+def test_a_failure_of_the_moment_is_not_remembered(monkeypatch):
+    filename = "/srv/program/transient.py"
+    monkeypatch.setattr(source_positions, "_uris", {})
+
+    def interrupted(_self):
+        raise RecursionError
+    with monkeypatch.context() as patch:
+        patch.setattr(pathlib.PurePath, "as_uri", interrupted)
+        assert source_positions._uri(filename) is None            # this frame: none, as the SDK's catch gives
+    assert source_positions._uri(filename) == "file:///srv/program/transient.py"
+    assert source_positions._uri("relative.py") is None and source_positions._uris["relative.py"] is None
+
+
 def test_same_message_at_every_registration_of_a_program_run(monkeypatch):
     compared = []
 
@@ -88,8 +102,10 @@ def test_same_message_at_every_registration_of_a_program_run(monkeypatch):
         compared.append(ours == expected)
         return sdk_resource.source_pb2.StackTrace.FromString(expected)
 
-    # The run computes source positions (as under the CLI) through `both`, so install() leaves it in place.
+    # The run computes source positions (as under the CLI) through `both`, so install() leaves it in place; the
+    # mock engine puts `both` back after the run, and monkeypatch the SDK's own after the test.
     monkeypatch.setattr(mock_sdk, "_STACK_TRACE", both)
+    monkeypatch.setattr(sdk_resource, "_get_stack_trace", sdk_resource._get_stack_trace)
     recording = bench.run_program(bench.raw(bench.generate_stack(3)), stack=bench.CLUSTER, source_positions=True)
     assert len(compared) == len(recording.resources) and all(compared)
     assert sdk_resource._get_stack_trace is both

@@ -45,7 +45,9 @@ def _value(rng: random.Random, depth: int, pool: list) -> Any:
     if pool and roll < 0.08:
         return rng.choice(pool)                                      # shared, or a cycle back to an ancestor
     if depth == 0 or roll < 0.35:
-        return rng.choice([1, "text", None, 2.5, True, pulumi.UNKNOWN if rng.random() < 0.1 else 0, (1, 2)])
+        # A tuple is not searched (the SDK's looks into dicts and lists only), even with an unknown inside.
+        return rng.choice([1, "text", None, 2.5, True, pulumi.UNKNOWN if rng.random() < 0.1 else 0, (1, 2),
+                           (1, pulumi.UNKNOWN)])
     container: Any = rng.choice([{}, Logged(), []])
     pool.append(container)
     for index in range(rng.randint(0, 5)):

@@ -77,6 +77,7 @@ class Resource:
     custom_timeouts: dict[str, str] = field(default_factory=dict)   # create/update/delete, as given
     retain_on_delete: bool = False
     replace_on_changes: list[str] = field(default_factory=list)
+    remote: bool = False        # a provider's component (a multi-language one, such as kubernetes' helm.sh/v4 Chart)
     # What the engine made of it (tools/mock/engine.py): its id (None while unknown, in a preview) and its step.
     id: str | None = None
     op: str = "create"
@@ -209,6 +210,7 @@ class RecordingMonitor(sdk.MockMonitor):
                 custom_timeouts={k: v for k, v in sdk.message_to_dict(request.customTimeouts).items() if v},
                 retain_on_delete=request.retainOnDelete,
                 replace_on_changes=list(request.replaceOnChanges),
+                remote=request.remote,
                 id=entry.id,
                 op=self.deployment.plan.steps[-1].op,
             )
