@@ -5,7 +5,7 @@ the Python stack it checks the file in linecache (a stat) and reads the frame's 
 frames below the resource's own constructor (the third `__init__` from the top), only each file's URI
 (pathlib.Path(filename).as_uri(), made again for every frame) and line number. The program registers its resources
 from deeper stacks than a flat program (components, waves, node steps), so this grew with the stack's depth: a
-tenth of a 300-node run's CPU (py-spy, docs/benchmarks.md).
+tenth of a 300-node run's CPU under tools.bench (sampled with py-spy).
 
 stack_trace() below walks the same frames (sys._getframe and f_back, as traceback.walk_stack does, as far as
 sys.tracebacklimit lets extract_stack go), applies the same rule for where the resource's caller starts, and builds

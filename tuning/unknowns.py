@@ -6,7 +6,7 @@ cell holds the helper, a cycle of six objects (function, cell, annotation alias 
 cannot free. The SDK calls it several times for every Output it makes and resolves (output.py _OutputData,
 Output.future; rpc.py serialize_property; invoke.py): 49 times per resource in tools.bench's 300-node run, which
 left 2.1 million cyclic objects (gc.DEBUG_SAVEALL: all but 40 of the run's cyclic garbage), and a young collection of
-2 s to free them once the run's thresholds were put back (gc.callbacks; docs/benchmarks.md).
+2 s to free them once the run's thresholds were put back (gc.callbacks).
 
 contains_unknowns below is the SDK's function with its helper defined once, at module level: the same checks in the
 same order, the same items read (a dict subclass's __getitem__ included), the same answers, and no garbage.
