@@ -29,6 +29,10 @@ from dataclasses import dataclass, field
 from ipaddress import IPv4Network
 from pathlib import Path
 
+import pulumi
+import pulumi_command
+
+import tuning
 from components.cluster.waves import GATE_MARK, gate_name
 from tools.mock.program import (
     Recording,
@@ -342,23 +346,22 @@ def graph_row(nodes: int, recording: Recording) -> dict:
 BARE_TYPE = "bench:index:Bare"
 
 
+class Bare(pulumi.CustomResource):
+    """The floors' custom resource. A resource class of its own, as every provider SDK's is: the SDK computes a
+    registration's source position only from the third `__init__` on the stack up (runtime/resource.py
+    _get_stack_trace), which a bare pulumi.CustomResource never reaches, so a floor would leave out a cost every real
+    registration pays."""
+
+    def __init__(self, name: str, props: dict, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(BARE_TYPE, name, props, opts)
+
+
 def bare_program(declared: list[dict], nodes: int) -> None:
     """The baseline: a bare Pulumi program that registers as many custom resources as the program declares, each
     with the inputs of one of the program's (the same size, the same nesting), flat and untyped (no parent, no
     dependency, no option, one resource type), under the same runtime adjustments (tuning/). What it costs is the SDK's
     and the mock engine's registration of that many resources alone: a floor. The program's figure also holds what
     its graph's parents, dependencies, aliases and typed classes cost the SDK, and importing its modules."""
-    import pulumi
-
-    import tuning
-
-    class Bare(pulumi.CustomResource):
-        # A resource class of its own, as every provider SDK's is: the SDK computes a registration's source position
-        # only from the third `__init__` on the stack up (runtime/resource.py _get_stack_trace), which a bare
-        # pulumi.CustomResource never reaches, so the floor would leave out a cost every real registration pays.
-        def __init__(self, name: str, props: dict) -> None:
-            super().__init__(BARE_TYPE, name, props)
-
     tuned = tuning.install(nodes)
     for index, resource_ in enumerate(declared):
         Bare(f"bare-{index}", resource_["inputs"])
@@ -375,14 +378,12 @@ def _snake(key: str) -> str:
 
 def _command_args(inputs: dict) -> dict:
     """A remote command's recorded inputs as pulumi_command's Command takes them (an input it does not know fails)."""
-    import pulumi_command as command
-
     args = {_snake(key): value for key, value in inputs.items()}
     connection = {_snake(key): value for key, value in args["connection"].items()}
     if connection.get("proxy") is not None:
-        connection["proxy"] = command.remote.ProxyConnectionArgs(
+        connection["proxy"] = pulumi_command.remote.ProxyConnectionArgs(
             **{_snake(key): value for key, value in connection["proxy"].items()})
-    args["connection"] = command.remote.ConnectionArgs(**connection)
+    args["connection"] = pulumi_command.remote.ConnectionArgs(**connection)
     return args
 
 
@@ -392,15 +393,6 @@ def replay_program(declared: list[dict], nodes: int) -> None:
     pulumi_command's own class, its components as components and every other resource as the bare program's class,
     under the same runtime adjustments. What the program costs beyond it is its own work: configuration, plans,
     rendering, the Outputs it wires between resources, the other typed classes and importing its modules."""
-    import pulumi
-    import pulumi_command as command
-
-    import tuning
-
-    class Bare(pulumi.CustomResource):
-        def __init__(self, name: str, props: dict, opts: pulumi.ResourceOptions) -> None:
-            super().__init__(BARE_TYPE, name, props, opts)
-
     class Component(pulumi.ComponentResource):
         def __init__(self, name: str, opts: pulumi.ResourceOptions) -> None:
             super().__init__(REPLAY_COMPONENT_TYPE, name, None, opts)
@@ -420,7 +412,7 @@ def replay_program(declared: list[dict], nodes: int) -> None:
                                       depends_on=[made[d] for d in resource_["dependencies"]] or None)
         name = f"replay-{index}"
         if resource_["type"] == COMMAND_TYPE:
-            made.append(command.remote.Command(name, opts=opts, **_command_args(resource_["inputs"])))
+            made.append(pulumi_command.remote.Command(name, opts=opts, **_command_args(resource_["inputs"])))
         elif resource_["custom"]:
             made.append(Bare(name, resource_["inputs"], opts))
         elif resource_["remote"]:

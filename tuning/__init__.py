@@ -2,8 +2,9 @@
 the SDK's dependency cycle check answered without a walk where construction order proves there is no cycle
 (cycle_check), the cyclic garbage collector's thresholds (gc_thresholds), and two SDK functions replaced by
 equivalents that leave out work whose result the SDK drops: the reference cycle of each test for unknown values
-(unknowns) and the source lines read for each registration's stack trace (source_positions). Each is applied only to a fleet large
-enough for it to pay (MIN_NODES, measured: docs/benchmarks.md), and only where it meets what it was written for;
+(unknowns) and the source lines read for each registration's stack trace (source_positions). Each is applied only
+to a fleet large enough for it to pay (MIN_NODES, measured: docs/benchmarks.md), and only where it meets what it was
+written for;
 and the process is put back as the SDK and Python had it once every resource of the run is registered, for an
 Automation API host that runs the program inline and goes on (`restore_when_registered`).
 """
