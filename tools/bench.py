@@ -6,7 +6,8 @@
 Everything is measured on the graph the program declares under the mock engine, so it needs no hardware:
 - evaluation time (wall and CPU) and peak memory of a program run, each run in its own process (the least CPU
   of --runs), and at the largest size once more with Python's default garbage-collector thresholds; from 30 nodes
-  against two floors, the bare program and the program's graph replayed (bare_program, replay_program);
+  against two floors, the bare program and the program's graph replayed (bare_program, replay_program), and with
+  one more run sampled for where its CPU goes (measure_shares: the program's own code, imports, the SDK);
 - the longest dependency chain, in resources and in estimated seconds (DURATIONS), next to the sum of all
   estimates (what a tool that does one thing at a time would take);
 - the blast radius of single changes: what a change touches, next to the minimal set it should touch.
@@ -34,6 +35,7 @@ import pulumi_command
 
 import tuning
 from components.cluster.waves import GATE_MARK, gate_name
+from tools import cpu_shares
 from tools.mock.program import (
     Recording,
     Resource,
@@ -475,6 +477,30 @@ def measure_one(nodes: int, default_gc: bool = False, dump: Path | None = None) 
     }
 
 
+# Where a run's CPU goes (tools/cpu_shares.py): the program is its entry point and its layers; the SDK is Pulumi's and
+# the providers' packages, and tuning/, whose equivalents do the SDK's work; the mock engine is tools/.
+PROGRAM_SHARE, SDK_SHARE, ENGINE_SHARE = "the program's own code", "Pulumi SDK and provider classes", "mock engine"
+SHARES = [PROGRAM_SHARE, cpu_shares.IMPORTS, SDK_SHARE, ENGINE_SHARE, cpu_shares.OTHER_THREADS,
+          cpu_shares.UNATTRIBUTED]
+_SITE = Path(pulumi.__file__).resolve().parent.parent
+CPU_CATEGORIES = cpu_shares.by_path(
+    [(str(ROOT / "__main__.py"), PROGRAM_SHARE)]
+    + [(f"{ROOT / layer}/", PROGRAM_SHARE) for layer in ("components", "plan", "render", "config", "vocab")]
+    + [(f"{ROOT / 'tuning'}/", SDK_SHARE), (f"{_SITE / 'pulumi'}/", SDK_SHARE), (f"{_SITE / 'pulumi_'}", SDK_SHARE),
+       (f"{ROOT / 'tools'}/", ENGINE_SHARE)])
+
+
+def measure_shares(nodes: int) -> dict:
+    """One run of the program at `nodes`, in this process, sampled (tools/cpu_shares.py): the percentage of its CPU
+    in each of SHARES."""
+    values = generate_stack(nodes)
+    with cpu_shares.sampled(CPU_CATEGORIES) as shares:
+        run_program(raw(values), stack=CLUSTER, source_positions=True)
+    total = sum(shares.values())
+    return {"nodes": nodes, "cpu_seconds": round(total, 2),
+            "shares": {name: round(100 * shares[name] / total, 1) for name in SHARES}}
+
+
 # The floors each run is measured against (#40): the prefix of their figures in a timing row, and the internal
 # option that measures one.
 FLOORS = {"bare": "--baseline", "replay": "--replay"}
@@ -512,6 +538,11 @@ def measure(nodes: int, runs: int, default_gc: bool = False, baseline: bool = Fa
     assert best is not None
     # Time from the least of the runs; memory, which other work does not add to, from the most.
     best["timing"].update(cpu_seconds_most=most, peak_rss_mib=memory)
+    if baseline:
+        # One more run, sampled, for where its CPU goes (the sampler's own work is left out of it, not of its time).
+        out = subprocess.run([sys.executable, "-m", "tools.bench", "--shares", str(nodes)], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+        best["timing"]["shares"] = json.loads(out.strip().splitlines()[-1])["shares"]
     for prefix, floor in floors.items():
         best["timing"].update({f"{prefix}_cpu_ms_per_resource": floor["cpu_ms_per_resource"],
                                f"{prefix}_ratio": round(best["timing"]["cpu_ms_per_resource"]
@@ -858,8 +889,17 @@ def timing_targets(timings: list[dict]) -> dict:
     return {"cpu_per_resource_ratio": ratio, "cpu_per_resource_ok": ratio <= 1.3,
             "cpu_300_ok": large["cpu_seconds"] < 10, "memory_300_ok": large["peak_rss_mib"] < 1024,
             **({"bare_ratios": bare, "bare_ratio_ok": max(bare.values()) <= BARE_RATIO_TARGET} if bare else {}),
-            # Reported beside the target, not a target of its own: what of the bare ratio is the program's own.
-            **({"replay_ratios": replay} if replay else {})}
+            # Reported beside the target, not targets of their own: what of the bare ratio is the program's own.
+            **({"replay_ratios": replay} if replay else {}),
+            **({"without_own_code": without} if (without := without_own_code(rows)) else {})}
+
+
+def without_own_code(rows: list[dict]) -> dict[int, float]:
+    """By size: the ratio to the bare program of a run whose own code and imports cost nothing (the bare ratio times
+    the share of its CPU in neither, from the sampled run), the least any work on the program's own code can reach."""
+    return {row["nodes"]: round(row["bare_ratio"] * (1 - (row["shares"][PROGRAM_SHARE]
+                                                          + row["shares"][cpu_shares.IMPORTS]) / 100), 2)
+            for row in rows if "bare_ratio" in row and "shares" in row}
 
 
 def markdown(report: dict) -> str:
@@ -912,6 +952,21 @@ def markdown(report: dict) -> str:
                   "wired between resources. Its CPU per resource over the bare program's is what the SDK and the "
                   "command provider's class cost for this graph before the program does anything; the program's CPU per "
                   f"resource against it, what the program's own work adds: {ratios}."]
+    shared = [row for row in timings if "shares" in row]
+    if shared:
+        lines += ["", "Where the program's CPU goes, from one more run of each size sampled by tools/cpu_shares.py (a "
+                  "sample goes to the nearest frame of the program, of Pulumi's or a provider's package (and "
+                  "tuning/), or of the mock engine; a module being loaded is imports; other threads are the mock "
+                  "engine answering registrations on the SDK's thread pool), in percent:", "",
+                  "| nodes | " + " | ".join(SHARES) + " |", "|---:|" + "---:|" * len(SHARES)]
+        lines += [f"| {row['nodes']} | " + " | ".join(str(row["shares"][name]) for name in SHARES) + " |"
+                  for row in shared]
+        if targets.get("without_own_code"):
+            floors = ", ".join(f"{ratio:.2f} at {nodes} nodes"
+                               for nodes, ratio in sorted(targets["without_own_code"].items()))
+            lines += ["", "A program whose own code and imports cost nothing would still be at this ratio to the bare "
+                      f"program: {floors}. The rest is the SDK registering the resources the program declares, "
+                      "through the classes of the providers that define them."]
     return "\n".join(lines) + "\n"
 
 
@@ -925,11 +980,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)  # internal, with --one: inputs for the baseline
     parser.add_argument("--baseline", nargs=2, metavar=("DUMP", "NODES"), help=argparse.SUPPRESS)  # internal
     parser.add_argument("--replay", nargs=2, metavar=("DUMP", "NODES"), help=argparse.SUPPRESS)  # internal
+    parser.add_argument("--shares", type=int, help=argparse.SUPPRESS)  # internal: one sampled run of this size
     parser.add_argument("--json", type=Path, default=ROOT / "build" / "bench.json")
     parser.add_argument("--markdown", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = parser.parse_args(argv)
     if args.one is not None:
         print(json.dumps(measure_one(args.one, args.default_gc, args.dump)))
+        return 0
+    if args.shares is not None:
+        print(json.dumps(measure_shares(args.shares)))
         return 0
     for floor, replay in ((args.baseline, False), (args.replay, True)):
         if floor is not None:
