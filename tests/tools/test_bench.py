@@ -231,21 +231,23 @@ def test_the_replay_registers_the_programs_graph_through_the_command_class(tmp_p
 
 def test_a_sampled_run_puts_its_cpu_in_the_programs_sdks_and_engines_shares(monkeypatch):
     """measure_shares (#40): one run sampled by tools/cpu_shares.py with the bench's categories, whose paths match the
-    program's and the SDK's files (a wrong prefix leaves a share at 0, or the samples unattributed). It asks for
+    program's and the SDK's files (a wrong site-packages or repository path leaves the SDK's share at 0). It asks for
     monkeypatch so that its run is run, not answered by an earlier identical one (tests/conftest.py)."""
     shares = bench.measure_shares(3)["shares"]
     assert list(shares) == bench.SHARES and sum(shares.values()) == pytest.approx(100, abs=0.5)
     assert shares[bench.PROGRAM_SHARE] > 1 and shares[bench.SDK_SHARE] > 20, shares
-    assert shares[cpu_shares.UNATTRIBUTED] < 1, shares
+    assert shares[cpu_shares.UNATTRIBUTED] < 3, shares       # the last interval: a few milliseconds of a second
 
 
-def test_the_page_says_where_the_cpu_goes_and_what_the_programs_own_code_could_remove():
+def test_the_page_says_where_the_cpu_goes_and_what_the_graph_alone_costs():
     row = {"resources": 1, "wall_seconds": 1, "bare_cpu_ms_per_resource": 1.0, "peak_rss_mib": 100}
     shares = {name: 0.0 for name in bench.SHARES} | {bench.PROGRAM_SHARE: 10.0, cpu_shares.IMPORTS: 5.0,
                                                     bench.SDK_SHARE: 85.0}
-    timings = [{**row, "nodes": 30, "cpu_ms_per_resource": 2.0, "cpu_seconds": 2, "bare_ratio": 2.0, "shares": shares},
-               {**row, "nodes": 300, "cpu_ms_per_resource": 2.0, "cpu_seconds": 9, "bare_ratio": 3.0}]
-    assert bench.timing_targets(timings)["without_own_code"] == {30: 1.7}      # 2.0 * (1 - 0.15); 300 has no shares
+    timings = [{**row, "nodes": 30, "cpu_ms_per_resource": 2.0, "cpu_seconds": 2, "bare_ratio": 2.0, "shares": shares,
+                "replay_cpu_ms_per_resource": 1.6, "replay_ratio": 1.25},
+               {**row, "nodes": 300, "cpu_ms_per_resource": 2.0, "cpu_seconds": 9, "bare_ratio": 2.0}]
+    assert bench.timing_targets(timings)["replay_over_bare"] == {30: 1.6}         # 300 has no replay
     page = bench.markdown({"graph": [], "blast_radius": [], "blast_radius_nodes": 30, "timings": timings, "runs": 1,
                            "machine": {"cpu": "x", "cores": 2, "memory": "1 GiB", "python": "3.11"}})
-    assert "| 30 | 10.0 | 5.0 | 85.0 | 0.0 | 0.0 | 0.0 |" in page and "1.70 at 30 nodes" in page
+    assert "| 30 | 10.0 | 5.0 | 85.0 | 0.0 | 0.0 | 0.0 |" in page and "together: 15% at 30 nodes" in page
+    assert "(1.60 at 30 nodes)" in page and "adds: 1.25 at 30 nodes" in page
