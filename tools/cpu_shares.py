@@ -3,22 +3,28 @@ imports, the mock engine, and the process's other threads (the categories are th
 CPU_CATEGORIES). tools.bench reports it next to its floors (#40, item 7): a ratio to the bare program says how far a
 run is from the SDK's registration alone, this says how much of a run is the program's own code.
 
-The process's CPU-time interval timer (setitimer ITIMER_PROF) raises SIGPROF every millisecond of CPU, and Python
-runs the handler on the main thread, between two bytecodes of whatever it is running: so a sample lands wherever the
-main thread spends its CPU. Each sample weighs the main thread's CPU time since the one before (time.thread_time,
-the handlers' own time left out), so a tick earned by another thread while the main thread waits weighs next to
-nothing. A first version sampled from a thread, which runs only when the main thread gives up the interpreter lock:
-at a 3-node run, where the main thread waits for the engine every few milliseconds, nearly every sample fell on
-that wait, and the program's share read 0 in three of five runs and 8 to 14 percent in the others. Checked against
-py-spy 0.4.3 (`record --gil`, which reads the stacks from outside the process; installed by hand, not a requirement)
-on a 300-node run of tools.bench, its samples classified the same way: the program's own code 9.0 and 9.2 percent in
-two runs here against 9.8 there, imports 3.8 and 4.2 against 4.3.
+How it samples. The process's CPU-time interval timer (setitimer ITIMER_PROF) raises SIGPROF as the process spends
+CPU: every 4 ms here, the kernel's tick, whatever shorter interval is asked for, and less often on a loaded machine.
+Python runs the handler on the main thread at its next check point (a function's entry, a loop's jump back, the
+return from a call into C), with the frame running there. The sample weighs the main thread's CPU time since the one
+before (time.thread_time, the handler's own time left out) and goes to that frame's stack. Two biases follow, both
+measured by an independent review of this module with synthetic programs of known split:
+- CPU moves toward the next check point: a leaf of straight-line arithmetic is counted in its caller's loop.
+- The timer also runs on the other threads' CPU. A tick earned while the main thread waits is taken when it wakes,
+  with the main thread's CPU from before the wait, and goes to where it waits. In a run, that is the event loop's
+  wake-up, counted as the SDK's: 2.9 percent of the main thread's CPU at 300 nodes, 5.0 at 30.
+A first version sampled from a thread, which runs only when the main thread gives up the interpreter lock: at 3 nodes,
+where the main thread waits for the engine every few milliseconds, nearly every sample fell on a wait, and the
+program's share read 0 in three runs of five. Checked against py-spy 0.4.3 (`record --gil`, which reads the stacks
+from outside the process; installed by hand, not a requirement) on a 300-node run of tools.bench, its samples
+classified the same way: the program's own code 9.0 and 9.2 percent in two runs here against 9.8 there, imports 3.8
+and 4.2 against 4.3.
 
 A sample goes to the category of the frame nearest its leaf that has one (`Categories`): the standard library and
 other libraries have none, so a YAML dump that a renderer calls is the renderer's, and the event loop's own work is
 the SDK's that runs it. A sample with a module being loaded on its stack is the imports'. The CPU the process spent
 outside the main thread (the SDK's thread pool, where the mock engine answers each registration) is a category of its
-own.
+own, and what the main thread spent after the last sample is unattributed.
 """
 from __future__ import annotations
 
@@ -29,12 +35,13 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from types import CodeType, FrameType
 
 IMPORTS = "imports"
 OTHER_THREADS = "other threads"
 UNATTRIBUTED = "unattributed"   # no frame of the stack has a category
-INTERVAL_SECONDS = 0.001         # of the process's CPU time, between two samples
+INTERVAL_SECONDS = 0.001         # of the process's CPU time, between two samples: asked for, not granted (above)
 
 # A code object's category: a name, or None for a frame that passes the sample up to its caller.
 Categories = Callable[[CodeType], "str | None"]
@@ -71,16 +78,24 @@ def _is_import(code: CodeType) -> bool:
     return code.co_name in _LOADING and code.co_filename.startswith("<frozen importlib.")
 
 
+@dataclass
+class Shares:
+    """What sampled() measured: CPU seconds by category, OTHER_THREADS and UNATTRIBUTED included (filled when the
+    block is left); the samples taken (counted as they are); and the sampler's own CPU, which is in no category."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    samples: int = 0
+    sampler_seconds: float = 0.0
+
+
 @contextmanager
-def sampled(categories: Categories) -> Iterator[dict[str, float]]:
-    """Sample the main thread while the block runs (on the main thread, which alone may set a signal handler; the
-    process's SIGPROF handler and CPU-time timer are put back after). Yields the shares, filled when the block is
-    left: CPU seconds by category, OTHER_THREADS and UNATTRIBUTED included. The handler's own CPU is in none of them."""
+def sampled(categories: Categories) -> Iterator[Shares]:
+    """Sample the main thread while the block runs (on the main thread, which alone may set a signal handler). The
+    process's SIGPROF handler and CPU-time timer are put back after, the timer with what it had left."""
     if threading.current_thread() is not threading.main_thread():
         raise RuntimeError("sampled() measures the main thread and must be entered on it")
+    shares = Shares()
     samples: defaultdict[str, float] = defaultdict(float)
     cache: dict[CodeType, tuple[bool, str | None]] = {}
-    handler_cpu = [0.0]
     last = [0.0]                     # the main thread's CPU time when the previous sample was taken
     busy: list[bool] = []            # not empty while a sample is taken
 
@@ -100,17 +115,18 @@ def sampled(categories: Categories) -> Iterator[dict[str, float]]:
 
     def sample(signum: int, frame: FrameType | None) -> None:
         if busy:
-            return      # a tick during a sample (Python runs handlers between any two bytecodes): that one's time
+            # A tick during a sample (the handler has check points too): its time is the running sample's.
+            return
         busy.append(True)
         try:
             now = time.thread_time()
             samples[classify(frame)] += now - last[0]
+            shares.samples += 1
             last[0] = time.thread_time()
-            handler_cpu[0] += last[0] - now
+            shares.sampler_seconds += last[0] - now
         finally:
             busy.clear()
 
-    shares: dict[str, float] = {}
     process_start = time.process_time()
     main_start = last[0] = time.thread_time()
     previous = signal.signal(signal.SIGPROF, sample)
@@ -118,12 +134,16 @@ def sampled(categories: Categories) -> Iterator[dict[str, float]]:
     try:
         yield shares
     finally:
-        signal.setitimer(signal.ITIMER_PROF, *previous_timer)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        # Ignoring first discards a SIGPROF still pending, which the default action (when there was no handler
+        # before) would end the process with.
+        signal.signal(signal.SIGPROF, signal.SIG_IGN)
         signal.signal(signal.SIGPROF, previous)
+        signal.setitimer(signal.ITIMER_PROF, *previous_timer)
         main_cpu = time.thread_time() - main_start
         other = time.process_time() - process_start - main_cpu
-        shares.update(samples)
+        shares.seconds.update(samples)
         # What the main thread spent after the last sample goes unattributed rather than to a stack it did not run.
-        shares[UNATTRIBUTED] = shares.get(UNATTRIBUTED, 0.0) + max(0.0, main_cpu - handler_cpu[0]
-                                                                   - sum(samples.values()))
-        shares[OTHER_THREADS] = max(0.0, other)
+        shares.seconds[UNATTRIBUTED] = shares.seconds.get(UNATTRIBUTED, 0.0) + max(
+            0.0, main_cpu - shares.sampler_seconds - sum(samples.values()))
+        shares.seconds[OTHER_THREADS] = max(0.0, other)

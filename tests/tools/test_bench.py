@@ -233,7 +233,9 @@ def test_a_sampled_run_puts_its_cpu_in_the_programs_sdks_and_engines_shares(monk
     """measure_shares (#40): one run sampled by tools/cpu_shares.py with the bench's categories, whose paths match the
     program's and the SDK's files (a wrong site-packages or repository path leaves the SDK's share at 0). It asks for
     monkeypatch so that its run is run, not answered by an earlier identical one (tests/conftest.py)."""
-    shares = bench.measure_shares(3)["shares"]
+    measured = bench.measure_shares(3)
+    shares = measured["shares"]
+    assert measured["samples"] > 20                     # about a second of CPU, a sample every 4 ms or so
     assert list(shares) == bench.SHARES and sum(shares.values()) == pytest.approx(100, abs=0.5)
     assert shares[bench.PROGRAM_SHARE] > 1 and shares[bench.SDK_SHARE] > 20, shares
     assert shares[cpu_shares.UNATTRIBUTED] < 3, shares       # the last interval: a few milliseconds of a second
@@ -244,10 +246,11 @@ def test_the_page_says_where_the_cpu_goes_and_what_the_graph_alone_costs():
     shares = {name: 0.0 for name in bench.SHARES} | {bench.PROGRAM_SHARE: 10.0, cpu_shares.IMPORTS: 5.0,
                                                     bench.SDK_SHARE: 85.0}
     timings = [{**row, "nodes": 30, "cpu_ms_per_resource": 2.0, "cpu_seconds": 2, "bare_ratio": 2.0, "shares": shares,
+                "shares_samples": 1234,
                 "replay_cpu_ms_per_resource": 1.6, "replay_ratio": 1.25},
                {**row, "nodes": 300, "cpu_ms_per_resource": 2.0, "cpu_seconds": 9, "bare_ratio": 2.0}]
     assert bench.timing_targets(timings)["replay_over_bare"] == {30: 1.6}         # 300 has no replay
     page = bench.markdown({"graph": [], "blast_radius": [], "blast_radius_nodes": 30, "timings": timings, "runs": 1,
                            "machine": {"cpu": "x", "cores": 2, "memory": "1 GiB", "python": "3.11"}})
-    assert "| 30 | 10.0 | 5.0 | 85.0 | 0.0 | 0.0 | 0.0 |" in page and "together: 15% at 30 nodes" in page
+    assert "| 30 | 10.0 | 5.0 | 85.0 | 0.0 | 0.0 | 0.0 | 1234 |" in page and "own code: 10.0% at 30 nodes" in page
     assert "(1.60 at 30 nodes)" in page and "adds: 1.25 at 30 nodes" in page
