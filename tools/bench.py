@@ -20,7 +20,6 @@ import gc
 import json
 import os
 import platform
-import re
 import resource
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from tools.mock.program import (
 )
 from tools.mock.providers import new_host_key
 from tools.synth import plain
+from vocab.cluster import snake_case
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTER = "bench"
@@ -374,17 +374,13 @@ REPLAY_COMPONENT_TYPE = "bench:index:Component"
 COMMAND_TYPE = "command:remote:Command"
 
 
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
 def _command_args(inputs: dict) -> dict:
     """A remote command's recorded inputs as pulumi_command's Command takes them (an input it does not know fails)."""
-    args = {_snake(key): value for key, value in inputs.items()}
-    connection = {_snake(key): value for key, value in args["connection"].items()}
+    args = {snake_case(key): value for key, value in inputs.items()}
+    connection = {snake_case(key): value for key, value in args["connection"].items()}
     if connection.get("proxy") is not None:
         connection["proxy"] = pulumi_command.remote.ProxyConnectionArgs(
-            **{_snake(key): value for key, value in connection["proxy"].items()})
+            **{snake_case(key): value for key, value in connection["proxy"].items()})
     args["connection"] = pulumi_command.remote.ConnectionArgs(**connection)
     return args
 
@@ -506,13 +502,20 @@ def measure_shares(nodes: int) -> dict:
 FLOORS = {"bare": "--baseline", "replay": "--replay"}
 
 
+def _in_child(*options: str) -> dict:
+    """`python -m tools.bench <options>` in a fresh process: the JSON it prints last."""
+    out = subprocess.run([sys.executable, "-m", "tools.bench", *options], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def measure(nodes: int, runs: int, default_gc: bool = False, baseline: bool = False) -> dict:
     """The run with the least CPU of `runs` (with the highest peak memory of them), each in a fresh process so that
     peak memory and timings are its own; with `baseline`, after each run each floor over its resources (the bare
     program, and the program's graph replayed), in a fresh process too, and the least of each.
     The least, because on a shared machine other work only ever adds to a run's time (the timeit module's
     documentation gives the same reason for its minimum)."""
-    command = [sys.executable, "-m", "tools.bench", "--one", str(nodes)] + (["--default-gc"] if default_gc else [])
+    options = ["--one", str(nodes)] + (["--default-gc"] if default_gc else [])
     if runs < 1:
         raise ValueError("--runs must be at least 1")
     best: dict | None = None
@@ -521,18 +524,14 @@ def measure(nodes: int, runs: int, default_gc: bool = False, baseline: bool = Fa
     dump = ROOT / "build" / f"bench-declared-{nodes}.json"
     dump.parent.mkdir(parents=True, exist_ok=True)
     for _ in range(runs):
-        out = subprocess.run(command + (["--dump", str(dump)] if baseline else []), cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout
-        measured = json.loads(out.strip().splitlines()[-1])
+        measured = _in_child(*options, *(["--dump", str(dump)] if baseline else []))
         most = max(most, measured["timing"]["cpu_seconds"])
         memory = max(memory, measured["timing"]["peak_rss_mib"])
         if best is None or measured["timing"]["cpu_seconds"] < best["timing"]["cpu_seconds"]:
             best = measured
         if baseline:
             for prefix, option in FLOORS.items():
-                out = subprocess.run([sys.executable, "-m", "tools.bench", option, str(dump), str(nodes)],
-                                     cwd=ROOT, capture_output=True, text=True, check=True).stdout
-                floor = json.loads(out.strip().splitlines()[-1])
+                floor = _in_child(option, str(dump), str(nodes))
                 if prefix not in floors or floor["cpu_seconds"] < floors[prefix]["cpu_seconds"]:
                     floors[prefix] = floor
     assert best is not None
@@ -540,9 +539,7 @@ def measure(nodes: int, runs: int, default_gc: bool = False, baseline: bool = Fa
     best["timing"].update(cpu_seconds_most=most, peak_rss_mib=memory)
     if baseline:
         # One more run, sampled, for where its CPU goes (the sampler's own work is left out of it, not of its time).
-        out = subprocess.run([sys.executable, "-m", "tools.bench", "--shares", str(nodes)], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
-        sampled = json.loads(out.strip().splitlines()[-1])
+        sampled = _in_child("--shares", str(nodes))
         best["timing"].update(shares=sampled["shares"], shares_samples=sampled["samples"])
     for prefix, floor in floors.items():
         best["timing"].update({f"{prefix}_cpu_ms_per_resource": floor["cpu_ms_per_resource"],

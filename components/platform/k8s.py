@@ -1,7 +1,6 @@
 """Turns the plain Kubernetes objects and pinned charts the renderers return into pulumi_kubernetes resources."""
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as kubernetes
 
 from config.compat import HelmChart
+from vocab.cluster import snake_case
 from vocab.labels import OS_LABEL
 
 # apiVersion group -> pulumi_kubernetes module
@@ -25,10 +25,6 @@ _MODULES = {
     "storage.k8s.io": "storage",
     "admissionregistration.k8s.io": "admissionregistration",
 }
-
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def resource_name(obj: dict[str, Any]) -> str:
@@ -88,7 +84,7 @@ def kubernetes_object(name: str, obj: dict[str, Any], *, provider: pulumi.Provid
             raise ValueError(f"no patch resource for {obj['apiVersion']} {obj['kind']}")
         return kubernetes.apiextensions.CustomResource(
             name, api_version=obj["apiVersion"], kind=obj["kind"], opts=opts, **fields)
-    return cls(name, opts=opts, **{_snake(k): v for k, v in fields.items()})
+    return cls(name, opts=opts, **{snake_case(k): v for k, v in fields.items()})
 
 
 def helm_release(name: str, chart: HelmChart, namespace: str, values: dict, *, provider: pulumi.ProviderResource,

@@ -7,7 +7,6 @@ import functools
 import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from config.secret_keys import SECRETS
 from tools.preflight import hosts, network, proxmox_api, ssh
 from tools.preflight.results import FAIL, WARN, Progress, Result, report
 from tools.synth import add_stack_arguments, read_stack
+from vocab.cluster import snake_case
 
 TOKEN_KEY = "proxmoxApiToken"
 T = TypeVar("T")
@@ -29,7 +29,7 @@ T = TypeVar("T")
 
 def env_name(key: str) -> str:
     """The environment variable a secret is read from first: proxmoxSshPrivateKey -> PROXMOX_SSH_PRIVATE_KEY."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).upper()
+    return snake_case(key).upper()
 
 
 def read_secret(key: str, stack: str | None) -> tuple[str | None, str]:
